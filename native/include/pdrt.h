@@ -1,0 +1,173 @@
+/*
+ * pdrt: the device runtime C ABI that pdlink drives over bun:ffi.
+ *
+ * Shape: an opaque context per device endpoint (one LLM-DataDist cluster id), int32_t status
+ * returns carrying LLMStatusCode values, caller-provided buffers, no callbacks, no exceptions.
+ * Every call that can wait takes a deadline and returns by it. All functions are thread-safe:
+ * several threads may call into one context at once.
+ *
+ * Another runtime (an NPU transfer library, say) plugs in by implementing this header in a
+ * shared library and pointing PDLINK_RUNTIME at it.
+ */
+#ifndef PDRT_H
+#define PDRT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any incompatible change of a signature, a struct layout or a constant below. */
+#define PDRT_ABI_VERSION 1
+
+/* ---- Status codes: the numeric values of LLM-DataDist's LLMStatusCode (0x5010B000 + n). ---- */
+#define PDRT_SUCCESS                          ((int32_t)0)
+#define PDRT_FAILED                           ((int32_t)0xFFFFFFFF)
+#define PDRT_WAIT_PROC_TIMEOUT                ((int32_t)0x5010B001)
+#define PDRT_KV_CACHE_NOT_EXIST               ((int32_t)0x5010B002)
+#define PDRT_PARAM_INVALID                    ((int32_t)0x5010B005)
+#define PDRT_NOT_YET_LINK                     ((int32_t)0x5010B007)
+#define PDRT_ALREADY_LINK                     ((int32_t)0x5010B008)
+#define PDRT_LINK_FAILED                      ((int32_t)0x5010B009)
+#define PDRT_UNLINK_FAILED                    ((int32_t)0x5010B00A)
+#define PDRT_NOTIFY_PROMPT_UNLINK_FAILED      ((int32_t)0x5010B00B)
+#define PDRT_CLUSTER_NUM_EXCEED_LIMIT         ((int32_t)0x5010B00C)
+#define PDRT_PROCESSING_LINK                  ((int32_t)0x5010B00D)
+#define PDRT_EXIST_LINK                       ((int32_t)0x5010B018)
+#define PDRT_TIMEOUT                          ((int32_t)0x5010B01A)
+#define PDRT_LINK_BUSY                        ((int32_t)0x5010B01B)
+#define PDRT_OUT_OF_MEMORY                    ((int32_t)0x5010B01C)
+
+/* ---- Limits ---- */
+#define PDRT_MAX_CLUSTERS_PER_CALL 16   /* link/unlink: more → PDRT_CLUSTER_NUM_EXCEED_LIMIT */
+#define PDRT_IP_MAX 64                  /* bytes of an IP text field, NUL included */
+
+/* ---- Roles (informational; carried in the handshake) ---- */
+#define PDRT_ROLE_PROMPT  0u            /* prefill */
+#define PDRT_ROLE_DECODER 1u            /* decode */
+#define PDRT_ROLE_MIX     2u
+
+typedef struct pdrt_ctx pdrt_ctx;
+
+/* One remote endpoint to link to or unlink from. Fixed layout: 144 bytes, 8-byte aligned. */
+typedef struct pdrt_cluster {
+    uint64_t remote_cluster_id;
+    uint16_t remote_port;               /* 1..65535 */
+    uint16_t local_port;                /* 0 = any */
+    uint32_t reserved;                  /* must be 0 */
+    char     remote_ip[PDRT_IP_MAX];    /* NUL-terminated IPv4 or IPv6 text */
+    char     local_ip[PDRT_IP_MAX];     /* "" = any local address */
+} pdrt_cluster;
+
+/* Event kinds reported by pdrt_poll_events. */
+#define PDRT_EVENT_PEER_LOST       1u   /* a linked peer's connection broke; the link is gone */
+#define PDRT_EVENT_PEER_LINKED     2u   /* server side: a client completed a link */
+#define PDRT_EVENT_PEER_UNLINKED   3u   /* server side: a client unlinked normally */
+#define PDRT_EVENT_LINK_UNUSABLE   4u   /* a transfer timed out; unlink then relink */
+
+#define PDRT_SIDE_CLIENT 0u             /* this context initiated the link */
+#define PDRT_SIDE_SERVER 1u             /* the peer initiated the link */
+
+/* Fixed layout: 32 bytes. */
+typedef struct pdrt_event {
+    uint32_t kind;                      /* PDRT_EVENT_* */
+    uint32_t side;                      /* PDRT_SIDE_* of this context on that link */
+    uint64_t remote_cluster_id;
+    int32_t  code;                      /* status behind the event (PDRT_SUCCESS if none) */
+    uint32_t reserved;
+    uint64_t time_ms;                   /* CLOCK_REALTIME, milliseconds */
+} pdrt_event;
+
+/* Link states reported by pdrt_list_links. */
+#define PDRT_LINK_LINKING   1u
+#define PDRT_LINK_LINKED    2u
+#define PDRT_LINK_UNLINKING 3u
+#define PDRT_LINK_UNUSABLE  4u
+
+/* Fixed layout: 88 bytes. */
+typedef struct pdrt_link_info {
+    uint64_t remote_cluster_id;
+    uint32_t side;                      /* PDRT_SIDE_* */
+    uint32_t state;                     /* PDRT_LINK_* */
+    uint32_t transfers_in_flight;
+    uint16_t remote_port;
+    uint16_t same_host;                 /* 1 when transfers use the shared-memory path */
+    char     remote_ip[PDRT_IP_MAX];
+} pdrt_link_info;
+
+/* Options for pdrt_set_option. */
+#define PDRT_OPT_SAME_HOST_FASTPATH 1u  /* 1 (default) = negotiate shared memory with same-host peers; 0 = always TCP */
+
+/* ---- Lifecycle ---- */
+
+/* Returns PDRT_ABI_VERSION of the library; callers refuse a library whose value differs. */
+int32_t pdrt_abi_version(void);
+
+/* Creates a context for one cluster id. listen_port > 0: also listen on listen_ip:listen_port
+ * (server side). listen_port 0: client only (listen_ip may then be NULL). */
+int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, uint16_t listen_port,
+                    pdrt_ctx **out);
+
+/* Closes every connection and the listener, frees all caches. Blocks until background work ends. */
+int32_t pdrt_destroy(pdrt_ctx *ctx);
+
+int32_t pdrt_set_option(pdrt_ctx *ctx, uint32_t option, int64_t value);
+
+/* ---- Links (LLM-DataDist link_clusters / unlink_clusters) ---- */
+
+/* Links to up to 16 clusters concurrently. rets[i] receives the code of clusters[i]. Returns
+ * PDRT_SUCCESS only when every cluster succeeded; PDRT_CLUSTER_NUM_EXCEED_LIMIT or
+ * PDRT_PARAM_INVALID (without touching rets) for a bad call; otherwise PDRT_FAILED. */
+int32_t pdrt_link(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms,
+                  int32_t *rets);
+
+/* Unlinks; works on either side of a link (a server cleaning up a client that vanished).
+ * force = 0: tells the peer and tears down both ends (PDRT_NOTIFY_PROMPT_UNLINK_FAILED when the
+ * peer could not be told; the local end is cleared anyway). force != 0: clears the local end only. */
+int32_t pdrt_unlink(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms,
+                    int32_t force, int32_t *rets);
+
+/* Copies up to cap queued events into out and removes them from the queue; *n receives the count. */
+int32_t pdrt_poll_events(pdrt_ctx *ctx, pdrt_event *out, uint32_t cap, uint32_t *n);
+
+/* Waits until at least one event is queued (PDRT_SUCCESS) or timeout_ms passes (PDRT_TIMEOUT). */
+int32_t pdrt_wait_events(pdrt_ctx *ctx, int32_t timeout_ms);
+
+/* Copies up to cap current links into out; *n receives the number copied, *total the number held. */
+int32_t pdrt_list_links(pdrt_ctx *ctx, pdrt_link_info *out, uint32_t cap, uint32_t *n,
+                        uint32_t *total);
+
+/* ---- KV block caches and transfers ---- */
+
+/* Registers num_blocks blocks of block_bytes each (zero-filled) under cache_id. Register before
+ * linking peers that will read it. */
+int32_t pdrt_register_blocks(pdrt_ctx *ctx, uint64_t cache_id, uint32_t num_blocks,
+                             uint32_t block_bytes);
+
+int32_t pdrt_unregister_blocks(pdrt_ctx *ctx, uint64_t cache_id);
+
+/* Copies src (n * block_bytes bytes, block after block) into the listed local blocks. */
+int32_t pdrt_write_blocks(pdrt_ctx *ctx, uint64_t cache_id, const uint32_t *blocks, uint32_t n,
+                          const uint8_t *src, uint64_t src_len);
+
+/* Copies the listed local blocks into dst (n * block_bytes bytes, block after block). */
+int32_t pdrt_read_blocks(pdrt_ctx *ctx, uint64_t cache_id, const uint32_t *blocks, uint32_t n,
+                         uint8_t *dst, uint64_t dst_len);
+
+/* Reads remote blocks src[i] of the peer's remote_cache_id into local blocks dst[i] of
+ * dst_cache_id, over the link to remote_cluster_id. Equal block sizes on both ends. */
+int32_t pdrt_pull_blocks(pdrt_ctx *ctx, uint64_t remote_cluster_id, uint64_t remote_cache_id,
+                         const uint32_t *src, uint64_t dst_cache_id, const uint32_t *dst, uint32_t n,
+                         int32_t timeout_ms);
+
+/* Writes local blocks src[i] of src_cache_id into the peer's blocks dst[i] of remote_cache_id. */
+int32_t pdrt_push_blocks(pdrt_ctx *ctx, uint64_t remote_cluster_id, uint64_t src_cache_id,
+                         const uint32_t *src, uint64_t remote_cache_id, const uint32_t *dst,
+                         uint32_t n, int32_t timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PDRT_H */

@@ -1,0 +1,101 @@
+/**
+ * The one error type of pdlink, and the table of every error it raises.
+ *
+ * Each error has a stable string `code`, the HTTP `status` it renders as, and an optional list
+ * of field `issues` (path + message) for validation failures. `src/http/envelope.ts` renders it as
+ * `{"error", "error_type", "issues"?}`.
+ */
+
+export interface FieldIssue {
+  /** Dotted path with indices, e.g. `instances[3].static_info.block_size`; "" for the whole body. */
+  readonly path: string;
+  readonly message: string;
+}
+
+/** HTTP status of every error code; the only place a code meets a status. */
+export const ERROR_STATUS = {
+  bad_request: 400,
+  invalid_body: 400,
+  unprocessable: 422,
+  not_found: 404,
+  payload_too_large: 413,
+  unsupported_media_type: 400,
+  too_many_requests: 429,
+  not_ready: 503,
+  unavailable: 503,
+  upstream_failed: 502,
+  timeout: 504,
+  config_invalid: 500,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** Error types as the wire names them (`error_type`). */
+const ERROR_TYPE: Record<ErrorCode, string> = {
+  bad_request: 'BadRequest',
+  invalid_body: 'InvalidRequestBody',
+  unprocessable: 'UnprocessableEntity',
+  not_found: 'NotFound',
+  payload_too_large: 'PayloadTooLarge',
+  unsupported_media_type: 'UnsupportedMediaType',
+  too_many_requests: 'TooManyRequests',
+  not_ready: 'NotReady',
+  unavailable: 'ServiceUnavailable',
+  upstream_failed: 'UpstreamFailed',
+  timeout: 'Timeout',
+  config_invalid: 'ConfigInvalid',
+  internal: 'InternalError',
+};
+
+export class PdlinkError extends Error {
+  readonly code: ErrorCode;
+  readonly issues: readonly FieldIssue[];
+
+  constructor(code: ErrorCode, message: string, options: { issues?: readonly FieldIssue[]; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'PdlinkError';
+    this.code = code;
+    this.issues = options.issues ?? [];
+  }
+
+  get status(): (typeof ERROR_STATUS)[ErrorCode] {
+    return ERROR_STATUS[this.code];
+  }
+
+  get errorType(): string {
+    return ERROR_TYPE[this.code];
+  }
+}
+
+/** Formats issues as one line: `a.b: reason; c[0]: reason`. */
+export function describeIssues(issues: readonly FieldIssue[]): string {
+  return issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; ');
+}
+
+/** Every error pdlink raises, by factory, so messages stay uniform. */
+export const errors = {
+  malformedJson: (cause?: unknown) =>
+    new PdlinkError('bad_request', 'request body is not valid JSON', { issues: [{ path: '', message: 'malformed JSON' }], cause }),
+  emptyBody: () => new PdlinkError('bad_request', 'request body is empty', { issues: [{ path: '', message: 'empty body' }] }),
+  wrongContentType: (got: string | undefined) =>
+    new PdlinkError('unsupported_media_type', `content-type must be application/json, got ${got ? JSON.stringify(got) : 'none'}`, {
+      issues: [{ path: '', message: 'content-type must be application/json' }],
+    }),
+  bodyTooLarge: (limitBytes: number) =>
+    new PdlinkError('payload_too_large', `request body exceeds the limit of ${limitBytes} bytes`),
+  invalidBody: (issues: readonly FieldIssue[]) =>
+    new PdlinkError('invalid_body', `invalid request body: ${describeIssues(issues)}`, { issues }),
+  unprocessable: (issues: readonly FieldIssue[]) =>
+    new PdlinkError('unprocessable', `request body does not meet the specification: ${describeIssues(issues)}`, { issues }),
+  badRequest: (message: string, issues: readonly FieldIssue[] = []) => new PdlinkError('bad_request', message, { issues }),
+  notFound: (what: string) => new PdlinkError('not_found', `${what} not found`),
+  notReady: (why: string) => new PdlinkError('not_ready', why),
+  unavailable: (why: string) => new PdlinkError('unavailable', why),
+  tooManyRequests: (limit: number) => new PdlinkError('too_many_requests', `more than ${limit} requests in flight`),
+  upstreamFailed: (what: string, cause?: unknown) => new PdlinkError('upstream_failed', what, { cause }),
+  timeout: (what: string) => new PdlinkError('timeout', what),
+  configInvalid: (issues: readonly FieldIssue[], source: string) =>
+    new PdlinkError('config_invalid', `invalid configuration (${source}): ${describeIssues(issues)}`, { issues }),
+  internal: (cause?: unknown) => new PdlinkError('internal', 'internal error', { cause }),
+};
