@@ -1,0 +1,72 @@
+/**
+ * Reads a JSON request body with the checks every pdlink route needs: content type, size limit
+ * (counted while streaming, so a lying or missing Content-Length cannot bypass it), empty body,
+ * malformed JSON, and integers that JSON numbers cannot carry exactly.
+ */
+import type { Context } from 'hono';
+import { errors } from '../errors.ts';
+
+/** Marker left in place of an integer literal beyond ±(2^53−1), so schemas can reject it by path. */
+export class UnsafeInteger {
+  constructor(readonly source: string) {}
+}
+
+export interface ReadJsonOptions {
+  /** Maximum body size in bytes. */
+  limitBytes: number;
+}
+
+/**
+ * Returns the parsed body, or throws the PdlinkError the route should answer with.
+ * @example const body = await readJsonBody(c, { limitBytes: 1 << 20 });
+ */
+export async function readJsonBody(c: Context, options: ReadJsonOptions): Promise<unknown> {
+  const contentType = c.req.header('content-type');
+  if (!isJsonContentType(contentType)) throw errors.wrongContentType(contentType);
+  const declared = Number(c.req.header('content-length'));
+  if (Number.isFinite(declared) && declared > options.limitBytes) throw errors.bodyTooLarge(options.limitBytes);
+  const text = await readTextWithLimit(c.req.raw, options.limitBytes);
+  return parseJsonExact(text);
+}
+
+/** Parses JSON text, replacing integers that would lose precision by `UnsafeInteger` markers. */
+export function parseJsonExact(text: string): unknown {
+  if (text.trim() === '') throw errors.emptyBody();
+  try {
+    return JSON.parse(text, exactReviver);
+  } catch (cause) {
+    throw errors.malformedJson(cause);
+  }
+}
+
+function exactReviver(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+  const source = context?.source;
+  if (typeof value === 'number' && !Number.isSafeInteger(value) && source !== undefined && /^-?\d+$/.test(source)) {
+    return new UnsafeInteger(source);
+  }
+  return value;
+}
+
+function isJsonContentType(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const mediaType = value.split(';', 1)[0]!.trim().toLowerCase();
+  return mediaType === 'application/json' || (mediaType.startsWith('application/') && mediaType.endsWith('+json'));
+}
+
+async function readTextWithLimit(request: Request, limitBytes: number): Promise<string> {
+  if (request.body === null) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limitBytes) {
+      await reader.cancel().catch(() => {});
+      throw errors.bodyTooLarge(limitBytes);
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}

@@ -1,0 +1,26 @@
+/**
+ * Turns Valibot issues into pdlink field issues with wire paths such as
+ * `instances[3].static_info.block_size`.
+ */
+import type * as v from 'valibot';
+import type { FieldIssue } from '../errors.ts';
+
+/**
+ * Formats a Valibot issue path as dotted keys with bracketed indices.
+ * @example formatPath(issue.path) // 'instances[0].dynamic_info.peers[2]'
+ */
+export function formatPath(path: readonly { key: unknown }[] | undefined): string {
+  if (path === undefined) return '';
+  let out = '';
+  for (const item of path) {
+    const key = item.key;
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
+/** Every issue of a failed parse, flattened, each with its path. */
+export function toFieldIssues(issues: readonly v.BaseIssue<unknown>[]): FieldIssue[] {
+  return issues.map((issue) => ({ path: formatPath(issue.path as { key: unknown }[] | undefined), message: issue.message }));
+}
