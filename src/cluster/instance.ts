@@ -1,0 +1,55 @@
+/**
+ * The domain shape of one P/D instance as the cluster registry holds it, and the diff events the
+ * registry emits. Consumers (link manager, scheduler, KV ledger) depend on these types only.
+ */
+
+export type InstanceRole = 'prefill' | 'decode' | 'undefined';
+
+/** Wire value of `static_info.role` → role. */
+export const ROLE_BY_CODE = { 80: 'prefill', 68: 'decode', 85: 'undefined' } as const satisfies Record<number, InstanceRole>;
+export type RoleCode = keyof typeof ROLE_BY_CODE;
+
+/** Wire value of `static_info.label` (PD disaggregation only). */
+export const LABEL_BY_CODE = { 2: 'prefill', 3: 'decode' } as const;
+export type LabelCode = keyof typeof LABEL_BY_CODE;
+
+export interface Instance {
+  readonly id: number;
+  readonly ip: string;
+  readonly port: number;
+  readonly metricPort: number;
+  readonly modelName: string;
+  readonly groupId: number;
+  readonly maxSeqLen: number;
+  readonly maxOutputLen: number;
+  readonly totalSlots: number;
+  readonly totalBlocks: number;
+  readonly blockSize: number;
+  readonly label: LabelCode;
+  readonly role: InstanceRole;
+  /** Last reported free slots/blocks (`dynamic_info`); local reservations are the ledger's business. */
+  readonly availSlots: number;
+  readonly availBlocks: number;
+  /** Ids of linked peers: P ids for a decode instance, D ids for a prefill instance (may be empty). */
+  readonly peers: readonly number[];
+  /** The instance object exactly as last accepted on the wire, unknown fields included. */
+  readonly wire: Readonly<Record<string, unknown>>;
+}
+
+/** What one accepted refresh changed. A role change appears as a removal plus an addition. */
+export interface RegistryDiff {
+  /** Increments with every accepted refresh, changed or not. */
+  readonly generation: number;
+  readonly added: readonly Instance[];
+  readonly updated: readonly { readonly before: Instance; readonly after: Instance }[];
+  readonly removed: readonly Instance[];
+}
+
+/** Read side of the registry, as its consumers see it. */
+export interface ClusterView {
+  get(id: number): Instance | undefined;
+  all(): readonly Instance[];
+  byRole(role: InstanceRole): readonly Instance[];
+  /** Subscribes to diffs; returns the unsubscribe function. Listeners run synchronously after apply. */
+  onChange(listener: (diff: RegistryDiff) => void): () => void;
+}
