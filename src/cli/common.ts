@@ -1,0 +1,107 @@
+/**
+ * What every pdlink command shares: argument parsing errors (exit status 2), the listening lines,
+ * serving Hono apps with Bun.serve, and clean shutdown on SIGINT/SIGTERM.
+ */
+import { isIPv6 } from 'node:net';
+
+/** A command-line or configuration problem: the process prints the message and exits with 2. */
+export class CliError extends Error {
+  readonly exitCode = 2;
+  constructor(message: string) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+export interface ListenerSpec {
+  /** Name printed in the listening line, e.g. `management`. */
+  readonly name: string;
+  readonly hostname: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  readonly fetch: (request: Request) => Response | Promise<Response>;
+  readonly tls?: { cert: string; key: string; ca?: string; passphrase?: string };
+  /** Seconds a keep-alive connection may stay idle (Bun's limit is 255). */
+  readonly idleTimeoutSeconds?: number;
+}
+
+export interface RunningListener {
+  readonly name: string;
+  readonly url: string;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * URL of a listener, with IPv6 hosts in brackets.
+ * @example listenerUrl('::1', 1026, false) // 'http://[::1]:1026'
+ */
+export function listenerUrl(hostname: string, port: number, tls: boolean): string {
+  const host = isIPv6(hostname) ? `[${hostname}]` : hostname;
+  return `${tls ? 'https' : 'http'}://${host}:${port}`;
+}
+
+/**
+ * The line printed once per listener on start; harnesses and tests read it to find the port.
+ * @example listeningLine('management', 'http://127.0.0.1:1026') // 'pdlink: management listening on http://127.0.0.1:1026'
+ */
+export function listeningLine(name: string, url: string): string {
+  return `pdlink: ${name} listening on ${url}`;
+}
+
+/**
+ * Starts one Bun server per spec and prints its listening line; on any failure the ones already
+ * started are stopped and a CliError names the listener and address.
+ * @example const running = await startListeners([{ name: 'management', hostname: '127.0.0.1', port: 0, fetch: app.fetch }]);
+ */
+export async function startListeners(specs: readonly ListenerSpec[]): Promise<RunningListener[]> {
+  const running: RunningListener[] = [];
+  for (const spec of specs) {
+    try {
+      const server = Bun.serve({
+        hostname: spec.hostname,
+        port: spec.port,
+        fetch: spec.fetch,
+        idleTimeout: Math.min(255, spec.idleTimeoutSeconds ?? 180),
+        ...(spec.tls === undefined ? {} : { tls: spec.tls }),
+      });
+      const port = server.port ?? spec.port;
+      const url = listenerUrl(spec.hostname, port, spec.tls !== undefined);
+      running.push({ name: spec.name, url, port, stop: () => server.stop(true) });
+    } catch (cause) {
+      await Promise.all(running.map((r) => r.stop()));
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      throw new CliError(`cannot listen for ${spec.name} on ${listenerUrl(spec.hostname, spec.port, false)}: ${reason}`);
+    }
+  }
+  for (const r of running) console.log(listeningLine(r.name, r.url));
+  return running;
+}
+
+/**
+ * Resolves when SIGINT or SIGTERM arrives, after running `close` once; a second signal while
+ * closing exits at once with status 1.
+ * @example await untilSignal(async () => { await Promise.all(listeners.map((l) => l.stop())); });
+ */
+export function untilSignal(close: () => Promise<void>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let closing = false;
+    const onSignal = (): void => {
+      if (closing) process.exit(1);
+      closing = true;
+      close().then(resolve, reject);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  });
+}
+
+/** Parses a command-line port: an integer in 0..65535 where 0 means any free port. */
+export function parseCliPort(option: string, value: string): number {
+  if (!/^\d+$/.test(value)) throw new CliError(`--${option}: must be an integer port, got ${JSON.stringify(value)}`);
+  const port = Number(value);
+  if (port !== 0 && (port < 1024 || port > 65535)) {
+    throw new CliError(`--${option}: must be in [1024, 65535] (or 0 for any free port), got ${value}`);
+  }
+  return port;
+}

@@ -1,0 +1,83 @@
+/**
+ * `pdlink coordinator`: serves the management and inference listeners until SIGINT/SIGTERM.
+ */
+import { parseArgs } from 'node:util';
+import { createCoordinator } from '../coordinator.ts';
+import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
+import { CliError, parseCliPort, startListeners, untilSignal } from './common.ts';
+import { isIP } from 'node:net';
+
+export const COORDINATOR_HELP = `Usage: pdlink coordinator [options]
+
+Serves the Coordinator: the management API (POST /v1/instances/refresh, GET /v1/instances, probes,
+/metrics) and the inference API.
+
+Options:
+  --config PATH        configuration file (MindIE ms_coordinator.json layout); default: env
+                       ${CONFIG_PATH_ENV}, else ./${DEFAULT_CONFIG_FILE} if present,
+                       else the embedded defaults
+  --manage_ip IP       management listener address     (default 127.0.0.1)
+  --manage_port PORT   management listener port        (default 1026; 0 = any free port)
+  --predict_ip IP      inference listener address      (default 127.0.0.1)
+  --predict_port PORT  inference listener port         (default 1025; 0 = any free port)
+  -h, --help           show this help
+
+A command-line value wins over the configuration file, which wins over the defaults.
+`;
+
+/**
+ * Parses the coordinator's arguments.
+ * @example parseCoordinatorArgs(['--manage_port', '0'])
+ */
+export function parseCoordinatorArgs(argv: string[]): CoordinatorArgs & { help: boolean } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        config: { type: 'string' },
+        manage_ip: { type: 'string' },
+        manage_port: { type: 'string' },
+        predict_ip: { type: 'string' },
+        predict_port: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (cause) {
+    throw new CliError(`${(cause as Error).message}\n\n${COORDINATOR_HELP}`);
+  }
+  const values = parsed.values;
+  const args: CoordinatorArgs & { help: boolean } = { help: values.help === true };
+  if (values.config !== undefined) args.config = values.config;
+  if (values.manage_ip !== undefined) args.manageIp = cliIp('manage_ip', values.manage_ip);
+  if (values.manage_port !== undefined) args.managePort = parseCliPort('manage_port', values.manage_port);
+  if (values.predict_ip !== undefined) args.predictIp = cliIp('predict_ip', values.predict_ip);
+  if (values.predict_port !== undefined) args.predictPort = parseCliPort('predict_port', values.predict_port);
+  return args;
+}
+
+function cliIp(option: string, value: string): string {
+  if (isIP(value) === 0) throw new CliError(`--${option}: must be an IPv4 or IPv6 address, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Runs the coordinator command until a signal stops it. */
+export async function runCoordinator(argv: string[]): Promise<void> {
+  const args = parseCoordinatorArgs(argv);
+  if (args.help) {
+    console.log(COORDINATOR_HELP);
+    return;
+  }
+  const settings = resolveCoordinatorSettings(args, process.env, process.cwd());
+  const coordinator = createCoordinator({ bodyLimitBytes: settings.bodyLimitBytes, processMetrics: true });
+  const listeners = await startListeners([
+    { name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: coordinator.managementApp.fetch, ...(settings.manage.tls ? { tls: settings.manage.tls } : {}), idleTimeoutSeconds: settings.keepAliveSeconds },
+    { name: 'inference', hostname: settings.predict.ip, port: settings.predict.port, fetch: coordinator.inferenceApp.fetch, ...(settings.predict.tls ? { tls: settings.predict.tls } : {}), idleTimeoutSeconds: settings.keepAliveSeconds },
+  ]);
+  await untilSignal(async () => {
+    await Promise.all(listeners.map((l) => l.stop()));
+    await coordinator.close();
+  });
+}

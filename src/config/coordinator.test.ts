@@ -1,0 +1,136 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CliError } from '../cli/common.ts';
+import { CONFIG_PATH_ENV, resolveCoordinatorSettings } from './coordinator.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'pdlink-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let fileCount = 0;
+function writeConfig(content: unknown): string {
+  const path = join(dir, `config-${++fileCount}.json`);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+function emptyDir(): string {
+  return mkdtempSync(join(dir, 'cwd-'));
+}
+
+function expectCliError(fn: () => unknown, ...fragments: string[]): void {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught).toBeInstanceOf(CliError);
+  for (const fragment of fragments) expect((caught as Error).message).toContain(fragment);
+}
+
+describe('coordinator settings precedence', () => {
+  test('embedded defaults when no argument, no env and no local file', () => {
+    const s = resolveCoordinatorSettings({}, {}, emptyDir());
+    expect(s.source).toBe('defaults');
+    expect(s.manage).toEqual({ ip: '127.0.0.1', port: 1026 });
+    expect(s.predict).toEqual({ ip: '127.0.0.1', port: 1025 });
+    expect(s.bodyLimitBytes).toBe(8 * 1024 * 1024);
+  });
+
+  test('the MindIE layout is read: http_config ports as strings, request_limit.body_limit in MB', () => {
+    const path = writeConfig({
+      http_config: { manage_ip: '127.0.0.5', manage_port: '2026', predict_ip: '127.0.0.6', predict_port: '2025', status_port: '1029', server_name: 'x' },
+      request_limit: { body_limit: 3, max_requests: 500 },
+      backup_config: { function_enable: false },
+    });
+    const s = resolveCoordinatorSettings({ config: path }, {}, emptyDir());
+    expect(s.source).toBe(path);
+    expect(s.manage).toEqual({ ip: '127.0.0.5', port: 2026 });
+    expect(s.predict).toEqual({ ip: '127.0.0.6', port: 2025 });
+    expect(s.bodyLimitBytes).toBe(3 * 1024 * 1024);
+    expect(s.maxRequests).toBe(500);
+  });
+
+  test('a command-line argument wins over the file', () => {
+    const path = writeConfig({ http_config: { manage_ip: '127.0.0.5', manage_port: '2026' } });
+    const s = resolveCoordinatorSettings({ config: path, manageIp: '127.0.0.9', managePort: 0 }, {}, emptyDir());
+    expect(s.manage).toEqual({ ip: '127.0.0.9', port: 0 });
+  });
+
+  test('the file wins over the defaults key by key', () => {
+    const path = writeConfig({ http_config: { manage_port: '3026' } });
+    const s = resolveCoordinatorSettings({ config: path }, {}, emptyDir());
+    expect(s.manage).toEqual({ ip: '127.0.0.1', port: 3026 });
+  });
+
+  test(`the path comes from ${CONFIG_PATH_ENV} when --config is absent`, () => {
+    const path = writeConfig({ http_config: { manage_port: '4026' } });
+    const s = resolveCoordinatorSettings({}, { [CONFIG_PATH_ENV]: path }, emptyDir());
+    expect(s.source).toBe(path);
+    expect(s.manage.port).toBe(4026);
+  });
+
+  test('--config wins over the env variable', () => {
+    const fromEnv = writeConfig({ http_config: { manage_port: '4026' } });
+    const fromArg = writeConfig({ http_config: { manage_port: '5026' } });
+    const s = resolveCoordinatorSettings({ config: fromArg }, { [CONFIG_PATH_ENV]: fromEnv }, emptyDir());
+    expect(s.manage.port).toBe(5026);
+  });
+
+  test('./ms_coordinator.json is used when present and nothing else names a file', () => {
+    const cwd = emptyDir();
+    writeFileSync(join(cwd, 'ms_coordinator.json'), JSON.stringify({ http_config: { predict_port: '6025' } }));
+    const s = resolveCoordinatorSettings({}, {}, cwd);
+    expect(s.source).toBe(join(cwd, 'ms_coordinator.json'));
+    expect(s.predict.port).toBe(6025);
+  });
+});
+
+describe('coordinator settings validation', () => {
+  test.each([
+    ['1023', false],
+    ['1024', true],
+    ['65535', true],
+    ['65536', false],
+  ])('file port %s accepted: %p', (port, ok) => {
+    const path = writeConfig({ http_config: { manage_port: port } });
+    const run = () => resolveCoordinatorSettings({ config: path }, {}, emptyDir());
+    if (ok) expect(run().manage.port).toBe(Number(port));
+    else expectCliError(run, 'http_config.manage_port', '[1024, 65535]');
+  });
+
+  test('0.0.0.0 is refused unless allow_all_zero_ip_listening is true', () => {
+    const refused = writeConfig({ http_config: { manage_ip: '0.0.0.0' } });
+    expectCliError(() => resolveCoordinatorSettings({ config: refused }, {}, emptyDir()), 'manage_ip', 'allow_all_zero_ip_listening');
+    expectCliError(() => resolveCoordinatorSettings({ predictIp: '::' }, {}, emptyDir()), 'predict_ip');
+    const allowed = writeConfig({ http_config: { manage_ip: '0.0.0.0', allow_all_zero_ip_listening: true } });
+    expect(resolveCoordinatorSettings({ config: allowed }, {}, emptyDir()).manage.ip).toBe('0.0.0.0');
+  });
+
+  test('a bad file names the key and the reason', () => {
+    const path = writeConfig({ http_config: { manage_ip: 'not-an-ip', manage_port: 'abc' }, request_limit: { body_limit: 21 } });
+    expectCliError(
+      () => resolveCoordinatorSettings({ config: path }, {}, emptyDir()),
+      path,
+      'http_config.manage_ip',
+      'http_config.manage_port',
+      'request_limit.body_limit',
+    );
+  });
+
+  test('malformed JSON, an empty file and a missing file are errors naming the file', () => {
+    const malformed = writeConfig('{"http_config": ');
+    expectCliError(() => resolveCoordinatorSettings({ config: malformed }, {}, emptyDir()), malformed, 'not valid JSON');
+    const empty = writeConfig('');
+    expectCliError(() => resolveCoordinatorSettings({ config: empty }, {}, emptyDir()), empty, 'size');
+    const missing = join(dir, 'missing.json');
+    expectCliError(() => resolveCoordinatorSettings({ config: missing }, {}, emptyDir()), missing, 'cannot read');
+  });
+
+  test('TLS enabled without certificate paths is an error naming the key', () => {
+    const path = writeConfig({ tls_config: { controller_server_tls_enable: true } });
+    expectCliError(() => resolveCoordinatorSettings({ config: path }, {}, emptyDir()), 'controller_server_tls_items');
+  });
+});

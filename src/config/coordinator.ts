@@ -1,0 +1,142 @@
+/**
+ * Resolves the Coordinator's settings with the seed's precedence: command-line argument, then the
+ * configuration file, then the embedded defaults.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { CliError } from '../cli/common.ts';
+import { BODY_LIMIT_MB, CoordinatorConfigFile, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, SINGLE_NODE_MAX_REQUESTS, type TlsItems } from '../schema/coordinator-config.ts';
+import { loadConfigFile } from './load.ts';
+
+export const CONFIG_PATH_ENV = 'MINDIE_MS_COORDINATOR_CONFIG_FILE_PATH';
+export const DEFAULT_CONFIG_FILE = 'ms_coordinator.json';
+
+export const COORDINATOR_DEFAULTS = {
+  manageIp: '127.0.0.1',
+  managePort: 1026,
+  predictIp: '127.0.0.1',
+  predictPort: 1025,
+} as const;
+
+/** Values given on the command line; absent keys fall through to the file, then the defaults. */
+export interface CoordinatorArgs {
+  config?: string;
+  manageIp?: string;
+  managePort?: number;
+  predictIp?: string;
+  predictPort?: number;
+}
+
+export interface TlsSettings {
+  cert: string;
+  key: string;
+  ca?: string;
+  passphrase?: string;
+}
+
+export interface ListenSettings {
+  ip: string;
+  port: number;
+  tls?: TlsSettings;
+}
+
+export interface CoordinatorSettings {
+  /** Where the file settings came from: a path, or `defaults`. */
+  source: string;
+  manage: ListenSettings;
+  predict: ListenSettings;
+  allowAllZeroIp: boolean;
+  bodyLimitBytes: number;
+  maxRequests: number;
+  singleNodeMaxRequests: number;
+  httpTimeoutSeconds: number;
+  keepAliveSeconds: number;
+  /** The file as accepted, unknown keys included, for the parts that read their own sections. */
+  file: CoordinatorConfigFile;
+}
+
+/**
+ * Picks the configuration file: `--config`, else the env variable, else `./ms_coordinator.json`
+ * when present, else none (embedded defaults).
+ * @example findConfigPath({}, process.env, process.cwd())
+ */
+export function findConfigPath(args: CoordinatorArgs, env: Record<string, string | undefined>, cwd: string): string | undefined {
+  if (args.config !== undefined) return resolve(cwd, args.config);
+  const fromEnv = env[CONFIG_PATH_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') return resolve(cwd, fromEnv);
+  const local = resolve(cwd, DEFAULT_CONFIG_FILE);
+  return existsSync(local) ? local : undefined;
+}
+
+/**
+ * Resolves every setting; throws CliError (exit status 2) naming the key on any problem.
+ * @example resolveCoordinatorSettings({ managePort: 0 }, process.env, process.cwd())
+ */
+export function resolveCoordinatorSettings(
+  args: CoordinatorArgs,
+  env: Record<string, string | undefined>,
+  cwd: string,
+): CoordinatorSettings {
+  const path = findConfigPath(args, env, cwd);
+  const file: CoordinatorConfigFile = path === undefined ? {} : loadConfigFile(path, CoordinatorConfigFile);
+  const http = file.http_config ?? {};
+  const limits = file.request_limit ?? {};
+  const tls = file.tls_config ?? {};
+  const allowAllZeroIp = http.allow_all_zero_ip_listening ?? false;
+
+  const manage: ListenSettings = {
+    ip: args.manageIp ?? http.manage_ip ?? COORDINATOR_DEFAULTS.manageIp,
+    port: args.managePort ?? http.manage_port ?? COORDINATOR_DEFAULTS.managePort,
+  };
+  const predict: ListenSettings = {
+    ip: args.predictIp ?? http.predict_ip ?? COORDINATOR_DEFAULTS.predictIp,
+    port: args.predictPort ?? http.predict_port ?? COORDINATOR_DEFAULTS.predictPort,
+  };
+  for (const [key, listen] of [['manage_ip', manage], ['predict_ip', predict]] as const) {
+    if (isAllZero(listen.ip) && !allowAllZeroIp) {
+      throw new CliError(`${key}: ${listen.ip} listens on every interface; set http_config.allow_all_zero_ip_listening to true to allow it`);
+    }
+  }
+  const manageTls = tlsSettings('controller_server', tls.controller_server_tls_enable, tls.controller_server_tls_items);
+  if (manageTls !== undefined) manage.tls = manageTls;
+  const predictTls = tlsSettings('request_server', tls.request_server_tls_enable, tls.request_server_tls_items);
+  if (predictTls !== undefined) predict.tls = predictTls;
+
+  return {
+    source: path ?? 'defaults',
+    manage,
+    predict,
+    allowAllZeroIp,
+    bodyLimitBytes: (limits.body_limit ?? BODY_LIMIT_MB.default) * 1024 * 1024,
+    maxRequests: limits.max_requests ?? MAX_REQUESTS.default,
+    singleNodeMaxRequests: limits.single_node_max_requests ?? SINGLE_NODE_MAX_REQUESTS.default,
+    httpTimeoutSeconds: http.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default,
+    keepAliveSeconds: http.keep_alive_seconds ?? 180,
+    file,
+  };
+}
+
+function isAllZero(ip: string): boolean {
+  return ip === '0.0.0.0' || ip === '::' || /^0*:(0*:)*0*$/.test(ip);
+}
+
+function tlsSettings(name: string, enabled: boolean | undefined, items: TlsItems | undefined): TlsSettings | undefined {
+  // MindIE defaults TLS on with certificates it ships; pdlink's embedded default is plain HTTP, and
+  // TLS is on only when the file asks for it.
+  if (enabled !== true) return undefined;
+  if (items?.tls_cert === undefined || items.tls_key === undefined) {
+    throw new CliError(`tls_config.${name}_tls_items: tls_cert and tls_key are required when ${name}_tls_enable is true`);
+  }
+  const settings: TlsSettings = { cert: readPem(`${name}_tls_items.tls_cert`, items.tls_cert), key: readPem(`${name}_tls_items.tls_key`, items.tls_key) };
+  if (items.ca_cert !== undefined) settings.ca = readPem(`${name}_tls_items.ca_cert`, items.ca_cert);
+  if (items.tls_passwd !== undefined) settings.passphrase = items.tls_passwd;
+  return settings;
+}
+
+function readPem(key: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (cause) {
+    throw new CliError(`tls_config.${key}: cannot read ${path}: ${(cause as Error).message}`);
+  }
+}

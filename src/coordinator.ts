@@ -1,0 +1,71 @@
+/**
+ * The Coordinator's core objects and its two Hono apps, shared by the CLI (`pdlink coordinator`)
+ * and the plugin API (`createPdlink`).
+ */
+import { Hono } from 'hono';
+import { collectDefaultMetrics, type Registry } from 'prom-client';
+import { ClusterRegistry } from './cluster/registry.ts';
+import { onError, onNotFound } from './http/envelope.ts';
+import { probeRoutes } from './http/probes.ts';
+import { refreshRoutes } from './http/refresh.ts';
+import { createRegistry } from './metrics.ts';
+import { BODY_LIMIT_MB } from './schema/coordinator-config.ts';
+
+export interface CoordinatorOptions {
+  /** Largest accepted management request body, in bytes (default 8 MiB: a 4096-instance snapshot fits). */
+  bodyLimitBytes?: number;
+  /** Registry to put pdlink's metrics on (default: a new one, never prom-client's global registry). */
+  metrics?: Registry;
+  /** Also export the process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
+  processMetrics?: boolean;
+}
+
+export interface Coordinator {
+  /** Management API: refresh, instances, probes, metrics. Mount with `app.route(prefix, managementApp)`. */
+  readonly managementApp: Hono;
+  /** Inference API (the OpenAI-compatible PD proxy). */
+  readonly inferenceApp: Hono;
+  readonly registry: ClusterRegistry;
+  readonly metrics: Registry;
+  /** Releases timers, pools and subscriptions; idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a Coordinator: the cluster registry and the routes around it.
+ * @example const coordinator = createCoordinator(); Bun.serve({ port: 1026, fetch: coordinator.managementApp.fetch });
+ */
+export function createCoordinator(options: CoordinatorOptions = {}): Coordinator {
+  const metrics = options.metrics ?? createRegistry();
+  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
+  const registry = new ClusterRegistry();
+  const bodyLimitBytes = options.bodyLimitBytes ?? BODY_LIMIT_MB.default * 1024 * 1024;
+
+  const managementApp = new Hono();
+  managementApp.onError(onError);
+  managementApp.notFound(onNotFound);
+  managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics }));
+  managementApp.route('/', probeRoutes({ notReadyReason: () => notReadyReason(registry), metrics }));
+
+  const inferenceApp = new Hono();
+  inferenceApp.onError(onError);
+  inferenceApp.notFound(onNotFound);
+
+  let closed = false;
+  return {
+    managementApp,
+    inferenceApp,
+    registry,
+    metrics,
+    async close() {
+      if (closed) return;
+      closed = true;
+    },
+  };
+}
+
+function notReadyReason(registry: ClusterRegistry): string | undefined {
+  const counts = registry.counts();
+  if (counts.prefill >= 1 && counts.decode >= 1) return undefined;
+  return `not ready: ${counts.prefill} prefill and ${counts.decode} decode instances registered; at least one of each is needed`;
+}

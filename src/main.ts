@@ -1,0 +1,47 @@
+#!/usr/bin/env bun
+/**
+ * The `pdlink` command: dispatches to a sub-command. No business logic lives here.
+ */
+import { CliError } from './cli/common.ts';
+
+const USAGE = `Usage: pdlink <command> [options]
+
+Commands:
+  coordinator   serve the Coordinator (topology refresh, scheduling, PD proxy)
+  instance      serve the instance agent beside one inference engine (role API, links, KV transfers)
+
+Run 'pdlink <command> --help' for a command's options.
+`;
+
+type Command = (argv: string[]) => Promise<void>;
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  coordinator: async () => (await import('./cli/coordinator.ts')).runCoordinator,
+  instance: async () => (await import('./cli/instance.ts')).runInstance,
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    console.log(USAGE);
+    return name === undefined ? 2 : 0;
+  }
+  const load = COMMANDS[name];
+  if (load === undefined) {
+    console.error(`pdlink: unknown command ${JSON.stringify(name)}\n\n${USAGE}`);
+    return 2;
+  }
+  try {
+    await (await load())(rest);
+    return 0;
+  } catch (err) {
+    if (err instanceof CliError) {
+      console.error(`pdlink ${name}: ${err.message}`);
+      return err.exitCode;
+    }
+    console.error(`pdlink ${name}: fatal:`, err);
+    return 1;
+  }
+}
+
+process.exit(await main(process.argv.slice(2)));
