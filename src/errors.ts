@@ -18,11 +18,13 @@ export const ERROR_STATUS = {
   invalid_body: 400,
   unprocessable: 422,
   not_found: 404,
+  conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 400,
   too_many_requests: 429,
   not_ready: 503,
   unavailable: 503,
+  insufficient_capacity: 503,
   upstream_failed: 502,
   timeout: 504,
   config_invalid: 500,
@@ -37,11 +39,13 @@ const ERROR_TYPE: Record<ErrorCode, string> = {
   invalid_body: 'InvalidRequestBody',
   unprocessable: 'UnprocessableEntity',
   not_found: 'NotFound',
+  conflict: 'Conflict',
   payload_too_large: 'PayloadTooLarge',
   unsupported_media_type: 'UnsupportedMediaType',
   too_many_requests: 'TooManyRequests',
   not_ready: 'NotReady',
   unavailable: 'ServiceUnavailable',
+  insufficient_capacity: 'InsufficientCapacity',
   upstream_failed: 'UpstreamFailed',
   timeout: 'Timeout',
   config_invalid: 'ConfigInvalid',
@@ -98,4 +102,13 @@ export const errors = {
   configInvalid: (issues: readonly FieldIssue[], source: string) =>
     new PdlinkError('config_invalid', `invalid configuration (${source}): ${describeIssues(issues)}`, { issues }),
   internal: (cause?: unknown) => new PdlinkError('internal', 'internal error', { cause }),
+  insufficientCapacity: (instanceId: number, resource: 'slots' | 'blocks', free: number, requested: number) =>
+    new PdlinkError('insufficient_capacity', `instance ${instanceId} has ${free} free ${resource}, ${requested} requested`),
+  instanceUnknown: (instanceId: number) => new PdlinkError('unavailable', `instance ${instanceId} is not registered`),
+  transferExists: (requestId: string) => new PdlinkError('conflict', `transfer ${JSON.stringify(requestId)} is already active`),
+  transferNotFound: (requestId: string) => new PdlinkError('not_found', `transfer ${JSON.stringify(requestId)} not found`),
+  illegalTransition: (requestId: string, from: string, to: string) =>
+    new PdlinkError('conflict', `transfer ${JSON.stringify(requestId)} cannot go from ${from} to ${to}`),
+  invalidArgument: (path: string, message: string) =>
+    new PdlinkError('bad_request', `${path}: ${message}`, { issues: [{ path, message }] }),
 };
