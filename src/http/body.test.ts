@@ -1,0 +1,93 @@
+import { describe, expect, test } from 'bun:test';
+import { Hono } from 'hono';
+import { PdlinkError } from '../errors.ts';
+import { onError } from './envelope.ts';
+import { readJsonBody, UnsafeInteger } from './body.ts';
+
+function appWithLimit(limitBytes: number): Hono {
+  const app = new Hono();
+  app.onError(onError);
+  app.post('/echo', async (c) => c.json({ body: await readJsonBody(c, { limitBytes }) }));
+  return app;
+}
+
+const json = { 'content-type': 'application/json' };
+
+describe('readJsonBody', () => {
+  const app = appWithLimit(64);
+
+  test('parses a JSON body', async () => {
+    const res = await app.request('/echo', { method: 'POST', headers: json, body: '{"a":[1,2]}' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ body: { a: [1, 2] } });
+  });
+
+  test('accepts a charset parameter and +json media types', async () => {
+    for (const type of ['application/json; charset=utf-8', 'application/vnd.pdlink+json']) {
+      const res = await app.request('/echo', { method: 'POST', headers: { 'content-type': type }, body: '{}' });
+      expect(res.status).toBe(200);
+    }
+  });
+
+  test('wrong or missing content type → 400 naming it', async () => {
+    const res = await app.request('/echo', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: string; error_type: string };
+    expect(body.error).toContain('content-type must be application/json');
+    expect(body.error_type).toBe('UnsupportedMediaType');
+    const none = await app.request('/echo', { method: 'POST', body: '{}' });
+    expect(none.status).toBe(400);
+  });
+
+  test('empty body → 400', async () => {
+    const res = await app.request('/echo', { method: 'POST', headers: json, body: '' });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toContain('empty');
+  });
+
+  test('malformed JSON → 400 with the envelope', async () => {
+    const res = await app.request('/echo', { method: 'POST', headers: json, body: '{"a":' });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      error: 'request body is not valid JSON',
+      error_type: 'BadRequest',
+      issues: [{ path: '', message: 'malformed JSON' }],
+    });
+  });
+
+  test('over the limit → 413, by declared length and by streamed bytes', async () => {
+    const big = JSON.stringify({ pad: 'x'.repeat(100) });
+    const declared = await app.request('/echo', { method: 'POST', headers: json, body: big });
+    expect(declared.status).toBe(413);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(big));
+        controller.close();
+      },
+    });
+    const streamed = await app.request('/echo', { method: 'POST', headers: json, body: stream, duplex: 'half' } as RequestInit);
+    expect(streamed.status).toBe(413);
+    expect(((await streamed.json()) as { error_type: string }).error_type).toBe('PayloadTooLarge');
+  });
+
+  test('integers beyond 2^53-1 become UnsafeInteger markers, never rounded values', async () => {
+    const inner = new Hono();
+    let seen: unknown;
+    inner.post('/', async (c) => {
+      seen = await readJsonBody(c, { limitBytes: 1024 });
+      return c.body(null, 204);
+    });
+    await inner.request('/', { method: 'POST', headers: json, body: '{"id": 9007199254740993, "ok": 9007199254740991, "f": 1.5}' });
+    const value = seen as { id: unknown; ok: unknown; f: unknown };
+    expect(value.id).toBeInstanceOf(UnsafeInteger);
+    expect((value.id as UnsafeInteger).source).toBe('9007199254740993');
+    expect(value.ok).toBe(9007199254740991);
+    expect(value.f).toBe(1.5);
+  });
+
+  test('errors are PdlinkError with stable codes', () => {
+    const err = new PdlinkError('unprocessable', 'x');
+    expect(err.status).toBe(422);
+    expect(err.errorType).toBe('UnprocessableEntity');
+  });
+});
