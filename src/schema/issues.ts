@@ -22,5 +22,11 @@ export function formatPath(path: readonly { key: unknown }[] | undefined): strin
 
 /** Every issue of a failed parse, flattened, each with its path. */
 export function toFieldIssues(issues: readonly v.BaseIssue<unknown>[]): FieldIssue[] {
-  return issues.map((issue) => ({ path: formatPath(issue.path as { key: unknown }[] | undefined), message: issue.message }));
+  return issues.map((issue) => ({ path: formatPath(issue.path as { key: unknown }[] | undefined), message: messageOf(issue) }));
+}
+
+/** Valibot reports a missing key as an object-level "Invalid key" issue; say it plainly. */
+function messageOf(issue: v.BaseIssue<unknown>): string {
+  const missingKey = issue.type.endsWith('object') && issue.received === 'undefined' && (issue.path?.length ?? 0) > 0;
+  return missingKey ? 'is required' : issue.message;
 }
