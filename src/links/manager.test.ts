@@ -1,0 +1,244 @@
+import { describe, expect, test } from 'bun:test';
+import { Registry } from 'prom-client';
+import { FakeExecutor } from '../../test/fixtures/links/fake-executor.ts';
+import { LinkManager } from './manager.ts';
+import { LLM_STATUS as S } from './status.ts';
+import type { EndpointTarget, LinkEvent } from './types.ts';
+
+const target = (id: number, port = 26000, endpoint?: string): EndpointTarget => ({
+  remoteClusterId: BigInt(id),
+  remote: { ip: '127.0.0.2', port },
+  ...(endpoint === undefined ? {} : { endpoint }),
+});
+
+function setup(options: { endpoints?: string[]; maxBatch?: number; batchWindowMs?: number } = {}) {
+  const executor = new FakeExecutor();
+  const registry = new Registry();
+  const manager = new LinkManager({ executor, endpoints: options.endpoints ?? ['0'], registry, batchWindowMs: options.batchWindowMs ?? 0, ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }) });
+  const events: LinkEvent[] = [];
+  manager.onChange((e) => events.push(e));
+  return { executor, manager, events, registry };
+}
+
+describe('linkClusters / unlinkClusters', () => {
+  test('link then unlink walks unlinked → linking → linked → unlinking → unlinked', async () => {
+    const { manager, events } = setup();
+    expect(await manager.linkClusters([target(1)])).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'linked', side: 'client', remote: { ip: '127.0.0.2', port: 26000 } });
+    expect(await manager.unlinkClusters([target(1)])).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
+    expect(manager.list()).toEqual([]);
+    expect(events.map((e) => `${e.from}>${e.to}`)).toEqual(['unlinked>linking', 'linking>linked', 'linked>unlinking', 'unlinking>unlinked']);
+  });
+
+  test('link twice → ALREADY_LINK; unlink unknown → NOT_YET_LINK', async () => {
+    const { manager } = setup();
+    await manager.linkClusters([target(1)]);
+    expect(await manager.linkClusters([target(1)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_ALREADY_LINK] });
+    expect(await manager.unlinkClusters([target(9)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
+  });
+
+  test('17 clusters → CLUSTER_NUM_EXCEED_LIMIT for the call and every cluster, nothing sent', async () => {
+    const { manager, executor } = setup();
+    const many = Array.from({ length: 17 }, (_, i) => target(i));
+    const result = await manager.linkClusters(many);
+    expect(result.ret).toBe(S.LLM_CLUSTER_NUM_EXCEED_LIMIT);
+    expect(result.rets).toEqual(new Array(17).fill(S.LLM_CLUSTER_NUM_EXCEED_LIMIT));
+    expect((await manager.unlinkClusters(many)).ret).toBe(S.LLM_CLUSTER_NUM_EXCEED_LIMIT);
+    expect(executor.batches).toEqual([]);
+  });
+
+  test('bad timeouts, empty calls and unknown endpoints → PARAM_INVALID', async () => {
+    const { manager, executor } = setup();
+    for (const timeoutMs of [0, -1, 1.5, 2 ** 31]) expect((await manager.linkClusters([target(1)], { timeoutMs })).ret).toBe(S.LLM_PARAM_INVALID);
+    expect(await manager.linkClusters([])).toEqual({ ret: S.LLM_PARAM_INVALID, rets: [] });
+    expect(await manager.linkClusters([target(1, 26000, 'nope'), target(2)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_PARAM_INVALID, S.LLM_SUCCESS] });
+    expect(executor.batches.map((b) => b.ids)).toEqual([[2n]]);
+  });
+
+  test('a mixed batch answers per cluster in input order and records failures', async () => {
+    const { manager, executor } = setup();
+    executor.refuse.set(1, S.LLM_LINK_FAILED);
+    await manager.linkClusters([target(2)]);
+    const result = await manager.linkClusters([target(1, 1), target(2), target(3), target(4, 1)]);
+    expect(result).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_LINK_FAILED, S.LLM_ALREADY_LINK, S.LLM_SUCCESS, S.LLM_LINK_FAILED] });
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_LINK_FAILED });
+    // A failed link can be tried again; the runtime decides.
+    executor.refuse.clear();
+    expect((await manager.linkClusters([target(1, 1)])).rets).toEqual([S.LLM_SUCCESS]);
+  });
+
+  test('a cluster being linked answers PROCESSING_LINK to a concurrent link or unlink', async () => {
+    const { manager, executor } = setup();
+    executor.hold();
+    const first = manager.linkClusters([target(1)]);
+    expect(await manager.linkClusters([target(1)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_PROCESSING_LINK] });
+    expect((await manager.unlinkClusters([target(1)])).rets).toEqual([S.LLM_PROCESSING_LINK]);
+    expect(manager.get('0', 1n)?.state).toBe('linking');
+    executor.release();
+    expect((await first).ret).toBe(S.LLM_SUCCESS);
+  });
+
+  test('force unlink is passed through and clears the local entry', async () => {
+    const { manager, executor } = setup();
+    await manager.linkClusters([target(1)]);
+    expect((await manager.unlinkClusters([target(1)], { force: true, timeoutMs: 500 })).ret).toBe(S.LLM_SUCCESS);
+    expect(executor.batches.at(-1)).toMatchObject({ op: 'unlink', force: true, timeoutMs: 500 });
+    expect(manager.list()).toEqual([]);
+  });
+});
+
+describe('coalescing', () => {
+  test('concurrent callers share runtime calls of at most 16 clusters', async () => {
+    const { manager, executor } = setup({ batchWindowMs: 5 });
+    const calls = Array.from({ length: 5 }, (_, c) => manager.linkClusters(Array.from({ length: 10 }, (_, i) => target(c * 100 + i))));
+    const results = await Promise.all(calls);
+    expect(results.every((r) => r.ret === S.LLM_SUCCESS && r.rets.length === 10)).toBe(true);
+    expect(executor.batches.map((b) => b.ids.length)).toEqual([16, 16, 16, 2]);
+    expect(executor.links.size).toBe(50);
+  });
+
+  test('different timeouts, operations and endpoints never share a call', async () => {
+    const { manager, executor } = setup({ endpoints: ['0', '1'], batchWindowMs: 5 });
+    await Promise.all([
+      manager.linkClusters([target(1)], { timeoutMs: 1000 }),
+      manager.linkClusters([target(2)], { timeoutMs: 2000 }),
+      manager.linkClusters([target(3, 26000, '1')], { timeoutMs: 1000 }),
+      manager.linkClusters([target(4)], { timeoutMs: 1000 }),
+    ]);
+    const shapes = executor.batches.map((b) => `${b.endpoint}:${b.timeoutMs}:${b.ids.join(',')}`).sort();
+    expect(shapes).toEqual(['0:1000:1,4', '0:2000:2', '1:1000:3']);
+  });
+
+  test('maxBatch bounds each call', async () => {
+    const { manager, executor } = setup({ maxBatch: 4 });
+    await manager.linkClusters(Array.from({ length: 10 }, (_, i) => target(i)));
+    expect(executor.batches.map((b) => b.ids.length)).toEqual([4, 4, 2]);
+    expect(() => new LinkManager({ executor, endpoints: ['0'], maxBatch: 17 })).toThrow(RangeError);
+    expect(() => new LinkManager({ executor, endpoints: [] })).toThrow(RangeError);
+    expect(() => new LinkManager({ executor, endpoints: ['0'], batchWindowMs: -1 })).toThrow(RangeError);
+  });
+});
+
+describe('failures of the executor', () => {
+  test('an indeterminate link fails its items with LLM_FAILED and clears local runtime state', async () => {
+    const { manager, executor } = setup();
+    executor.failNext = 'worker died';
+    const result = await manager.linkClusters([target(1), target(2)]);
+    expect(result).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_FAILED, S.LLM_FAILED] });
+    expect(executor.batches.at(-1)).toMatchObject({ op: 'unlink', force: true, ids: [1n, 2n] });
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_FAILED });
+    expect((await manager.linkClusters([target(1)])).ret).toBe(S.LLM_SUCCESS);
+  });
+
+  test('an indeterminate unlink leaves a failed entry that a later unlink clears', async () => {
+    const { manager, executor } = setup();
+    await manager.linkClusters([target(1)]);
+    executor.failNext = 'worker died';
+    expect((await manager.unlinkClusters([target(1)])).rets).toEqual([S.LLM_FAILED]);
+    expect(manager.get('0', 1n)?.state).toBe('failed');
+    expect((await manager.unlinkClusters([target(1)])).ret).toBe(S.LLM_SUCCESS);
+    expect(manager.list()).toEqual([]);
+  });
+
+  test('an executor that throws fails its items instead of hanging', async () => {
+    const manager = new LinkManager({ executor: { link: () => Promise.reject(new Error('boom')), unlink: () => Promise.reject(new Error('boom')) }, endpoints: ['0'], batchWindowMs: 0 });
+    expect((await manager.linkClusters([target(1)])).rets).toEqual([S.LLM_FAILED]);
+  });
+});
+
+describe('runtime events', () => {
+  test('server side: a client that links appears; one that is lost or unlinks disappears', () => {
+    const { manager, events } = setup();
+    manager.handleRuntimeEvent('0', { kind: 'peer-linked', side: 'server', remoteClusterId: 5n, code: 0 });
+    expect(manager.get('0', 5n)).toMatchObject({ side: 'server', state: 'linked', remote: undefined });
+    manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'server', remoteClusterId: 5n, code: 0 });
+    expect(manager.list()).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ reason: 'peer-lost', to: 'unlinked', code: S.LLM_LINK_FAILED });
+    manager.handleRuntimeEvent('0', { kind: 'peer-linked', side: 'server', remoteClusterId: 5n, code: 0 });
+    manager.handleRuntimeEvent('0', { kind: 'peer-unlinked', side: 'server', remoteClusterId: 5n, code: 0 });
+    expect(manager.list()).toEqual([]);
+  });
+
+  test('client side: a lost peer or unusable link marks the link failed', async () => {
+    const { manager } = setup();
+    await manager.linkClusters([target(1), target(2)]);
+    manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'client', remoteClusterId: 1n, code: 0 });
+    manager.handleRuntimeEvent('0', { kind: 'link-unusable', side: 'client', remoteClusterId: 2n, code: 0 });
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_LINK_FAILED });
+    expect(manager.get('0', 2n)).toMatchObject({ state: 'failed', code: S.LLM_WAIT_PROC_TIMEOUT });
+    // Events about unknown links change nothing.
+    manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'client', remoteClusterId: 99n, code: 0 });
+    manager.handleRuntimeEvent('0', { kind: 'peer-unlinked', side: 'server', remoteClusterId: 1n, code: 0 });
+    expect(manager.list()).toHaveLength(2);
+  });
+
+  test('a throwing listener does not stop the others', async () => {
+    const { manager, events } = setup();
+    const original = console.error;
+    console.error = () => {};
+    try {
+      manager.onChange(() => {
+        throw new Error('bad listener');
+      });
+      await manager.linkClusters([target(1)]);
+    } finally {
+      console.error = original;
+    }
+    expect(events).toHaveLength(2);
+  });
+});
+
+describe('reconcile', () => {
+  test('links what is new, unlinks what is gone, in chunks of ≤ 16', async () => {
+    const { manager, executor } = setup();
+    const first = Array.from({ length: 20 }, (_, i) => target(i));
+    const report = await manager.reconcile(first);
+    expect(report.linked.filter((r) => r.code === S.LLM_SUCCESS)).toHaveLength(20);
+    expect(executor.batches.every((b) => b.ids.length <= 16)).toBe(true);
+    const second = [...first.slice(5), target(100)];
+    const next = await manager.reconcile(second);
+    expect(next.unlinked.map((r) => r.remoteClusterId).sort()).toEqual([0n, 1n, 2n, 3n, 4n]);
+    expect(next.linked.map((r) => r.remoteClusterId)).toEqual([100n]);
+    expect(manager.list().map((l) => l.remoteClusterId).sort((a, b) => Number(a - b))).toEqual(second.map((t) => t.remoteClusterId));
+  });
+
+  test('relinks failed links after clearing the local end, and moved peers', async () => {
+    const { manager, executor } = setup();
+    await manager.reconcile([target(1), target(2)]);
+    manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'client', remoteClusterId: 1n, code: 0 });
+    executor.links.delete('0/1');
+    executor.batches.length = 0;
+    await manager.reconcile([target(1), target(2, 26001)]);
+    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}:${b.ids.join(',')}`).sort()).toEqual(['link:1,2', 'unlink!:1', 'unlink:2']);
+    expect(manager.list().map((l) => [l.remoteClusterId, l.state, l.remote?.port])).toEqual([[1n, 'linked', 26000], [2n, 'linked', 26001]]);
+  });
+
+  test('leaves server-side links alone and rejects unknown endpoints', async () => {
+    const { manager } = setup();
+    manager.handleRuntimeEvent('0', { kind: 'peer-linked', side: 'server', remoteClusterId: 7n, code: 0 });
+    const report = await manager.reconcile([target(1, 26000, 'x')]);
+    expect(report.linked).toEqual([{ endpoint: 'x', remoteClusterId: 1n, code: S.LLM_PARAM_INVALID }]);
+    expect(manager.get('0', 7n)?.side).toBe('server');
+  });
+
+  test('a reconcile overtaken before it starts is superseded; the newest desired set wins', async () => {
+    const { manager, executor } = setup();
+    executor.hold();
+    const a = manager.reconcile([target(1)]);
+    const b = manager.reconcile([target(2)]);
+    const c = manager.reconcile([target(3)]);
+    executor.release();
+    expect((await b).superseded).toBe(true);
+    await Promise.all([a, c]);
+    expect(manager.list().map((l) => l.remoteClusterId)).toEqual([3n]);
+  });
+});
+
+test('metrics: links by state, call latency, batch sizes', async () => {
+  const { manager, registry } = setup();
+  await manager.linkClusters([target(1), target(2)]);
+  const text = await registry.metrics();
+  expect(text).toContain('pdlink_links{state="linked",side="client"} 2');
+  expect(text).toContain('pdlink_link_call_duration_seconds_count{op="link"} 1');
+  expect(text).toContain('pdlink_link_batch_size_sum{op="link"} 2');
+});

@@ -1,0 +1,256 @@
+/**
+ * The link manager: LLM-DataDist link semantics over an injected executor. It owns the state of
+ * every link per (local endpoint, remote cluster), coalesces concurrent requests into runtime
+ * calls of ≤ 16 clusters, reconciles towards a desired set, and follows runtime events.
+ */
+import type { Registry } from '../metrics.ts';
+import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
+import { createLinkMetrics, type LinkMetrics } from './metrics.ts';
+import { reconcileOnce, type ReconcileReport } from './reconcile.ts';
+import { LLM_STATUS } from './status.ts';
+import { LinkTable, type LinkListener } from './table.ts';
+import type { CallResult, ClusterTarget, EndpointTarget, LinkExecutor, LinkInfo, RuntimeLinkEvent } from './types.ts';
+
+/** LLM-DataDist's limit of clusters per link/unlink call. */
+export const MAX_CLUSTERS_PER_CALL = 16;
+/** Default timeout of link/unlink calls (LLM-DataDist's Python default). */
+export const DEFAULT_TIMEOUT_MS = 3000;
+/** Default coalescing window; chosen by bench/pool.bench.ts (see bench/results/pool.md). */
+export const DEFAULT_BATCH_WINDOW_MS = 1;
+
+export interface LinkManagerOptions {
+  readonly executor: LinkExecutor;
+  /** Local endpoint names (one per device); the first is the default. */
+  readonly endpoints: readonly string[];
+  /** Clusters per runtime call, 1..16 (default 16). */
+  readonly maxBatch?: number;
+  readonly batchWindowMs?: number;
+  readonly registry?: Registry;
+  readonly now?: () => number;
+}
+
+export interface LinkOptions {
+  readonly timeoutMs?: number;
+}
+
+export interface UnlinkOptions extends LinkOptions {
+  readonly force?: boolean;
+}
+
+export class LinkManager {
+  readonly #executor: LinkExecutor;
+  readonly #endpoints: ReadonlySet<string>;
+  readonly #defaultEndpoint: string;
+  readonly #table: LinkTable;
+  readonly #batcher: Batcher;
+  readonly #metrics: LinkMetrics;
+  readonly #inflight = new Set<Promise<unknown>>();
+  #reconcileChain: Promise<unknown> = Promise.resolve();
+  #reconcileGeneration = 0;
+
+  constructor(options: LinkManagerOptions) {
+    const maxBatch = options.maxBatch ?? MAX_CLUSTERS_PER_CALL;
+    if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > MAX_CLUSTERS_PER_CALL) {
+      throw new RangeError(`maxBatch must be an integer in [1, ${MAX_CLUSTERS_PER_CALL}]`);
+    }
+    const windowMs = options.batchWindowMs ?? DEFAULT_BATCH_WINDOW_MS;
+    if (!Number.isFinite(windowMs) || windowMs < 0) throw new RangeError('batchWindowMs must be a non-negative number');
+    const first = options.endpoints[0];
+    if (first === undefined) throw new RangeError('endpoints must name at least one local endpoint');
+    this.#executor = options.executor;
+    this.#endpoints = new Set(options.endpoints);
+    this.#defaultEndpoint = first;
+    this.#table = new LinkTable(options.now);
+    this.#metrics = createLinkMetrics(options.registry, this.#table);
+    this.#batcher = new Batcher({ maxBatch, windowMs, run: (key, clusters) => this.#runBatch(key, clusters) });
+  }
+
+  /** Local endpoint names, default first. */
+  get endpoints(): string[] {
+    return [this.#defaultEndpoint, ...[...this.#endpoints].filter((e) => e !== this.#defaultEndpoint)];
+  }
+
+  /**
+   * Links to up to 16 clusters; `rets` holds one code per cluster in input order, `ret` is
+   * LLM_SUCCESS only when all succeeded.
+   * @example const { ret, rets } = await manager.linkClusters([{ remoteClusterId: 7n, remote: { ip: '127.0.0.2', port: 26000 } }], { timeoutMs: 3000 });
+   */
+  linkClusters(clusters: readonly EndpointTarget[], options: LinkOptions = {}): Promise<CallResult> {
+    return this.#call('link', clusters, options.timeoutMs, false, (target, endpoint, key) => this.#linkOne(target, endpoint, key));
+  }
+
+  /**
+   * Unlinks up to 16 clusters; `force` clears only the local end (the peer must unlink too).
+   * @example await manager.unlinkClusters(clusters, { timeoutMs: 3000, force: true });
+   */
+  unlinkClusters(clusters: readonly EndpointTarget[], options: UnlinkOptions = {}): Promise<CallResult> {
+    const force = options.force ?? false;
+    return this.#call('unlink', clusters, options.timeoutMs, force, (target, endpoint, key) => this.#unlinkOne(target, endpoint, key));
+  }
+
+  /**
+   * Brings the client-side links to exactly `desired`: links what is new, unlinks what is gone,
+   * relinks failed links; any number of targets, split into batches of ≤ 16. Reconciles run one
+   * at a time; a call overtaken by a newer one before it started resolves `superseded`.
+   * @example await manager.reconcile(peers.map((p) => ({ endpoint: '0', remoteClusterId: p.id, remote: p.address })));
+   */
+  reconcile(desired: readonly EndpointTarget[], options: LinkOptions = {}): Promise<ReconcileReport> {
+    const generation = ++this.#reconcileGeneration;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const run = this.#reconcileChain.then(async (): Promise<ReconcileReport> => {
+      if (generation !== this.#reconcileGeneration) return { superseded: true, linked: [], unlinked: [] };
+      await Promise.allSettled([...this.#inflight]);
+      return reconcileOnce({
+        desired: desired.map((t) => ({ ...t, endpoint: t.endpoint ?? this.#defaultEndpoint })),
+        current: this.#table.list(),
+        isEndpoint: (e) => this.#endpoints.has(e),
+        link: (endpoint, targets) => this.#group(targets, (t) => this.#linkOne(t, endpoint, { endpoint, op: 'link', timeoutMs, force: false })),
+        unlink: (endpoint, targets, force) => this.#group(targets, (t) => this.#unlinkOne(t, endpoint, { endpoint, op: 'unlink', timeoutMs, force })),
+      });
+    });
+    this.#reconcileChain = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Applies an event of the runtime (dead peer, server-side link or unlink, unusable link).
+   * @example manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'server', remoteClusterId: 7n, code: 0 });
+   */
+  handleRuntimeEvent(endpoint: string, event: RuntimeLinkEvent): void {
+    const entry = this.#table.get(endpoint, event.remoteClusterId);
+    const id = event.remoteClusterId;
+    switch (event.kind) {
+      case 'peer-linked':
+        if (entry?.side !== 'client') this.#table.set(endpoint, id, { state: 'linked', side: 'server', reason: 'peer-linked' });
+        return;
+      case 'peer-unlinked':
+        if (entry?.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-unlinked' });
+        return;
+      case 'peer-lost':
+        if (entry === undefined) return;
+        // The runtime has already dropped the link; a server forgets the peer, a client keeps a
+        // failed entry so the owner of the desired set sees it and relinks.
+        if (entry.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
+        else if (entry.state === 'linked') this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
+        return;
+      case 'link-unusable':
+        if (entry?.state === 'linked') this.#table.set(endpoint, id, { state: 'failed', reason: 'link-unusable', code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT });
+        return;
+    }
+  }
+
+  /** Every link the manager knows, client and server side. */
+  list(): LinkInfo[] {
+    return this.#table.list();
+  }
+
+  get(endpoint: string, remoteClusterId: bigint): LinkInfo | undefined {
+    return this.#table.get(endpoint, remoteClusterId);
+  }
+
+  /** Subscribes to state changes; returns the unsubscribe function. */
+  onChange(listener: LinkListener): () => void {
+    return this.#table.onChange(listener);
+  }
+
+  /** Resolves when every call in flight has finished. */
+  async idle(): Promise<void> {
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  }
+
+  async #call(
+    op: 'link' | 'unlink',
+    clusters: readonly EndpointTarget[],
+    timeoutMs: number | undefined,
+    force: boolean,
+    one: (target: ClusterTarget, endpoint: string, key: BatchKey) => Promise<number>,
+  ): Promise<CallResult> {
+    const started = performance.now();
+    const whole = callError(clusters.length, timeoutMs);
+    if (whole !== undefined) return { ret: whole, rets: clusters.map(() => whole) };
+    const timeout = timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const rets = await this.#group(clusters, (target) => {
+      const endpoint = target.endpoint ?? this.#defaultEndpoint;
+      if (!this.#endpoints.has(endpoint)) return Promise.resolve(LLM_STATUS.LLM_PARAM_INVALID);
+      return one(target, endpoint, { endpoint, op, timeoutMs: timeout, force });
+    });
+    this.#metrics.observeCall(op, (performance.now() - started) / 1000);
+    return { ret: rets.every((r) => r === LLM_STATUS.LLM_SUCCESS) ? LLM_STATUS.LLM_SUCCESS : LLM_STATUS.LLM_FAILED, rets };
+  }
+
+  #group<T>(items: readonly T[], one: (item: T) => Promise<number>): Promise<number[]> {
+    const all = Promise.all(items.map(one));
+    this.#inflight.add(all);
+    return all.finally(() => this.#inflight.delete(all));
+  }
+
+  async #linkOne(target: ClusterTarget, endpoint: string, key: BatchKey): Promise<number> {
+    const id = target.remoteClusterId;
+    const entry = this.#table.get(endpoint, id);
+    if (entry?.state === 'linking' || entry?.state === 'unlinking') return LLM_STATUS.LLM_PROCESSING_LINK;
+    if (entry?.state === 'linked') return LLM_STATUS.LLM_ALREADY_LINK;
+    this.#table.set(endpoint, id, { state: 'linking', side: 'client', remote: target.remote, reason: 'link' });
+    const outcome = await this.#batcher.push(key, target);
+    if (outcome.indeterminate) return this.#abandonLink(target, endpoint, key, outcome);
+    if (outcome.code === LLM_STATUS.LLM_SUCCESS || outcome.code === LLM_STATUS.LLM_ALREADY_LINK) {
+      // ALREADY_LINK from the runtime means it holds the link: the state is linked either way.
+      this.#table.set(endpoint, id, { state: 'linked', reason: 'link' });
+    } else {
+      this.#table.set(endpoint, id, { state: 'failed', reason: 'link', code: outcome.code });
+    }
+    return outcome.code;
+  }
+
+  /** A link call whose outcome is unknown: clear whatever the runtime may hold, then fail it. */
+  async #abandonLink(target: ClusterTarget, endpoint: string, key: BatchKey, outcome: ItemOutcome): Promise<number> {
+    const id = target.remoteClusterId;
+    this.#table.set(endpoint, id, { state: 'unlinking', reason: 'worker-failed', code: outcome.code });
+    await this.#batcher.push({ ...key, op: 'unlink', force: true }, target);
+    this.#table.set(endpoint, id, { state: 'failed', reason: 'worker-failed', code: outcome.code });
+    return outcome.code;
+  }
+
+  async #unlinkOne(target: ClusterTarget, endpoint: string, key: BatchKey): Promise<number> {
+    const id = target.remoteClusterId;
+    const entry = this.#table.get(endpoint, id);
+    if (entry?.state === 'linking' || entry?.state === 'unlinking') return LLM_STATUS.LLM_PROCESSING_LINK;
+    // Without an entry the runtime is still asked: it may hold a link whose event is not in yet.
+    if (entry !== undefined) this.#table.set(endpoint, id, { state: 'unlinking', reason: 'unlink', code: entry.code });
+    const outcome = await this.#batcher.push(key, target);
+    const code = outcome.code;
+    if (entry === undefined) {
+      if (code === LLM_STATUS.LLM_SUCCESS) this.#table.set(endpoint, id, { state: 'unlinked', reason: 'unlink' });
+    } else if (
+      !outcome.indeterminate &&
+      (code === LLM_STATUS.LLM_SUCCESS || code === LLM_STATUS.LLM_NOTIFY_PROMPT_UNLINK_FAILED || code === LLM_STATUS.LLM_NOT_YET_LINK)
+    ) {
+      // NOTIFY_PROMPT_UNLINK_FAILED: the local end is cleared; only the peer still holds it.
+      this.#table.set(endpoint, id, { state: 'unlinked', reason: 'unlink', code });
+    } else if (!outcome.indeterminate && (code === LLM_STATUS.LLM_LINK_BUSY || code === LLM_STATUS.LLM_PROCESSING_LINK)) {
+      this.#table.set(endpoint, id, { state: entry.state, reason: 'unlink', code: entry.code });
+    } else {
+      this.#table.set(endpoint, id, { state: 'failed', reason: outcome.indeterminate ? 'worker-failed' : 'unlink', code });
+    }
+    return code;
+  }
+
+  async #runBatch(key: BatchKey, clusters: readonly ClusterTarget[]) {
+    const started = performance.now();
+    const outcome =
+      key.op === 'link'
+        ? await this.#executor.link(key.endpoint, clusters, key.timeoutMs)
+        : await this.#executor.unlink(key.endpoint, clusters, key.timeoutMs, key.force);
+    this.#metrics.observeBatch(key.op, clusters.length, (performance.now() - started) / 1000);
+    return outcome;
+  }
+}
+
+/** The code that fails a whole call before any cluster is tried, as LLM-DataDist checks them. */
+function callError(count: number, timeoutMs: number | undefined): number | undefined {
+  if (count > MAX_CLUSTERS_PER_CALL) return LLM_STATUS.LLM_CLUSTER_NUM_EXCEED_LIMIT;
+  if (count === 0) return LLM_STATUS.LLM_PARAM_INVALID;
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1)) return LLM_STATUS.LLM_PARAM_INVALID;
+  return undefined;
+}
+
+export type { ReconcileReport } from './reconcile.ts';
