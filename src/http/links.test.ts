@@ -18,6 +18,10 @@ function setup() {
   return { app, executor, manager, post };
 }
 
+// Response bodies are checked field by field below, so they are read untyped.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const json = (res: Response): Promise<any> => res.json();
+
 const cluster = (id: number | string, address = '127.0.0.2:26000') => ({ remote_cluster_id: id, remote_ip_info: address });
 
 describe('POST /v1/links/link and /v1/links/unlink', () => {
@@ -25,15 +29,15 @@ describe('POST /v1/links/link and /v1/links/unlink', () => {
     const { post } = setup();
     let res = await post('/v1/links/link', { clusters: [cluster(7)] });
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ ret: 0, ret_name: 'LLM_SUCCESS', rets: [{ remote_cluster_id: 7, code: 0, name: 'LLM_SUCCESS' }] });
+    expect(await json(res)).toEqual({ ret: 0, ret_name: 'LLM_SUCCESS', rets: [{ remote_cluster_id: 7, code: 0, name: 'LLM_SUCCESS' }] });
     res = await post('/v1/links/link', { clusters: [cluster(7)], timeout: 1000 });
-    expect(await res.json()).toEqual({
+    expect(await json(res)).toEqual({
       ret: 4294967295,
       ret_name: 'LLM_FAILED',
       rets: [{ remote_cluster_id: 7, code: S.LLM_ALREADY_LINK, name: 'LLM_ALREADY_LINK' }],
     });
-    expect((await (await post('/v1/links/unlink', { clusters: [cluster(7)] })).json()).ret).toBe(0);
-    const again = await (await post('/v1/links/unlink', { clusters: [cluster(7)], force: true })).json();
+    expect((await json(await post('/v1/links/unlink', { clusters: [cluster(7)] }))).ret).toBe(0);
+    const again = await json(await post('/v1/links/unlink', { clusters: [cluster(7)], force: true }));
     expect(again.rets[0].name).toBe('LLM_NOT_YET_LINK');
   });
 
@@ -41,7 +45,7 @@ describe('POST /v1/links/link and /v1/links/unlink', () => {
     const { post, executor } = setup();
     const res = await post('/v1/links/link', { clusters: Array.from({ length: 17 }, (_, i) => cluster(i)) });
     expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = await json(res);
     expect(body.ret_name).toBe('LLM_CLUSTER_NUM_EXCEED_LIMIT');
     expect(body.rets).toHaveLength(17);
     expect(executor.batches).toEqual([]);
@@ -51,9 +55,9 @@ describe('POST /v1/links/link and /v1/links/unlink', () => {
     const { post, executor } = setup();
     executor.refuse.set(1, S.LLM_LINK_FAILED);
     await post('/v1/links/link', { clusters: [cluster(2)] });
-    const body = await (
-      await post('/v1/links/link', { clusters: [cluster('18446744073709551615'), cluster(2), cluster(3, '127.0.0.2:1'), cluster(4, '[::1]:26000')] })
-    ).json();
+    const body = await json(
+      await post('/v1/links/link', { clusters: [cluster('18446744073709551615'), cluster(2), cluster(3, '127.0.0.2:1'), cluster(4, '[::1]:26000')] }),
+    );
     expect(body.rets).toEqual([
       { remote_cluster_id: '18446744073709551615', code: 0, name: 'LLM_SUCCESS' },
       { remote_cluster_id: 2, code: S.LLM_ALREADY_LINK, name: 'LLM_ALREADY_LINK' },
@@ -85,11 +89,11 @@ describe('POST /v1/links/link and /v1/links/unlink', () => {
     for (const [body, headers, status] of cases) {
       const res = await post('/v1/links/link', body, headers);
       expect(res.status).toBe(status);
-      expect((await res.json()).error_type).toBeString();
+      expect((await json(res)).error_type).toBeString();
     }
     const res = await post('/v1/links/unlink', { clusters: [{ remote_cluster_id: -1, remote_ip_info: '127.0.0.2' }], timeout: 0, force: 1 });
     expect(res.status).toBe(422);
-    const body = await res.json();
+    const body = await json(res);
     expect(body.error_type).toBe('UnprocessableEntity');
     expect(body.issues.map((i: { path: string }) => i.path)).toEqual(['clusters[0].remote_cluster_id', 'clusters[0].remote_ip_info', 'timeout', 'force']);
     expect((await post('/v1/links/link', { clusters: [] })).status).toBe(422);
@@ -103,7 +107,7 @@ describe('GET /v1/links', () => {
     executor.refuse.set(1, S.LLM_LINK_FAILED);
     await post('/v1/links/link', { clusters: [cluster(7), cluster(8, '127.0.0.2:1')] });
     manager.handleRuntimeEvent('1', { kind: 'peer-linked', side: 'server', remoteClusterId: 9n, code: 0 });
-    const body = await (await app.request('/v1/links')).json();
+    const body = await json(await app.request('/v1/links'));
     expect(body.links.map((l: Record<string, unknown>) => [l.endpoint, l.remote_cluster_id, l.remote_ip_info, l.side, l.state, l.code_name])).toEqual([
       ['0', 7, '127.0.0.2:26000', 'client', 'linked', 'LLM_SUCCESS'],
       ['0', 8, '127.0.0.2:1', 'client', 'failed', 'LLM_LINK_FAILED'],
