@@ -19,7 +19,6 @@ function setup() {
 }
 
 // Response bodies are checked field by field below, so they are read untyped.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 const json = (res: Response): Promise<any> => res.json();
 
 const cluster = (id: number | string, address = '127.0.0.2:26000') => ({ remote_cluster_id: id, remote_ip_info: address });

@@ -1,0 +1,18 @@
+/**
+ * The device runtime as the worker tasks use it. `runtime.ts` implements it over the FFI facade;
+ * tests of the pool mechanics implement it in plain TypeScript.
+ */
+import type { RuntimeEvent, RuntimeLink, WorkerCluster } from './protocol.ts';
+
+export interface DeviceRuntime {
+  /** Creates a context; returns its handle (the pointer value). Throws on a non-zero status. */
+  create(clusterId: bigint, role: number, listenIp: string | null, listenPort: number): number;
+  destroy(handle: number): void;
+  /** pdrt_link: the call's status and one code per cluster. */
+  link(handle: number, clusters: readonly WorkerCluster[], timeoutMs: number): { rc: number; rets: ArrayLike<number> };
+  unlink(handle: number, clusters: readonly WorkerCluster[], timeoutMs: number, force: boolean): { rc: number; rets: ArrayLike<number> };
+  /** True when an event is queued, false after `timeoutMs` without one. */
+  waitEvents(handle: number, timeoutMs: number): boolean;
+  pollEvents(handle: number, cap: number): Omit<RuntimeEvent, 'handle'>[];
+  listLinks(handle: number): RuntimeLink[];
+}

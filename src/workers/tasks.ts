@@ -1,0 +1,100 @@
+/**
+ * Runs one pool task inside a worker against a DeviceRuntime and turns every outcome, thrown
+ * errors included, into a plain reply. Each task marks the board slot of its id with the
+ * worker's thread id while it runs, so the main thread can tell which thread holds a task.
+ */
+import { threadId } from 'node:worker_threads';
+import { LLM_STATUS, normalizeStatus } from '../links/status.ts';
+import type { DeviceRuntime } from './device-runtime.ts';
+import { decodeClusters, sharedRets } from './encoding.ts';
+import type { EventsTask, LinkReply, LinkTask, RuntimeEvent, TaskReply, WorkerTask } from './protocol.ts';
+
+/** Slots of the shared task board (task id modulo this). */
+export const BOARD_SLOTS = 4096;
+/** Events copied per poll of one context. */
+const EVENT_BATCH = 64;
+
+/**
+ * Runs `task`; never throws.
+ * @example export default (task: WorkerTask) => runTask(runtime, task, board);
+ */
+export function runTask(runtime: DeviceRuntime, task: WorkerTask, board: Int32Array | undefined): TaskReply<unknown> {
+  const slot = task.taskId % BOARD_SLOTS;
+  if (board !== undefined) Atomics.store(board, slot, threadId);
+  try {
+    return { ok: true, value: dispatch(runtime, task) };
+  } catch (cause) {
+    const code = typeof (cause as { code?: unknown })?.code === 'number' ? normalizeStatus((cause as { code: number }).code) : LLM_STATUS.LLM_FAILED;
+    return { ok: false, code, message: cause instanceof Error ? cause.message : String(cause) };
+  } finally {
+    if (board !== undefined) Atomics.compareExchange(board, slot, threadId, 0);
+  }
+}
+
+function dispatch(runtime: DeviceRuntime, task: WorkerTask): unknown {
+  switch (task.op) {
+    case 'link':
+    case 'unlink':
+      return linkOrUnlink(runtime, task);
+    case 'create':
+      return runtime.create(task.clusterId, task.role, task.listenIp, task.listenPort);
+    case 'destroy':
+      runtime.destroy(task.handle);
+      return null;
+    case 'list':
+      return runtime.listLinks(task.handle);
+    case 'events':
+      return waitForEvents(runtime, task);
+    case 'echo':
+      if (task.ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, task.ms);
+      return task.ms;
+  }
+}
+
+function linkOrUnlink(runtime: DeviceRuntime, task: LinkTask): LinkReply {
+  const clusters = decodeClusters(task.batch);
+  const remaining = task.deadline - Date.now();
+  let rc: number;
+  let rets: number[];
+  if (remaining < 1) {
+    // The batch waited in the queue for its whole timeout: fail it without touching the runtime.
+    rc = LLM_STATUS.LLM_FAILED;
+    rets = clusters.map(() => LLM_STATUS.LLM_TIMEOUT);
+  } else {
+    const timeoutMs = Math.max(1, Math.min(task.timeoutMs, Math.floor(remaining)));
+    const result =
+      task.op === 'link' ? runtime.link(task.handle, clusters, timeoutMs) : runtime.unlink(task.handle, clusters, timeoutMs, task.force);
+    rc = normalizeStatus(result.rc);
+    // A call refused as a whole leaves rets untouched: every cluster gets the call's code.
+    const whole = rc !== LLM_STATUS.LLM_SUCCESS && rc !== LLM_STATUS.LLM_FAILED;
+    rets = clusters.map((_, i) => (whole ? rc : normalizeStatus(result.rets[i] ?? LLM_STATUS.LLM_FAILED)));
+  }
+  if (task.batch.enc === 'shared') {
+    sharedRets(task.batch.buffer, task.batch.n).set(rets);
+    return { rc, rets: [] };
+  }
+  return { rc, rets };
+}
+
+function waitForEvents(runtime: DeviceRuntime, task: EventsTask): RuntimeEvent[] {
+  const deadline = Date.now() + task.waitMs;
+  // With several contexts, wait on each in turn for a short slice so none waits a whole period.
+  const slice = Math.max(5, Math.floor(task.waitMs / Math.max(1, task.handles.length)));
+  for (let turn = 0; ; turn++) {
+    const events = task.handles.flatMap((handle) => drain(runtime, handle));
+    if (events.length > 0) return events;
+    const left = deadline - Date.now();
+    const handle = task.handles[turn % Math.max(1, task.handles.length)];
+    if (left <= 0 || handle === undefined) return [];
+    runtime.waitEvents(handle, Math.min(slice, left));
+  }
+}
+
+function drain(runtime: DeviceRuntime, handle: number): RuntimeEvent[] {
+  const out: RuntimeEvent[] = [];
+  for (;;) {
+    const batch = runtime.pollEvents(handle, EVENT_BATCH);
+    for (const e of batch) out.push({ ...e, handle });
+    if (batch.length < EVENT_BATCH) return out;
+  }
+}
