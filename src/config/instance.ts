@@ -1,0 +1,93 @@
+/**
+ * Resolves the instance agent's settings: management listener address and port, the local
+ * devices with their link ports and cluster ids, and pool tuning.
+ *
+ * Management IP: `--manage_ip`, then env MIES_CONTAINER_MANAGEMENT_IP, then
+ * `ServerConfig.managementIpAddress`, then `ServerConfig.ipAddress`, then 127.0.0.1.
+ * Management port: `--manage_port`, then `managementPort`, then `port`, then 1026.
+ * Devices: `pdlink.devices`, else one device 0 on the instance's `ipAddress`. Device `d` listens on
+ * `device_ip:(link_base_port + d)`; its cluster id is its own `cluster_id`, else `pdlink.cluster_id`
+ * (single device only), else computed from that address (src/links/endpoint.ts: IPv4 u32 × 65536 + port).
+ */
+import { isIP } from 'node:net';
+import { CliError } from '../cli/common.ts';
+import { clusterIdFor } from '../links/endpoint.ts';
+import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';
+import type { Encoding } from '../workers/protocol.ts';
+import { loadConfigFile } from './load.ts';
+
+export const MANAGEMENT_IP_ENV = 'MIES_CONTAINER_MANAGEMENT_IP';
+export const DEFAULT_MANAGE_IP = '127.0.0.1';
+export const DEFAULT_MANAGE_PORT = 1026;
+
+export interface InstanceArgs {
+  config?: string;
+  manageIp?: string;
+  managePort?: number;
+}
+
+export interface DeviceSettings {
+  /** Endpoint name in the link manager: the logical id as text. */
+  readonly endpoint: string;
+  readonly logicalId: number;
+  readonly ip: string;
+  readonly port: number;
+  readonly clusterId: bigint;
+}
+
+export interface PoolSettings {
+  readonly threads?: number;
+  readonly batchWindowMs?: number;
+  readonly maxBatch?: number;
+  readonly encoding?: Encoding;
+}
+
+export interface InstanceSettings {
+  readonly manage: { readonly ip: string; readonly port: number };
+  readonly devices: readonly DeviceSettings[];
+  readonly pool: PoolSettings;
+}
+
+/**
+ * Reads the config file named by `args.config` (if any) and applies the precedence rules.
+ * @example const settings = resolveInstanceSettings({ config: 'config.json', managePort: 0 }, process.env);
+ */
+export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, string | undefined>): InstanceSettings {
+  const file: InstanceConfig = args.config === undefined ? {} : loadConfigFile(args.config, InstanceConfigFile);
+  const source = args.config ?? 'defaults';
+  const server = file.ServerConfig ?? {};
+  const envIp = env[MANAGEMENT_IP_ENV];
+  if (envIp !== undefined && envIp !== '' && isIP(envIp) === 0) {
+    throw new CliError(`${MANAGEMENT_IP_ENV}: must be an IPv4 or IPv6 address, got ${JSON.stringify(envIp)}`);
+  }
+  const manage = {
+    ip: args.manageIp ?? (envIp || undefined) ?? server.managementIpAddress ?? server.ipAddress ?? DEFAULT_MANAGE_IP,
+    port: args.managePort ?? server.managementPort ?? server.port ?? DEFAULT_MANAGE_PORT,
+  };
+  const pd = file.pdlink ?? {};
+  const base = pd.link_base_port ?? DEFAULT_LINK_BASE_PORT;
+  const wanted = pd.devices ?? [{ device_logical_id: 0, device_ip: server.ipAddress ?? DEFAULT_MANAGE_IP }];
+  if (pd.cluster_id !== undefined && wanted.length !== 1) {
+    throw new CliError(`config ${source}: pdlink.cluster_id: only allowed with exactly one device; give each device its own cluster_id`);
+  }
+  const seen = new Set<number>();
+  const devices = wanted.map((d, i): DeviceSettings => {
+    const logicalId = Number(d.device_logical_id);
+    if (seen.has(logicalId)) throw new CliError(`config ${source}: pdlink.devices[${i}].device_logical_id: duplicate ${logicalId}`);
+    seen.add(logicalId);
+    const port = base + logicalId;
+    if (port > 65535) throw new CliError(`config ${source}: pdlink.devices[${i}]: link port ${base} + ${logicalId} exceeds 65535`);
+    const explicit = d.cluster_id ?? pd.cluster_id;
+    return { endpoint: String(logicalId), logicalId, ip: d.device_ip, port, clusterId: explicit === undefined ? clusterIdFor(d.device_ip, port) : BigInt(explicit) };
+  });
+  const ids = new Set(devices.map((d) => d.clusterId));
+  if (ids.size !== devices.length) throw new CliError(`config ${source}: pdlink.devices: two devices share a cluster id`);
+  const p = pd.pool ?? {};
+  const pool: PoolSettings = {
+    ...(p.threads === undefined ? {} : { threads: p.threads }),
+    ...(p.batch_window_ms === undefined ? {} : { batchWindowMs: p.batch_window_ms }),
+    ...(p.max_batch === undefined ? {} : { maxBatch: p.max_batch }),
+    ...(p.encoding === undefined ? {} : { encoding: p.encoding }),
+  };
+  return { manage, devices, pool };
+}
