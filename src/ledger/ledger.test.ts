@@ -421,6 +421,22 @@ describe('leases', () => {
     expect(clock.pendingTimers).toBe(0);
   });
 
+  test('with the system clock, a lease nobody completes expires on its own', async () => {
+    const cluster = new FakeCluster();
+    cluster.refresh([
+      { id: 0, role: 'prefill', availSlots: 1, availBlocks: 1 },
+      { id: 1, role: 'decode', availSlots: 1, availBlocks: 1 },
+    ]);
+    const ledger = new KvLedger({ cluster });
+    const expired = new Promise<LedgerEvent>((resolve) => ledger.onRecord((e) => e.record.state === 'expired' && resolve(e)));
+    const reserved = ledger.reserve({ requestId: 'r', ...pair, pBlocks: 1, dBlocks: 1, leaseMs: 5 });
+    const event = await expired;
+    expect(event.record.requestId).toBe('r');
+    expect(event.record.endedAt).toBeGreaterThanOrEqual(reserved.deadline);
+    expect(ledger.totals()).toMatchObject({ active: 0, reservedBlocks: 0, expired: 1 });
+    ledger.close();
+  });
+
   test('records expire in deadline order within one advance', () => {
     const { ledger, clock } = setup();
     const order: string[] = [];

@@ -356,6 +356,8 @@ export class KvLedger {
   }
 
   #apply(diff: RegistryDiff): void {
+    // Leases already past their deadline end as expired, not as casualties of this refresh.
+    this.#expireDue();
     // Removals first: a role change arrives as removal plus addition of the same id.
     for (const instance of diff.removed) this.#remove(instance.id);
     for (const instance of diff.added) this.#upsert(instance);
