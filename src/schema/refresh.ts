@@ -85,9 +85,19 @@ const nonEmptyString = v.custom<string>(
   (issue) => `expected a non-empty string, got ${received(issue.input)}`,
 );
 
-/** Message for the two issues an object schema raises: a missing key, or not an object at all. */
-function objectMessage(issue: v.BaseIssue<unknown>): string {
-  return issue.expected === 'Object' ? `expected an object, got ${received(issue.input)}` : 'required field is missing';
+/**
+ * A JSON object with the given entries, unknown keys kept. Arrays are refused first: Valibot's
+ * object schemas accept them and would report every key as missing instead.
+ */
+function wireObject<const E extends v.ObjectEntries>(entries: E) {
+  return v.pipe(
+    v.custom<unknown>(
+      (x) => typeof x === 'object' && x !== null && !Array.isArray(x),
+      (issue) => `expected an object, got ${received(issue.input)}`,
+    ),
+    // A missing key is worded by toFieldIssues ("is required") like everywhere else.
+    v.looseObject(entries),
+  );
 }
 
 function arrayOf<T extends v.GenericSchema>(item: T) {
@@ -95,51 +105,42 @@ function arrayOf<T extends v.GenericSchema>(item: T) {
 }
 
 const staticInfo = v.pipe(
-  v.looseObject(
-    {
-      group_id: uint64(),
-      max_seq_len: uint32(1),
-      max_output_len: uint32(1),
-      total_slots_num: uint(1, TOTAL_SLOTS_MAX),
-      total_block_num: uint32(1),
-      block_size: uint(1, BLOCK_SIZE_MAX),
-      label: oneOf(LABEL_CODES, '2 (prefill), 3 (decode)'),
-      role: oneOf(ROLE_CODES, '80 (prefill), 68 (decode), 85 (undefined)'),
-    },
-    objectMessage,
-  ),
+  wireObject({
+    group_id: uint64(),
+    max_seq_len: uint32(1),
+    max_output_len: uint32(1),
+    total_slots_num: uint(1, TOTAL_SLOTS_MAX),
+    total_block_num: uint32(1),
+    block_size: uint(1, BLOCK_SIZE_MAX),
+    label: oneOf(LABEL_CODES, '2 (prefill), 3 (decode)'),
+    role: oneOf(ROLE_CODES, '80 (prefill), 68 (decode), 85 (undefined)'),
+  }),
   v.forward(
     v.partialCheck(
       [['max_seq_len'], ['max_output_len']],
       (s) => s.max_output_len <= s.max_seq_len - 1,
-      (issue) =>
-        `must be in [1, max_seq_len - 1] = [1, ${issue.input.max_seq_len - 1}], got ${issue.input.max_output_len}`,
+      (issue) => `must be in [1, max_seq_len - 1] = [1, ${issue.input.max_seq_len - 1}], got ${issue.input.max_output_len}`,
     ),
     ['max_output_len'],
   ),
 );
 
-const dynamicInfo = v.looseObject(
-  {
-    avail_slots_num: uint32(),
-    avail_block_num: uint32(),
-    peers: v.optional(arrayOf(uint64())),
-  },
-  objectMessage,
-);
+const dynamicInfo = wireObject({
+  avail_slots_num: uint32(),
+  avail_block_num: uint32(),
+  peers: v.optional(arrayOf(uint64())),
+});
 
-const instanceObject = v.looseObject(
-  {
-    id: uint64(),
-    ip: ipString,
-    port: portString,
-    metric_port: portString,
-    model_name: nonEmptyString,
-    static_info: staticInfo,
-    dynamic_info: dynamicInfo,
-  },
-  objectMessage,
-);
+const instanceObject = wireObject({
+  id: uint64(),
+  ip: ipString,
+  port: portString,
+  metric_port: portString,
+  model_name: nonEmptyString,
+  static_info: staticInfo,
+  dynamic_info: dynamicInfo,
+});
+
 function availMessage(total: 'total_slots_num' | 'total_block_num', limit: number, got: number): string {
   return `must be in [0, ${total}] = [0, ${limit}], got ${got}`;
 }
@@ -175,16 +176,13 @@ const instanceSchema = v.pipe(
 
 /** The snapshot schema, structural and cross-instance rules included. */
 export const RefreshSchema = v.pipe(
-  v.looseObject(
-    {
-      ids: v.pipe(arrayOf(uint64()), v.maxLength(MAX_INSTANCES, (i) => `at most ${MAX_INSTANCES} ids, got ${i.received}`)),
-      instances: v.pipe(
-        arrayOf(instanceSchema),
-        v.maxLength(MAX_INSTANCES, (i) => `at most ${MAX_INSTANCES} instances, got ${i.received}`),
-      ),
-    },
-    objectMessage,
-  ),
+  wireObject({
+    ids: v.pipe(arrayOf(uint64()), v.maxLength(MAX_INSTANCES, (i) => `at most ${MAX_INSTANCES} ids, got ${i.received}`)),
+    instances: v.pipe(
+      arrayOf(instanceSchema),
+      v.maxLength(MAX_INSTANCES, (i) => `at most ${MAX_INSTANCES} instances, got ${i.received}`),
+    ),
+  }),
   v.rawCheck(({ dataset, addIssue }) => {
     for (const issue of crossInstanceIssues(dataset.value)) {
       addIssue({ message: issue.message, path: toPathItems(issue.at) });
