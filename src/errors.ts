@@ -107,8 +107,9 @@ export const errors = {
   instanceUnknown: (instanceId: number) => new PdlinkError('unavailable', `instance ${instanceId} is not registered`),
   transferExists: (requestId: string) => new PdlinkError('conflict', `transfer ${JSON.stringify(requestId)} is already active`),
   transferNotFound: (requestId: string) => new PdlinkError('not_found', `transfer ${JSON.stringify(requestId)} not found`),
-  illegalTransition: (requestId: string, from: string, to: string) =>
-    new PdlinkError('conflict', `transfer ${JSON.stringify(requestId)} cannot go from ${from} to ${to}`),
+  /** `action` reads after "cannot": `begin transferring`, `complete`, `extend its lease`. */
+  illegalTransition: (requestId: string, state: string, action: string) =>
+    new PdlinkError('conflict', `transfer ${JSON.stringify(requestId)} is ${state}, cannot ${action}`),
   invalidArgument: (path: string, message: string) =>
     new PdlinkError('bad_request', `${path}: ${message}`, { issues: [{ path, message }] }),
 };
