@@ -1,0 +1,93 @@
+/**
+ * `pdlink instance`: the agent beside one inference engine. Opens one device-runtime context per
+ * local device, serves the management listener, and runs until SIGINT/SIGTERM.
+ */
+import { isIP } from 'node:net';
+import { parseArgs } from 'node:util';
+import { resolveInstanceSettings, type InstanceArgs, MANAGEMENT_IP_ENV } from '../config/instance.ts';
+import { PdlinkError } from '../errors.ts';
+import { createInstanceAgent } from '../instance/agent.ts';
+import { formatIpPort } from '../links/endpoint.ts';
+import { CliError, listeningLine, parseCliPort, startListeners, untilSignal } from './common.ts';
+
+export const INSTANCE_HELP = `Usage: pdlink instance [options]
+
+Serves the instance agent: link management (POST /v1/links/link, POST /v1/links/unlink,
+GET /v1/links), probes and /metrics on the management listener, and one device-runtime
+context per local device listening on device_ip:(link_base_port + device_logical_id).
+
+Options:
+  --config PATH        configuration file (MindIE config.json layout: ServerConfig.ipAddress,
+                       managementIpAddress, port, managementPort; pdlink.devices,
+                       pdlink.link_base_port, pdlink.cluster_id, pdlink.pool)
+  --manage_ip IP       management listener address (default: env ${MANAGEMENT_IP_ENV},
+                       then managementIpAddress, then ipAddress, then 127.0.0.1)
+  --manage_port PORT   management listener port (default: managementPort, then port, then 1026;
+                       0 = any free port)
+  -h, --help           show this help
+
+A device's cluster id is its configured cluster_id, else computed from its link address:
+IPv4 as a 32-bit number × 65536 + port (IPv6: a 63-bit hash with the top bit set).
+`;
+
+/**
+ * Parses the instance command's arguments.
+ * @example parseInstanceArgs(['--manage_port', '0'])
+ */
+export function parseInstanceArgs(argv: string[]): InstanceArgs & { help: boolean } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        config: { type: 'string' },
+        manage_ip: { type: 'string' },
+        manage_port: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (cause) {
+    throw new CliError(`${(cause as Error).message}\n\n${INSTANCE_HELP}`);
+  }
+  const values = parsed.values;
+  const args: InstanceArgs & { help: boolean } = { help: values.help === true };
+  if (values.config !== undefined) args.config = values.config;
+  if (values.manage_ip !== undefined) {
+    if (isIP(values.manage_ip) === 0) throw new CliError(`--manage_ip: must be an IPv4 or IPv6 address, got ${JSON.stringify(values.manage_ip)}`);
+    args.manageIp = values.manage_ip;
+  }
+  if (values.manage_port !== undefined) args.managePort = parseCliPort('manage_port', values.manage_port);
+  return args;
+}
+
+/** Runs the instance command until a signal stops it. */
+export async function runInstance(argv: string[]): Promise<void> {
+  const args = parseInstanceArgs(argv);
+  if (args.help) {
+    console.log(INSTANCE_HELP);
+    return;
+  }
+  const settings = resolveInstanceSettings(args, process.env);
+  let agent;
+  try {
+    agent = await createInstanceAgent({ devices: settings.devices, processMetrics: true, ...settings.pool });
+  } catch (err) {
+    if (err instanceof PdlinkError) throw new CliError(err.message);
+    throw err;
+  }
+  let listeners;
+  try {
+    listeners = await startListeners([{ name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: agent.managementApp.fetch }]);
+  } catch (err) {
+    await agent.close();
+    throw err;
+  }
+  // One line per device, in the listening-line format, so harnesses learn the link addresses.
+  for (const d of settings.devices) console.log(`${listeningLine(`link-${d.endpoint}`, formatIpPort(d))} cluster_id=${d.clusterId}`);
+  await untilSignal(async () => {
+    await Promise.all(listeners.map((l) => l.stop()));
+    await agent.close();
+  });
+}

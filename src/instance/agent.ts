@@ -1,0 +1,135 @@
+/**
+ * The instance agent's core: one device-runtime context per local device (created in a worker,
+ * its handle shared by every worker of the process), the link manager over the worker pool, the
+ * runtime event pump, and the management routes. Shared by `pdlink instance` and the plugin API.
+ */
+import { Hono } from 'hono';
+import { collectDefaultMetrics } from 'prom-client';
+import { errors } from '../errors.ts';
+import { onError, onNotFound } from '../http/envelope.ts';
+import { linkRoutes } from '../http/links.ts';
+import { probeRoutes } from '../http/probes.ts';
+import { LinkManager } from '../links/manager.ts';
+import { createRegistry, type Registry } from '../metrics.ts';
+import { EventPump } from '../workers/event-pump.ts';
+import { PoolLinkExecutor } from '../workers/pool-executor.ts';
+import { WorkerPool, type PoolAtomics } from '../workers/pool.ts';
+import type { Encoding } from '../workers/protocol.ts';
+
+/** Role carried in the runtime handshake (pdrt.h PDRT_ROLE_*). */
+export const RUNTIME_ROLE = { prompt: 0, decoder: 1, mix: 2 } as const;
+
+export interface AgentDevice {
+  /** Endpoint name in the link manager (the device's logical id as text). */
+  readonly endpoint: string;
+  readonly ip: string;
+  /** Link listen port of this device's context. */
+  readonly port: number;
+  readonly clusterId: bigint;
+}
+
+export interface InstanceAgentOptions {
+  readonly devices: readonly AgentDevice[];
+  readonly role?: keyof typeof RUNTIME_ROLE;
+  readonly threads?: number;
+  readonly atomics?: PoolAtomics;
+  readonly encoding?: Encoding;
+  readonly batchWindowMs?: number;
+  readonly maxBatch?: number;
+  /** Registry for pdlink's metrics (default: a new one, never prom-client's global registry). */
+  readonly metrics?: Registry;
+  /** Also export process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
+  readonly processMetrics?: boolean;
+  /** Worker module (default: the FFI-backed link worker); tests substitute a simulated runtime. */
+  readonly workerFilename?: string | URL;
+  /** Longest wait of one runtime event poll. */
+  readonly eventWaitMs?: number;
+}
+
+export interface InstanceAgent {
+  /** Management API: `/v1/links*`, probes, `/metrics`. Mount with `app.route(prefix, managementApp)`. */
+  readonly managementApp: Hono;
+  readonly linkManager: LinkManager;
+  readonly metrics: Registry;
+  readonly devices: readonly AgentDevice[];
+  /** Stops the event pump, waits for calls in flight, destroys the contexts, stops the workers; idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the device contexts and builds the agent; rejects (with nothing left open) if a device
+ * cannot listen.
+ * @example const agent = await createInstanceAgent({ devices: [{ endpoint: '0', ip: '127.0.0.2', port: 26000, clusterId: 7n }] });
+ */
+export async function createInstanceAgent(options: InstanceAgentOptions): Promise<InstanceAgent> {
+  if (options.devices.length === 0) throw new RangeError('devices must name at least one local device');
+  const metrics = options.metrics ?? createRegistry();
+  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
+  const filename = options.workerFilename;
+  const pool = new WorkerPool({ ...(options.threads === undefined ? {} : { threads: options.threads }), ...(options.atomics === undefined ? {} : { atomics: options.atomics }), ...(filename === undefined ? {} : { filename }) });
+  // Event waits get a thread of their own so they never delay a link call.
+  const eventPool = new WorkerPool({ threads: 1, ...(filename === undefined ? {} : { filename }) });
+  const handles = new Map<string, number>();
+  const destroyAll = async (): Promise<void> => {
+    await Promise.all([...handles.values()].map((handle) => pool.run({ op: 'destroy', handle })));
+    handles.clear();
+  };
+  try {
+    for (const device of options.devices) {
+      const reply = await pool.run<number>({
+        op: 'create',
+        clusterId: device.clusterId,
+        role: RUNTIME_ROLE[options.role ?? 'mix'],
+        listenIp: device.ip,
+        listenPort: device.port,
+      });
+      if (!reply.ok) throw errors.unavailable(`cannot open link endpoint ${device.endpoint} on ${device.ip}:${device.port}: ${reply.message}`);
+      handles.set(device.endpoint, reply.value);
+    }
+  } catch (err) {
+    await destroyAll();
+    await Promise.all([pool.close(), eventPool.close()]);
+    throw err;
+  }
+
+  const executor = new PoolLinkExecutor({ pool, handles, ...(options.encoding === undefined ? {} : { encoding: options.encoding }) });
+  const linkManager = new LinkManager({
+    executor,
+    endpoints: options.devices.map((d) => d.endpoint),
+    registry: metrics,
+    ...(options.batchWindowMs === undefined ? {} : { batchWindowMs: options.batchWindowMs }),
+    ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }),
+  });
+  const pump = new EventPump({
+    pool: eventPool,
+    endpoints: new Map([...handles].map(([endpoint, handle]) => [handle, endpoint])),
+    onEvent: (endpoint, event) => linkManager.handleRuntimeEvent(endpoint, event),
+    ...(options.eventWaitMs === undefined ? {} : { waitMs: options.eventWaitMs }),
+  });
+  pump.start();
+
+  const byIp = new Map(options.devices.map((d) => [d.ip, d.endpoint]));
+  const managementApp = new Hono();
+  managementApp.onError(onError);
+  managementApp.notFound(onNotFound);
+  managementApp.route('/', linkRoutes({ manager: linkManager, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }));
+  managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
+
+  let closing: Promise<void> | undefined;
+  return {
+    managementApp,
+    linkManager,
+    metrics,
+    devices: options.devices,
+    close() {
+      closing ??= (async () => {
+        // Order matters: no thread may still wait on a context when it is destroyed.
+        await pump.stop();
+        await linkManager.idle();
+        await destroyAll();
+        await Promise.all([pool.close(), eventPool.close()]);
+      })();
+      return closing;
+    },
+  };
+}
