@@ -194,13 +194,13 @@ describe('peers', () => {
     expectOneIssue(seedWith((b) => (b.instances[D]!.dynamic_info.peers = [0, 7])), `${peersPath}[1]`, 'peer 7 is not an instance of this snapshot');
   });
   test("a decode instance's peer must be prefill", () => {
-    expectOneIssue(seedWith((b) => (b.instances[D]!.dynamic_info.peers = [1])), `${peersPath}[0]`, 'peer 1 is a decode instance');
+    expectOneIssue(seedWith((b) => (b.instances[D]!.dynamic_info.peers = [1])), `${peersPath}[0]`, 'peer 1 has role 68 (decode); the peers of a decode instance must be prefill instances (role 80)');
     const toUndefined = seedWith((b) => (b.instances[P]!.static_info.role = 85));
-    expectOneIssue(toUndefined, `${peersPath}[0]`, 'peer 0 is a undefined instance; the peers of a decode instance must be prefill instances (role 80)');
+    expectOneIssue(toUndefined, `${peersPath}[0]`, 'peer 0 has role 85 (undefined); the peers of a decode instance must be prefill instances (role 80)');
   });
   test('a prefill instance may list decode peers, only decode ones', () => {
     expect(issuesOf(seedWith((b) => (b.instances[P]!.dynamic_info.peers = [1])))).toEqual([]);
-    expectOneIssue(seedWith((b) => (b.instances[P]!.dynamic_info.peers = [0])), 'instances[0].dynamic_info.peers[0]', 'must be decode instances (role 68)');
+    expectOneIssue(seedWith((b) => (b.instances[P]!.dynamic_info.peers = [0])), 'instances[0].dynamic_info.peers[0]', 'peer 0 has role 80 (prefill); the peers of a prefill instance must be decode instances (role 68)');
   });
   test('an undefined-role instance may list any existing instance', () => {
     const body = seedWith((b) => ((b.instances[D]!.static_info.role = 85), (b.instances[D]!.dynamic_info.peers = [0, 1])));

@@ -295,7 +295,7 @@ function crossInstanceIssues(root: unknown): LocatedIssue[] {
       if (wanted !== undefined && ROLE_CODES.includes(target.role as RoleCode) && target.role !== wanted) {
         out.push({
           at,
-          message: `peer ${peer} is a ${ROLE_NAME[target.role as number]} instance; the peers of a ${ROLE_NAME[role as number]} instance must be ${ROLE_NAME[wanted]} instances (role ${wanted})`,
+          message: `peer ${peer} has role ${String(target.role)} (${ROLE_NAME[target.role as number]}); the peers of a ${ROLE_NAME[role as number]} instance must be ${ROLE_NAME[wanted]} instances (role ${wanted})`,
         });
       }
     });
