@@ -71,6 +71,13 @@ export class ManualClock implements LeaseClock {
     return this.#timers.size;
   }
 
+  /** Due time of the next timer to fire, if any (lets tests check a lease is always covered). */
+  get nextTimerDue(): number | undefined {
+    let due: number | undefined;
+    for (const timer of this.#timers.values()) if (due === undefined || timer.due < due) due = timer.due;
+    return due;
+  }
+
   /**
    * Moves time forward by `ms`, firing every timer that falls due on the way at its own due time.
    * @example clock.advance(1_000);

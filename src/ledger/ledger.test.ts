@@ -410,14 +410,24 @@ describe('leases', () => {
     expect(ledger.get('r')?.state).toBe('expired');
   });
 
-  test('one timer covers every lease, and none stays armed once idle', () => {
+  test('one timer covers every lease, armed no later than the earliest deadline', () => {
     const { ledger, clock } = setup();
     for (let i = 0; i < 4; i++) ledger.reserve({ requestId: `r${i}`, ...pair, pBlocks: 1, dBlocks: 1, leaseMs: 1_000 * (4 - i) });
     expect(clock.pendingTimers).toBe(1);
+    expect(clock.nextTimerDue).toBe(clock.now() + 1_000);
     clock.advance(1_000);
     expect(ledger.get('r3')?.state).toBe('expired');
     expect(clock.pendingTimers).toBe(1);
-    for (let i = 0; i < 3; i++) ledger.release(`r${i}`, 'cancelled');
+    expect(clock.nextTimerDue).toBe(clock.now() + 1_000);
+    // Ending the earliest record leaves the timer where it is; when it fires it re-arms for the next deadline.
+    ledger.release('r2', 'cancelled');
+    expect(clock.nextTimerDue).toBe(clock.now() + 1_000);
+    clock.advance(1_000);
+    expect(clock.nextTimerDue).toBe(clock.now() + 1_000);
+    expect(ledger.isActive('r1')).toBe(true);
+    for (const id of ['r0', 'r1']) ledger.release(id, 'cancelled');
+    // Idle: the stale timer fires once, finds nothing, and does not re-arm.
+    clock.advance(10_000);
     expect(clock.pendingTimers).toBe(0);
   });
 
