@@ -1,0 +1,66 @@
+/**
+ * `POST /v1/instances/refresh` (the Controller's topology snapshot) and `GET /v1/instances` (what
+ * the Coordinator currently holds). A refresh is all-or-nothing: any problem answers 400 with every
+ * issue listed and leaves the registry untouched; success answers 200 with an empty body.
+ */
+import { Hono } from 'hono';
+import type { Registry } from 'prom-client';
+import type { ClusterRegistry } from '../cluster/registry.ts';
+import { refreshMetrics } from '../cluster/registry-metrics.ts';
+import { errors, PdlinkError } from '../errors.ts';
+import { validateRefresh } from '../schema/refresh.ts';
+import { readJsonBody, UnsafeInteger } from './body.ts';
+import { onError } from './envelope.ts';
+
+export interface RefreshRouteDeps {
+  registry: ClusterRegistry;
+  /** Largest accepted refresh body in bytes; a 4096-instance snapshot is about 1.3 MB of compact JSON. */
+  bodyLimitBytes: number;
+  /** Registry for `pdlink_refresh_total`, `pdlink_refresh_apply_seconds`, `pdlink_instances`. */
+  metrics: Registry;
+}
+
+/**
+ * The refresh and instance-listing routes, with their own error envelope.
+ * @example app.route('/', refreshRoutes({ registry, bodyLimitBytes: 8 << 20, metrics }));
+ */
+export function refreshRoutes(deps: RefreshRouteDeps): Hono {
+  const { registry, bodyLimitBytes } = deps;
+  const metrics = refreshMetrics(deps.metrics, registry);
+  const app = new Hono();
+  app.onError(onError);
+
+  app.post('/v1/instances/refresh', async (c) => {
+    let body: unknown;
+    try {
+      body = await readJsonBody(c, { limitBytes: bodyLimitBytes });
+    } catch (error) {
+      metrics.refreshed(error instanceof PdlinkError && error.code === 'payload_too_large' ? 'too_large' : 'invalid');
+      throw error;
+    }
+    const started = performance.now();
+    const result = validateRefresh(body);
+    if (!result.ok) {
+      metrics.refreshed('invalid');
+      throw errors.invalidBody(result.issues);
+    }
+    registry.apply(result.snapshot);
+    metrics.applied((performance.now() - started) / 1000);
+    metrics.refreshed('ok');
+    return c.body(null, 200);
+  });
+
+  app.get('/v1/instances', (c) =>
+    c.body(JSON.stringify(registry.view(), exactIntegers), 200, { 'content-type': 'application/json; charset=UTF-8' }),
+  );
+
+  return app;
+}
+
+const rawJSON = (JSON as unknown as { rawJSON?: (text: string) => unknown }).rawJSON;
+
+/** Writes integers kept as UnsafeInteger markers (in unknown fields) back with their exact digits. */
+function exactIntegers(_key: string, value: unknown): unknown {
+  if (!(value instanceof UnsafeInteger)) return value;
+  return rawJSON === undefined ? value.source : rawJSON(value.source);
+}
