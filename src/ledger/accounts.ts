@@ -3,6 +3,7 @@
  * (`avail_slots_num`/`avail_block_num`) and what this process has reserved on top of them. A
  * refresh replaces the reported values; reservations stay until their records end.
  */
+import { errors } from '../errors.ts';
 import type { LiveRecord } from './records.ts';
 
 /** Load of one instance, for the scheduler and `GET /v1/coordinator_info`. */
@@ -35,6 +36,35 @@ export class InstanceAccount {
 
   get freeBlocks(): number {
     return Math.max(0, this.reportedBlocks - this.reservedBlocks);
+  }
+
+  /**
+   * Throws `insufficient_capacity`, naming this instance and the short resource, unless the demand fits.
+   * @example account.require(0, 1, 16);
+   */
+  require(id: number, slots: number, blocks: number): void {
+    if (slots > this.freeSlots) throw errors.insufficientCapacity(id, 'slots', this.freeSlots, slots);
+    if (blocks > this.freeBlocks) throw errors.insufficientCapacity(id, 'blocks', this.freeBlocks, blocks);
+  }
+
+  /**
+   * Holds capacity for a record.
+   * @example account.take(record, record.slots, record.pBlocks);
+   */
+  take(record: LiveRecord, slots: number, blocks: number): void {
+    this.reservedSlots += slots;
+    this.reservedBlocks += blocks;
+    this.records.add(record);
+  }
+
+  /**
+   * Gives back what `take` held for a record.
+   * @example account.give(record, record.slots, record.pBlocks);
+   */
+  give(record: LiveRecord, slots: number, blocks: number): void {
+    this.reservedSlots -= slots;
+    this.reservedBlocks -= blocks;
+    this.records.delete(record);
   }
 
   /**

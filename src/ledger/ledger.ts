@@ -97,10 +97,10 @@ export class KvLedger {
     if (dAccount === undefined) throw errors.instanceUnknown(d);
     if (p === d) {
       // One instance playing both parts must hold both demands at once.
-      checkFree(p, pAccount, 2 * slots, pBlocks + dBlocks);
+      pAccount.require(p, 2 * slots, pBlocks + dBlocks);
     } else {
-      checkFree(p, pAccount, slots, pBlocks);
-      checkFree(d, dAccount, slots, dBlocks);
+      pAccount.require(p, slots, pBlocks);
+      dAccount.require(d, slots, dBlocks);
     }
     const now = this.#clock.now();
     const record = new LiveRecord(requestId, p, d, slots, pBlocks, dBlocks, leaseMs, now + leaseMs, now);
@@ -287,12 +287,8 @@ export class KvLedger {
   }
 
   #take(record: LiveRecord, pAccount: InstanceAccount, dAccount: InstanceAccount): void {
-    pAccount.reservedSlots += record.slots;
-    pAccount.reservedBlocks += record.pBlocks;
-    pAccount.records.add(record);
-    dAccount.reservedSlots += record.slots;
-    dAccount.reservedBlocks += record.dBlocks;
-    dAccount.records.add(record);
+    pAccount.take(record, record.slots, record.pBlocks);
+    dAccount.take(record, record.slots, record.dBlocks);
     this.#reservedSlots += 2 * record.slots;
     this.#reservedBlocks += record.pBlocks + record.dBlocks;
   }
@@ -300,18 +296,8 @@ export class KvLedger {
   #giveBack(record: LiveRecord): void {
     // An account may already be gone: #remove drops it before ending its records, so a listener
     // reacting to those endings cannot reserve on the instance being removed.
-    const pAccount = this.#accounts.get(record.p);
-    if (pAccount !== undefined) {
-      pAccount.reservedSlots -= record.slots;
-      pAccount.reservedBlocks -= record.pBlocks;
-      pAccount.records.delete(record);
-    }
-    const dAccount = this.#accounts.get(record.d);
-    if (dAccount !== undefined) {
-      dAccount.reservedSlots -= record.slots;
-      dAccount.reservedBlocks -= record.dBlocks;
-      dAccount.records.delete(record);
-    }
+    this.#accounts.get(record.p)?.give(record, record.slots, record.pBlocks);
+    this.#accounts.get(record.d)?.give(record, record.slots, record.dBlocks);
     this.#reservedSlots -= 2 * record.slots;
     this.#reservedBlocks -= record.pBlocks + record.dBlocks;
   }
@@ -380,9 +366,4 @@ export class KvLedger {
     this.#accounts.delete(id);
     for (const record of [...account.records]) this.#endIfActive(record, 'failed', INSTANCE_REMOVED, `instance ${id} was removed by a refresh`);
   }
-}
-
-function checkFree(id: number, account: InstanceAccount, slots: number, blocks: number): void {
-  if (slots > account.freeSlots) throw errors.insufficientCapacity(id, 'slots', account.freeSlots, slots);
-  if (blocks > account.freeBlocks) throw errors.insufficientCapacity(id, 'blocks', account.freeBlocks, blocks);
 }
