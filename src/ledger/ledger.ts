@@ -76,7 +76,7 @@ export class KvLedger {
 
   /**
    * Reserves slots and blocks on P and D for one request, both or neither.
-   * @throws PdlinkError `conflict` for an active duplicate id, `unavailable` for an unknown instance,
+   * @throws PdlinkError `conflict` for an id that is still active (an ended id may be reserved again), `unavailable` for an unknown instance,
    *   `insufficient_capacity` naming the instance and resource that fell short, `bad_request` for bad arguments.
    * @example const record = ledger.reserve({ requestId: 'r1', p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
    */
