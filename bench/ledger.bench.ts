@@ -15,18 +15,19 @@ import { FakeCluster } from '../src/ledger/fake-cluster.ts';
 import { KvLedger } from '../src/ledger/ledger.ts';
 import { createRegistry } from '../src/metrics.ts';
 
-const ROUNDS = 5;
-const OPS_PER_ROUND = 200_000;
+const ROUNDS = 7;
+const ITERATIONS = 100_000;
 const BACKGROUND = 10_000;
 
 interface CaseResult {
   name: string;
   /** Ledger calls per iteration (a reserve+release cycle is 2). */
   callsPerIteration: number;
+  /** Median over rounds. */
   iterationsPerSecond: number;
   callsPerSecond: number;
-  /** Baseline iterations per second ÷ this case's: how many times slower than the Map cycle. */
-  slowdownVsBaseline: number;
+  /** Per round, baseline rate ÷ this case's rate (how many times slower than the Map cycle): median, p10, p90. */
+  slowdown: { median: number; p10: number; p90: number };
 }
 
 function newCluster(): FakeCluster {
@@ -38,19 +39,16 @@ function newCluster(): FakeCluster {
   return cluster;
 }
 
-/** Median iterations per second of `body(i)` over ROUNDS rounds, after one warm-up round. */
-function measure(body: (i: number) => void): number {
-  const rates: number[] = [];
-  let offset = 0;
-  for (let round = 0; round <= ROUNDS; round++) {
-    const start = performance.now();
-    for (let i = 0; i < OPS_PER_ROUND; i++) body(offset + i);
-    const seconds = (performance.now() - start) / 1000;
-    offset += OPS_PER_ROUND;
-    if (round > 0) rates.push(OPS_PER_ROUND / seconds);
-  }
-  rates.sort((a, b) => a - b);
-  return rates[Math.floor(rates.length / 2)] as number;
+/** Iterations per second of one round of `body(i)`. */
+function rate(body: (i: number) => void): number {
+  const start = performance.now();
+  for (let i = 0; i < ITERATIONS; i++) body(i);
+  return ITERATIONS / ((performance.now() - start) / 1000);
+}
+
+function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.round(q * (sorted.length - 1))] as number;
 }
 
 // Ids are reused from a pool: every iteration ends its record, so an id is free again by the next lap.
@@ -59,61 +57,96 @@ const id = (i: number): string => ids[i & 4095] as string;
 
 // Baseline: the least a ledger could do — remember a small record by id, then forget it.
 const map = new Map<string, { p: number; d: number; pBlocks: number; dBlocks: number }>();
-const baseline = measure((i) => {
+const baselineBody = (i: number): void => {
   map.set(id(i), { p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
   map.delete(id(i));
-});
+};
+const baselineRates: number[] = [];
 
-const results: CaseResult[] = [];
-function record(name: string, callsPerIteration: number, iterationsPerSecond: number): void {
-  results.push({
+/**
+ * Measures a case against the baseline in alternating rounds (ABBA order, after one warm-up of
+ * each), so load from other processes on the shared machine hits both alike.
+ */
+function compare(name: string, callsPerIteration: number, body: (i: number) => void): CaseResult {
+  rate(baselineBody);
+  rate(body);
+  const ratios: number[] = [];
+  const rates: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    let base: number;
+    let subject: number;
+    if (round % 2 === 0) {
+      base = rate(baselineBody);
+      subject = rate(body);
+    } else {
+      subject = rate(body);
+      base = rate(baselineBody);
+    }
+    baselineRates.push(base);
+    rates.push(subject);
+    ratios.push(base / subject);
+  }
+  const median = quantile(rates, 0.5);
+  const round2 = (x: number): number => Number(x.toFixed(2));
+  return {
     name,
     callsPerIteration,
-    iterationsPerSecond: Math.round(iterationsPerSecond),
-    callsPerSecond: Math.round(iterationsPerSecond * callsPerIteration),
-    slowdownVsBaseline: Number((baseline / iterationsPerSecond).toFixed(2)),
-  });
+    iterationsPerSecond: Math.round(median),
+    callsPerSecond: Math.round(median * callsPerIteration),
+    slowdown: { median: round2(quantile(ratios, 0.5)), p10: round2(quantile(ratios, 0.1)), p90: round2(quantile(ratios, 0.9)) },
+  };
 }
+
+const results: CaseResult[] = [];
 
 {
   const ledger = new KvLedger({ cluster: newCluster() });
-  record('reserve+release, idle ledger', 2, measure((i) => {
-    ledger.reserve({ requestId: id(i), p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
-    ledger.release(id(i), 'cancelled');
-  }));
+  results.push(
+    compare('reserve+release, idle ledger', 2, (i) => {
+      ledger.reserve({ requestId: id(i), p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
+      ledger.release(id(i), 'cancelled');
+    }),
+  );
   ledger.close();
 }
 
 {
   const ledger = new KvLedger({ cluster: newCluster() });
   for (let i = 0; i < BACKGROUND; i++) ledger.reserve({ requestId: `bg-${i}`, p: 0, d: 1, pBlocks: 16, dBlocks: 16, leaseMs: 600_000 });
-  record(`reserve+release, ${BACKGROUND} in flight`, 2, measure((i) => {
-    ledger.reserve({ requestId: id(i), p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
-    ledger.release(id(i), 'cancelled');
-  }));
+  results.push(
+    compare(`reserve+release, ${BACKGROUND} in flight`, 2, (i) => {
+      ledger.reserve({ requestId: id(i), p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
+      ledger.release(id(i), 'cancelled');
+    }),
+  );
   ledger.close();
 }
 
 {
   const ledger = new KvLedger({ cluster: newCluster(), metrics: createRegistry() });
-  record('lifecycle reserve→prefilling→transferring→done, metrics on', 4, measure((i) => {
-    ledger.reserve({ requestId: id(i), p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
-    ledger.begin(id(i), 'prefilling');
-    ledger.begin(id(i), 'transferring');
-    ledger.complete(id(i), { bytes: 16 << 16, blocks: 16 });
-  }));
+  results.push(
+    compare('lifecycle reserve→prefilling→transferring→done, metrics on', 4, (i) => {
+      ledger.reserve({ requestId: id(i), p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
+      ledger.begin(id(i), 'prefilling');
+      ledger.begin(id(i), 'transferring');
+      ledger.complete(id(i), { bytes: 16 << 16, blocks: 16 });
+    }),
+  );
   ledger.close();
 }
 
 {
   const ledger = new KvLedger({ cluster: newCluster() });
   let sink = 0;
-  record('instanceLoad (scheduler read)', 1, measure((i) => {
-    sink += (ledger.instanceLoad(i & 1) as { availBlocks: number }).availBlocks;
-  }));
+  results.push(
+    compare('instanceLoad (scheduler read)', 1, (i) => {
+      sink += (ledger.instanceLoad(i & 1) as { availBlocks: number }).availBlocks;
+    }),
+  );
   if (sink < 0) console.log(sink);
   ledger.close();
 }
+const baseline = quantile(baselineRates, 0.5);
 
 const machine = {
   cpu: cpus()[0]?.model ?? 'unknown',
@@ -127,7 +160,7 @@ const output = {
   date,
   machine,
   rounds: ROUNDS,
-  iterationsPerRound: OPS_PER_ROUND,
+  iterationsPerRound: ITERATIONS,
   baseline: { name: 'Map set+delete cycle', iterationsPerSecond: Math.round(baseline) },
   results,
 };
@@ -136,16 +169,18 @@ const dir = join(import.meta.dir, 'results');
 mkdirSync(dir, { recursive: true });
 writeFileSync(join(dir, 'ledger.json'), `${JSON.stringify(output, null, 2)}\n`);
 const rows = results.map(
-  (r) => `| ${r.name} | ${r.iterationsPerSecond.toLocaleString('en-US')} | ${r.callsPerSecond.toLocaleString('en-US')} | ${r.slowdownVsBaseline}× |`,
+  (r) =>
+    `| ${r.name} | ${r.iterationsPerSecond.toLocaleString('en-US')} | ${r.callsPerSecond.toLocaleString('en-US')} | ${r.slowdown.median}× (${r.slowdown.p10}–${r.slowdown.p90}) |`,
 );
 const md = [
   '# KV ledger throughput',
   '',
   `${date} · ${machine.cpu} (${machine.cores} cores) · ${machine.os} · ${machine.runtime}`,
   '',
-  `Baseline (same run): Map set+delete cycle, ${Math.round(baseline).toLocaleString('en-US')} cycles/s. Median of ${ROUNDS} rounds of ${OPS_PER_ROUND.toLocaleString('en-US')} iterations.`,
+  `Baseline (same run, alternating rounds): Map set+delete cycle, median ${Math.round(baseline).toLocaleString('en-US')} cycles/s.`,
+  `Each case: ${ROUNDS} rounds of ${ITERATIONS.toLocaleString('en-US')} iterations, ABBA-alternated with the baseline; rates are medians, the ratio is per round (median, p10–p90).`,
   '',
-  '| case | iterations/s | ledger calls/s | time vs baseline |',
+  '| case | iterations/s | ledger calls/s | time per iteration vs baseline |',
   '|---|---:|---:|---:|',
   ...rows,
   '',
