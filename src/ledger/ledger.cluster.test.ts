@@ -82,5 +82,7 @@ describe('refresh and removal', () => {
     expect(ledger.linkLost(0, 1)).toEqual([]);
     expect(ledger.linkLost(1, 0)).toEqual([]);
     expect(ledger.linkLost(42, 1)).toEqual([]);
+    expect(thrownBy(() => ledger.linkLost('0' as never, 1)).issues[0]?.path).toBe('pId');
+    expect(thrownBy(() => ledger.linkLost(0, -1)).issues[0]?.path).toBe('dId');
   });
 });

@@ -190,6 +190,8 @@ export class KvLedger {
    * @example const released = ledger.linkLost(0, 1);
    */
   linkLost(pId: number, dId: number): TransferRecord[] {
+    countArg(pId, 'pId');
+    countArg(dId, 'dId');
     this.#expireDue();
     const account = this.#accounts.get(pId);
     if (account === undefined) return [];
