@@ -7,7 +7,9 @@ import { collectDefaultMetrics, type Registry } from 'prom-client';
 import { ClusterRegistry } from './cluster/registry.ts';
 import { onError, onNotFound } from './http/envelope.ts';
 import { probeRoutes } from './http/probes.ts';
+import { ledgerRoutes } from './http/ledger.ts';
 import { refreshRoutes } from './http/refresh.ts';
+import { KvLedger } from './ledger/index.ts';
 import { createRegistry } from './metrics.ts';
 import { BODY_LIMIT_MB } from './schema/coordinator-config.ts';
 
@@ -26,6 +28,8 @@ export interface Coordinator {
   /** Inference API (the OpenAI-compatible PD proxy). */
   readonly inferenceApp: Hono;
   readonly registry: ClusterRegistry;
+  /** KV ledger: slot/block reservations and transfer records per request. */
+  readonly ledger: KvLedger;
   readonly metrics: Registry;
   /** Releases timers, pools and subscriptions; idempotent. */
   close(): Promise<void>;
@@ -39,12 +43,14 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const metrics = options.metrics ?? createRegistry();
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const registry = new ClusterRegistry();
+  const ledger = new KvLedger({ cluster: registry, metrics });
   const bodyLimitBytes = options.bodyLimitBytes ?? BODY_LIMIT_MB.default * 1024 * 1024;
 
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(onNotFound);
   managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics }));
+  managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => notReadyReason(registry), metrics }));
 
   const inferenceApp = new Hono();
@@ -56,10 +62,12 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     managementApp,
     inferenceApp,
     registry,
+    ledger,
     metrics,
     async close() {
       if (closed) return;
       closed = true;
+      ledger.close();
     },
   };
 }

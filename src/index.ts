@@ -26,6 +26,9 @@ export function createPdlink(options: PdlinkOptions = {}): Pdlink {
 export { createCoordinator } from './coordinator.ts';
 export type { Coordinator, CoordinatorOptions } from './coordinator.ts';
 export type { Instance, InstanceRole, RegistryDiff, ClusterView } from './cluster/instance.ts';
+export { ClusterRegistry } from './cluster/registry.ts';
+export { KvLedger } from './ledger/index.ts';
+export type { TransferRecord, TransferState, LedgerSnapshot, ReserveRequest, InstanceLoad } from './ledger/index.ts';
 export { PdlinkError, errors } from './errors.ts';
 export type { ErrorCode, FieldIssue } from './errors.ts';
 export { LLM_STATUS, statusName, LlmStatusError } from './links/status.ts';
