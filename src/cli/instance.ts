@@ -85,7 +85,10 @@ export async function runInstance(argv: string[]): Promise<void> {
     throw err;
   }
   // One line per device, in the listening-line format, so harnesses learn the link addresses.
-  for (const d of settings.devices) console.log(`${listeningLine(`link-${d.endpoint}`, formatIpPort(d))} cluster_id=${d.clusterId}`);
+  for (const d of settings.devices) {
+    console.log(listeningLine(`link-${d.endpoint}`, formatIpPort(d)));
+    console.log(`pdlink: link-${d.endpoint} cluster_id ${d.clusterId}`);
+  }
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
     await agent.close();
