@@ -1,0 +1,119 @@
+/**
+ * The D leg: D gets the client's request with P's `kv_transfer_params`, and its answer goes back to
+ * the client. The client's status line is written only once D has produced its first byte (the
+ * whole body when not streaming), so any failure before that is still a clean 502/504 with an
+ * error body — never a 200 with an empty or truncated body.
+ */
+import { errors } from '../errors.ts';
+import { stringifyBody } from '../schema/completions.ts';
+import type { Exchange, Prefilled } from './exchange.ts';
+import { decodeBody, engineUrl, legHeaders } from './legs.ts';
+import { relayStream, type ChunkReader } from './stream.ts';
+import { firstChunk, passthrough, postLeg, quoteError, streamHeaders, transportMessage } from './upstream.ts';
+
+/**
+ * Runs the D leg of `exchange` and returns the client's response; failures end the exchange and throw its Stop.
+ * @example return await runDecode(exchange, prefilled);
+ */
+export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promise<Response> {
+  const { kind, body, requestId, clientHeaders } = exchange.request;
+  const { health, metrics } = exchange.deps;
+  const d = prefilled.pair.d.id;
+  const sentAt = performance.now();
+
+  const broken = (err: unknown, what: string) => {
+    if (exchange.cause !== null) return exchange.stopForAbort(d);
+    health?.recordFailure(d);
+    const failure = errors.upstreamFailed(`decode instance ${d} ${what}: ${transportMessage(err)}`);
+    return exchange.fail('upstream_failed', failure, { kind: 'fail', code: 'decode_failed', detail: failure.message });
+  };
+  const refused = (message: string) => {
+    health?.recordFailure(d);
+    const failure = errors.upstreamFailed(`decode instance ${d} ${message}`);
+    return exchange.fail('upstream_failed', failure, { kind: 'fail', code: 'decode_failed', detail: failure.message });
+  };
+
+  let res: Response;
+  try {
+    res = await postLeg(engineUrl(prefilled.pair.d, kind), legHeaders(clientHeaders, requestId), stringifyBody(decodeBody(body, prefilled.kvTransferParams)), exchange.signal);
+  } catch (err) {
+    throw broken(err, 'could not be reached');
+  }
+  const contentType = res.headers.get('content-type');
+
+  if (res.status < 200 || res.status >= 300) {
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw broken(err, `answered ${res.status}, then failed`);
+    }
+    if (res.status >= 400 && res.status < 500) {
+      // D judged the request itself: its answer is the client's answer, and D is healthy.
+      health?.recordSuccess(d);
+      exchange.end('upstream_rejected', { kind: 'fail', code: 'decode_rejected', detail: `decode instance ${d} answered ${res.status}` });
+      return passthrough(res.status, contentType, text, requestId);
+    }
+    throw refused(`answered ${res.status}: ${quoteError(text)}`);
+  }
+
+  if (!exchange.streaming) {
+    let bytes: ArrayBuffer;
+    try {
+      bytes = await res.arrayBuffer();
+    } catch (err) {
+      throw broken(err, 'failed while answering');
+    }
+    if (bytes.byteLength === 0) throw refused(`answered ${res.status} with an empty body`);
+    health?.recordSuccess(d);
+    metrics.decode((performance.now() - sentAt) / 1000);
+    exchange.end('ok', { kind: 'complete' });
+    return passthrough(res.status, contentType, bytes, requestId);
+  }
+
+  const reader: ChunkReader | undefined = res.body?.getReader();
+  if (reader === undefined) throw refused(`answered ${res.status} with an empty body`);
+  let first: Uint8Array | null;
+  try {
+    first = await firstChunk(reader);
+  } catch (err) {
+    throw broken(err, 'failed before its first byte');
+  }
+  if (first === null) throw refused(`answered ${res.status} with an empty body`);
+  exchange.firstByte();
+  const firstAt = performance.now();
+  metrics.transfer((firstAt - prefilled.answeredAt) / 1000);
+
+  const stream = relayStream(
+    first,
+    reader,
+    {
+      onEnd() {
+        health?.recordSuccess(d);
+        metrics.decode((performance.now() - firstAt) / 1000);
+        exchange.end('ok', { kind: 'complete' });
+      },
+      onError(err) {
+        const cause = exchange.cause;
+        if (cause === 'client_abort') {
+          exchange.end('client_abort', { kind: 'release' });
+          return null;
+        }
+        health?.recordFailure(d);
+        const failure = cause !== null ? exchange.timeoutError(cause, d) : errors.upstreamFailed(`decode instance ${d} failed mid-stream: ${transportMessage(err)}`);
+        exchange.end(cause !== null ? 'timeout' : 'stream_failed', { kind: 'fail', code: cause !== null ? 'timeout' : 'decode_failed', detail: failure.message });
+        return failure;
+      },
+      onCancel() {
+        exchange.abort('client_abort');
+        exchange.end('client_abort', { kind: 'release' });
+      },
+    },
+    isEventStream(contentType),
+  );
+  return new Response(stream, { status: res.status, headers: streamHeaders(res, requestId) });
+}
+
+function isEventStream(contentType: string | null): boolean {
+  return contentType !== null && contentType.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
+}

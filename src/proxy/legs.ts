@@ -1,0 +1,67 @@
+/**
+ * The two legs of a PD request as the engines expect them (vLLM's disaggregated-serving contract):
+ * P computes the prompt's KV cache and keeps it for a remote decoder; D receives P's
+ * `kv_transfer_params`, pulls the blocks and generates.
+ */
+import type { Instance } from '../cluster/instance.ts';
+import type { CompletionKind } from '../schema/completions.ts';
+import { REQUEST_ID_HEADER } from './errors.ts';
+
+/** What P is asked to do with the KV cache: keep it for a remote decoder. */
+export const PREFILL_KV_REQUEST = {
+  do_remote_decode: true,
+  do_remote_prefill: false,
+  remote_engine_id: null,
+  remote_block_ids: null,
+  remote_host: null,
+  remote_port: null,
+} as const;
+
+/** Fields P must not see: it generates exactly one token, so a minimum length would contradict it. */
+const PREFILL_DROPPED = ['stream_options', 'min_tokens', 'min_completion_tokens'] as const;
+
+/** Client headers both legs carry unchanged. */
+const FORWARDED_HEADERS = ['authorization'] as const;
+
+/**
+ * The P leg's body: the client's request generating one token, not streamed, asking P to keep the KV cache.
+ * @example prefillBody({ model: 'm', prompt: 'hi', stream: true, max_tokens: 64 }).max_tokens // 1
+ */
+export function prefillBody(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const leg: Record<string, unknown> = { ...body, stream: false, max_tokens: 1, kv_transfer_params: { ...PREFILL_KV_REQUEST } };
+  if ('max_completion_tokens' in body) leg['max_completion_tokens'] = 1;
+  for (const key of PREFILL_DROPPED) delete leg[key];
+  return leg;
+}
+
+/**
+ * The D leg's body: the client's request as sent, plus P's `kv_transfer_params` exactly as P returned them.
+ * Without them (P answered none) D gets the request unchanged and computes the prompt itself.
+ * @example decodeBody(body, prefillAnswer.kv_transfer_params)
+ */
+export function decodeBody(body: Readonly<Record<string, unknown>>, kvTransferParams: unknown): Record<string, unknown> {
+  if (kvTransferParams === undefined) return { ...body };
+  return { ...body, kv_transfer_params: kvTransferParams };
+}
+
+/**
+ * The headers of either leg: JSON in, the shared request id, and the client's credentials.
+ * @example legHeaders(c.req.raw.headers, requestId)
+ */
+export function legHeaders(client: Headers, requestId: string): Headers {
+  const headers = new Headers({ 'content-type': 'application/json', [REQUEST_ID_HEADER]: requestId });
+  for (const name of FORWARDED_HEADERS) {
+    const value = client.get(name);
+    if (value !== null) headers.set(name, value);
+  }
+  return headers;
+}
+
+/**
+ * The URL of an inference API on an instance: its `ip` and data `port`, IPv6 in brackets.
+ * @example engineUrl(instance, 'chat') // 'http://10.0.0.5:1025/v1/chat/completions'
+ */
+export function engineUrl(instance: Pick<Instance, 'ip' | 'port'>, kind: CompletionKind): string {
+  const host = instance.ip.includes(':') ? `[${instance.ip}]` : instance.ip;
+  return `http://${host}:${instance.port}${kind === 'chat' ? '/v1/chat/completions' : '/v1/completions'}`;
+}

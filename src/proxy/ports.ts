@@ -1,0 +1,52 @@
+/**
+ * What the proxy needs from the rest of the Coordinator, as narrow interfaces: the scheduler picks
+ * a pair, the KV ledger holds the pair's capacity for the request, the health tracker hears how
+ * each instance answered. The real modules satisfy them structurally; tests can too.
+ */
+import type { Instance } from '../cluster/instance.ts';
+
+export interface PickRequest {
+  /** The prompt as text (completions with text prompts, chat), for policies that hash or match it. */
+  promptText?: string;
+  /** The prompt as token ids, when the client sent them. */
+  promptTokens?: readonly number[];
+  /** Prefill instances that already failed this request. */
+  excludeP: ReadonlySet<number>;
+  excludeD: ReadonlySet<number>;
+}
+
+export interface PickedPair {
+  readonly ok: true;
+  readonly p: Instance;
+  readonly d: Instance;
+}
+
+export interface NoPair {
+  readonly ok: false;
+  /** One sentence naming why, fit for the 503 body. */
+  readonly message: string;
+}
+
+/** Chooses a (P, D) pair (src/scheduler/scheduler.ts `PdScheduler`); counts its own selections. */
+export interface PairPicker {
+  pick(request: PickRequest): PickedPair | NoPair;
+  /** P prefilled this request (the object given to pick): prefix-aware policies remember it. */
+  recordPrefill?(pId: number, request: PickRequest): void;
+}
+
+/** The KV ledger's request-facing calls (see src/ledger/ledger.ts). */
+export interface Reservations {
+  reserve(request: { requestId: string; p: number; d: number; pBlocks: number; dBlocks: number; leaseMs?: number }): unknown;
+  begin(requestId: string, phase: 'prefilling' | 'transferring'): unknown;
+  complete(requestId: string, report?: { blocks?: number }): unknown;
+  fail(requestId: string, code: string, detail?: string): unknown;
+  release(requestId: string, reason: 'client_abort' | 'cancelled'): unknown;
+  extend(requestId: string, ms?: number): unknown;
+  isActive(requestId: string): boolean;
+}
+
+/** Passive health: every answer of an instance is reported; failures open its circuit. */
+export interface HealthReporter {
+  recordSuccess(id: number): void;
+  recordFailure(id: number): void;
+}

@@ -1,0 +1,123 @@
+/**
+ * The proxy's settings: MindIE's `exception_config` and `request_limit` (seconds, counts) as the
+ * Coordinator file gives them, plus pdlink's own millisecond values under `proxy_config`, plus
+ * programmatic overrides (what a gateway embedding pdlink passes). A timeout of 0 disables it,
+ * as in MindIE's file.
+ */
+import * as v from 'valibot';
+import { errors } from '../errors.ts';
+import { BODY_LIMIT_MB, MAX_REQUESTS, type CoordinatorConfigFile } from '../schema/coordinator-config.ts';
+import { toFieldIssues } from '../schema/issues.ts';
+
+export interface ProxySettings {
+  /** One prefill attempt, from sending P's request to P's complete answer (ms; Infinity = none). */
+  prefillTimeoutMs: number;
+  /** From the request's arrival to the first byte of D's answer (ms; Infinity = none). */
+  firstTokenTimeoutMs: number;
+  /** From the request's arrival to the end of D's answer (ms; Infinity = none). */
+  inferTimeoutMs: number;
+  /** Further prefill attempts after a P answered 5xx or could not be reached. */
+  maxRetries: number;
+  /** Backoff before retry n: a uniformly random wait in [0, min(cap, base·2^(n−1))] ms. */
+  backoffBaseMs: number;
+  backoffCapMs: number;
+  /** Requests in flight (body read to response ended) beyond which new ones get 429. */
+  maxInFlight: number;
+  /** Largest accepted request body, in bytes. */
+  bodyLimitBytes: number;
+  /** Lease of the KV reservation; the proxy renews it while the request runs (ms). */
+  leaseMs: number;
+}
+
+/** MindIE's defaults: 600 s for both timeouts, 5 retries. */
+export const MINDIE_TIMEOUT_SECONDS = 600;
+export const MINDIE_MAX_RETRY = 5;
+export const DEFAULT_BACKOFF_BASE_MS = 50;
+export const DEFAULT_BACKOFF_CAP_MS = 2_000;
+export const DEFAULT_LEASE_MS = 30_000;
+/** Longest timer a JavaScript runtime honours (2^31−1 ms); longer values would fire at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const ms = (min: number) =>
+  v.pipe(
+    v.number('must be a number of milliseconds'),
+    v.integer('must be an integer number of milliseconds'),
+    v.minValue(min, `must be in [${min}, ${MAX_TIMER_MS}]`),
+    v.maxValue(MAX_TIMER_MS, `must be in [${min}, ${MAX_TIMER_MS}]`),
+  );
+
+/** pdlink's own section of the Coordinator file; every key optional. */
+export const ProxyConfigSection = v.looseObject({
+  /** 0 = bounded by first_token_timeout only. */
+  prefill_timeout_ms: v.optional(ms(0)),
+  backoff_base_ms: v.optional(ms(1)),
+  backoff_cap_ms: v.optional(ms(1)),
+  lease_ms: v.optional(ms(1)),
+});
+
+/**
+ * Resolves the proxy settings from the Coordinator file (sections `exception_config`,
+ * `request_limit`, `proxy_config`) and programmatic overrides, which win.
+ * @throws PdlinkError `config_invalid` naming the key, e.g. `proxy_config.backoff_base_ms`.
+ * @example const settings = resolveProxySettings(coordinatorSettings.file, { maxRetries: 2 });
+ */
+export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides: Partial<ProxySettings> = {}): ProxySettings {
+  const parsed = v.safeParse(v.optional(ProxyConfigSection, {}), file['proxy_config'], { abortEarly: false });
+  if (!parsed.success) {
+    const issues = toFieldIssues(parsed.issues).map((i) => ({ ...i, path: i.path === '' ? 'proxy_config' : `proxy_config.${i.path}` }));
+    throw errors.configInvalid(issues, 'proxy_config');
+  }
+  const own = parsed.output;
+  const exception = file.exception_config ?? {};
+  const limits = file.request_limit ?? {};
+  const firstToken = seconds(exception.first_token_timeout ?? MINDIE_TIMEOUT_SECONDS);
+  const settings: ProxySettings = {
+    prefillTimeoutMs: own.prefill_timeout_ms === undefined || own.prefill_timeout_ms === 0 ? firstToken : own.prefill_timeout_ms,
+    firstTokenTimeoutMs: firstToken,
+    inferTimeoutMs: seconds(exception.infer_timeout ?? MINDIE_TIMEOUT_SECONDS),
+    maxRetries: exception.max_retry ?? MINDIE_MAX_RETRY,
+    backoffBaseMs: own.backoff_base_ms ?? DEFAULT_BACKOFF_BASE_MS,
+    backoffCapMs: own.backoff_cap_ms ?? DEFAULT_BACKOFF_CAP_MS,
+    maxInFlight: limits.max_requests ?? MAX_REQUESTS.default,
+    bodyLimitBytes: (limits.body_limit ?? BODY_LIMIT_MB.default) * 1024 * 1024,
+    leaseMs: own.lease_ms ?? DEFAULT_LEASE_MS,
+    ...overrides,
+  };
+  return checkSettings(settings);
+}
+
+/**
+ * Checks every value of a complete settings object, so a programmatic override cannot smuggle in
+ * a negative timeout or a fractional count.
+ * @example checkSettings({ ...resolveProxySettings(), maxRetries: 1 })
+ */
+export function checkSettings(settings: ProxySettings): ProxySettings {
+  const issues: { path: string; message: string }[] = [];
+  const timeout = (key: keyof ProxySettings): void => {
+    const value = settings[key];
+    if (!(value === Infinity || (Number.isInteger(value) && value > 0 && value <= MAX_TIMER_MS))) {
+      issues.push({ path: key, message: `must be an integer number of milliseconds in [1, ${MAX_TIMER_MS}], or Infinity for none` });
+    }
+  };
+  const count = (key: keyof ProxySettings, min: number): void => {
+    const value = settings[key];
+    if (!Number.isSafeInteger(value) || value < min) issues.push({ path: key, message: `must be an integer ≥ ${min}` });
+  };
+  timeout('prefillTimeoutMs');
+  timeout('firstTokenTimeoutMs');
+  timeout('inferTimeoutMs');
+  count('maxRetries', 0);
+  count('backoffBaseMs', 1);
+  count('backoffCapMs', 1);
+  count('maxInFlight', 1);
+  count('bodyLimitBytes', 1);
+  if (!(Number.isInteger(settings.leaseMs) && settings.leaseMs > 0 && settings.leaseMs <= MAX_TIMER_MS)) {
+    issues.push({ path: 'leaseMs', message: `must be an integer number of milliseconds in [1, ${MAX_TIMER_MS}]` });
+  }
+  if (issues.length > 0) throw errors.configInvalid(issues, 'proxy settings');
+  return settings;
+}
+
+function seconds(value: number): number {
+  return value === 0 ? Infinity : value * 1000;
+}
