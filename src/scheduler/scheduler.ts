@@ -1,0 +1,277 @@
+/**
+ * The PD scheduler: places each request on a (prefill, decode) pair. P is chosen first, by the
+ * prefill policy, among the P's that can take a request now and have at least one linked D that
+ * can too; D is then chosen by the decode policy among that P's linked D's only (same group, and
+ * D lists P among its peers: MindIE's rule). Role-`undefined` instances are never scheduled;
+ * instances whose circuit is open are skipped; a half-open instance gets one trial at a time.
+ *
+ * All the work of keeping candidates ordered happens when topology, loads or circuits change
+ * (see topology.ts); a pick walks only the head of a pool, whatever the cluster size.
+ */
+import type { ClusterView } from '../cluster/instance.ts';
+import { errors } from '../errors.ts';
+import type { Registry } from '../metrics.ts';
+import { type CircuitBreakers, createHealth } from './health.ts';
+import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
+import { SchedulerMetrics } from './metrics.ts';
+import type { SchedulerNode } from './node.ts';
+import { cacheAffinity, loadBalance, type Policy, type PolicyContext, powerOfTwo, roundRobin } from './policies/index.ts';
+import { DEFAULT_BLOCK_SIZE, prefixHashes } from './prefix-hash.ts';
+import { PrefixIndex, type PrefixIndexOptions } from './prefix-index.ts';
+import { blocksNeeded, type CheckedRequest, checkPickRequest } from './request.ts';
+import { Topology, type TopologyCounts } from './topology.ts';
+import {
+  DECODE_POLICY_NAMES,
+  DEFAULT_POLICY,
+  POLICY_NAMES,
+  type DecodePolicyName,
+  type Pair,
+  type PickFailure,
+  type PickFailureReason,
+  type PickRequest,
+  type PickResult,
+  type PolicyChoice,
+  type PolicyName,
+} from './types.ts';
+
+export interface SchedulerOptions {
+  /** Topology (the cluster registry). */
+  cluster: ClusterView;
+  /** Live reservations (the KV ledger, via `ledgerLoads`); default: none, reported values only. */
+  loads?: LoadSource;
+  /** Circuit breakers the proxy reports outcomes to; default: a fresh set with default thresholds. */
+  health?: CircuitBreakers;
+  /** Policy per role (`scheduler.policy`); default load_balance for both. */
+  policy?: { readonly prefill?: PolicyName; readonly decode?: PolicyName };
+  /** Tokens per prefix-hash block for cache_affinity (default 128); the same for every instance so hashes compare. */
+  blockSize?: number;
+  /** Memory bounds of the cache_affinity prefix index. */
+  prefix?: PrefixIndexOptions;
+  /** Uniform in [0, 1) for power_of_two (default Math.random); inject a seeded one in tests. */
+  rng?: () => number;
+  /** Registry for the scheduler's metrics (default: none). */
+  metrics?: Registry;
+}
+
+export class PdScheduler {
+  readonly policy: PolicyChoice;
+  readonly health: CircuitBreakers;
+  readonly #topology: Topology;
+  readonly #prefill: Policy;
+  readonly #decode: Policy;
+  readonly #prefix: PrefixIndex | undefined;
+  readonly #blockSize: number;
+  readonly #rng: () => number;
+  readonly #metrics: SchedulerMetrics | undefined;
+  /** The proxy hands the same request object to pick() and recordPrefill(); hash it once. */
+  readonly #hashes = new WeakMap<object, readonly number[]>();
+
+  constructor(options: SchedulerOptions) {
+    if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
+    if (typeof options.cluster?.onChange !== 'function') throw errors.invalidArgument('cluster', 'must be a cluster view (get, all, byRole, onChange)');
+    const prefill = policyName(options.policy?.prefill, 'policy.prefill', POLICY_NAMES);
+    const decode = policyName(options.policy?.decode, 'policy.decode', DECODE_POLICY_NAMES) as DecodePolicyName;
+    this.policy = Object.freeze({ prefill, decode });
+    this.#blockSize = blockSizeArg(options.blockSize);
+    if (options.rng !== undefined && typeof options.rng !== 'function') throw errors.invalidArgument('rng', 'must be a function returning a number in [0, 1)');
+    this.#rng = options.rng ?? Math.random;
+    this.health = options.health ?? createHealth();
+    this.#prefix = prefill === 'cache_affinity' ? new PrefixIndex(options.prefix) : undefined;
+    this.#topology = new Topology({
+      cluster: options.cluster,
+      loads: options.loads ?? NO_RESERVATIONS,
+      health: this.health,
+      onRemove: (node) => this.#prefix?.forget(node.id),
+    });
+    this.#prefill = this.#prefix === undefined ? SIMPLE_POLICIES[prefill as DecodePolicyName] : cacheAffinity(this.#prefix, (id) => this.#topology.get(id));
+    this.#decode = SIMPLE_POLICIES[decode];
+    this.#metrics =
+      options.metrics === undefined
+        ? undefined
+        : new SchedulerMetrics(options.metrics, this.policy, { ids: () => [...this.#topology.nodes()].map((n) => n.id), health: this.health });
+  }
+
+  /**
+   * Chooses a (P, D) pair for a request, or says why there is none. Sending the request is the
+   * caller's business; so are reserving capacity (KV ledger) and reporting the outcome (health).
+   * @throws PdlinkError `bad_request` naming the field of a malformed request.
+   * @example const pick = scheduler.pick({ promptTokens, excludeP: new Set([failedP]) }); if (pick.ok) send(pick.p, pick.d);
+   */
+  pick(request: PickRequest = {}): PickResult {
+    const checked = checkPickRequest(request);
+    // Circuits whose cool-down ended become half-open here; the topology hears of it before the walk.
+    this.health.poll();
+    const prefills = this.#topology.prefills;
+    if (prefills.size === 0) return this.#fail(this.#diagnose(), checked);
+    const hashes = this.#prefix === undefined ? NO_HASHES : this.#hashesOf(checked, request);
+    let excluded = false;
+    let lackedRoom = false;
+    const fits = (node: SchedulerNode, exclude: ReadonlySet<number>): boolean => {
+      if (exclude.has(node.id)) {
+        excluded = true;
+        return false;
+      }
+      if (node.freeBlocks < blocksNeeded(checked, node.instance)) {
+        lackedRoom = true;
+        return false;
+      }
+      return true;
+    };
+    const pContext = context(this.#rng, hashes, checked.excludeP, fits);
+    const dContext = context(this.#rng, NO_HASHES, checked.excludeD, fits);
+    for (const p of this.#prefill.order(prefills, pContext)) {
+      if (!fits(p, checked.excludeP)) continue;
+      const reason = pContext.reason;
+      const matchedBlocks = pContext.matchedBlocks;
+      for (const d of this.#decode.order(p.decodes, dContext)) {
+        if (!fits(d, checked.excludeD)) continue;
+        return this.#chosen(p, d, reason, matchedBlocks);
+      }
+    }
+    const failure: PickFailureReason = excluded && !lackedRoom ? 'excluded' : 'no_capacity';
+    return this.#fail(failure, checked);
+  }
+
+  /**
+   * Like pick(), but throws when there is no pair.
+   * @throws PdlinkError `unavailable` (503) naming why, `bad_request` for a malformed request.
+   * @example const { p, d } = scheduler.pickOrThrow({ promptTokens });
+   */
+  pickOrThrow(request: PickRequest = {}): Pair {
+    const result = this.pick(request);
+    if (!result.ok) throw errors.unavailable(result.message);
+    return result;
+  }
+
+  /**
+   * Records that P prefilled this request successfully, so later requests sharing its prefix
+   * prefer P (cache_affinity only; a no-op for other policies and for unknown instances).
+   * @example scheduler.recordPrefill(pair.p.id, request);
+   */
+  recordPrefill(pId: number, request: PickRequest): void {
+    if (this.#prefix === undefined) return;
+    if (!Number.isSafeInteger(pId) || pId < 0) throw errors.invalidArgument('pId', 'must be an instance id');
+    const node = this.#topology.get(pId);
+    if (node === undefined || node.role !== 'prefill') return;
+    this.#prefix.record(pId, this.#hashesOf(checkPickRequest(request), request), node.instance.totalBlocks);
+  }
+
+  /**
+   * How many instances are registered, linked, healthy and schedulable now.
+   * @example scheduler.counts().schedulablePrefill
+   */
+  counts(): TopologyCounts {
+    return this.#topology.counts();
+  }
+
+  /**
+   * Stops following the cluster, the loads and the circuits; picks after close() see a frozen topology.
+   * @example scheduler.close();
+   */
+  close(): void {
+    this.#topology.close();
+  }
+
+  #chosen(p: SchedulerNode, d: SchedulerNode, reason: Pair['reason'], matchedBlocks: number): Pair {
+    const pair: Pair = { ok: true, p: p.instance, d: d.instance, policy: this.policy, reason, matchedBlocks };
+    // A half-open instance's single trial is this request; both calls are no-ops on closed circuits.
+    this.health.admit(p.id);
+    this.health.admit(d.id);
+    this.#metrics?.selected(reason);
+    return pair;
+  }
+
+  #fail(reason: PickFailureReason, request: CheckedRequest): PickFailure {
+    this.#metrics?.failed(reason);
+    return { ok: false, reason, message: failureMessage(reason, request) };
+  }
+
+  #diagnose(): PickFailureReason {
+    const counts = this.#topology.counts();
+    if (counts.prefill === 0) return 'no_prefill';
+    if (counts.decode === 0) return 'no_decode';
+    if (counts.linkedPrefill === 0) return 'no_linked_decode';
+    if (counts.healthyLinkedPrefill === 0) return 'no_healthy_prefill';
+    if (counts.pairedPrefill === 0) return 'no_healthy_decode';
+    return 'no_capacity';
+  }
+
+  #hashesOf(checked: CheckedRequest, original: PickRequest): readonly number[] {
+    const cached = this.#hashes.get(original);
+    if (cached !== undefined) return cached;
+    const hashes = prefixHashes(checked, this.#blockSize);
+    this.#hashes.set(original, hashes);
+    return hashes;
+  }
+}
+
+/**
+ * Creates the scheduler of a Coordinator.
+ * @example const scheduler = createScheduler({ cluster: registry, loads: ledgerLoads(ledger), policy: { prefill: 'cache_affinity', decode: 'load_balance' } });
+ */
+export function createScheduler(options: SchedulerOptions): PdScheduler {
+  return new PdScheduler(options);
+}
+
+const NO_HASHES: readonly number[] = Object.freeze([]);
+const MAX_BLOCK_SIZE = 4096;
+
+const SIMPLE_POLICIES: Record<DecodePolicyName, Policy> = {
+  load_balance: loadBalance,
+  round_robin: roundRobin,
+  power_of_two: powerOfTwo,
+};
+
+function context(
+  rng: () => number,
+  hashes: readonly number[],
+  exclude: ReadonlySet<number>,
+  fits: (node: SchedulerNode, exclude: ReadonlySet<number>) => boolean,
+): PolicyContext {
+  return {
+    rng,
+    hashes,
+    fits: (node) => fits(node, exclude),
+    excluded: (node) => exclude.has(node.id),
+    reason: 'least_load',
+    matchedBlocks: 0,
+  };
+}
+
+function policyName(value: unknown, path: string, allowed: readonly PolicyName[]): PolicyName {
+  if (value === undefined) return DEFAULT_POLICY;
+  if (allowed.includes(value as PolicyName)) return value as PolicyName;
+  if (value === 'cache_affinity') {
+    throw errors.invalidArgument(path, `cache_affinity applies to prefill only; use one of ${allowed.join(', ')}`);
+  }
+  throw errors.invalidArgument(path, `must be one of ${allowed.join(', ')}`);
+}
+
+function blockSizeArg(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_BLOCK_SIZE;
+  if (!Number.isSafeInteger(value) || value < 1 || value > MAX_BLOCK_SIZE) {
+    throw errors.invalidArgument('blockSize', `must be an integer in [1, ${MAX_BLOCK_SIZE}]`);
+  }
+  return value;
+}
+
+function failureMessage(reason: PickFailureReason, request: CheckedRequest): string {
+  switch (reason) {
+    case 'no_prefill':
+      return 'no prefill instance is registered';
+    case 'no_decode':
+      return 'no decode instance is registered';
+    case 'no_linked_decode':
+      return 'no decode instance lists a prefill instance of its own group among its peers';
+    case 'no_healthy_prefill':
+      return 'every prefill instance with a linked decode instance is unhealthy (circuit open or trial in progress)';
+    case 'no_healthy_decode':
+      return 'every decode instance linked to a healthy prefill instance is unhealthy (circuit open or trial in progress)';
+    case 'no_capacity': {
+      const need = request.promptBlocks === undefined ? '' : ` and ${request.promptBlocks} free blocks`;
+      return `no healthy prefill/decode pair has a free slot${need} on both instances`;
+    }
+    case 'excluded':
+      return 'every prefill/decode pair with room is excluded by the request';
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * The scheduler's indexes, kept current from registry diffs, ledger load changes and circuit
+ * changes, so that a pick never looks at instances it will not use:
+ * - group id → its prefill and decode nodes (to link a new P without a cluster scan);
+ * - P ↔ D links: same group and D lists P among its peers (MindIE's rule);
+ * - per P, a load-ordered pool of its linked D's that can take a request now;
+ * - one load-ordered pool of the P's that can take a request now and have such a D.
+ * Each change touches only the node and its links (≤ group size), never the whole cluster.
+ */
+import type { ClusterView, Instance, RegistryDiff } from '../cluster/instance.ts';
+import type { CircuitBreakers } from './health.ts';
+import { capacityOf, type LoadSource } from './loads.ts';
+import { SchedulerNode } from './node.ts';
+import { Pool } from './pool.ts';
+
+/** Counts behind the "why not" of a failed pick. */
+export interface TopologyCounts {
+  readonly prefill: number;
+  readonly decode: number;
+  /** P's with at least one linked D. */
+  readonly linkedPrefill: number;
+  /** ... whose own circuit admits requests. */
+  readonly healthyLinkedPrefill: number;
+  /** ... and with at least one linked D whose circuit admits requests. */
+  readonly pairedPrefill: number;
+  /** ... and with room on P and on at least one such D: the pool a pick draws from. */
+  readonly schedulablePrefill: number;
+}
+
+interface Group {
+  readonly prefills: Set<SchedulerNode>;
+  readonly decodes: Set<SchedulerNode>;
+}
+
+export interface TopologyOptions {
+  cluster: ClusterView;
+  loads: LoadSource;
+  health: CircuitBreakers;
+  /** Called after a node left the index (removal or role change). */
+  onRemove?: (node: SchedulerNode) => void;
+}
+
+export class Topology {
+  /** The P's a pick draws from. */
+  readonly prefills = new Pool<SchedulerNode>();
+  readonly #nodes = new Map<number, SchedulerNode>();
+  readonly #groups = new Map<number, Group>();
+  readonly #loads: LoadSource;
+  readonly #health: CircuitBreakers;
+  readonly #onRemove: (node: SchedulerNode) => void;
+  readonly #unsubscribe: (() => void)[];
+  readonly #counts = { prefill: 0, decode: 0, linkedPrefill: 0, healthyLinkedPrefill: 0, pairedPrefill: 0 };
+  readonly #queue: (() => void)[] = [];
+  #busy = false;
+
+  constructor(options: TopologyOptions) {
+    this.#loads = options.loads;
+    this.#health = options.health;
+    this.#onRemove = options.onRemove ?? (() => {});
+    this.#apply({ generation: 0, added: options.cluster.all(), updated: [], removed: [] });
+    this.#unsubscribe = [
+      options.cluster.onChange((diff) => this.#apply(diff)),
+      options.loads.onLoadChange((id) => this.#touch(id)),
+      options.health.onChange((event) => this.#touch(event.id)),
+    ];
+  }
+
+  /**
+   * The node of a registered prefill or decode instance.
+   * @example topology.get(3)?.load
+   */
+  get(id: number): SchedulerNode | undefined {
+    return this.#nodes.get(id);
+  }
+
+  /**
+   * Every indexed node (prefill and decode), in no particular order.
+   * @example for (const node of topology.nodes()) gauge.set(...)
+   */
+  nodes(): IterableIterator<SchedulerNode> {
+    return this.#nodes.values();
+  }
+
+  /**
+   * The counters behind a failed pick's reason.
+   * @example topology.counts().schedulablePrefill
+   */
+  counts(): TopologyCounts {
+    return { ...this.#counts, schedulablePrefill: this.prefills.size };
+  }
+
+  /**
+   * Stops following the cluster, the loads and the circuits.
+   * @example topology.close();
+   */
+  close(): void {
+    for (const off of this.#unsubscribe.splice(0)) off();
+  }
+
+  #apply(diff: RegistryDiff): void {
+    this.#run(() => {
+      const dirty = new Set<SchedulerNode>();
+      const touched = new Set<SchedulerNode>();
+      for (const instance of diff.removed) this.#remove(instance.id);
+      for (const instance of diff.added) this.#upsert(instance, dirty, touched);
+      for (const { after } of diff.updated) this.#upsert(after, dirty, touched);
+      // Links only after every node of the diff is in place, so a P and the D that lists it can arrive together.
+      for (const node of dirty) if (node.role === 'prefill' && this.#nodes.get(node.id) === node) this.#relinkPrefill(node);
+      for (const node of dirty) if (node.role === 'decode' && this.#nodes.get(node.id) === node) this.#relinkDecode(node);
+      for (const node of touched) if (this.#nodes.get(node.id) === node) this.#refresh(node);
+    });
+  }
+
+  #touch(id: number): void {
+    this.#run(() => {
+      const node = this.#nodes.get(id);
+      if (node !== undefined) this.#refresh(node);
+    });
+  }
+
+  /**
+   * Runs a change with the indexes to itself: a change it triggers re-entrantly (the ledger or the
+   * circuits emitting while their state is read) waits in a queue and runs after it, in order.
+   */
+  #run(change: () => void): void {
+    if (this.#busy) {
+      this.#queue.push(change);
+      return;
+    }
+    this.#busy = true;
+    try {
+      change();
+      for (let i = 0; i < this.#queue.length; i++) (this.#queue[i] as () => void)();
+    } finally {
+      this.#queue.length = 0;
+      this.#busy = false;
+    }
+  }
+
+  #upsert(instance: Instance, dirty: Set<SchedulerNode>, touched: Set<SchedulerNode>): void {
+    const existing = this.#nodes.get(instance.id);
+    const role = instance.role === 'prefill' || instance.role === 'decode' ? instance.role : undefined;
+    if (existing !== undefined && existing.role !== role) {
+      this.#remove(instance.id);
+    } else if (existing !== undefined) {
+      const before = existing.instance;
+      existing.instance = instance;
+      if (before.groupId !== instance.groupId) {
+        this.#group(before.groupId, existing, false);
+        this.#group(instance.groupId, existing, true);
+        dirty.add(existing);
+      }
+      if (existing.role === 'decode' && !samePeers(existing.peerSet, instance.peers)) {
+        existing.peerSet = new Set(instance.peers);
+        dirty.add(existing);
+      }
+      touched.add(existing);
+      return;
+    }
+    if (role === undefined) return; // role 85: registered, never scheduled
+    const node = new SchedulerNode(instance, role);
+    this.#nodes.set(node.id, node);
+    this.#group(instance.groupId, node, true);
+    this.#counts[role]++;
+    dirty.add(node);
+    touched.add(node);
+  }
+
+  #remove(id: number): void {
+    const node = this.#nodes.get(id);
+    if (node === undefined) return;
+    for (const other of [...node.links]) {
+      if (node.role === 'prefill') this.#unlink(node, other);
+      else this.#unlink(other, node);
+    }
+    this.#nodes.delete(id);
+    this.#group(node.instance.groupId, node, false);
+    this.#counts[node.role]--;
+    if (node.role === 'prefill') {
+      node.admissible = false;
+      this.#syncPrefill(node);
+    }
+    this.#onRemove(node);
+  }
+
+  #group(groupId: number, node: SchedulerNode, add: boolean): void {
+    let group = this.#groups.get(groupId);
+    if (group === undefined) {
+      if (!add) return;
+      group = { prefills: new Set(), decodes: new Set() };
+      this.#groups.set(groupId, group);
+    }
+    const members = node.role === 'prefill' ? group.prefills : group.decodes;
+    if (add) members.add(node);
+    else {
+      members.delete(node);
+      if (group.prefills.size === 0 && group.decodes.size === 0) this.#groups.delete(groupId);
+    }
+  }
+
+  #relinkPrefill(p: SchedulerNode): void {
+    for (const d of [...p.links]) if (!eligible(p, d)) this.#unlink(p, d);
+    const group = this.#groups.get(p.instance.groupId);
+    if (group !== undefined) for (const d of group.decodes) if (d.peerSet.has(p.id)) this.#link(p, d);
+  }
+
+  #relinkDecode(d: SchedulerNode): void {
+    for (const p of [...d.links]) if (!eligible(p, d)) this.#unlink(p, d);
+    for (const id of d.peerSet) {
+      const p = this.#nodes.get(id);
+      if (p !== undefined && p.role === 'prefill' && eligible(p, d)) this.#link(p, d);
+    }
+  }
+
+  #link(p: SchedulerNode, d: SchedulerNode): void {
+    if (p.links.has(d)) return;
+    p.links.add(d);
+    d.links.add(p);
+    if (d.admissible) p.healthyLinks++;
+    if (d.viable) p.decodes.add(d);
+    this.#syncPrefill(p);
+  }
+
+  #unlink(p: SchedulerNode, d: SchedulerNode): void {
+    if (!p.links.delete(d)) return;
+    d.links.delete(p);
+    if (d.admissible) p.healthyLinks--;
+    p.decodes.delete(d);
+    this.#syncPrefill(p);
+  }
+
+  /** Re-reads a node's capacity and circuit and moves it (and, for a D, its place in each linked P's pool). */
+  #refresh(node: SchedulerNode): void {
+    const capacity = capacityOf(node.instance, this.#loads.load(node.id));
+    const wasAdmissible = node.admissible;
+    node.freeSlots = capacity.freeSlots;
+    node.freeBlocks = capacity.freeBlocks;
+    node.load = capacity.load;
+    node.admissible = this.#health.admissible(node.id);
+    if (node.role === 'prefill') {
+      this.#syncPrefill(node);
+      return;
+    }
+    for (const p of node.links) {
+      if (wasAdmissible !== node.admissible) p.healthyLinks += node.admissible ? 1 : -1;
+      if (!node.viable) p.decodes.delete(node);
+      else if (p.decodes.has(node)) p.decodes.reorder(node);
+      else p.decodes.add(node);
+      this.#syncPrefill(p);
+    }
+  }
+
+  /** Puts a P in or out of the pick pool and keeps the counters exact, by difference with what it was counted as. */
+  #syncPrefill(p: SchedulerNode): void {
+    const present = this.#nodes.get(p.id) === p;
+    const linked = present && p.links.size > 0;
+    const healthyLinked = linked && p.admissible;
+    const paired = healthyLinked && p.healthyLinks > 0;
+    const counted = p.counted;
+    this.#counts.linkedPrefill += Number(linked) - Number(counted.linked);
+    this.#counts.healthyLinkedPrefill += Number(healthyLinked) - Number(counted.healthyLinked);
+    this.#counts.pairedPrefill += Number(paired) - Number(counted.paired);
+    p.counted = { linked, healthyLinked, paired };
+    if (present && p.viable && p.decodes.size > 0) {
+      if (this.prefills.has(p)) this.prefills.reorder(p);
+      else this.prefills.add(p);
+    } else {
+      this.prefills.delete(p);
+    }
+  }
+}
+
+function eligible(p: SchedulerNode, d: SchedulerNode): boolean {
+  return p.instance.groupId === d.instance.groupId && d.peerSet.has(p.id);
+}
+
+function samePeers(current: ReadonlySet<number>, peers: readonly number[]): boolean {
+  if (current.size !== peers.length) return false;
+  for (const id of peers) if (!current.has(id)) return false;
+  return true;
+}
