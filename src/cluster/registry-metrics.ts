@@ -32,8 +32,13 @@ export function refreshMetrics(metrics: Registry, registry: ClusterRegistry): Re
     labelNames: ['outcome'] as const,
     registers,
   });
-  // Every outcome is exported from the start, so a rate() over "invalid" works before the first one.
-  for (const outcome of OUTCOMES) total.inc({ outcome }, 0);
+  // Bound once: every outcome is exported from the start (so a rate() over "invalid" works before
+  // the first one), and the per-request increment skips prom-client's label hashing.
+  const byOutcome = Object.fromEntries(OUTCOMES.map((outcome) => [outcome, total.labels({ outcome })])) as Record<
+    RefreshOutcome,
+    ReturnType<typeof total.labels>
+  >;
+  for (const outcome of OUTCOMES) byOutcome[outcome].inc(0);
   const apply = new Histogram({
     name: 'pdlink_refresh_apply_seconds',
     help: 'Time to validate and apply one accepted refresh snapshot',
@@ -51,7 +56,7 @@ export function refreshMetrics(metrics: Registry, registry: ClusterRegistry): Re
     },
   });
   return {
-    refreshed: (outcome) => total.inc({ outcome }),
+    refreshed: (outcome) => byOutcome[outcome].inc(),
     applied: (seconds) => apply.observe(seconds),
   };
 }
