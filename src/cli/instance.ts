@@ -77,6 +77,12 @@ export async function runInstance(argv: string[]): Promise<void> {
     if (err instanceof PdlinkError) throw new CliError(err.message);
     throw err;
   }
+  // Device lines first (the contexts listen already), each cluster id before its listening line,
+  // so a harness waiting for the management line has them all.
+  for (const d of settings.devices) {
+    console.log(`pdlink: link-${d.endpoint} cluster_id ${d.clusterId}`);
+    console.log(listeningLine(`link-${d.endpoint}`, formatIpPort(d)));
+  }
   let listeners;
   try {
     listeners = await startListeners([{ name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: agent.managementApp.fetch }]);
@@ -85,10 +91,6 @@ export async function runInstance(argv: string[]): Promise<void> {
     throw err;
   }
   // One line per device, in the listening-line format, so harnesses learn the link addresses.
-  for (const d of settings.devices) {
-    console.log(listeningLine(`link-${d.endpoint}`, formatIpPort(d)));
-    console.log(`pdlink: link-${d.endpoint} cluster_id ${d.clusterId}`);
-  }
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
     await agent.close();
