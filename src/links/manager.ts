@@ -204,6 +204,7 @@ export class LinkManager {
   /** A link call whose outcome is unknown: clear whatever the runtime may hold, then fail it. */
   async #abandonLink(target: ClusterTarget, endpoint: string, key: BatchKey, outcome: ItemOutcome): Promise<number> {
     const id = target.remoteClusterId;
+    console.error(`pdlink: link to cluster ${id} on endpoint ${endpoint} failed: ${outcome.message ?? 'outcome unknown'}`);
     this.#table.set(endpoint, id, { state: 'unlinking', reason: 'worker-failed', code: outcome.code });
     await this.#batcher.push({ ...key, op: 'unlink', force: true }, target);
     this.#table.set(endpoint, id, { state: 'failed', reason: 'worker-failed', code: outcome.code });
@@ -218,6 +219,7 @@ export class LinkManager {
     if (entry !== undefined) this.#table.set(endpoint, id, { state: 'unlinking', reason: 'unlink', code: entry.code });
     const outcome = await this.#batcher.push(key, target);
     const code = outcome.code;
+    if (outcome.indeterminate) console.error(`pdlink: unlink of cluster ${id} on endpoint ${endpoint} failed: ${outcome.message ?? 'outcome unknown'}`);
     if (entry === undefined) {
       if (code === LLM_STATUS.LLM_SUCCESS) this.#table.set(endpoint, id, { state: 'unlinked', reason: 'unlink' });
     } else if (

@@ -11,6 +11,12 @@ export interface DeviceRuntime {
   /** pdrt_link: the call's status and one code per cluster. */
   link(handle: number, clusters: readonly WorkerCluster[], timeoutMs: number): { rc: number; rets: ArrayLike<number> };
   unlink(handle: number, clusters: readonly WorkerCluster[], timeoutMs: number, force: boolean): { rc: number; rets: ArrayLike<number> };
+  /**
+   * pdrt_link on pdrt_cluster records as they are (the shared encoding's zero-copy path); codes go
+   * into `rets`. Optional: without it the records are decoded and passed to `link`.
+   */
+  linkRecords?(handle: number, records: Uint8Array, n: number, timeoutMs: number, rets: Int32Array): number;
+  unlinkRecords?(handle: number, records: Uint8Array, n: number, timeoutMs: number, force: boolean, rets: Int32Array): number;
   /** True when an event is queued, false after `timeoutMs` without one. */
   waitEvents(handle: number, timeoutMs: number): boolean;
   pollEvents(handle: number, cap: number): Omit<RuntimeEvent, 'handle'>[];

@@ -6,7 +6,7 @@
 import { threadId } from 'node:worker_threads';
 import { LLM_STATUS, normalizeStatus } from '../links/status.ts';
 import type { DeviceRuntime } from './device-runtime.ts';
-import { decodeClusters, sharedRets } from './encoding.ts';
+import { decodeClusters, sharedRecords, sharedRets } from './encoding.ts';
 import type { EventsTask, LinkReply, LinkTask, RuntimeEvent, TaskReply, WorkerTask } from './protocol.ts';
 
 /** Slots of the shared task board (task id modulo this). */
@@ -52,7 +52,22 @@ function dispatch(runtime: DeviceRuntime, task: WorkerTask): unknown {
 }
 
 function linkOrUnlink(runtime: DeviceRuntime, task: LinkTask): LinkReply {
-  const clusters = decodeClusters(task.batch);
+  const batch = task.batch;
+  const raw = task.op === 'link' ? runtime.linkRecords : runtime.unlinkRecords;
+  if (batch.enc === 'shared' && raw !== undefined && task.deadline - Date.now() >= 1) {
+    const rets = sharedRets(batch.buffer, batch.n);
+    const timeoutMs = Math.max(1, Math.min(task.timeoutMs, Math.floor(task.deadline - Date.now())));
+    const records = sharedRecords(batch.buffer, batch.n);
+    const rc = normalizeStatus(
+      task.op === 'link'
+        ? runtime.linkRecords!(task.handle, records, batch.n, timeoutMs, rets)
+        : runtime.unlinkRecords!(task.handle, records, batch.n, timeoutMs, task.force, rets),
+    );
+    if (rc !== LLM_STATUS.LLM_SUCCESS && rc !== LLM_STATUS.LLM_FAILED) rets.fill(rc);
+    else for (let i = 0; i < rets.length; i++) rets[i] = normalizeStatus(rets[i] ?? LLM_STATUS.LLM_FAILED);
+    return { rc, rets: [] };
+  }
+  const clusters = decodeClusters(batch);
   const remaining = task.deadline - Date.now();
   let rc: number;
   let rets: number[];
