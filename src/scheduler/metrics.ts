@@ -5,9 +5,17 @@
  */
 import { Counter, Gauge, type Registry } from '../metrics.ts';
 import { CIRCUIT_STATE_CODE, type CircuitBreakers } from './health.ts';
-import { PICK_FAILURES, PICK_REASONS, type PickFailureReason, type PickReason, type PolicyChoice } from './types.ts';
+import { PICK_FAILURES, PICK_REASONS, type PickFailureReason, type PickReason, type PolicyChoice, type PolicyName } from './types.ts';
 
 type CounterChild = ReturnType<Counter['labels']>;
+
+/** How each prefill policy can choose P (see the policies). */
+const REASONS_BY_POLICY: Record<PolicyName, readonly PickReason[]> = {
+  load_balance: ['least_load'],
+  round_robin: ['round_robin'],
+  power_of_two: ['power_of_two', 'least_load'],
+  cache_affinity: ['cache_hit', 'cache_miss', 'cache_overloaded'],
+};
 
 export class SchedulerMetrics {
   readonly #selections: Record<PickReason, CounterChild>;
@@ -28,9 +36,12 @@ export class SchedulerMetrics {
       registers,
     });
     const policyLabel = `${policy.prefill}/${policy.decode}`;
-    // Children resolved once: no label hashing per pick, and every series exists from the start.
+    // Children resolved once, so a pick does no label hashing; the series a policy can produce,
+    // and every failure reason, are shown from the start at 0.
     this.#selections = Object.fromEntries(PICK_REASONS.map((r) => [r, selections.labels(policyLabel, r)])) as Record<PickReason, CounterChild>;
+    for (const reason of REASONS_BY_POLICY[policy.prefill]) this.#selections[reason].inc(0);
     this.#failures = Object.fromEntries(PICK_FAILURES.map((r) => [r, failures.labels(r)])) as Record<PickFailureReason, CounterChild>;
+    for (const reason of PICK_FAILURES) this.#failures[reason].inc(0);
     new Gauge({
       name: 'pdlink_circuit_state',
       help: 'Circuit breaker state of each prefill/decode instance: 0 closed, 1 half-open, 2 open',
