@@ -63,7 +63,8 @@ typedef struct pdrt_cluster {
 /* Event kinds reported by pdrt_poll_events. */
 #define PDRT_EVENT_PEER_LOST       1u   /* a linked peer's connection broke; the link is gone */
 #define PDRT_EVENT_PEER_LINKED     2u   /* server side: a client completed a link */
-#define PDRT_EVENT_PEER_UNLINKED   3u   /* server side: a client unlinked normally */
+#define PDRT_EVENT_PEER_UNLINKED   3u   /* the peer unlinked normally (usually seen by the server; a
+                                           client sees it when the server unlinked it) */
 #define PDRT_EVENT_LINK_UNUSABLE   4u   /* a transfer timed out; unlink then relink */
 
 #define PDRT_SIDE_CLIENT 0u             /* this context initiated the link */
@@ -104,34 +105,76 @@ typedef struct pdrt_link_info {
 /* Returns PDRT_ABI_VERSION of the library; callers refuse a library whose value differs. */
 int32_t pdrt_abi_version(void);
 
-/* Creates a context for one cluster id. listen_port > 0: also listen on listen_ip:listen_port
- * (server side). listen_port 0: client only (listen_ip may then be NULL). */
+/* Creates a context for one cluster id and starts its background I/O thread.
+ * listen_port > 0: also listen on listen_ip:listen_port (server side, SO_REUSEADDR).
+ * listen_port 0 with a non-empty listen_ip: listen on an ephemeral port (see pdrt_listen_port).
+ * listen_port 0 with listen_ip NULL or "": client only.
+ * Errors: PDRT_PARAM_INVALID (role, listen_ip text, out NULL), PDRT_LINK_FAILED (cannot bind or
+ * listen, e.g. the address is in use), PDRT_OUT_OF_MEMORY. */
 int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, uint16_t listen_port,
                     pdrt_ctx **out);
 
-/* Closes every connection and the listener, frees all caches. Blocks until background work ends. */
+/* The port the context listens on (0 for a client-only context). */
+int32_t pdrt_listen_port(pdrt_ctx *ctx, uint16_t *port);
+
+/* Closes every connection and the listener, frees all caches. Blocks until background work ends
+ * and until calls in progress on other threads have returned (each by its own deadline). Peers
+ * see their links to this context break (PDRT_EVENT_PEER_LOST). Any later call with the handle
+ * gets PDRT_PARAM_INVALID. */
 int32_t pdrt_destroy(pdrt_ctx *ctx);
 
 int32_t pdrt_set_option(pdrt_ctx *ctx, uint32_t option, int64_t value);
 
-/* ---- Links (LLM-DataDist link_clusters / unlink_clusters) ---- */
+/* ---- Links (LLM-DataDist link_clusters / unlink_clusters) ----
+ *
+ * A link is one TCP control connection from a client context to a server context's listen port,
+ * keyed on each side by the other's cluster id (one link per remote cluster id per context).
+ * Either side notices a dead peer by itself (EOF, reset, TCP keepalive): it drops the link and
+ * queues PDRT_EVENT_PEER_LOST. A server that still holds a link from a cluster id refuses a new
+ * link from that id (PDRT_ALREADY_LINK) until it unlinks or sees the old connection die; a
+ * restarted client's handshake asks the server to probe the old connection and drop it if dead.
+ *
+ * Force unlink clears the local end only and tells nobody (both sides must call it):
+ * - on the client, the link is forgotten at once (not listed, not usable, a new link may be
+ *   attempted) but its connection is parked, silent, so the server's end stays linked: the
+ *   server keeps the entry (and answers a new link from that client with PDRT_ALREADY_LINK)
+ *   until the server unlinks it itself; the parked connection closes when the server lets go
+ *   (or at pdrt_destroy);
+ * - on the server, the link is forgotten and its connection closed; a client that still holds
+ *   the link then sees the connection drop (PDRT_EVENT_PEER_LOST).
+ * The server drops its entry only on an unlink message from the client, its own unlink (normal or
+ * force), or connection loss (with PDRT_EVENT_PEER_LOST).
+ */
 
 /* Links to up to 16 clusters concurrently. rets[i] receives the code of clusters[i]. Returns
  * PDRT_SUCCESS only when every cluster succeeded; PDRT_CLUSTER_NUM_EXCEED_LIMIT or
- * PDRT_PARAM_INVALID (without touching rets) for a bad call; otherwise PDRT_FAILED. */
+ * PDRT_PARAM_INVALID (without touching rets) for a bad call (n == 0 or > 16, NULL arrays,
+ * timeout_ms <= 0); otherwise PDRT_FAILED. Per-cluster codes: PDRT_SUCCESS; PDRT_PARAM_INVALID
+ * (bad IP text, port 0, reserved != 0, the context's own cluster id); PDRT_ALREADY_LINK (this
+ * context, or the server, already holds that link); PDRT_PROCESSING_LINK (a link or unlink of that
+ * cluster id is in progress, or it appears twice in the call); PDRT_LINK_FAILED (refused,
+ * unreachable, handshake rejected, wrong cluster id at that address); PDRT_TIMEOUT (no complete
+ * handshake by the deadline). Returns by the deadline. */
 int32_t pdrt_link(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms,
                   int32_t *rets);
 
-/* Unlinks; works on either side of a link (a server cleaning up a client that vanished).
+/* Unlinks; works on either side of a link (a server cleaning up a client that vanished), keyed by
+ * remote_cluster_id (remote_ip may be "" and is ignored when valid). Per-cluster codes:
+ * PDRT_NOT_YET_LINK (no such link), PDRT_PROCESSING_LINK, PDRT_LINK_BUSY (force = 0 while a
+ * transfer on the link runs), PDRT_PARAM_INVALID.
  * force = 0: tells the peer and tears down both ends (PDRT_NOTIFY_PROMPT_UNLINK_FAILED when the
- * peer could not be told; the local end is cleared anyway). force != 0: clears the local end only. */
+ * peer could not be told or did not acknowledge by the deadline; the local end is cleared anyway).
+ * force != 0: clears the local end only (see above) and aborts running transfers on the link,
+ * which return PDRT_LINK_FAILED. */
 int32_t pdrt_unlink(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms,
                     int32_t force, int32_t *rets);
 
 /* Copies up to cap queued events into out and removes them from the queue; *n receives the count. */
 int32_t pdrt_poll_events(pdrt_ctx *ctx, pdrt_event *out, uint32_t cap, uint32_t *n);
 
-/* Waits until at least one event is queued (PDRT_SUCCESS) or timeout_ms passes (PDRT_TIMEOUT). */
+/* Waits until at least one event is queued (PDRT_SUCCESS) or timeout_ms (>= 0) passes
+ * (PDRT_TIMEOUT); PDRT_FAILED when the context is being destroyed. The queue holds the latest
+ * 4096 events. */
 int32_t pdrt_wait_events(pdrt_ctx *ctx, int32_t timeout_ms);
 
 /* Copies up to cap current links into out; *n receives the number copied, *total the number held. */
@@ -140,14 +183,18 @@ int32_t pdrt_list_links(pdrt_ctx *ctx, pdrt_link_info *out, uint32_t cap, uint32
 
 /* ---- KV block caches and transfers ---- */
 
-/* Registers num_blocks blocks of block_bytes each (zero-filled) under cache_id. Register before
- * linking peers that will read it. */
+/* Registers num_blocks blocks of block_bytes each (zero-filled, shared memory) under cache_id.
+ * PDRT_PARAM_INVALID for zero sizes or an id already registered; PDRT_OUT_OF_MEMORY. Caches
+ * registered after a link are visible to the peer too. */
 int32_t pdrt_register_blocks(pdrt_ctx *ctx, uint64_t cache_id, uint32_t num_blocks,
                              uint32_t block_bytes);
 
+/* PDRT_KV_CACHE_NOT_EXIST for an unknown id. Transfers already running finish on the old memory. */
 int32_t pdrt_unregister_blocks(pdrt_ctx *ctx, uint64_t cache_id);
 
-/* Copies src (n * block_bytes bytes, block after block) into the listed local blocks. */
+/* Copies src (n * block_bytes bytes, block after block) into the listed local blocks.
+ * PDRT_KV_CACHE_NOT_EXIST for an unknown cache or block index; PDRT_PARAM_INVALID for n == 0,
+ * NULL pointers or a length other than n * block_bytes. Same for pdrt_read_blocks. */
 int32_t pdrt_write_blocks(pdrt_ctx *ctx, uint64_t cache_id, const uint32_t *blocks, uint32_t n,
                           const uint8_t *src, uint64_t src_len);
 
@@ -156,7 +203,13 @@ int32_t pdrt_read_blocks(pdrt_ctx *ctx, uint64_t cache_id, const uint32_t *block
                          uint8_t *dst, uint64_t dst_len);
 
 /* Reads remote blocks src[i] of the peer's remote_cache_id into local blocks dst[i] of
- * dst_cache_id, over the link to remote_cluster_id. Equal block sizes on both ends. */
+ * dst_cache_id, over the link to remote_cluster_id (either side of the link may pull or push).
+ * Same-host peers copy through shared memory, others over a data connection of the link.
+ * Errors: PDRT_PARAM_INVALID (n == 0, NULL lists, timeout_ms <= 0, block sizes differ);
+ * PDRT_NOT_YET_LINK; PDRT_KV_CACHE_NOT_EXIST (local or remote cache or block index unknown);
+ * PDRT_TIMEOUT (deadline passed: the link turns PDRT_LINK_UNUSABLE with a
+ * PDRT_EVENT_LINK_UNUSABLE event; unlink, then link again); PDRT_LINK_FAILED (peer lost or
+ * transfer aborted by a force unlink, or the link is unusable). Returns by the deadline. */
 int32_t pdrt_pull_blocks(pdrt_ctx *ctx, uint64_t remote_cluster_id, uint64_t remote_cache_id,
                          const uint32_t *src, uint64_t dst_cache_id, const uint32_t *dst, uint32_t n,
                          int32_t timeout_ms);

@@ -1,0 +1,240 @@
+/* Context lifecycle, the registry of live contexts, options and small shared helpers. */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "net.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Every call checks its handle against this list, so a destroyed or bogus handle gets
+ * PDRT_PARAM_INVALID instead of a crash, and pdrt_destroy can wait for calls in progress. */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static pdrt_ctx *g_live;
+
+int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int remaining_ms(int64_t deadline) {
+    if (deadline < 0) return -1;
+    int64_t left = deadline - now_ms();
+    if (left <= 0) return 0;
+    return left > 1000000000 ? 1000000000 : (int)left;
+}
+
+uint64_t random_u64(void) {
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) v = (uint64_t)now_ms() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
+    return v;
+}
+
+int fdvec_push(fdvec *fv, int fd) {
+    if (fv->n == fv->cap) {
+        size_t cap = fv->cap ? fv->cap * 2 : 8;
+        int *v = realloc(fv->v, cap * sizeof *v);
+        if (v == NULL) return -1;
+        fv->v = v;
+        fv->cap = cap;
+    }
+    fv->v[fv->n++] = fd;
+    return 0;
+}
+
+void fdvec_remove_at(fdvec *fv, size_t i) {
+    fv->v[i] = fv->v[--fv->n];
+}
+
+int ctx_enter(pdrt_ctx *ctx) {
+    int ok = -1;
+    if (ctx == NULL) return -1;
+    pthread_mutex_lock(&g_mu);
+    for (pdrt_ctx *c = g_live; c != NULL; c = c->gnext) {
+        if (c == ctx) {
+            if (!c->closing) {
+                c->calls++;
+                ok = 0;
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+    return ok;
+}
+
+void ctx_leave(pdrt_ctx *ctx) {
+    pthread_mutex_lock(&g_mu);
+    if (--ctx->calls == 0) pthread_cond_broadcast(&g_cv);
+    pthread_mutex_unlock(&g_mu);
+}
+
+void ctx_wake_io(pdrt_ctx *ctx) {
+    char b = 1;
+    ssize_t r = write(ctx->wake_wr, &b, 1); /* a full pipe already means "wake up" */
+    (void)r;
+}
+
+int32_t pdrt_abi_version(void) {
+    return PDRT_ABI_VERSION;
+}
+
+static int32_t open_listener(pdrt_ctx *ctx, const char *ip, uint16_t port) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (net_parse_ip(ip, port, &ss, &len) != 0) return PDRT_PARAM_INVALID;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return PDRT_FAILED;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 512) != 0) {
+        close(fd);
+        return PDRT_LINK_FAILED;
+    }
+    len = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &len);
+    ctx->listen_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                     : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    ctx->listen_fd = fd;
+    return PDRT_SUCCESS;
+}
+
+static void ctx_free(pdrt_ctx *ctx) {
+    if (ctx->listen_fd >= 0) close(ctx->listen_fd);
+    if (ctx->wake_rd >= 0) close(ctx->wake_rd);
+    if (ctx->wake_wr >= 0) close(ctx->wake_wr);
+    samehost_fini(ctx);
+    free(ctx->events);
+    free(ctx->closing_fds.v);
+    free(ctx->detached.v);
+    pthread_cond_destroy(&ctx->cv);
+    pthread_cond_destroy(&ctx->ev_cv);
+    pthread_mutex_destroy(&ctx->mu);
+    free(ctx);
+}
+
+int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, uint16_t listen_port,
+                    pdrt_ctx **out) {
+    if (out == NULL || role > PDRT_ROLE_MIX) return PDRT_PARAM_INVALID;
+    int wants_listener = listen_port > 0 || (listen_ip != NULL && listen_ip[0] != '\0');
+    if (wants_listener && listen_ip == NULL) return PDRT_PARAM_INVALID;
+    pdrt_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL) return PDRT_OUT_OF_MEMORY;
+    ctx->id = cluster_id;
+    ctx->role = role;
+    ctx->listen_fd = ctx->wake_rd = ctx->wake_wr = ctx->probe_fd = -1;
+    ctx->fastpath = 1;
+    ctx->events = calloc(MAX_EVENTS, sizeof *ctx->events);
+    pthread_mutex_init(&ctx->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ctx->cv, &ca);
+    pthread_cond_init(&ctx->ev_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int pipefd[2];
+    if (ctx->events == NULL || pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
+        ctx_free(ctx);
+        return PDRT_OUT_OF_MEMORY;
+    }
+    ctx->wake_rd = pipefd[0];
+    ctx->wake_wr = pipefd[1];
+    if (wants_listener) {
+        int32_t rc = open_listener(ctx, listen_ip, listen_port);
+        if (rc != PDRT_SUCCESS) {
+            ctx_free(ctx);
+            return rc;
+        }
+    }
+    samehost_init(ctx);
+    if (io_start(ctx) != 0) {
+        ctx_free(ctx);
+        return PDRT_FAILED;
+    }
+    pthread_mutex_lock(&g_mu);
+    ctx->gnext = g_live;
+    g_live = ctx;
+    pthread_mutex_unlock(&g_mu);
+    *out = ctx;
+    return PDRT_SUCCESS;
+}
+
+int32_t pdrt_listen_port(pdrt_ctx *ctx, uint16_t *port) {
+    if (port == NULL || ctx_enter(ctx) != 0) return PDRT_PARAM_INVALID;
+    *port = ctx->listen_port;
+    ctx_leave(ctx);
+    return PDRT_SUCCESS;
+}
+
+int32_t pdrt_set_option(pdrt_ctx *ctx, uint32_t option, int64_t value) {
+    if (ctx_enter(ctx) != 0) return PDRT_PARAM_INVALID;
+    int32_t rc = PDRT_PARAM_INVALID;
+    if (option == PDRT_OPT_SAME_HOST_FASTPATH && (value == 0 || value == 1)) {
+        pthread_mutex_lock(&ctx->mu);
+        ctx->fastpath = (int)value;
+        pthread_mutex_unlock(&ctx->mu);
+        rc = PDRT_SUCCESS;
+    }
+    ctx_leave(ctx);
+    return rc;
+}
+
+int32_t pdrt_destroy(pdrt_ctx *ctx) {
+    if (ctx == NULL) return PDRT_PARAM_INVALID;
+    pthread_mutex_lock(&g_mu);
+    pdrt_ctx **pp = &g_live;
+    while (*pp != NULL && *pp != ctx) pp = &(*pp)->gnext;
+    if (*pp == NULL) {
+        pthread_mutex_unlock(&g_mu);
+        return PDRT_PARAM_INVALID;
+    }
+    *pp = ctx->gnext;
+    ctx->closing = 1;
+    pthread_mutex_unlock(&g_mu);
+
+    /* Wake every waiter and abort running transfers, then wait for calls in progress to leave. */
+    pthread_mutex_lock(&ctx->mu);
+    ctx->stopping = 1;
+    for (link_t *lk = ctx->links; lk != NULL; lk = lk->next)
+        for (xfer *x = lk->xfers; x != NULL; x = x->next)
+            if (x->fd >= 0) shutdown(x->fd, SHUT_RDWR);
+    pthread_cond_broadcast(&ctx->cv);
+    pthread_cond_broadcast(&ctx->ev_cv);
+    pthread_mutex_unlock(&ctx->mu);
+    pthread_mutex_lock(&g_mu);
+    while (ctx->calls > 0) pthread_cond_wait(&g_cv, &g_mu);
+    pthread_mutex_unlock(&g_mu);
+
+    io_stop(ctx);
+
+    pthread_mutex_lock(&ctx->mu);
+    serve_shutdown_all(ctx);
+    while (ctx->threads > 0) pthread_cond_wait(&ctx->cv, &ctx->mu);
+    while (ctx->links != NULL) link_remove(ctx, ctx->links, 0);
+    for (size_t i = 0; i < ctx->closing_fds.n; i++) close(ctx->closing_fds.v[i]);
+    for (size_t i = 0; i < ctx->detached.n; i++) close(ctx->detached.v[i]);
+    ctx->closing_fds.n = ctx->detached.n = 0;
+    cache_free_all(ctx);
+    pthread_mutex_unlock(&ctx->mu);
+    ctx_free(ctx);
+    return PDRT_SUCCESS;
+}
+
+int cv_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline) {
+    if (deadline < 0) return pthread_cond_wait(cv, mu);
+    struct timespec ts = { .tv_sec = deadline / 1000, .tv_nsec = (long)(deadline % 1000) * 1000000L };
+    return pthread_cond_timedwait(cv, mu, &ts);
+}

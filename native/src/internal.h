@@ -1,0 +1,254 @@
+/*
+ * Private structures of the host reference runtime.
+ *
+ * Ownership rules that keep file descriptors from being reused under someone's feet:
+ * - a link's control socket is read and closed only by the context's I/O thread; other threads
+ *   write small control messages to it (under ctx->mu, never blocking) and hand it back to the
+ *   I/O thread through ctx->closing or ctx->detached;
+ * - a requester-side data connection belongs to the transfer that took it from the link's pool;
+ *   others may only shutdown() it (under ctx->mu) to abort that transfer;
+ * - a serving connection belongs to its serving thread, which closes it under ctx->mu; others may
+ *   only shutdown() it.
+ */
+#ifndef PDRT_INTERNAL_H
+#define PDRT_INTERNAL_H
+
+#include "pdrt.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#define POOL_MAX 4               /* idle data connections kept per link */
+#define POOL_CAP 16              /* room for reverse connections arriving for waiting transfers */
+#define MAX_SERVE_THREADS 1024   /* serving threads per context */
+#define MAX_EVENTS 4096          /* queued events; the oldest is dropped beyond this */
+#define SERVER_HANDSHAKE_MS 10000
+#define MAX_BLOCKS_PER_CALL (1u << 24)
+#define SHM_HDR_BYTES 4096u      /* header page in front of the blocks of a cache */
+#define BOOT_ID_LEN 40
+
+/* ---- time ---- */
+int64_t now_ms(void);                 /* CLOCK_MONOTONIC */
+int64_t wall_ms(void);                /* CLOCK_REALTIME */
+int remaining_ms(int64_t deadline);   /* >= 0; deadline < 0 means "none" and gives -1 */
+/* pthread_cond_timedwait against a now_ms() deadline (the context's condvars use CLOCK_MONOTONIC). */
+int cv_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline);
+
+/* ---- block caches (cache.c) ---- */
+typedef struct shm_hdr {             /* first bytes of every cache's shared memory */
+    uint64_t magic;
+    uint64_t cache_id;
+    uint64_t gen;
+    uint32_t num_blocks;
+    uint32_t block_bytes;
+    uint32_t valid;                  /* cleared (atomically) when the owner unregisters */
+    uint32_t pad;
+} shm_hdr;
+#define SHM_MAGIC 0x45484341435452ULL /* "RTCACHE" */
+
+typedef struct cache {
+    struct cache *next;
+    uint64_t id;
+    uint64_t gen;
+    uint32_t num_blocks;
+    uint32_t block_bytes;
+    int fd;                          /* memfd, kept open so a same-host peer can open it */
+    uint8_t *base;                   /* header page + blocks */
+    size_t size;
+    uint8_t *blocks;
+    int refs;                        /* list + users, under ctx->mu */
+} cache;
+
+/* ---- mappings of a same-host peer's caches (samehost.c) ---- */
+typedef struct peer_map {
+    struct peer_map *next;
+    uint64_t cache_id;
+    uint64_t gen;
+    uint32_t num_blocks;
+    uint32_t block_bytes;
+    int writable;
+    uint8_t *base;
+    size_t size;
+    int refs;                        /* link's list + transfers, under ctx->mu */
+} peer_map;
+
+/* ---- links (links.c) ---- */
+typedef struct xfer {               /* one running transfer, so it can be aborted */
+    struct xfer *next;
+    int fd;                          /* data connection in use, -1 when none */
+} xfer;
+
+typedef struct link {
+    struct link *next;
+    uint64_t remote_id;
+    uint64_t session;                /* chosen by the server; names the link on data connections */
+    uint32_t side;
+    uint32_t state;
+    int listed;
+    int refs;
+    int ctl_fd;
+    int watched;                     /* the I/O thread polls ctl_fd */
+    uint8_t rbuf[16];                /* partial control message (I/O thread only) */
+    size_t rlen;
+    int same_host;
+    int32_t peer_pid;
+    char remote_ip[PDRT_IP_MAX];
+    uint16_t remote_port;
+    char local_ip[PDRT_IP_MAX];      /* client: bind address for data connections */
+    struct sockaddr_storage addr;    /* client: the server's listen address */
+    socklen_t addrlen;
+    uint32_t inflight;
+    xfer *xfers;
+    int pool[POOL_CAP];              /* idle data connections on which this side is the requester */
+    int npool;
+    int unlink_acked;
+    int peer_gone;
+    peer_map *maps;
+} link_t;
+
+/* ---- serving connections (serve.c) ---- */
+typedef struct serve {
+    struct serve *next;
+    struct pdrt_ctx *ctx;
+    int fd;
+    uint64_t remote_id;
+    uint64_t session;
+    int same_host;
+    int reverse;                     /* client side: connect to the server first */
+    int aborted;                     /* set under ctx->mu by shutdowns that found no fd yet */
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    char local_ip[PDRT_IP_MAX];
+} serve;
+
+/* ---- server-side handshakes in progress (iothread.c) ---- */
+typedef struct pending {
+    struct pending *next;
+    int fd;
+    int64_t deadline;
+    int stage;                       /* 0: want HELLO, 1: want CONFIRM */
+    uint8_t buf[96];
+    size_t have;
+    link_t *lk;                      /* the LINKING placeholder after an accepted HELLO */
+    int peer_readable;
+} pending;
+
+typedef struct fdvec {
+    int *v;
+    size_t n, cap;
+} fdvec;
+
+struct pdrt_ctx {
+    struct pdrt_ctx *gnext;          /* global registry of live contexts */
+    int calls;                       /* API calls in progress (under the registry mutex) */
+    int closing;
+
+    uint64_t id;
+    uint32_t role;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;               /* link state changes, pool arrivals, thread exits */
+    pthread_cond_t ev_cv;            /* events */
+    int stopping;
+
+    int listen_fd;
+    uint16_t listen_port;
+    int wake_rd, wake_wr;
+    pthread_t io;
+    int io_started;
+    int io_quit;
+
+    link_t *links;
+    fdvec closing_fds;               /* control sockets for the I/O thread to close */
+    fdvec detached;                  /* control sockets a client force-unlinked; closed on peer EOF */
+    pending *pend;                   /* I/O thread only */
+
+    pdrt_event *events;
+    size_t ev_head, ev_len;
+
+    cache *caches;
+    uint64_t next_gen;
+    serve *serves;
+    int threads;                     /* live serving threads */
+
+    int fastpath;
+    char boot_id[BOOT_ID_LEN];
+    int probe_fd;
+    uint64_t probe_token;
+    int32_t pid;
+};
+
+/* ---- context registry and helpers (ctx.c) ---- */
+int ctx_enter(pdrt_ctx *ctx);        /* 0 when ctx is live; counts the call */
+void ctx_leave(pdrt_ctx *ctx);
+void ctx_wake_io(pdrt_ctx *ctx);
+int fdvec_push(fdvec *fv, int fd);
+void fdvec_remove_at(fdvec *fv, size_t i);
+uint64_t random_u64(void);
+
+/* ---- events (events.c) ---- */
+void event_push(pdrt_ctx *ctx, uint32_t kind, uint32_t side, uint64_t remote_id, int32_t code);
+
+/* ---- links (links.c), all under ctx->mu ---- */
+link_t *link_find(pdrt_ctx *ctx, uint64_t remote_id);
+link_t *link_find_fd(pdrt_ctx *ctx, int fd);
+link_t *link_new(uint64_t remote_id, uint32_t side);
+void link_insert(pdrt_ctx *ctx, link_t *lk);
+void link_unref(pdrt_ctx *ctx, link_t *lk);
+/* Drops a link from the list, aborts its transfers and serving connections, and hands its control
+ * socket to the I/O thread: closed (park = 0) or parked on the detached list (park = 1). */
+void link_remove(pdrt_ctx *ctx, link_t *lk, int park);
+void link_set_unusable(pdrt_ctx *ctx, link_t *lk);
+/* Sends a control message without blocking; on failure the socket is shut down. 0 = sent. */
+int ctl_send(int fd, uint32_t type, uint64_t arg);
+
+/* ---- link/unlink calls (linkcall.c, unlink.c) ---- */
+/* Checks one pdrt_cluster entry; for_link also requires a valid remote address (parsed into ss). */
+int32_t cluster_check(const pdrt_ctx *ctx, const pdrt_cluster *c, int for_link, struct sockaddr_storage *ss,
+                      socklen_t *len);
+/* Checks the arguments shared by pdrt_link and pdrt_unlink. */
+int32_t batch_check(const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms, const int32_t *rets);
+
+/* ---- I/O thread (iothread.c) ---- */
+int io_start(pdrt_ctx *ctx);
+void io_stop(pdrt_ctx *ctx);
+
+/* ---- serving (serve.c) ---- */
+/* Starts a serving thread; takes ownership of s. Under ctx->mu. 0 = started. */
+int serve_spawn(pdrt_ctx *ctx, serve *s);
+void serve_shutdown_session(pdrt_ctx *ctx, uint64_t session);
+void serve_shutdown_all(pdrt_ctx *ctx);
+
+/* ---- caches (cache.c), lookups under ctx->mu ---- */
+cache *cache_get(pdrt_ctx *ctx, uint64_t id);   /* takes a ref, NULL if unknown */
+void cache_put(pdrt_ctx *ctx, cache *c);        /* drops a ref; frees on the last */
+void cache_free_all(pdrt_ctx *ctx);
+int32_t cache_check_blocks(const cache *c, const uint32_t *blocks, uint32_t n);
+
+/* ---- same-host support (samehost.c) ---- */
+void samehost_init(pdrt_ctx *ctx);
+void samehost_fini(pdrt_ctx *ctx);
+/* Reads the 8-byte probe token a peer process exposes; 0 = read. */
+int samehost_read_probe(int32_t pid, uint32_t fd, uint64_t *token);
+void peer_map_put(peer_map *m);                  /* drops a ref under ctx->mu; unmaps on the last */
+#define MAP_USE_TCP 1                            /* *rc of peer_map_get: take the TCP path instead */
+/* Finds or maps the peer's cache (asking the peer over a data connection); takes a ref. NULL with
+ * *rc = a status, or MAP_USE_TCP when shared memory is not usable. Without ctx->mu. */
+peer_map *peer_map_get(pdrt_ctx *ctx, link_t *lk, xfer *x, uint64_t cache_id, int writable, int64_t deadline,
+                       int32_t *rc);
+/* 1 while the owner has not unregistered the mapped cache. */
+int peer_map_valid(const peer_map *m);
+
+/* ---- transfers (transfer.c, conn.c) ---- */
+/* Takes an idle data connection of lk (or opens one) by the deadline and publishes it in x->fd
+ * (so link_remove can abort it) as soon as it exists. Returns the fd, or -1 with a status in *rc.
+ * Called without ctx->mu, with a ref on lk and x on lk->xfers. */
+int conn_acquire(pdrt_ctx *ctx, link_t *lk, xfer *x, int64_t deadline, int32_t *rc);
+/* Unpublishes x->fd and pools the connection (reusable) or closes it. */
+void conn_release(pdrt_ctx *ctx, link_t *lk, xfer *x, int fd, int reusable);
+/* NET_* result of a transfer step → status. */
+int32_t net_status(int r);
+
+#endif /* PDRT_INTERNAL_H */

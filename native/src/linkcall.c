@@ -1,0 +1,228 @@
+/*
+ * pdrt_link: up to 16 client-side handshakes driven together by one poll loop with one deadline.
+ * Each cluster first takes a LINKING placeholder in the link table, so a concurrent link, unlink
+ * or incoming handshake for the same cluster id gets PROCESSING_LINK instead of racing.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "net.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { ST_CONNECT, ST_SEND_HELLO, ST_RECV_WELCOME, ST_SEND_CONFIRM, ST_RECV_ACK, ST_DONE };
+
+typedef struct {
+    int active;                 /* has a placeholder and a handshake in progress or done */
+    int fd;
+    int stage;
+    uint8_t out[HELLO_SIZE];
+    size_t olen, ooff;
+    uint8_t in[WELCOME_SIZE];
+    size_t ineed, ihave;
+    link_t *lk;
+    int32_t code;
+    wire_welcome w;
+    int same_host;
+} attempt;
+
+int32_t batch_check(const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms, const int32_t *rets) {
+    if (clusters == NULL || rets == NULL || n == 0) return PDRT_PARAM_INVALID;
+    if (n > PDRT_MAX_CLUSTERS_PER_CALL) return PDRT_CLUSTER_NUM_EXCEED_LIMIT;
+    if (timeout_ms <= 0) return PDRT_PARAM_INVALID;
+    return PDRT_SUCCESS;
+}
+
+int32_t cluster_check(const pdrt_ctx *ctx, const pdrt_cluster *c, int for_link, struct sockaddr_storage *ss,
+                      socklen_t *len) {
+    struct sockaddr_storage tmp;
+    socklen_t tlen;
+    int rlen = net_field_len(c->remote_ip, PDRT_IP_MAX), llen = net_field_len(c->local_ip, PDRT_IP_MAX);
+    if (c->reserved != 0 || rlen < 0 || llen < 0) return PDRT_PARAM_INVALID;
+    if (llen > 0 && net_parse_ip(c->local_ip, 0, &tmp, &tlen) != 0) return PDRT_PARAM_INVALID;
+    if (!for_link) /* unlink is keyed by cluster id; an address, when given, must still be valid */
+        return rlen == 0 || net_parse_ip(c->remote_ip, 1, &tmp, &tlen) == 0 ? PDRT_SUCCESS : PDRT_PARAM_INVALID;
+    if (c->remote_port == 0 || c->remote_cluster_id == ctx->id) return PDRT_PARAM_INVALID;
+    if (net_parse_ip(c->remote_ip, c->remote_port, ss, len) != 0) return PDRT_PARAM_INVALID;
+    if (llen > 0 && tmp.ss_family != ss->ss_family) return PDRT_PARAM_INVALID;
+    return PDRT_SUCCESS;
+}
+
+static void fail(attempt *a, int32_t code) {
+    a->code = code;
+    a->stage = ST_DONE;
+}
+
+static void on_welcome(attempt *a, int fastpath) {
+    if (wire_get_welcome(a->in, &a->w) != 0) { fail(a, PDRT_LINK_FAILED); return; }
+    if (a->w.status != PDRT_SUCCESS) {
+        int32_t s = a->w.status;
+        { fail(a, s == PDRT_ALREADY_LINK || s == PDRT_PROCESSING_LINK ? s : PDRT_LINK_FAILED); return; }
+    }
+    if (a->w.server_id != a->lk->remote_id) { fail(a, PDRT_LINK_FAILED); return; }
+    wire_confirm c = { 0 };
+    if ((a->w.flags & WELCOME_PEER_READABLE) && fastpath &&
+        samehost_read_probe((int32_t)a->w.pid, a->w.probe_fd, &c.token) == 0)
+        c.flags = CONFIRM_READ;
+    wire_put_confirm(a->out, &c);
+    a->olen = CONFIRM_SIZE;
+    a->ooff = 0;
+    a->stage = ST_SEND_CONFIRM;
+}
+
+/* Advances one handshake as far as it goes without blocking. */
+static void step(attempt *a, int fastpath) {
+    while (a->stage != ST_DONE) {
+        if (a->stage == ST_CONNECT) {
+            int err = 0;
+            socklen_t len = sizeof err;
+            struct pollfd p = { .fd = a->fd, .events = POLLOUT };
+            if (poll(&p, 1, 0) <= 0) return;
+            if (getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) { fail(a, PDRT_LINK_FAILED); return; }
+            a->stage = ST_SEND_HELLO;
+        } else if (a->stage == ST_SEND_HELLO || a->stage == ST_SEND_CONFIRM) {
+            ssize_t n = send(a->fd, a->out + a->ooff, a->olen - a->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+            if (n < 0) { fail(a, PDRT_LINK_FAILED); return; }
+            a->ooff += (size_t)n;
+            if (a->ooff < a->olen) continue;
+            a->ihave = 0;
+            a->ineed = a->stage == ST_SEND_HELLO ? WELCOME_SIZE : ACK_SIZE;
+            a->stage++;
+        } else {
+            ssize_t n = recv(a->fd, a->in + a->ihave, a->ineed - a->ihave, MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+            if (n <= 0) { fail(a, PDRT_LINK_FAILED); return; }
+            a->ihave += (size_t)n;
+            if (a->ihave < a->ineed) continue;
+            if (a->stage == ST_RECV_WELCOME) {
+                on_welcome(a, fastpath);
+                continue;
+            }
+            wire_ack ack;
+            if (wire_get_ack(a->in, &ack) != 0 || ack.status != PDRT_SUCCESS) { fail(a, PDRT_LINK_FAILED); return; }
+            a->same_host = ack.same_host != 0;
+            a->code = PDRT_SUCCESS;
+            a->stage = ST_DONE;
+        }
+    }
+}
+
+/* Under ctx->mu: takes a placeholder for cluster i, or says why not. */
+static int32_t reserve(pdrt_ctx *ctx, const pdrt_cluster *c, const struct sockaddr_storage *ss, socklen_t len,
+                       attempt *a) {
+    link_t *lk = link_find(ctx, c->remote_cluster_id);
+    if (lk != NULL)
+        return lk->state == PDRT_LINK_LINKING || lk->state == PDRT_LINK_UNLINKING ? PDRT_PROCESSING_LINK
+                                                                                  : PDRT_ALREADY_LINK;
+    lk = link_new(c->remote_cluster_id, PDRT_SIDE_CLIENT);
+    if (lk == NULL) return PDRT_OUT_OF_MEMORY;
+    memcpy(lk->remote_ip, c->remote_ip, PDRT_IP_MAX);
+    memcpy(lk->local_ip, c->local_ip, PDRT_IP_MAX);
+    lk->remote_port = c->remote_port;
+    lk->addr = *ss;
+    lk->addrlen = len;
+    link_insert(ctx, lk);
+    a->lk = lk;
+    a->active = 1;
+    return PDRT_SUCCESS;
+}
+
+static void start(pdrt_ctx *ctx, const pdrt_cluster *c, attempt *a, int fastpath) {
+    a->fd = net_connect_start(&a->lk->addr, a->lk->addrlen, c->local_ip, c->local_port);
+    if (a->fd < 0) {
+        fail(a, PDRT_LINK_FAILED);
+        return;
+    }
+    net_tune(a->fd, 1);
+    wire_hello h = { .version = WIRE_VERSION, .kind = CONN_CTL, .client_id = ctx->id,
+                     .server_id = c->remote_cluster_id, .role = ctx->role,
+                     .flags = HELLO_FORCE_LINK | (fastpath ? HELLO_FASTPATH : 0), .pid = (uint32_t)ctx->pid,
+                     .probe_fd = (uint32_t)ctx->probe_fd, .probe_token = ctx->probe_token };
+    memcpy(h.boot_id, ctx->boot_id, sizeof h.boot_id);
+    wire_put_hello(a->out, &h);
+    a->olen = HELLO_SIZE;
+    a->stage = ST_CONNECT;
+}
+
+/* Under ctx->mu: turns each placeholder into a link, or removes it. */
+static void finish(pdrt_ctx *ctx, attempt *at, uint32_t n, int32_t *rets) {
+    for (uint32_t i = 0; i < n; i++) {
+        attempt *a = &at[i];
+        if (!a->active) continue;
+        rets[i] = a->code;
+        if (a->code != PDRT_SUCCESS) {
+            if (a->fd >= 0) close(a->fd);
+            link_remove(ctx, a->lk, 0);
+            continue;
+        }
+        link_t *lk = a->lk;
+        lk->state = PDRT_LINK_LINKED;
+        lk->session = a->w.session;
+        lk->peer_pid = (int32_t)a->w.pid;
+        lk->same_host = a->same_host;
+        lk->ctl_fd = a->fd;
+        lk->watched = 1;
+    }
+    ctx_wake_io(ctx);
+}
+
+int32_t pdrt_link(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms, int32_t *rets) {
+    int32_t rc = batch_check(clusters, n, timeout_ms, rets);
+    if (rc != PDRT_SUCCESS) return rc;
+    if (ctx_enter(ctx) != 0) return PDRT_PARAM_INVALID;
+    int64_t deadline = now_ms() + timeout_ms;
+    attempt at[PDRT_MAX_CLUSTERS_PER_CALL];
+    memset(at, 0, sizeof at);
+    struct sockaddr_storage ss[PDRT_MAX_CLUSTERS_PER_CALL];
+    socklen_t len[PDRT_MAX_CLUSTERS_PER_CALL];
+    for (uint32_t i = 0; i < n; i++) {
+        at[i].fd = -1;
+        rets[i] = cluster_check(ctx, &clusters[i], 1, &ss[i], &len[i]);
+    }
+    pthread_mutex_lock(&ctx->mu);
+    int fastpath = ctx->fastpath;
+    for (uint32_t i = 0; i < n; i++) {
+        if (rets[i] != PDRT_SUCCESS) continue;
+        for (uint32_t k = 0; k < i && rets[i] == PDRT_SUCCESS; k++)
+            if (rets[k] != PDRT_PARAM_INVALID && clusters[k].remote_cluster_id == clusters[i].remote_cluster_id)
+                rets[i] = PDRT_PROCESSING_LINK; /* the same cluster twice in one call */
+        if (rets[i] == PDRT_SUCCESS) rets[i] = reserve(ctx, &clusters[i], &ss[i], len[i], &at[i]);
+    }
+    pthread_mutex_unlock(&ctx->mu);
+
+    for (uint32_t i = 0; i < n; i++)
+        if (at[i].active) start(ctx, &clusters[i], &at[i], fastpath);
+    for (;;) {
+        struct pollfd pfd[PDRT_MAX_CLUSTERS_PER_CALL];
+        uint32_t map[PDRT_MAX_CLUSTERS_PER_CALL], np = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            attempt *a = &at[i];
+            if (!a->active || a->stage == ST_DONE) continue;
+            short ev = a->stage == ST_RECV_WELCOME || a->stage == ST_RECV_ACK ? POLLIN : POLLOUT;
+            pfd[np] = (struct pollfd){ .fd = a->fd, .events = ev };
+            map[np++] = i;
+        }
+        if (np == 0) break;
+        int r = poll(pfd, np, remaining_ms(deadline));
+        if (r < 0 && errno != EINTR) r = 0;
+        if (r == 0 && remaining_ms(deadline) == 0) {
+            for (uint32_t k = 0; k < np; k++) fail(&at[map[k]], PDRT_TIMEOUT);
+            break;
+        }
+        for (uint32_t k = 0; k < np; k++)
+            if (pfd[k].revents) step(&at[map[k]], fastpath);
+    }
+
+    pthread_mutex_lock(&ctx->mu);
+    finish(ctx, at, n, rets);
+    pthread_mutex_unlock(&ctx->mu);
+    rc = PDRT_SUCCESS;
+    for (uint32_t i = 0; i < n; i++)
+        if (rets[i] != PDRT_SUCCESS) rc = PDRT_FAILED;
+    ctx_leave(ctx);
+    return rc;
+}

@@ -1,0 +1,122 @@
+/* The link table of a context: lookup, removal with everything hanging off a link, listing. */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "net.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+link_t *link_find(pdrt_ctx *ctx, uint64_t remote_id) {
+    for (link_t *lk = ctx->links; lk != NULL; lk = lk->next)
+        if (lk->remote_id == remote_id) return lk;
+    return NULL;
+}
+
+link_t *link_find_fd(pdrt_ctx *ctx, int fd) {
+    for (link_t *lk = ctx->links; lk != NULL; lk = lk->next)
+        if (lk->watched && lk->ctl_fd == fd) return lk;
+    return NULL;
+}
+
+link_t *link_new(uint64_t remote_id, uint32_t side) {
+    link_t *lk = calloc(1, sizeof *lk);
+    if (lk == NULL) return NULL;
+    lk->remote_id = remote_id;
+    lk->side = side;
+    lk->state = PDRT_LINK_LINKING;
+    lk->ctl_fd = -1;
+    lk->refs = 1;
+    return lk;
+}
+
+void link_insert(pdrt_ctx *ctx, link_t *lk) {
+    lk->next = ctx->links;
+    ctx->links = lk;
+    lk->listed = 1;
+}
+
+void link_unref(pdrt_ctx *ctx, link_t *lk) {
+    (void)ctx;
+    if (--lk->refs > 0) return;
+    for (int i = 0; i < lk->npool; i++) close(lk->pool[i]);
+    while (lk->maps != NULL) {
+        peer_map *m = lk->maps;
+        lk->maps = m->next;
+        peer_map_put(m);
+    }
+    if (lk->ctl_fd >= 0) close(lk->ctl_fd); /* only a never-watched socket can still be here */
+    free(lk);
+}
+
+void link_remove(pdrt_ctx *ctx, link_t *lk, int park) {
+    if (!lk->listed) return;
+    link_t **pp = &ctx->links;
+    while (*pp != lk) pp = &(*pp)->next;
+    *pp = lk->next;
+    lk->listed = 0;
+    for (xfer *x = lk->xfers; x != NULL; x = x->next)
+        if (x->fd >= 0) shutdown(x->fd, SHUT_RDWR);
+    for (int i = 0; i < lk->npool; i++) close(lk->pool[i]);
+    lk->npool = 0;
+    serve_shutdown_session(ctx, lk->session);
+    if (lk->ctl_fd >= 0) {
+        /* The I/O thread may be polling this socket right now: it must be the one to close it. */
+        if (fdvec_push(park ? &ctx->detached : &ctx->closing_fds, lk->ctl_fd) == 0) {
+            lk->ctl_fd = -1;
+        } else {
+            shutdown(lk->ctl_fd, SHUT_RDWR); /* freed with the link once the I/O thread let go */
+        }
+        lk->watched = 0;
+        ctx_wake_io(ctx);
+    }
+    pthread_cond_broadcast(&ctx->cv);
+    link_unref(ctx, lk);
+}
+
+void link_set_unusable(pdrt_ctx *ctx, link_t *lk) {
+    if (!lk->listed || lk->state == PDRT_LINK_UNUSABLE || lk->state == PDRT_LINK_UNLINKING) return;
+    lk->state = PDRT_LINK_UNUSABLE;
+    event_push(ctx, PDRT_EVENT_LINK_UNUSABLE, lk->side, lk->remote_id, PDRT_TIMEOUT);
+}
+
+int ctl_send(int fd, uint32_t type, uint64_t arg) {
+    uint8_t b[CTL_SIZE];
+    wire_ctl m = { .type = type, .arg = arg };
+    wire_put_ctl(b, &m);
+    ssize_t n;
+    do n = send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof b) return 0;
+    /* A 16-byte message that does not fit means the peer stopped reading long ago; a partial one
+     * would desynchronise the stream. Either way the connection is done. */
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) shutdown(fd, SHUT_RDWR);
+    return -1;
+}
+
+int32_t pdrt_list_links(pdrt_ctx *ctx, pdrt_link_info *out, uint32_t cap, uint32_t *n,
+                        uint32_t *total) {
+    if (n == NULL || total == NULL || (out == NULL && cap > 0) || ctx_enter(ctx) != 0)
+        return PDRT_PARAM_INVALID;
+    uint32_t k = 0, all = 0;
+    pthread_mutex_lock(&ctx->mu);
+    for (link_t *lk = ctx->links; lk != NULL; lk = lk->next, all++) {
+        if (k >= cap) continue;
+        pdrt_link_info *li = &out[k++];
+        memset(li, 0, sizeof *li);
+        li->remote_cluster_id = lk->remote_id;
+        li->side = lk->side;
+        li->state = lk->state;
+        li->transfers_in_flight = lk->inflight;
+        li->remote_port = lk->remote_port;
+        li->same_host = (uint16_t)lk->same_host;
+        memcpy(li->remote_ip, lk->remote_ip, PDRT_IP_MAX);
+    }
+    pthread_mutex_unlock(&ctx->mu);
+    *n = k;
+    *total = all;
+    ctx_leave(ctx);
+    return PDRT_SUCCESS;
+}
