@@ -1,0 +1,205 @@
+/**
+ * Two questions about `POST /v1/instances/refresh`, each answered as a ratio measured in one run:
+ * (a) Throughput of the source document's 2-instance refresh through a real socket: pdlink's
+ *     management app under Bun.serve vs a raw Bun.serve that parses the same JSON and answers 200.
+ *     Goal: ≥ 0.75×.
+ * (b) Server-side apply time (validate + apply, in-process) for 16, 256 and 4096 instances vs
+ *     JSON.parse of the same body. Goal: ≤ 2×. Reported alongside, for the record: readJsonBody's
+ *     exact-integer parse vs JSON.parse, and Valibot alone (the path of a rejected body).
+ *
+ * Run: node_modules/.bin/bun bench/refresh.bench.ts   (add --quick for a short check that writes nothing)
+ * The servers of (a) run in a child process so the load generator does not share their thread.
+ */
+import type { Socket } from 'bun';
+import * as v from 'valibot';
+import { ClusterRegistry } from '../src/cluster/registry.ts';
+import { createCoordinator } from '../src/coordinator.ts';
+import { parseJsonExact } from '../src/http/body.ts';
+import { exampleSnapshot, SEED_REFRESH_BODY } from '../src/schema/refresh-examples.ts';
+import { RefreshSchema, validateRefresh } from '../src/schema/refresh.ts';
+import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';
+
+/** `--quick`: a few short rounds to check the benchmark itself works; nothing is written. */
+const QUICK = process.argv.includes('--quick');
+const HTTP_ROUNDS = QUICK ? 2 : 10;
+const HTTP_ROUND_MS = QUICK ? 200 : 1500;
+const HTTP_CONNECTIONS = 8;
+const APPLY_ROUNDS = QUICK ? 2 : 10;
+const APPLY_ROUND_MS = QUICK ? 30 : 250;
+const SIZES = [16, 256, 4096];
+
+/** Child process: both servers on ephemeral loopback ports; exits when the parent closes stdin. */
+async function serve(): Promise<void> {
+  const coordinator = createCoordinator({ bodyLimitBytes: 8 * 1024 * 1024 });
+  const pdlink = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: coordinator.managementApp.fetch });
+  const raw = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    async fetch(request) {
+      JSON.parse(await request.text());
+      return new Response(null, { status: 200 });
+    },
+  });
+  console.log(JSON.stringify({ pdlink: pdlink.port, raw: raw.port }));
+  for await (const _ of Bun.stdin.stream());
+  process.exit(0);
+}
+
+async function main(): Promise<void> {
+  const http = await benchHttp();
+  const apply = await benchApply();
+
+  const applyOk = apply.every((r) => r.ratio.median <= 2);
+  const httpOk = http.ratio.median >= 0.75;
+  const summary = [
+    `(a) 2-instance refresh over HTTP, pdlink / raw Bun.serve: ${times(http.ratio.median)} (p10 ${times(http.ratio.p10)}, p90 ${times(http.ratio.p90)}); goal ≥ 0.75×: ${httpOk ? 'met' : 'NOT met'}.`,
+    `(b) validate + apply / JSON.parse: ${apply.map((r) => `${r.size} → ${times(r.ratio.median)}`).join(', ')}; goal ≤ 2×: ${applyOk ? 'met' : 'NOT met'}.`,
+  ].join('\n');
+  const rows: (string | number)[][] = [
+    ['(a) HTTP, 2 instances', 'req/s', fmt(spread(http.baseline).median), fmt(spread(http.subject).median), times(http.ratio.median), `${times(http.ratio.p10)}–${times(http.ratio.p90)}`],
+  ];
+  for (const r of apply) {
+    rows.push([`(b) validate + apply, ${r.size}`, 'ms/op', fmt(r.parseMs, 4), fmt(r.applyMs, 4), times(r.ratio.median), `${times(r.ratio.p10)}–${times(r.ratio.p90)}`]);
+    rows.push([`    readJsonBody parse, ${r.size}`, 'ms/op', fmt(r.parseMs, 4), fmt(r.exactMs, 4), times(r.exactRatio.median), `${times(r.exactRatio.p10)}–${times(r.exactRatio.p90)}`]);
+    rows.push([`    Valibot alone, ${r.size}`, 'ms/op', fmt(r.parseMs, 4), fmt(r.valibotMs, 4), times(r.valibotRatio.median), `${times(r.valibotRatio.p10)}–${times(r.valibotRatio.p90)}`]);
+  }
+  const table = markdownTable(['measurement', 'unit', 'baseline (median)', 'subject (median)', 'ratio (median)', 'ratio p10–p90'], rows);
+  console.log(`${summary}\n\n${table}`);
+  if (QUICK) return;
+  writeResults('refresh', {
+    summary,
+    markdownTable: table,
+    json: {
+      http: { rounds: HTTP_ROUNDS, roundMs: HTTP_ROUND_MS, connections: HTTP_CONNECTIONS, ...http },
+      apply: { rounds: APPLY_ROUNDS, roundMs: APPLY_ROUND_MS, sizes: apply },
+    },
+  });
+}
+
+const fmt = (x: number, digits = 0) => x.toFixed(digits);
+
+// ---- (a) HTTP throughput --------------------------------------------------------------------
+
+async function benchHttp() {
+  const child = Bun.spawn([process.execPath, import.meta.path, 'serve'], { stdin: 'pipe', stdout: 'pipe', stderr: 'inherit' });
+  try {
+    const ports = JSON.parse(await firstLine(child.stdout)) as { pdlink: number; raw: number };
+    const request = (port: number) =>
+      new TextEncoder().encode(
+        `POST /v1/instances/refresh HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(SEED_REFRESH_BODY)}\r\n\r\n${SEED_REFRESH_BODY}`,
+      );
+    const raw = request(ports.raw);
+    const pdlink = request(ports.pdlink);
+    await load(ports.raw, raw, 300); // warm-up of both servers and of the client
+    await load(ports.pdlink, pdlink, 300);
+    const r = await alternate(HTTP_ROUNDS, () => load(ports.raw, raw, HTTP_ROUND_MS), () => load(ports.pdlink, pdlink, HTTP_ROUND_MS));
+    return { baseline: r.baseline, subject: r.subject, ratios: r.ratios, ratio: spread(r.ratios) };
+  } finally {
+    child.stdin.end();
+    await child.exited;
+  }
+}
+
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const chunk of stream) {
+    text += decoder.decode(chunk);
+    const end = text.indexOf('\n');
+    if (end >= 0) return text.slice(0, end);
+  }
+  throw new Error('the server process exited before printing its ports');
+}
+
+/**
+ * Requests per second over `durationMs` from HTTP_CONNECTIONS keep-alive connections, each sending
+ * the next request as soon as the previous answer is complete. A raw socket client: far lighter
+ * than fetch, so the figure is the server's rather than the client's. Any non-200 fails the run.
+ */
+async function load(port: number, request: Uint8Array, durationMs: number): Promise<number> {
+  const deadline = performance.now() + durationMs;
+  let completed = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: HTTP_CONNECTIONS }, async () => {
+      const { promise, resolve, reject } = Promise.withResolvers<void>();
+      let pending = '';
+      await Bun.connect({
+        hostname: '127.0.0.1',
+        port,
+        socket: {
+          open(socket) {
+            socket.write(request);
+          },
+          data(socket: Socket, chunk: Buffer) {
+            pending += chunk.toString('latin1');
+            for (;;) {
+              const headerEnd = pending.indexOf('\r\n\r\n');
+              if (headerEnd < 0) return;
+              const head = pending.slice(0, headerEnd);
+              const status = head.slice(9, 12);
+              const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+              if (pending.length < headerEnd + 4 + length) return;
+              if (status !== '200') return reject(new Error(`port ${port} answered ${head.split('\r\n')[0]}: ${pending.slice(headerEnd + 4)}`));
+              pending = pending.slice(headerEnd + 4 + length);
+              completed++;
+              if (performance.now() >= deadline) {
+                socket.end();
+                return resolve();
+              }
+              socket.write(request);
+            }
+          },
+          error: (_socket, error) => reject(error),
+          close: () => resolve(),
+        },
+      });
+      await promise;
+    }),
+  );
+  return completed / ((performance.now() - started) / 1000);
+}
+
+// ---- (b) in-process apply time --------------------------------------------------------------
+
+async function benchApply() {
+  const results = [];
+  for (const size of SIZES) {
+    // Two successive snapshots differing in every instance's free slots: each apply updates all.
+    const texts = [JSON.stringify(exampleSnapshot(size)), JSON.stringify(exampleSnapshot(size, { load: 1 }))];
+    const parsed = texts.map((t) => JSON.parse(t) as unknown);
+    const registry = new ClusterRegistry();
+    let turn = 0;
+    const parse = () => msPerCall(() => JSON.parse(texts[turn++ & 1]!), APPLY_ROUND_MS);
+    const apply = () =>
+      msPerCall(() => {
+        const result = validateRefresh(parsed[turn++ & 1]);
+        if (!result.ok) throw new Error(`benchmark snapshot rejected: ${result.issues[0]?.message}`);
+        registry.apply(result.snapshot);
+      }, APPLY_ROUND_MS);
+    const exact = () => msPerCall(() => parseJsonExact(texts[turn++ & 1]!), APPLY_ROUND_MS);
+    const valibot = () => msPerCall(() => v.safeParse(RefreshSchema, parsed[turn++ & 1], { abortEarly: false }), APPLY_ROUND_MS);
+    const main = await alternate(APPLY_ROUNDS, parse, apply);
+    const exactRun = await alternate(APPLY_ROUNDS, parse, exact);
+    const valibotRun = await alternate(APPLY_ROUNDS, parse, valibot);
+    const median = (xs: number[]) => spread(xs).median;
+    results.push({
+      size,
+      bodyBytes: Buffer.byteLength(texts[0]!),
+      parseMs: median(main.baseline),
+      applyMs: median(main.subject),
+      ratio: spread(main.ratios),
+      ratios: main.ratios,
+      exactMs: median(exactRun.subject),
+      exactRatio: spread(exactRun.ratios),
+      valibotMs: median(valibotRun.subject),
+      valibotRatio: spread(valibotRun.ratios),
+    });
+  }
+  return results;
+}
+
+// Last, so every constant above is initialised when it runs.
+if (process.argv[2] === 'serve') await serve();
+else await main();
