@@ -312,6 +312,30 @@ describe('several problems at once', () => {
       'instances[1].dynamic_info.peers[1]',
     ]);
   });
+  test('an oversized array is refused by its length before any item is checked', () => {
+    const started = performance.now();
+    expect(issuesOf({ ids: Array(2_000_000).fill('x'), instances: [] })).toEqual([{ path: 'ids', message: 'at most 4096 ids, got 2000000' }]);
+    const peers = seedWith((b) => (b.instances[1]!.dynamic_info.peers = Array(MAX_INSTANCES + 1).fill(0)));
+    expect(issuesOf(peers)).toEqual([{ path: 'instances[1].dynamic_info.peers', message: 'at most 4096 peers, got 4097' }]);
+    expect(performance.now() - started).toBeLessThan(5000); // generous: the point is no per-item work
+  });
+  test('a body of thousands of wrong items lists the first ones and counts the rest, without collecting them all', () => {
+    const body = exampleSnapshot(64);
+    for (const instance of body.instances) instance.dynamic_info.peers = Array(MAX_INSTANCES).fill('x');
+    const issues = issuesOf(body);
+    expect(issues).toHaveLength(MAX_REPORTED_ISSUES + 1);
+    expect(issues[0]).toEqual({ path: 'instances[0].dynamic_info.peers[0]', message: 'expected an integer, got string "x"' });
+    expect(issues.at(-1)).toEqual({ path: '', message: `${64 * MAX_INSTANCES - MAX_REPORTED_ISSUES} more issues not listed` });
+  });
+  test('the issue budget of one validation does not leak into the next', () => {
+    const many = seedWith((b) => (b.instances[1]!.dynamic_info.peers = Array(500).fill(true)));
+    expect(issuesOf(many)).toHaveLength(MAX_REPORTED_ISSUES + 1);
+    expect(issuesOf(seedWith((b) => (b.instances[0]!.port = '1')))).toEqual([
+      { path: 'instances[0].port', message: expect.stringContaining('decimal integer string') },
+    ]);
+    // Direct Valibot use is unbudgeted: every issue is there.
+    expect(v.safeParse(RefreshSchema, many, { abortEarly: false }).issues).toHaveLength(500);
+  });
   test(`at most ${MAX_REPORTED_ISSUES} issues are listed, the rest counted`, () => {
     const body = seedWith((b) => (b.instances[D]!.dynamic_info.peers = Array(250).fill(0)));
     const issues = issuesOf(body);

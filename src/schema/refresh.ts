@@ -5,23 +5,21 @@
  */
 import * as v from 'valibot';
 import { errors, type FieldIssue } from '../errors.ts';
-import type { RoleCode } from '../cluster/instance.ts';
 import { UnsafeInteger } from '../http/body.ts';
+import { crossInstanceIssues } from './refresh-cross.ts';
 import { isValidSnapshot } from './refresh-fast.ts';
 import {
   BLOCK_SIZE_MAX,
   isIpString,
   isNonEmptyString,
   isPortString,
-  isUint64,
   isUintIn,
   LABEL_CODES,
+  ROLE_CODES,
   MAX_INSTANCES,
   PORT_MAX,
   PORT_MIN,
-  ROLE_CODES,
   ROLE_DECODE,
-  ROLE_PREFILL,
   TOTAL_SLOTS_MAX,
   UINT32_MAX,
   UINT64_MAX_EXACT,
@@ -45,12 +43,38 @@ function received(value: unknown): string {
   return `${typeof value} ${String(value)}`;
 }
 
-/** An unsigned integer schema in [min, max]; one check and a message saying which part failed. */
+/**
+ * Issues the validation in progress may still create. Valibot collects every issue, and a few MB
+ * of wrong array items would allocate gigabytes of them: once the budget is spent, checks only
+ * count what they no longer report (a skipped value passes its leaf check; the body is rejected on
+ * the issues already collected). Validation is synchronous, so one module-level budget is safe;
+ * validateRefresh sets it, a direct `v.safeParse(RefreshSchema, …)` runs unbudgeted.
+ */
+const budget = { left: Number.POSITIVE_INFINITY, skipped: 0 };
+
+/** Spends one issue from the budget; false when it is spent (the issue is then only counted). */
+function spend(): boolean {
+  if (budget.left <= 0) {
+    budget.skipped++;
+    return false;
+  }
+  budget.left--;
+  return true;
+}
+
+/** A leaf schema: one check, one message built from the received value, issues drawn on the budget. */
+function leaf<T>(isValid: (x: unknown) => boolean, message: (x: unknown) => string) {
+  return v.custom<T>(
+    (x) => isValid(x) || !spend(),
+    (issue) => message(issue.input),
+  );
+}
+
+/** An unsigned integer in [min, max], with a message saying which part failed. */
 function uint(min: number, max: number, describe = `in [${min}, ${max}]`) {
-  return v.custom<number>(
+  return leaf<number>(
     (x) => isUintIn(x, min, max),
-    (issue) => {
-      const x = issue.input;
+    (x) => {
       if (x instanceof UnsafeInteger) return UNSAFE_INTEGER_MESSAGE;
       if (typeof x !== 'number' || !Number.isInteger(x)) return `expected an integer, got ${received(x)}`;
       if (x > UINT64_MAX_EXACT) return UNSAFE_INTEGER_MESSAGE;
@@ -63,27 +87,21 @@ const uint64 = () => uint(0, UINT64_MAX_EXACT, 'an unsigned integer');
 const uint32 = (min = 0) => uint(min, UINT32_MAX);
 
 function oneOf<T extends number>(codes: readonly T[], meaning: string) {
-  return v.custom<T>(
+  return leaf<T>(
     (x) => (codes as readonly unknown[]).includes(x),
-    (issue) => (issue.input instanceof UnsafeInteger ? UNSAFE_INTEGER_MESSAGE : `must be one of ${meaning}, got ${received(issue.input)}`),
+    (x) => (x instanceof UnsafeInteger ? UNSAFE_INTEGER_MESSAGE : `must be one of ${meaning}, got ${received(x)}`),
   );
 }
 
-const portString = v.custom<string>(isPortString, (issue) =>
-  typeof issue.input === 'string'
-    ? `must be a decimal integer string in ["${PORT_MIN}", "${PORT_MAX}"] (no sign, spaces or leading zeros), got ${received(issue.input)}`
-    : `expected a string such as "1025", got ${received(issue.input)}`,
+const portString = leaf<string>(isPortString, (x) =>
+  typeof x === 'string'
+    ? `must be a decimal integer string in ["${PORT_MIN}", "${PORT_MAX}"] (no sign, spaces or leading zeros), got ${received(x)}`
+    : `expected a string such as "1025", got ${received(x)}`,
 );
 
-const ipString = v.custom<string>(
-  isIpString,
-  (issue) => `expected an IPv4 or IPv6 address, got ${received(issue.input)}`,
-);
+const ipString = leaf<string>(isIpString, (x) => `expected an IPv4 or IPv6 address, got ${received(x)}`);
 
-const nonEmptyString = v.custom<string>(
-  isNonEmptyString,
-  (issue) => `expected a non-empty string, got ${received(issue.input)}`,
-);
+const nonEmptyString = leaf<string>(isNonEmptyString, (x) => `expected a non-empty string, got ${received(x)}`);
 
 /**
  * A JSON object with the given entries, unknown keys kept. Arrays are refused first: Valibot's
@@ -100,9 +118,22 @@ function wireObject<const E extends v.ObjectEntries>(entries: E) {
   );
 }
 
-function arrayOf<T extends v.GenericSchema>(item: T) {
-  return v.array(item, (issue) => `expected an array, got ${received(issue.input)}`);
+/** An array of at most MAX_INSTANCES items; a longer one is refused before any item is checked. */
+function arrayOf<T extends v.GenericSchema>(item: T, what: string) {
+  return v.pipe(
+    v.custom<unknown[]>(
+      (x) => Array.isArray(x) && x.length <= MAX_INSTANCES,
+      (issue) =>
+        Array.isArray(issue.input)
+          ? `at most ${MAX_INSTANCES} ${what}, got ${issue.input.length}`
+          : `expected an array, got ${received(issue.input)}`,
+    ),
+    v.array(item),
+  );
 }
+
+/** Both numbers: a cross-field rule only compares values that passed (or skipped) their own check. */
+const numbers = (...xs: unknown[]) => xs.every((x) => typeof x === 'number');
 
 const staticInfo = v.pipe(
   wireObject({
@@ -118,7 +149,7 @@ const staticInfo = v.pipe(
   v.forward(
     v.partialCheck(
       [['max_seq_len'], ['max_output_len']],
-      (s) => s.max_output_len <= s.max_seq_len - 1,
+      (s) => !numbers(s.max_seq_len, s.max_output_len) || s.max_output_len <= s.max_seq_len - 1,
       (issue) => `must be in [1, max_seq_len - 1] = [1, ${issue.input.max_seq_len - 1}], got ${issue.input.max_output_len}`,
     ),
     ['max_output_len'],
@@ -128,7 +159,7 @@ const staticInfo = v.pipe(
 const dynamicInfo = wireObject({
   avail_slots_num: uint32(),
   avail_block_num: uint32(),
-  peers: v.optional(arrayOf(uint64())),
+  peers: v.optional(arrayOf(uint64(), 'peers')),
 });
 
 const instanceObject = wireObject({
@@ -150,7 +181,7 @@ const instanceSchema = v.pipe(
   v.forward(
     v.partialCheck(
       [['static_info', 'total_slots_num'], ['dynamic_info', 'avail_slots_num']],
-      (i) => i.dynamic_info.avail_slots_num <= i.static_info.total_slots_num,
+      (i) => !numbers(i.dynamic_info.avail_slots_num, i.static_info.total_slots_num) || i.dynamic_info.avail_slots_num <= i.static_info.total_slots_num,
       (issue) => availMessage('total_slots_num', issue.input.static_info.total_slots_num, issue.input.dynamic_info.avail_slots_num),
     ),
     // Valibot's path typing stops at the index signature a loose object adds; the path is checked by tests.
@@ -159,7 +190,7 @@ const instanceSchema = v.pipe(
   v.forward(
     v.partialCheck(
       [['static_info', 'total_block_num'], ['dynamic_info', 'avail_block_num']],
-      (i) => i.dynamic_info.avail_block_num <= i.static_info.total_block_num,
+      (i) => !numbers(i.dynamic_info.avail_block_num, i.static_info.total_block_num) || i.dynamic_info.avail_block_num <= i.static_info.total_block_num,
       (issue) => availMessage('total_block_num', issue.input.static_info.total_block_num, issue.input.dynamic_info.avail_block_num),
     ),
     ['dynamic_info', 'avail_block_num'] as never,
@@ -177,16 +208,13 @@ const instanceSchema = v.pipe(
 /** The snapshot schema, structural and cross-instance rules included. */
 export const RefreshSchema = v.pipe(
   wireObject({
-    ids: v.pipe(arrayOf(uint64()), v.maxLength(MAX_INSTANCES, (i) => `at most ${MAX_INSTANCES} ids, got ${i.received}`)),
-    instances: v.pipe(
-      arrayOf(instanceSchema),
-      v.maxLength(MAX_INSTANCES, (i) => `at most ${MAX_INSTANCES} instances, got ${i.received}`),
-    ),
+    ids: arrayOf(uint64(), 'ids'),
+    instances: arrayOf(instanceSchema, 'instances'),
   }),
   v.rawCheck(({ dataset, addIssue }) => {
-    for (const issue of crossInstanceIssues(dataset.value)) {
-      addIssue({ message: issue.message, path: toPathItems(issue.at) });
-    }
+    crossInstanceIssues(dataset.value, (at, message) => {
+      if (spend()) addIssue({ message: message(), path: toPathItems(at) });
+    });
   }),
 );
 
@@ -204,9 +232,16 @@ export function validateRefresh(body: unknown): ValidationResult {
   // Bodies arrive every second and are almost always valid: a hand-written check accepts those at
   // a fraction of Valibot's cost; Valibot runs only to explain a rejection (bench/refresh.bench.ts).
   if (isValidSnapshot(body)) return { ok: true, snapshot: body as RefreshSnapshot };
-  const result = v.safeParse(RefreshSchema, body, { abortEarly: false });
+  budget.left = MAX_REPORTED_ISSUES;
+  budget.skipped = 0;
+  let result: v.SafeParseResult<typeof RefreshSchema>;
+  try {
+    result = v.safeParse(RefreshSchema, body, { abortEarly: false });
+  } finally {
+    budget.left = Number.POSITIVE_INFINITY;
+  }
   if (result.success) return { ok: true, snapshot: result.output };
-  return { ok: false, issues: capIssues(toFieldIssues(result.issues)) };
+  return { ok: false, issues: capIssues(toFieldIssues(result.issues), budget.skipped) };
 }
 
 /**
@@ -219,91 +254,14 @@ export function parseRefresh(body: unknown): RefreshSnapshot {
   return result.snapshot;
 }
 
-function capIssues(issues: FieldIssue[]): FieldIssue[] {
-  if (issues.length <= MAX_REPORTED_ISSUES) return issues;
-  const more = issues.length - MAX_REPORTED_ISSUES;
+/** The first MAX_REPORTED_ISSUES issues, then one line counting the rest (listed or skipped). */
+function capIssues(issues: FieldIssue[], skipped: number): FieldIssue[] {
+  const more = Math.max(0, issues.length - MAX_REPORTED_ISSUES) + skipped;
+  if (more === 0) return issues;
   return [...issues.slice(0, MAX_REPORTED_ISSUES), { path: '', message: `${more} more issue${more === 1 ? '' : 's'} not listed` }];
 }
 
-// ---- cross-instance rules -------------------------------------------------------------------
-
-type Key = string | number;
-interface LocatedIssue {
-  at: Key[];
-  message: string;
-}
-
-const ROLE_NAME: Record<number, string> = { 80: 'prefill', 68: 'decode', 85: 'undefined' };
-
-/**
- * Rules spanning instances: ids ↔ instances, duplicates, peers. Runs on partially valid input too
- * (so its issues come with the structural ones), skipping values that already have their own issue
- * and reporting a missing reference only when every id it could refer to is readable.
- */
-function crossInstanceIssues(root: unknown): LocatedIssue[] {
-  const out: LocatedIssue[] = [];
-  if (root === null || typeof root !== 'object') return out;
-  const { ids, instances } = root as { ids?: unknown; instances?: unknown };
-  const idList = Array.isArray(ids) ? ids : undefined;
-  const instanceList = Array.isArray(instances) ? instances : undefined;
-
-  const listed = new Map<number, number>();
-  let idsReadable = idList !== undefined;
-  idList?.forEach((id, index) => {
-    if (!isUint64(id)) return void (idsReadable = false);
-    const first = listed.get(id);
-    if (first === undefined) listed.set(id, index);
-    else out.push({ at: ['ids', index], message: `duplicate id ${id} (first at ids[${first}])` });
-  });
-
-  const byId = new Map<number, { index: number; role: unknown }>();
-  let instancesReadable = instanceList !== undefined;
-  instanceList?.forEach((item, index) => {
-    const id = (item as { id?: unknown } | null)?.id;
-    if (!isUint64(id)) return void (instancesReadable = false);
-    const first = byId.get(id);
-    if (first !== undefined) {
-      out.push({ at: ['instances', index, 'id'], message: `duplicate instance id ${id} (first at instances[${first.index}])` });
-      return;
-    }
-    byId.set(id, { index, role: (item as { static_info?: { role?: unknown } }).static_info?.role });
-    if (idsReadable && !listed.has(id)) out.push({ at: ['instances', index, 'id'], message: `id ${id} is not listed in ids` });
-  });
-  if (instancesReadable) {
-    for (const [id, index] of listed) {
-      if (!byId.has(id)) out.push({ at: ['ids', index], message: `id ${id} has no entry in instances` });
-    }
-  }
-
-  instanceList?.forEach((item, index) => {
-    const role = (item as { static_info?: { role?: unknown } } | null)?.static_info?.role;
-    const peers = (item as { dynamic_info?: { peers?: unknown } } | null)?.dynamic_info?.peers;
-    if (!Array.isArray(peers)) return;
-    const seen = new Map<number, number>();
-    peers.forEach((peer, k) => {
-      if (!isUint64(peer)) return;
-      const at = ['instances', index, 'dynamic_info', 'peers', k];
-      const first = seen.get(peer);
-      if (first !== undefined) return void out.push({ at, message: `duplicate peer id ${peer} (first at peers[${first}])` });
-      seen.set(peer, k);
-      const target = byId.get(peer);
-      if (target === undefined) {
-        if (instancesReadable) out.push({ at, message: `peer ${peer} is not an instance of this snapshot` });
-        return;
-      }
-      const wanted = role === ROLE_DECODE ? ROLE_PREFILL : role === ROLE_PREFILL ? ROLE_DECODE : undefined;
-      if (wanted !== undefined && ROLE_CODES.includes(target.role as RoleCode) && target.role !== wanted) {
-        out.push({
-          at,
-          message: `peer ${peer} has role ${String(target.role)} (${ROLE_NAME[target.role as number]}); the peers of a ${ROLE_NAME[role as number]} instance must be ${ROLE_NAME[wanted]} instances (role ${wanted})`,
-        });
-      }
-    });
-  });
-  return out;
-}
-
-function toPathItems(at: Key[]): [v.IssuePathItem, ...v.IssuePathItem[]] {
+function toPathItems(at: readonly (string | number)[]): [v.IssuePathItem, ...v.IssuePathItem[]] {
   const [first, ...rest] = at.map((key): v.IssuePathItem => ({ type: 'unknown', origin: 'value', input: undefined, key, value: undefined }));
   return [first!, ...rest];
 }
