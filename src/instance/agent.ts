@@ -14,7 +14,7 @@ import { createRegistry, type Registry } from '../metrics.ts';
 import { EventPump } from '../workers/event-pump.ts';
 import { PoolLinkExecutor } from '../workers/pool-executor.ts';
 import { WorkerPool, type PoolAtomics } from '../workers/pool.ts';
-import type { Encoding } from '../workers/protocol.ts';
+import type { Encoding, RuntimeLink } from '../workers/protocol.ts';
 
 /** Role carried in the runtime handshake (pdrt.h PDRT_ROLE_*). */
 export const RUNTIME_ROLE = { prompt: 0, decoder: 1, mix: 2 } as const;
@@ -97,15 +97,30 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     executor,
     endpoints: options.devices.map((d) => d.endpoint),
     registry: metrics,
+    // Outgoing links leave from the device's own address, as a device's traffic would.
+    localAddresses: new Map(options.devices.map((d) => [d.endpoint, { ip: d.ip, port: 0 }])),
     ...(options.batchWindowMs === undefined ? {} : { batchWindowMs: options.batchWindowMs }),
     ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }),
   });
   const pump = new EventPump({
     pool: eventPool,
     endpoints: new Map([...handles].map(([endpoint, handle]) => [handle, endpoint])),
-    onEvent: (endpoint, event) => linkManager.handleRuntimeEvent(endpoint, event),
+    onEvent: (endpoint, event) => {
+      linkManager.handleRuntimeEvent(endpoint, event);
+      if (event.kind === 'peer-linked') void noteServerAddresses(endpoint);
+    },
     ...(options.eventWaitMs === undefined ? {} : { waitMs: options.eventWaitMs }),
   });
+  // Link events carry no address; the runtime's link list has the peer's.
+  const noteServerAddresses = async (endpoint: string): Promise<void> => {
+    const handle = handles.get(endpoint);
+    if (handle === undefined) return;
+    const reply = await pool.run<RuntimeLink[]>({ op: 'list', handle });
+    if (!reply.ok) return;
+    for (const link of reply.value) {
+      if (link.side === 1 && link.remoteIp !== '') linkManager.noteRemote(endpoint, link.remoteClusterId, { ip: link.remoteIp, port: link.remotePort });
+    }
+  };
   pump.start();
 
   const byIp = new Map(options.devices.map((d) => [d.ip, d.endpoint]));

@@ -78,6 +78,19 @@ describe('linkClusters / unlinkClusters', () => {
     expect((await first).ret).toBe(S.LLM_SUCCESS);
   });
 
+  test('an endpoint links from its own address unless the target names one', async () => {
+    const executor = new FakeExecutor();
+    const seen: unknown[] = [];
+    const manager = new LinkManager({
+      executor: { link: (e, c, t) => (seen.push(...c.map((x) => x.local)), executor.link(e, c, t)), unlink: (e, c, t, f) => executor.unlink(e, c, t, f) },
+      endpoints: ['0'],
+      batchWindowMs: 0,
+      localAddresses: new Map([['0', { ip: '127.0.0.3', port: 0 }]]),
+    });
+    await manager.linkClusters([target(1), { ...target(2), local: { ip: '127.0.0.9', port: 5 } }]);
+    expect(seen).toEqual([{ ip: '127.0.0.3', port: 0 }, { ip: '127.0.0.9', port: 5 }]);
+  });
+
   test('force unlink is passed through and clears the local entry', async () => {
     const { manager, executor } = setup();
     await manager.linkClusters([target(1)]);
@@ -157,6 +170,18 @@ describe('runtime events', () => {
     manager.handleRuntimeEvent('0', { kind: 'peer-linked', side: 'server', remoteClusterId: 5n, code: 0 });
     manager.handleRuntimeEvent('0', { kind: 'peer-unlinked', side: 'server', remoteClusterId: 5n, code: 0 });
     expect(manager.list()).toEqual([]);
+  });
+
+  test('noteRemote fills in the address of a server-side link only', async () => {
+    const { manager } = setup();
+    manager.handleRuntimeEvent('0', { kind: 'peer-linked', side: 'server', remoteClusterId: 5n, code: 0 });
+    manager.noteRemote('0', 5n, { ip: '127.0.0.3', port: 40000 });
+    expect(manager.get('0', 5n)).toMatchObject({ state: 'linked', side: 'server', remote: { ip: '127.0.0.3', port: 40000 } });
+    await manager.linkClusters([target(1)]);
+    manager.noteRemote('0', 1n, { ip: '127.0.0.9', port: 1 });
+    manager.noteRemote('0', 99n, { ip: '127.0.0.9', port: 1 });
+    expect(manager.get('0', 1n)?.remote).toEqual({ ip: '127.0.0.2', port: 26000 });
+    expect(manager.get('0', 99n)).toBeUndefined();
   });
 
   test('client side: a lost peer or unusable link marks the link failed', async () => {

@@ -5,6 +5,7 @@
  */
 import type { Registry } from '../metrics.ts';
 import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
+import type { IpPort } from './endpoint.ts';
 import { createLinkMetrics, type LinkMetrics } from './metrics.ts';
 import { reconcileOnce, type ReconcileReport } from './reconcile.ts';
 import { LLM_STATUS } from './status.ts';
@@ -27,6 +28,8 @@ export interface LinkManagerOptions {
   readonly batchWindowMs?: number;
   readonly registry?: Registry;
   readonly now?: () => number;
+  /** Local address an endpoint links from when a target names none (its device address, port 0). */
+  readonly localAddresses?: ReadonlyMap<string, IpPort>;
 }
 
 export interface LinkOptions {
@@ -45,6 +48,7 @@ export class LinkManager {
   readonly #batcher: Batcher;
   readonly #metrics: LinkMetrics;
   readonly #inflight = new Set<Promise<unknown>>();
+  readonly #localAddresses: ReadonlyMap<string, IpPort>;
   #reconcileChain: Promise<unknown> = Promise.resolve();
   #reconcileGeneration = 0;
 
@@ -61,6 +65,7 @@ export class LinkManager {
     this.#endpoints = new Set(options.endpoints);
     this.#defaultEndpoint = first;
     this.#table = new LinkTable(options.now);
+    this.#localAddresses = options.localAddresses ?? new Map();
     this.#metrics = createLinkMetrics(options.registry, this.#table);
     this.#batcher = new Batcher({ maxBatch, windowMs, run: (key, clusters) => this.#runBatch(key, clusters) });
   }
@@ -139,6 +144,15 @@ export class LinkManager {
     }
   }
 
+  /**
+   * Records the peer address of a server-side link, which the link event does not carry.
+   * @example manager.noteRemote('0', 7n, { ip: '127.0.0.3', port: 41234 });
+   */
+  noteRemote(endpoint: string, remoteClusterId: bigint, remote: IpPort): void {
+    const entry = this.#table.get(endpoint, remoteClusterId);
+    if (entry?.side === 'server' && entry.remote === undefined) this.#table.set(endpoint, remoteClusterId, { state: entry.state, code: entry.code, remote, reason: 'peer-address' });
+  }
+
   /** Every link the manager knows, client and server side. */
   list(): LinkInfo[] {
     return this.#table.list();
@@ -190,7 +204,8 @@ export class LinkManager {
     if (entry?.state === 'linking' || entry?.state === 'unlinking') return LLM_STATUS.LLM_PROCESSING_LINK;
     if (entry?.state === 'linked') return LLM_STATUS.LLM_ALREADY_LINK;
     this.#table.set(endpoint, id, { state: 'linking', side: 'client', remote: target.remote, reason: 'link' });
-    const outcome = await this.#batcher.push(key, target);
+    const local = target.local ?? this.#localAddresses.get(endpoint);
+    const outcome = await this.#batcher.push(key, local === undefined ? target : { ...target, local });
     if (outcome.indeterminate) return this.#abandonLink(target, endpoint, key, outcome);
     if (outcome.code === LLM_STATUS.LLM_SUCCESS || outcome.code === LLM_STATUS.LLM_ALREADY_LINK) {
       // ALREADY_LINK from the runtime means it holds the link: the state is linked either way.
