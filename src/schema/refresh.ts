@@ -15,10 +15,10 @@ import {
   isPortString,
   isUintIn,
   LABEL_CODES,
-  ROLE_CODES,
   MAX_INSTANCES,
   PORT_MAX,
   PORT_MIN,
+  ROLE_CODES,
   ROLE_DECODE,
   TOTAL_SLOTS_MAX,
   UINT32_MAX,
@@ -172,29 +172,28 @@ const instanceObject = wireObject({
   dynamic_info: dynamicInfo,
 });
 
-function availMessage(total: 'total_slots_num' | 'total_block_num', limit: number, got: number): string {
-  return `must be in [0, ${total}] = [0, ${limit}], got ${got}`;
+type InstanceShape = v.InferOutput<typeof instanceObject>;
+type AvailPair = ['avail_slots_num', 'total_slots_num'] | ['avail_block_num', 'total_block_num'];
+type AvailPaths = [['static_info', string], ['dynamic_info', string]];
+type AvailMessage = (issue: v.PartialCheckIssue<InstanceShape>) => string;
+
+/** `dynamic_info.<avail>` ≤ `static_info.<total>`, reported at the avail field. */
+function availWithin(...[avail, total]: AvailPair) {
+  return v.forward(
+    v.partialCheck<InstanceShape, AvailPaths, InstanceShape, AvailMessage>(
+      [['static_info', total], ['dynamic_info', avail]],
+      (i) => !numbers(i.dynamic_info[avail], i.static_info[total]) || i.dynamic_info[avail] <= i.static_info[total],
+      ({ input }) => `must be in [0, ${total}] = [0, ${input.static_info[total]}], got ${input.dynamic_info[avail]}`,
+    ),
+    // Valibot's path typing stops at the index signature a loose object adds; tests check the path.
+    ['dynamic_info', avail] as never,
+  );
 }
 
 const instanceSchema = v.pipe(
   instanceObject,
-  v.forward(
-    v.partialCheck(
-      [['static_info', 'total_slots_num'], ['dynamic_info', 'avail_slots_num']],
-      (i) => !numbers(i.dynamic_info.avail_slots_num, i.static_info.total_slots_num) || i.dynamic_info.avail_slots_num <= i.static_info.total_slots_num,
-      (issue) => availMessage('total_slots_num', issue.input.static_info.total_slots_num, issue.input.dynamic_info.avail_slots_num),
-    ),
-    // Valibot's path typing stops at the index signature a loose object adds; the path is checked by tests.
-    ['dynamic_info', 'avail_slots_num'] as never,
-  ),
-  v.forward(
-    v.partialCheck(
-      [['static_info', 'total_block_num'], ['dynamic_info', 'avail_block_num']],
-      (i) => !numbers(i.dynamic_info.avail_block_num, i.static_info.total_block_num) || i.dynamic_info.avail_block_num <= i.static_info.total_block_num,
-      (issue) => availMessage('total_block_num', issue.input.static_info.total_block_num, issue.input.dynamic_info.avail_block_num),
-    ),
-    ['dynamic_info', 'avail_block_num'] as never,
-  ),
+  availWithin('avail_slots_num', 'total_slots_num'),
+  availWithin('avail_block_num', 'total_block_num'),
   v.forward(
     v.partialCheck(
       [['static_info', 'role'], ['dynamic_info', 'peers']],
