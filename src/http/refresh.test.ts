@@ -249,6 +249,13 @@ describe('POST /v1/instances/refresh', () => {
   });
 });
 
+describe('options', () => {
+  test.each([0, -1, 1.5, Number.NaN])('bodyLimitBytes %p is refused when the routes are built', (limit) => {
+    const build = () => refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: limit, metrics: createRegistry() });
+    expect(build).toThrow('bodyLimitBytes: must be a positive integer');
+  });
+});
+
 describe('GET /v1/instances', () => {
   test('before any refresh: an empty view', async () => {
     const { app } = setup();

@@ -26,6 +26,9 @@ export interface RefreshRouteDeps {
  */
 export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   const { registry, bodyLimitBytes } = deps;
+  if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes <= 0) {
+    throw errors.configInvalid([{ path: 'bodyLimitBytes', message: `must be a positive integer, got ${bodyLimitBytes}` }], 'refreshRoutes');
+  }
   const metrics = refreshMetrics(deps.metrics, registry);
   const app = new Hono();
   app.onError(onError);
