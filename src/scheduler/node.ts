@@ -24,7 +24,7 @@ export class SchedulerNode implements PoolMember {
   /** Prefill: linked D's that can take a request now (admissible, free slot and block), ordered by load. */
   readonly decodes: Pool<SchedulerNode>;
   /** Prefill: which global counters this node is counted in, so each update adjusts them by difference. */
-  counted = { linked: false, healthyLinked: false, paired: false };
+  readonly counted = { linked: false, healthyLinked: false, paired: false };
 
   constructor(instance: Instance, role: 'prefill' | 'decode') {
     this.id = instance.id;

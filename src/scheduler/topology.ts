@@ -50,18 +50,18 @@ export class Topology {
   readonly #onRemove: (node: SchedulerNode) => void;
   readonly #unsubscribe: (() => void)[];
   readonly #counts = { prefill: 0, decode: 0, linkedPrefill: 0, healthyLinkedPrefill: 0, pairedPrefill: 0 };
-  readonly #queue: (() => void)[] = [];
+  readonly #queue: (RegistryDiff | number)[] = [];
   #busy = false;
 
   constructor(options: TopologyOptions) {
     this.#loads = options.loads;
     this.#health = options.health;
     this.#onRemove = options.onRemove ?? (() => {});
-    this.#apply({ generation: 0, added: options.cluster.all(), updated: [], removed: [] });
+    this.#enqueue({ generation: 0, added: options.cluster.all(), updated: [], removed: [] });
     this.#unsubscribe = [
-      options.cluster.onChange((diff) => this.#apply(diff)),
-      options.loads.onLoadChange((id) => this.#touch(id)),
-      options.health.onChange((event) => this.#touch(event.id)),
+      options.cluster.onChange((diff) => this.#enqueue(diff)),
+      options.loads.onLoadChange((id) => this.#enqueue(id)),
+      options.health.onChange((event) => this.#enqueue(event.id)),
     ];
   }
 
@@ -97,44 +97,41 @@ export class Topology {
     for (const off of this.#unsubscribe.splice(0)) off();
   }
 
-  #apply(diff: RegistryDiff): void {
-    this.#run(() => {
-      const dirty = new Set<SchedulerNode>();
-      const touched = new Set<SchedulerNode>();
-      for (const instance of diff.removed) this.#remove(instance.id);
-      for (const instance of diff.added) this.#upsert(instance, dirty, touched);
-      for (const { after } of diff.updated) this.#upsert(after, dirty, touched);
-      // Links only after every node of the diff is in place, so a P and the D that lists it can arrive together.
-      for (const node of dirty) if (node.role === 'prefill' && this.#nodes.get(node.id) === node) this.#relinkPrefill(node);
-      for (const node of dirty) if (node.role === 'decode' && this.#nodes.get(node.id) === node) this.#relinkDecode(node);
-      for (const node of touched) if (this.#nodes.get(node.id) === node) this.#refresh(node);
-    });
-  }
-
-  #touch(id: number): void {
-    this.#run(() => {
-      const node = this.#nodes.get(id);
-      if (node !== undefined) this.#refresh(node);
-    });
-  }
-
   /**
-   * Runs a change with the indexes to itself: a change it triggers re-entrantly (the ledger or the
-   * circuits emitting while their state is read) waits in a queue and runs after it, in order.
+   * Every change goes through here. A change that arrives while another is being applied (the
+   * ledger or the circuits emitting while their state is read) waits in a queue and is applied
+   * right after, in order, so the indexes are never observed half-updated.
    */
-  #run(change: () => void): void {
-    if (this.#busy) {
-      this.#queue.push(change);
-      return;
-    }
+  #enqueue(change: RegistryDiff | number): void {
+    this.#queue.push(change);
+    if (this.#busy) return;
     this.#busy = true;
     try {
-      change();
-      for (let i = 0; i < this.#queue.length; i++) (this.#queue[i] as () => void)();
+      for (let i = 0; i < this.#queue.length; i++) {
+        const next = this.#queue[i] as RegistryDiff | number;
+        if (typeof next === 'number') {
+          const node = this.#nodes.get(next);
+          if (node !== undefined) this.#refresh(node);
+        } else {
+          this.#applyDiff(next);
+        }
+      }
     } finally {
       this.#queue.length = 0;
       this.#busy = false;
     }
+  }
+
+  #applyDiff(diff: RegistryDiff): void {
+    const dirty = new Set<SchedulerNode>();
+    const touched = new Set<SchedulerNode>();
+    for (const instance of diff.removed) this.#remove(instance.id);
+    for (const instance of diff.added) this.#upsert(instance, dirty, touched);
+    for (const { after } of diff.updated) this.#upsert(after, dirty, touched);
+    // Links only after every node of the diff is in place, so a P and the D that lists it can arrive together.
+    for (const node of dirty) if (node.role === 'prefill' && this.#nodes.get(node.id) === node) this.#relinkPrefill(node);
+    for (const node of dirty) if (node.role === 'decode' && this.#nodes.get(node.id) === node) this.#relinkDecode(node);
+    for (const node of touched) if (this.#nodes.get(node.id) === node) this.#refresh(node);
   }
 
   #upsert(instance: Instance, dirty: Set<SchedulerNode>, touched: Set<SchedulerNode>): void {
@@ -233,19 +230,27 @@ export class Topology {
   #refresh(node: SchedulerNode): void {
     const capacity = capacityOf(node.instance, this.#loads.load(node.id));
     const wasAdmissible = node.admissible;
+    const wasViable = node.viable;
+    const loadChanged = node.load !== capacity.load;
     node.freeSlots = capacity.freeSlots;
     node.freeBlocks = capacity.freeBlocks;
     node.load = capacity.load;
     node.admissible = this.#health.admissible(node.id);
+    // The common case under traffic: a reservation moved the load but not what the node can do.
+    const sameStanding = wasViable === node.viable && wasAdmissible === node.admissible;
     if (node.role === 'prefill') {
-      this.#syncPrefill(node);
+      if (!sameStanding) this.#syncPrefill(node);
+      else if (loadChanged) this.prefills.reorder(node);
       return;
     }
     for (const p of node.links) {
+      if (sameStanding) {
+        if (loadChanged) p.decodes.reorder(node);
+        continue;
+      }
       if (wasAdmissible !== node.admissible) p.healthyLinks += node.admissible ? 1 : -1;
-      if (!node.viable) p.decodes.delete(node);
-      else if (p.decodes.has(node)) p.decodes.reorder(node);
-      else p.decodes.add(node);
+      if (node.viable) p.decodes.add(node);
+      else p.decodes.delete(node);
       this.#syncPrefill(p);
     }
   }
@@ -257,10 +262,18 @@ export class Topology {
     const healthyLinked = linked && p.admissible;
     const paired = healthyLinked && p.healthyLinks > 0;
     const counted = p.counted;
-    this.#counts.linkedPrefill += Number(linked) - Number(counted.linked);
-    this.#counts.healthyLinkedPrefill += Number(healthyLinked) - Number(counted.healthyLinked);
-    this.#counts.pairedPrefill += Number(paired) - Number(counted.paired);
-    p.counted = { linked, healthyLinked, paired };
+    if (linked !== counted.linked) {
+      this.#counts.linkedPrefill += linked ? 1 : -1;
+      counted.linked = linked;
+    }
+    if (healthyLinked !== counted.healthyLinked) {
+      this.#counts.healthyLinkedPrefill += healthyLinked ? 1 : -1;
+      counted.healthyLinked = healthyLinked;
+    }
+    if (paired !== counted.paired) {
+      this.#counts.pairedPrefill += paired ? 1 : -1;
+      counted.paired = paired;
+    }
     if (present && p.viable && p.decodes.size > 0) {
       if (this.prefills.has(p)) this.prefills.reorder(p);
       else this.prefills.add(p);
