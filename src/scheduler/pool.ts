@@ -29,6 +29,10 @@ export class Pool<T extends PoolMember> {
     return this.#list.length;
   }
 
+  /**
+   * Whether a member is in the pool.
+   * @example if (!pool.has(node)) pool.add(node);
+   */
   has(member: T): boolean {
     return this.#entries.has(member);
   }

@@ -119,7 +119,11 @@ describe('pick: capacity', () => {
     // 300 tokens need 3 blocks of 128: D10 has 2 free, so only D11 fits.
     expect(pair(scheduler.pick({ promptTokens: new Array(300).fill(7) }))).toEqual([0, 11]);
     expect(pair(scheduler.pick({ promptTokens: new Array(256).fill(7) }))).toEqual([0, 11]);
-    expect(failure(scheduler.pick({ promptTokens: new Array(385).fill(7) })).reason).toBe('no_capacity');
+    expect(failure(scheduler.pick({ promptTokens: new Array(385).fill(7) }))).toEqual({
+      ok: false,
+      reason: 'no_capacity',
+      message: 'no healthy prefill/decode pair has a free slot and free blocks for 385 prompt tokens on both instances',
+    });
   });
 
   test('every instance full: no_capacity', () => {

@@ -268,7 +268,9 @@ function failureMessage(reason: PickFailureReason, request: CheckedRequest): str
     case 'no_healthy_decode':
       return 'every decode instance linked to a healthy prefill instance is unhealthy (circuit open or trial in progress)';
     case 'no_capacity': {
-      const need = request.promptBlocks === undefined ? '' : ` and ${request.promptBlocks} free blocks`;
+      let need = '';
+      if (request.promptBlocks !== undefined) need = ` and ${request.promptBlocks} free blocks`;
+      else if (request.promptTokens !== undefined) need = ` and free blocks for ${request.promptTokens.length} prompt tokens`;
       return `no healthy prefill/decode pair has a free slot${need} on both instances`;
     }
     case 'excluded':

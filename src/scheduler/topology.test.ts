@@ -181,6 +181,31 @@ describe('Topology follows registry diffs', () => {
     expect(topology.get(0)?.decodes.min()?.id).toBe(11);
   });
 
+  test('a load source that emits while it is read (a ledger expiring leases) is handled after the read', () => {
+    const cluster = new TestCluster([P(0), D(10, [0]), D(11, [0])]);
+    const reserved = new Map<number, number>([[11, 100]]);
+    const listeners = new Set<(id: number) => void>();
+    let expireOnRead = true;
+    const loads = {
+      load(id: number) {
+        if (expireOnRead && id === 10) {
+          // Reading D10 expires the reservation on D11 and announces it, re-entrantly.
+          expireOnRead = false;
+          reserved.delete(11);
+          for (const listener of listeners) listener(11);
+        }
+        return { reservedSlots: reserved.get(id) ?? 0, reservedBlocks: 0 };
+      },
+      onLoadChange(listener: (id: number) => void) {
+        listeners.add(listener);
+        return () => listeners.delete(listener);
+      },
+    };
+    const topology = new Topology({ cluster, loads, health: createHealth() });
+    expect(topology.get(11)?.freeSlots).toBe(100);
+    expect([...topology.get(0)!.decodes.ascending()].map((n) => n.id)).toEqual([10, 11]);
+  });
+
   test('close() stops following every source', () => {
     const { cluster, loads, topology, pool } = setup([P(0), D(10, [0])]);
     topology.close();

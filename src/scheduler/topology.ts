@@ -173,10 +173,8 @@ export class Topology {
     this.#nodes.delete(id);
     this.#group(node.instance.groupId, node, false);
     this.#counts[node.role]--;
-    if (node.role === 'prefill') {
-      node.admissible = false;
-      this.#syncPrefill(node);
-    }
+    // No longer present: this takes a P out of the pool and out of every counter.
+    if (node.role === 'prefill') this.#syncPrefill(node);
     this.#onRemove(node);
   }
 
