@@ -40,15 +40,17 @@ export function relayStream(
   let held: Uint8Array | null = null;
   let finished = false;
 
-  const forward = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array): void => {
+  /** Enqueues what can go now; false when everything was held back. */
+  const forward = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array): boolean => {
     if (!sse) {
       controller.enqueue(chunk);
-      return;
+      return true;
     }
     const data = held === null ? chunk : concat(held, chunk);
     const end = data.byteLength > MAX_HELD_BYTES ? data.byteLength : lastEventEnd(data);
     held = end === data.byteLength ? null : data.slice(end);
     if (end > 0) controller.enqueue(end === data.byteLength ? data : data.subarray(0, end));
+    return end > 0;
   };
 
   return new ReadableStream<Uint8Array>({
@@ -56,29 +58,32 @@ export function relayStream(
       forward(controller, first);
     },
     async pull(controller) {
-      if (finished) return;
-      let result: Awaited<ReturnType<ChunkReader['read']>>;
-      try {
-        result = await reader.read();
-      } catch (error) {
+      // A pull that enqueues nothing is not called again, so read until something goes out.
+      for (;;) {
         if (finished) return;
-        finished = true;
-        const event = handlers.onError(error);
-        // A torn tail is dropped: the error event replaces the event D never finished.
-        if (event !== null) controller.enqueue(sseErrorEvent(event));
-        controller.close();
-        return;
+        let result: Awaited<ReturnType<ChunkReader['read']>>;
+        try {
+          result = await reader.read();
+        } catch (error) {
+          if (finished) return;
+          finished = true;
+          const event = handlers.onError(error);
+          // A torn tail is dropped: the error event replaces the event D never finished.
+          if (event !== null) controller.enqueue(sseErrorEvent(event));
+          controller.close();
+          return;
+        }
+        if (finished) return;
+        if (result.done) {
+          finished = true;
+          if (held !== null) controller.enqueue(held);
+          held = null;
+          controller.close();
+          handlers.onEnd();
+          return;
+        }
+        if (forward(controller, result.value)) return;
       }
-      if (finished) return;
-      if (result.done) {
-        finished = true;
-        if (held !== null) controller.enqueue(held);
-        held = null;
-        controller.close();
-        handlers.onEnd();
-        return;
-      }
-      forward(controller, result.value);
     },
     cancel(reason) {
       if (finished) return;

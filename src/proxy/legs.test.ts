@@ -1,0 +1,43 @@
+import { describe, expect, test } from 'bun:test';
+import { decodeBody, engineUrl, legHeaders, PREFILL_KV_REQUEST, prefillBody } from './legs.ts';
+
+describe('prefillBody', () => {
+  test('one token, not streamed, no stream options or minimum lengths, KV kept for a remote decoder', () => {
+    const body = { model: 'm', prompt: 'p', stream: true, stream_options: { include_usage: true }, max_tokens: 99, max_completion_tokens: 99, min_tokens: 5, min_completion_tokens: 5, top_p: 0.9 };
+    expect(prefillBody(body)).toEqual({ model: 'm', prompt: 'p', stream: false, max_tokens: 1, max_completion_tokens: 1, top_p: 0.9, kv_transfer_params: { ...PREFILL_KV_REQUEST } });
+  });
+
+  test('does not add max_completion_tokens when the client did not send it, and leaves the client body alone', () => {
+    const body = { model: 'm', prompt: 'p', kv_transfer_params: { client: true } };
+    const leg = prefillBody(body);
+    expect('max_completion_tokens' in leg).toBe(false);
+    expect(leg['kv_transfer_params']).toEqual({ ...PREFILL_KV_REQUEST });
+    expect(body).toEqual({ model: 'm', prompt: 'p', kv_transfer_params: { client: true } });
+  });
+});
+
+describe('decodeBody', () => {
+  test('the original body plus P’s parameters, the very same object', () => {
+    const params = { remote_block_ids: [1], remote_engine_id: 'e' };
+    const body = { model: 'm', prompt: 'p', min_tokens: 3, stream: true };
+    const leg = decodeBody(body, params);
+    expect(leg).toEqual({ ...body, kv_transfer_params: params });
+    expect(leg['kv_transfer_params']).toBe(params);
+  });
+
+  test('without parameters from P, the body as the client sent it', () => {
+    expect(decodeBody({ model: 'm', prompt: 'p' }, undefined)).toEqual({ model: 'm', prompt: 'p' });
+  });
+});
+
+describe('legHeaders and engineUrl', () => {
+  test('JSON, the request id, and the client’s credentials only', () => {
+    const headers = legHeaders(new Headers({ authorization: 'Bearer k', cookie: 'c', 'content-length': '5' }), 'r1');
+    expect(Object.fromEntries(headers)).toEqual({ authorization: 'Bearer k', 'content-type': 'application/json', 'x-request-id': 'r1' });
+  });
+
+  test('IPv4 as is, IPv6 in brackets, the API path per kind', () => {
+    expect(engineUrl({ ip: '10.0.0.5', port: 1025 }, 'completions')).toBe('http://10.0.0.5:1025/v1/completions');
+    expect(engineUrl({ ip: 'fe80::1', port: 8000 }, 'chat')).toBe('http://[fe80::1]:8000/v1/chat/completions');
+  });
+});
