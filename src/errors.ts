@@ -110,6 +110,9 @@ export const errors = {
   /** `action` reads after "cannot": `begin transferring`, `complete`, `extend its lease`. */
   illegalTransition: (requestId: string, state: string, action: string) =>
     new PdlinkError('conflict', `transfer ${JSON.stringify(requestId)} is ${state}, cannot ${action}`),
+  /** The device runtime library cannot be used: missing, unloadable, or of another ABI version. */
+  runtimeLoadFailed: (path: string, why: string, cause?: unknown) =>
+    new PdlinkError('unavailable', `device runtime ${path}: ${why}`, { cause }),
   invalidArgument: (path: string, message: string) =>
     new PdlinkError('bad_request', `${path}: ${message}`, { issues: [{ path, message }] }),
 };

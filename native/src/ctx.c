@@ -12,6 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The layouts pdrt.h promises (and the TypeScript facade decodes with fixed offsets). */
+_Static_assert(sizeof(pdrt_cluster) == 144, "pdrt_cluster must be 144 bytes");
+_Static_assert(sizeof(pdrt_event) == 32, "pdrt_event must be 32 bytes");
+_Static_assert(sizeof(pdrt_link_info) == 88, "pdrt_link_info must be 88 bytes");
+
 /* Every call checks its handle against this list, so a destroyed or bogus handle gets
  * PDRT_PARAM_INVALID instead of a crash, and pdrt_destroy can wait for calls in progress. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
