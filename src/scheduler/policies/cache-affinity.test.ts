@@ -98,7 +98,7 @@ describe('cache_affinity', () => {
 
   test('works from prompt text when there are no token ids', () => {
     const { scheduler, pick } = setup(cluster3());
-    const system = 'You are a careful assistant. Answer in one sentence. '.repeat(4);
+    const system = 'Answer in one sentence, citing the manual. '.repeat(4);
     scheduler.recordPrefill(2, { promptText: `${system}What is KV cache?` });
     const result = pick({ promptText: `${system}What is prefill?` });
     expect(result.p.id).toBe(2);
