@@ -136,6 +136,27 @@ describe('streaming', () => {
   });
 });
 
+describe('concurrency', () => {
+  test('many requests at once each get their own D answer, and the ledger returns to zero', async () => {
+    h = await startHarness({ prefill: 2, decode: 2 });
+    const ids = Array.from({ length: 40 }, (_, i) => `c-${i}`);
+    const texts = await Promise.all(
+      ids.map(async (id, i) => {
+        const res = await h!.post(i % 2 === 0 ? '/v1/completions' : '/v1/chat/completions', i % 2 === 0 ? { ...completion, stream: true } : chat, { 'x-request-id': id });
+        expect(res.status).toBe(200);
+        return res.text();
+      }),
+    );
+    const decoded = new Map([...h.ds[0]!.requests.map((r) => [r, h!.ds[0]!] as const), ...h.ds[1]!.requests.map((r) => [r, h!.ds[1]!] as const)].map(([r, e]) => [r.headers['x-request-id'], decodeChunks(e, r).join('')]));
+    expect(decoded.size).toBe(ids.length);
+    ids.forEach((id, i) => expect(texts[i]).toBe(decoded.get(id)!));
+    expect(h.ds[0]!.requests.length).toBeGreaterThan(0);
+    expect(h.ds[1]!.requests.length).toBeGreaterThan(0);
+    await h.settled();
+    expect(h.ledger.totals().done).toBe(ids.length);
+  });
+});
+
 describe('connections', () => {
   test('sequential requests reuse one keep-alive connection per instance', async () => {
     h = await startHarness();

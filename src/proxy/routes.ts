@@ -13,6 +13,7 @@ import { Exchange, type ExchangeDeps } from './exchange.ts';
 import { InFlightLimit } from './limiter.ts';
 import { ProxyMetrics } from './metrics.ts';
 import type { HealthReporter, PairPicker, Reservations } from './ports.ts';
+import { fetchCapWarning } from './upstream.ts';
 import { checkSettings, resolveProxySettings, type ProxySettings } from './settings.ts';
 
 /** Longest accepted client request id; the KV ledger keys records by it. */
@@ -44,6 +45,7 @@ export interface ProxyApp extends Hono {
  */
 export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const settings = checkSettings(deps.settings ?? resolveProxySettings());
+  warnOnce(fetchCapWarning(settings.maxInFlight, process.env));
   const metrics = new ProxyMetrics(deps.metrics ?? createRegistry());
   const limit = new InFlightLimit(settings.maxInFlight);
   const exchangeDeps: ExchangeDeps = { picker: deps.scheduler, ledger: deps.ledger, health: deps.health, metrics, settings };
@@ -84,6 +86,15 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   app.post('/v1/completions', (c) => serve(c, 'completions', 'completions'));
   app.post('/v1/chat/completions', (c) => serve(c, 'chat', 'chat_completions'));
   return Object.assign(app, { inFlight: () => limit.count });
+}
+
+const warned = new Set<string>();
+
+/** A process-wide warning about the environment is worth saying once, not once per mounted proxy. */
+function warnOnce(message: string | undefined): void {
+  if (message === undefined || warned.has(message)) return;
+  warned.add(message);
+  console.warn(message);
 }
 
 /**

@@ -5,6 +5,27 @@
 import { REQUEST_ID_HEADER } from './errors.ts';
 import type { ChunkReader } from './stream.ts';
 
+/** Requests Bun's fetch runs at once unless `BUN_CONFIG_MAX_HTTP_REQUESTS` says otherwise; more wait in a queue. */
+export const BUN_DEFAULT_MAX_HTTP_REQUESTS = 256;
+
+/**
+ * A warning when Bun's fetch would run fewer requests at once than the proxy admits. Each admitted
+ * request holds one leg open at a time (a D stream for its whole length), so with the default cap
+ * of 256 the 257th request would wait for a slot with no sign of why. The variable is read when
+ * Bun starts: it must be in the environment of the process, not set from code.
+ * @example const warning = fetchCapWarning(settings.maxInFlight, process.env); if (warning) console.warn(warning);
+ */
+export function fetchCapWarning(maxInFlight: number, env: Record<string, string | undefined>): string | undefined {
+  if (typeof Bun === 'undefined') return undefined;
+  const configured = Number(env['BUN_CONFIG_MAX_HTTP_REQUESTS']);
+  const cap = Number.isInteger(configured) && configured > 0 ? configured : BUN_DEFAULT_MAX_HTTP_REQUESTS;
+  if (cap >= maxInFlight) return undefined;
+  return (
+    `pdlink: Bun's fetch runs at most ${cap} requests at once but the proxy admits ${maxInFlight} (request_limit.max_requests); ` +
+    `requests beyond ${cap} wait for a free connection slot. Start the process with BUN_CONFIG_MAX_HTTP_REQUESTS=${Math.min(maxInFlight, 65_535)}.`
+  );
+}
+
 /** Longest excerpt of an engine's error body quoted in a proxy error message. */
 export const MAX_QUOTED_CHARS = 300;
 
