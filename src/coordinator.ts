@@ -12,12 +12,15 @@ import { refreshRoutes } from './http/refresh.ts';
 import { KvLedger } from './ledger/index.ts';
 import { createRegistry } from './metrics.ts';
 import { BODY_LIMIT_MB } from './schema/coordinator-config.ts';
+import { createHealth, createScheduler, ledgerLoads, type CircuitBreakers, type PdScheduler, type PolicyChoice } from './scheduler/index.ts';
 
 export interface CoordinatorOptions {
   /** Largest accepted management request body, in bytes (default 8 MiB: a 4096-instance snapshot fits). */
   bodyLimitBytes?: number;
   /** Registry to put pdlink's metrics on (default: a new one, never prom-client's global registry). */
   metrics?: Registry;
+  /** Pair-selection policy per role (default load_balance for both). */
+  policy?: Partial<PolicyChoice>;
   /** Also export the process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
   processMetrics?: boolean;
 }
@@ -30,6 +33,10 @@ export interface Coordinator {
   readonly registry: ClusterRegistry;
   /** KV ledger: slot/block reservations and transfer records per request. */
   readonly ledger: KvLedger;
+  /** Picks the (prefill, decode) pair of each request. */
+  readonly scheduler: PdScheduler;
+  /** Per-instance circuit breakers the scheduler consults and the proxy feeds. */
+  readonly health: CircuitBreakers;
   readonly metrics: Registry;
   /** Releases timers, pools and subscriptions; idempotent. */
   close(): Promise<void>;
@@ -44,6 +51,8 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const registry = new ClusterRegistry();
   const ledger = new KvLedger({ cluster: registry, metrics });
+  const health = createHealth();
+  const scheduler = createScheduler({ cluster: registry, loads: ledgerLoads(ledger), health, policy: options.policy ?? {}, metrics });
   const bodyLimitBytes = options.bodyLimitBytes ?? BODY_LIMIT_MB.default * 1024 * 1024;
 
   const managementApp = new Hono();
@@ -63,10 +72,13 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     inferenceApp,
     registry,
     ledger,
+    scheduler,
+    health,
     metrics,
     async close() {
       if (closed) return;
       closed = true;
+      scheduler.close();
       ledger.close();
     },
   };

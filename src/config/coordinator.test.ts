@@ -129,6 +129,16 @@ describe('coordinator settings validation', () => {
     expectCliError(() => resolveCoordinatorSettings({ config: missing }, {}, emptyDir()), missing, 'cannot read');
   });
 
+  test('scheduler policy: pdlink\'s own key, else MindIE\'s algorithm_type for prefill, else load_balance', () => {
+    expect(resolveCoordinatorSettings({}, {}, emptyDir()).policy).toEqual({ prefill: 'load_balance', decode: 'load_balance' });
+    const mindie = writeConfig({ digs_scheduler_config: { deploy_mode: 'pd_separate', algorithm_type: 'round_robin' } });
+    expect(resolveCoordinatorSettings({ config: mindie }, {}, emptyDir()).policy).toEqual({ prefill: 'round_robin', decode: 'load_balance' });
+    const own = writeConfig({ digs_scheduler_config: { algorithm_type: 'round_robin' }, scheduler: { policy: { prefill: 'cache_affinity', decode: 'power_of_two' } } });
+    expect(resolveCoordinatorSettings({ config: own }, {}, emptyDir()).policy).toEqual({ prefill: 'cache_affinity', decode: 'power_of_two' });
+    const bad = writeConfig({ scheduler: { policy: { decode: 'cache_affinity' } } });
+    expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.policy.decode', 'must be one of');
+  });
+
   test('TLS enabled without certificate paths is an error naming the key', () => {
     const path = writeConfig({ tls_config: { controller_server_tls_enable: true } });
     expectCliError(() => resolveCoordinatorSettings({ config: path }, {}, emptyDir()), 'controller_server_tls_items');

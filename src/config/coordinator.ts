@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { CliError } from '../cli/common.ts';
 import { BODY_LIMIT_MB, CoordinatorConfigFile, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, SINGLE_NODE_MAX_REQUESTS, type TlsItems } from '../schema/coordinator-config.ts';
 import { loadConfigFile } from './load.ts';
+import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
 export const CONFIG_PATH_ENV = 'MINDIE_MS_COORDINATOR_CONFIG_FILE_PATH';
 export const DEFAULT_CONFIG_FILE = 'ms_coordinator.json';
@@ -51,6 +52,8 @@ export interface CoordinatorSettings {
   singleNodeMaxRequests: number;
   httpTimeoutSeconds: number;
   keepAliveSeconds: number;
+  /** Pair-selection policy per role. */
+  policy: PolicyChoice;
   /** The file as accepted, unknown keys included, for the parts that read their own sections. */
   file: CoordinatorConfigFile;
 }
@@ -112,7 +115,19 @@ export function resolveCoordinatorSettings(
     singleNodeMaxRequests: limits.single_node_max_requests ?? SINGLE_NODE_MAX_REQUESTS.default,
     httpTimeoutSeconds: http.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default,
     keepAliveSeconds: http.keep_alive_seconds ?? 180,
+    policy: policyOf(file),
     file,
+  };
+}
+
+/** `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill policy. */
+function policyOf(file: CoordinatorConfigFile): PolicyChoice {
+  const own = file.scheduler?.policy ?? {};
+  const mindie = file.digs_scheduler_config?.algorithm_type;
+  const fromMindie = (POLICY_NAMES as readonly string[]).includes(mindie ?? '') ? (mindie as PolicyName) : undefined;
+  return {
+    prefill: own.prefill ?? fromMindie ?? DEFAULT_POLICY,
+    decode: own.decode ?? 'load_balance',
   };
 }
 

@@ -4,6 +4,7 @@
  * can be used unchanged.
  */
 import * as v from 'valibot';
+import { DecodePolicySchema, PrefillPolicySchema } from '../scheduler/types.ts';
 
 export const MIN_PORT = 1024;
 export const MAX_PORT = 65535;
@@ -68,6 +69,12 @@ export const CoordinatorConfigFile = v.looseObject({
       deploy_mode: v.optional(v.string()),
       scheduler_type: v.optional(v.string()),
       algorithm_type: v.optional(v.string()),
+    }),
+  ),
+  /** pdlink's own: pair-selection policy per role (MindIE's digs_scheduler_config.algorithm_type maps onto prefill). */
+  scheduler: v.optional(
+    v.looseObject({
+      policy: v.optional(v.looseObject({ prefill: v.optional(PrefillPolicySchema), decode: v.optional(DecodePolicySchema) })),
     }),
   ),
   tls_config: v.optional(
