@@ -15,7 +15,8 @@ import { errorResponse } from './errors.ts';
 import { decodeBody, engineUrl, legHeaders, prefillBody } from './legs.ts';
 import type { ProxyMetrics, ProxyOutcome, RetryReason } from './metrics.ts';
 import type { HealthReporter, PairPicker, PickedPair, PickRequest, Reservations } from './ports.ts';
-import { blocksFor, promptOf, type PromptInfo } from './prompt.ts';
+import { promptOf, type PromptInfo } from './prompt.ts';
+import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import type { ProxySettings } from './settings.ts';
 import { runDecode } from './decode.ts';
 import { passthrough, postLeg, quoteError, transportMessage } from './upstream.ts';
@@ -41,8 +42,7 @@ export interface ExchangeDeps {
 
 export type AbortCause = 'client_abort' | 'prefill_timeout' | 'first_token_timeout' | 'infer_timeout';
 
-/** How the ledger record ends: `none` when there is no active record (never reserved, or already failed). */
-export type LedgerEnd = { kind: 'complete' } | { kind: 'fail'; code: string; detail: string } | { kind: 'release' } | { kind: 'none' };
+export type { LedgerEnd } from './reservation.ts';
 
 /** Thrown inside an exchange to answer with `response`; the exchange has already ended. */
 export class Stop {
@@ -73,12 +73,10 @@ export class Exchange {
   readonly #onClientAbort = (): void => this.abort('client_abort');
   #cause: AbortCause | null = null;
   #ended = false;
-  /** Whether the ledger's active record for this request id is ours (another request may hold the same id). */
-  #ownsRecord = false;
+  readonly #reservation: RequestReservation;
   #timers: ReturnType<typeof setTimeout>[] = [];
   #firstTokenTimer: ReturnType<typeof setTimeout> | undefined;
   #attemptTimer: ReturnType<typeof setTimeout> | undefined;
-  #leaseTimer: ReturnType<typeof setInterval> | undefined;
 
   /**
    * Starts the request's clocks; `onEnd` runs once when the exchange has settled.
@@ -90,6 +88,7 @@ export class Exchange {
     this.#onEnd = onEnd;
     this.prompt = promptOf(request.kind, request.body);
     const { settings } = deps;
+    this.#reservation = new RequestReservation(deps.ledger, request.requestId, settings.leaseMs);
     this.#firstTokenTimer = this.#arm(settings.firstTokenTimeoutMs, 'first_token_timeout');
     this.#arm(settings.inferTimeoutMs, 'infer_timeout');
     if (request.clientSignal.aborted) this.abort('client_abort');
@@ -147,9 +146,9 @@ export class Exchange {
     this.#ended = true;
     for (const timer of this.#timers) clearTimeout(timer);
     this.#clearAttempt();
-    if (this.#leaseTimer !== undefined) clearInterval(this.#leaseTimer);
     this.request.clientSignal.removeEventListener('abort', this.#onClientAbort);
-    this.#settleLedger(ledgerEnd);
+    this.#reservation.end(ledgerEnd);
+    this.#reservation.close();
     // Anything still running (a body being read after a failure) has no reader any more.
     if (outcome !== 'ok') this.#controller.abort(this.#cause ?? 'ended');
     this.deps.metrics.requestEnded(this.request.api, outcome);
@@ -211,7 +210,7 @@ export class Exchange {
         this.deps.picker.recordPrefill?.(p, request);
         const answeredAt = performance.now();
         metrics.prefill((answeredAt - started) / 1000);
-        this.#advanceLedger();
+        this.#reservation.transferring();
         return { pair, kvTransferParams: result.kvTransferParams, answeredAt };
       }
       if (result.kind === 'aborted') throw this.stopForAbort(p);
@@ -223,7 +222,7 @@ export class Exchange {
       }
       health?.recordFailure(p);
       // Give the capacity back now: the next attempt may pick another pair, and backoff takes time.
-      this.#settleLedger({ kind: 'fail', code: 'prefill_failed', detail: result.message });
+      this.#reservation.end({ kind: 'fail', code: 'prefill_failed', detail: result.message });
       last = errors.upstreamFailed(result.message);
       failedP.add(p);
       if (attempt >= settings.maxRetries) throw this.fail('upstream_failed', last, { kind: 'none' });
@@ -245,31 +244,13 @@ export class Exchange {
   }
 
   #reserve(pair: PickedPair): void {
-    const { ledger, settings } = this.deps;
-    const { requestId } = this.request;
     try {
-      ledger.reserve({
-        requestId,
-        p: pair.p.id,
-        d: pair.d.id,
-        pBlocks: blocksFor(this.prompt.tokenCount, pair.p.blockSize),
-        dBlocks: blocksFor(this.prompt.tokenCount, pair.d.blockSize),
-        leaseMs: settings.leaseMs,
-      });
-      this.#ownsRecord = true;
-      ledger.begin(requestId, 'prefilling');
+      this.#reservation.take(pair, this.prompt.tokenCount);
     } catch (err) {
       const known = err instanceof PdlinkError ? err : errors.internal(err);
       const outcome: ProxyOutcome = known.status === 503 ? 'unavailable' : known.status === 409 ? 'invalid' : 'internal';
-      // A refused reservation leaves nothing to settle; one that was taken but could not begin is failed.
+      // A refused reservation leaves nothing to end; one taken but not begun is failed.
       throw this.fail(outcome, known, { kind: 'fail', code: 'reserve_failed', detail: known.message });
-    }
-    if (this.#leaseTimer === undefined) {
-      // The proxy drives the record until it ends; renewing the lease keeps a long request's
-      // capacity held, while a record the proxy lost track of still expires.
-      const every = Math.max(1, Math.floor(settings.leaseMs / 2));
-      this.#leaseTimer = setInterval(() => this.#renewLease(), every);
-      this.#leaseTimer.unref?.();
     }
   }
 
@@ -320,43 +301,6 @@ export class Exchange {
   #clearAttempt(): void {
     if (this.#attemptTimer !== undefined) clearTimeout(this.#attemptTimer);
     this.#attemptTimer = undefined;
-  }
-
-  #renewLease(): void {
-    const { ledger } = this.deps;
-    try {
-      if (this.#ownsRecord && ledger.isActive(this.request.requestId)) ledger.extend(this.request.requestId);
-    } catch (err) {
-      console.error('pdlink: could not renew a KV reservation lease', err);
-    }
-  }
-
-  #advanceLedger(): void {
-    const { ledger } = this.deps;
-    const { requestId } = this.request;
-    try {
-      // A record that ended meanwhile (its instance removed by a refresh) has nothing to advance;
-      // the request itself can still be served.
-      if (this.#ownsRecord && ledger.isActive(requestId)) ledger.begin(requestId, 'transferring');
-    } catch (err) {
-      console.error('pdlink: could not advance a KV reservation', err);
-    }
-  }
-
-  #settleLedger(ledgerEnd: LedgerEnd): void {
-    const { ledger } = this.deps;
-    const { requestId } = this.request;
-    if (ledgerEnd.kind === 'none' || !this.#ownsRecord) return;
-    this.#ownsRecord = false;
-    try {
-      // The record may have ended without us: its instance removed by a refresh, its lease run out.
-      if (!ledger.isActive(requestId)) return;
-      if (ledgerEnd.kind === 'complete') ledger.complete(requestId);
-      else if (ledgerEnd.kind === 'release') ledger.release(requestId, 'client_abort');
-      else ledger.fail(requestId, ledgerEnd.code, ledgerEnd.detail);
-    } catch (err) {
-      console.error('pdlink: could not settle a KV reservation', err);
-    }
   }
 }
 

@@ -1,0 +1,99 @@
+/**
+ * One request's KV reservation in the ledger, as the proxy drives it: reserved on the chosen pair
+ * before P is asked, prefilling during P, transferring once P answered, and ended exactly once —
+ * completed when D's answer ended, failed or released on every other path.
+ *
+ * The proxy knows the record is its own only after reserving it: another request may hold the
+ * same request id, and a record that ended without the proxy (its instance removed by a refresh,
+ * its lease run out) is left alone.
+ */
+import type { PickedPair, Reservations } from './ports.ts';
+import { blocksFor } from './prompt.ts';
+
+/** How the record ends: `none` when there is nothing (left) to end. */
+export type LedgerEnd = { kind: 'complete' } | { kind: 'fail'; code: string; detail: string } | { kind: 'release' } | { kind: 'none' };
+
+export class RequestReservation {
+  readonly #ledger: Reservations;
+  readonly #requestId: string;
+  readonly #leaseMs: number;
+  #owned = false;
+  #renewal: ReturnType<typeof setInterval> | undefined;
+
+  /**
+   * @example const reservation = new RequestReservation(ledger, requestId, settings.leaseMs);
+   */
+  constructor(ledger: Reservations, requestId: string, leaseMs: number) {
+    this.#ledger = ledger;
+    this.#requestId = requestId;
+    this.#leaseMs = leaseMs;
+  }
+
+  /**
+   * Reserves the prompt's blocks on P and D and marks the record prefilling.
+   * @throws the ledger's PdlinkError (`insufficient_capacity`, `conflict` for an id in use...).
+   * @example reservation.take(pair, prompt.tokenCount);
+   */
+  take(pair: PickedPair, promptTokens: number): void {
+    this.#ledger.reserve({
+      requestId: this.#requestId,
+      p: pair.p.id,
+      d: pair.d.id,
+      pBlocks: blocksFor(promptTokens, pair.p.blockSize),
+      dBlocks: blocksFor(promptTokens, pair.d.blockSize),
+      leaseMs: this.#leaseMs,
+    });
+    this.#owned = true;
+    this.#ledger.begin(this.#requestId, 'prefilling');
+    if (this.#renewal === undefined) {
+      // Renewing while the request runs keeps a long request's capacity held; a record the proxy
+      // lost track of still expires.
+      this.#renewal = setInterval(() => this.#renew(), Math.max(1, Math.floor(this.#leaseMs / 2)));
+      this.#renewal.unref?.();
+    }
+  }
+
+  /**
+   * P answered: the blocks are now waiting for D.
+   * @example reservation.transferring();
+   */
+  transferring(): void {
+    this.#guard('advance', () => this.#ledger.begin(this.#requestId, 'transferring'));
+  }
+
+  /**
+   * Ends the record (if it is still ours and active); later calls do nothing.
+   * @example reservation.end({ kind: 'release' });
+   */
+  end(how: LedgerEnd): void {
+    if (how.kind === 'none' || !this.#owned) return;
+    this.#owned = false;
+    const id = this.#requestId;
+    this.#guard('settle', () => {
+      if (how.kind === 'complete') this.#ledger.complete(id);
+      else if (how.kind === 'release') this.#ledger.release(id, 'client_abort');
+      else this.#ledger.fail(id, how.code, how.detail);
+    }, true);
+  }
+
+  /**
+   * Stops renewing the lease; call when the request is over.
+   * @example reservation.close();
+   */
+  close(): void {
+    if (this.#renewal !== undefined) clearInterval(this.#renewal);
+    this.#renewal = undefined;
+  }
+
+  #renew(): void {
+    if (this.#owned) this.#guard('renew the lease of', () => this.#ledger.extend(this.#requestId));
+  }
+
+  #guard(action: string, fn: () => unknown, ended = false): void {
+    try {
+      if ((ended || this.#owned) && this.#ledger.isActive(this.#requestId)) fn();
+    } catch (err) {
+      console.error(`pdlink: could not ${action} a KV reservation`, err);
+    }
+  }
+}
