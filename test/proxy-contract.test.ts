@@ -44,6 +44,11 @@ describe('non-streaming completions', () => {
     await h.settled();
     expect(h.ledger.totals().done).toBe(1);
     expect(await h.metric('pdlink_pd_requests_total', { api: 'completions', outcome: 'ok' })).toBe(1);
+    expect(await h.sample('pdlink_pd_prefill_duration_seconds_count')).toBe(1);
+    expect(await h.sample('pdlink_pd_decode_duration_seconds_count')).toBe(1);
+    // Non-streaming D answers once: there is no first byte to time the transfer by.
+    expect(await h.sample('pdlink_pd_kv_transfer_duration_seconds_count')).toBe(0);
+    expect(await h.sample('pdlink_pd_requests_in_flight')).toBe(0);
   });
 
   test('generates one request id when the client sends none', async () => {
@@ -97,6 +102,8 @@ describe('streaming', () => {
     expect(d!.headers['x-request-id']).toBe('stream-1');
     await h.settled();
     expect(h.ledger.get('stream-1')?.state).toBe('done');
+    expect(await h.sample('pdlink_pd_kv_transfer_duration_seconds_count')).toBe(1);
+    expect(await h.sample('pdlink_pd_decode_duration_seconds_count')).toBe(1);
   });
 
   test('completions: D’s chunks are relayed as they come, before D has finished', async () => {

@@ -121,8 +121,8 @@ describe('prefill failures', () => {
 });
 
 describe('decode failures', () => {
-  test('D closes the connection before its first byte: 502 with an error body, never a 200', async () => {
-    h = await startHarness();
+  test('D closes the connection before its first byte: 502 with an error body, never a 200; D is reported', async () => {
+    h = await startHarness({ failureThreshold: 1 });
     h.ds[0]!.script.push({ kind: 'destroy' });
     const res = await h.post('/v1/completions', { ...body, stream: true }, { 'x-request-id': 'd-dead' });
     expect(res.status).toBe(502);
@@ -133,6 +133,8 @@ describe('decode failures', () => {
     await h.settled();
     expect(h.ledger.get('d-dead')?.state).toBe('failed');
     expect(h.ledger.get('d-dead')?.code).toBe('decode_failed');
+    expect(h.scheduler.health.state(D_ID(0))).toBe('open');
+    expect(h.scheduler.health.state(P_ID(0))).toBe('closed');
   });
 
   test('D sends 200 headers, then dies before any body byte: still a 502', async () => {

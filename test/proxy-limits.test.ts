@@ -48,6 +48,20 @@ describe('no pair', () => {
   });
 });
 
+describe('capacity', () => {
+  test('a prompt larger than any instance’s free KV blocks: 503, nothing sent, nothing held', async () => {
+    // 4096 blocks of 16 tokens; 200 000 bytes of text are estimated at 66 667 tokens.
+    h = await startHarness();
+    const text = await h.post('/v1/completions', { ...body, prompt: 'x'.repeat(200_000) });
+    expect(text.status).toBe(503);
+    expect((await errorOf(text)).message).toContain('free blocks');
+    const tokens = await h.post('/v1/completions', { ...body, prompt: Array.from({ length: 70_000 }, () => 7) });
+    expect(tokens.status).toBe(503);
+    expect(h.ps[0]!.requests).toHaveLength(0);
+    expect(h.idle()).toBe(true);
+  });
+});
+
 describe('in-flight limit', () => {
   test('over max requests in flight: 429 until a place frees up', async () => {
     const release = gate();
@@ -119,6 +133,7 @@ describe('rejected requests', () => {
     h = await startHarness();
     const res = await h.post('/v1/completions', body, { 'x-request-id': 'x'.repeat(600) });
     expect(res.status).toBe(400);
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect((await errorOf(res)).param).toBe('X-Request-Id');
   });
 

@@ -55,7 +55,8 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     if (given !== undefined && (given.length > MAX_REQUEST_ID_LENGTH || !REQUEST_ID.test(given))) {
       metrics.requestRefused(api, 'invalid');
       const message = `must be 1 to ${MAX_REQUEST_ID_LENGTH} visible ASCII characters`;
-      return errorResponse(errors.badRequest(`X-Request-Id: ${message}`, [{ path: 'X-Request-Id', message }]), undefined);
+      // The client's id cannot be echoed; a fresh one still lets the answer be traced.
+      return errorResponse(errors.badRequest(`X-Request-Id: ${message}`, [{ path: 'X-Request-Id', message }]), crypto.randomUUID());
     }
     const requestId = given ?? crypto.randomUUID();
     if (!limit.tryAcquire()) {
