@@ -10,4 +10,4 @@ test('make -C native test passes', () => {
   expect(result.error).toBeUndefined();
   expect(result.stdout).toContain('test_pdrt: all checks passed');
   expect(result.status).toBe(0);
-});
+}, 150_000);
