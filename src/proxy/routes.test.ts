@@ -66,3 +66,14 @@ describe('proxyRoutes without sockets', () => {
     expect(text).toContain('pdlink_pd_requests_total{api="completions",outcome="unavailable"} 1');
   });
 });
+
+test('the Coordinator’s scheduler, ledger and circuit breakers satisfy the proxy’s ports', async () => {
+  const { createCoordinator } = await import('../coordinator.ts');
+  const coordinator = createCoordinator();
+  const proxy = proxyRoutes({ scheduler: coordinator.scheduler, ledger: coordinator.ledger, health: coordinator.health, metrics: coordinator.metrics, settings: resolveProxySettings({}, { maxInFlight: 8 }) });
+  coordinator.inferenceApp.route('/', proxy);
+  const res = await coordinator.inferenceApp.request('/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","prompt":"p"}' });
+  expect(res.status).toBe(503);
+  expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
+  await coordinator.close();
+});
