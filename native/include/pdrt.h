@@ -91,14 +91,15 @@ typedef struct pdrt_link_info {
     uint64_t remote_cluster_id;
     uint32_t side;                      /* PDRT_SIDE_* */
     uint32_t state;                     /* PDRT_LINK_* */
-    uint32_t transfers_in_flight;
+    uint32_t transfers_in_flight;       /* pulls/pushes this context is running on the link */
     uint16_t remote_port;
     uint16_t same_host;                 /* 1 when transfers use the shared-memory path */
     char     remote_ip[PDRT_IP_MAX];
 } pdrt_link_info;
 
 /* Options for pdrt_set_option. */
-#define PDRT_OPT_SAME_HOST_FASTPATH 1u  /* 1 (default) = negotiate shared memory with same-host peers; 0 = always TCP */
+#define PDRT_OPT_SAME_HOST_FASTPATH 1u  /* 1 (default) = negotiate shared memory with same-host peers;
+                                           0 = always TCP. Applies to links made afterwards. */
 
 /* ---- Lifecycle ---- */
 
@@ -123,6 +124,7 @@ int32_t pdrt_listen_port(pdrt_ctx *ctx, uint16_t *port);
  * gets PDRT_PARAM_INVALID. */
 int32_t pdrt_destroy(pdrt_ctx *ctx);
 
+/* PDRT_PARAM_INVALID for an unknown option or value. */
 int32_t pdrt_set_option(pdrt_ctx *ctx, uint32_t option, int64_t value);
 
 /* ---- Links (LLM-DataDist link_clusters / unlink_clusters) ----

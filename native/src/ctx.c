@@ -44,7 +44,8 @@ int remaining_ms(int64_t deadline) {
 
 uint64_t random_u64(void) {
     uint64_t v = 0;
-    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) v = (uint64_t)now_ms() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
+    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+        v = (uint64_t)now_ms() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
     return v;
 }
 

@@ -3,7 +3,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <time.h>
 
 /* Under ctx->mu. A full queue drops its oldest event: a consumer that stopped draining should
  * not make the runtime grow without bound, and pdrt_list_links still tells the current truth. */
@@ -40,20 +39,11 @@ int32_t pdrt_poll_events(pdrt_ctx *ctx, pdrt_event *out, uint32_t cap, uint32_t 
 
 int32_t pdrt_wait_events(pdrt_ctx *ctx, int32_t timeout_ms) {
     if (timeout_ms < 0 || ctx_enter(ctx) != 0) return PDRT_PARAM_INVALID;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    int32_t rc = PDRT_SUCCESS;
+    int64_t deadline = now_ms() + timeout_ms;
     pthread_mutex_lock(&ctx->mu);
-    while (ctx->ev_len == 0 && !ctx->stopping) {
-        if (pthread_cond_timedwait(&ctx->ev_cv, &ctx->mu, &ts) == ETIMEDOUT) break;
-    }
-    if (ctx->ev_len == 0) rc = ctx->stopping ? PDRT_FAILED : PDRT_TIMEOUT;
+    while (ctx->ev_len == 0 && !ctx->stopping)
+        if (cv_wait_until(&ctx->ev_cv, &ctx->mu, deadline) == ETIMEDOUT) break;
+    int32_t rc = ctx->ev_len > 0 ? PDRT_SUCCESS : ctx->stopping ? PDRT_FAILED : PDRT_TIMEOUT;
     pthread_mutex_unlock(&ctx->mu);
     ctx_leave(ctx);
     return rc;

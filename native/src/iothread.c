@@ -341,11 +341,12 @@ static void *io_main(void *arg) {
         }
         for (link_t *lk = ctx->links; ok && lk != NULL; lk = lk->next)
             if (lk->watched) ok = pollset_add(&ps, lk->ctl_fd, SLOT_LINK) == 0;
-        for (size_t i = 0; ok && i < ctx->detached.n; i++) ok = pollset_add(&ps, ctx->detached.v[i], SLOT_DETACHED) == 0;
+        for (size_t i = 0; ok && i < ctx->detached.n; i++)
+            ok = pollset_add(&ps, ctx->detached.v[i], SLOT_DETACHED) == 0;
         pthread_mutex_unlock(&ctx->mu);
 
         int r = poll(ps.pfd, ps.n, remaining_ms(next));
-        if (r < 0 && errno != EINTR) break;
+        if (r < 0) r = 0; /* EINTR, or a transient ENOMEM: look again next round */
         for (size_t i = 0; r > 0 && i < ps.n; i++) {
             if (ps.pfd[i].revents == 0 || ps.kind[i] == SLOT_LISTEN || ps.kind[i] == SLOT_PENDING) continue;
             int fd = ps.pfd[i].fd;

@@ -51,18 +51,18 @@ int32_t cluster_check(const pdrt_ctx *ctx, const pdrt_cluster *c, int for_link, 
     return PDRT_SUCCESS;
 }
 
-static void fail(attempt *a, int32_t code) {
+/* Ends a handshake with code; returns 0 so callers can `return fail(...)`. */
+static int fail(attempt *a, int32_t code) {
     a->code = code;
     a->stage = ST_DONE;
+    return 0;
 }
 
-static void on_welcome(attempt *a, int fastpath) {
-    if (wire_get_welcome(a->in, &a->w) != 0) { fail(a, PDRT_LINK_FAILED); return; }
-    if (a->w.status != PDRT_SUCCESS) {
-        int32_t s = a->w.status;
-        { fail(a, s == PDRT_ALREADY_LINK || s == PDRT_PROCESSING_LINK ? s : PDRT_LINK_FAILED); return; }
-    }
-    if (a->w.server_id != a->lk->remote_id) { fail(a, PDRT_LINK_FAILED); return; }
+static int on_welcome(attempt *a, int fastpath) {
+    if (wire_get_welcome(a->in, &a->w) != 0) return fail(a, PDRT_LINK_FAILED);
+    int32_t s = a->w.status;
+    if (s == PDRT_ALREADY_LINK || s == PDRT_PROCESSING_LINK) return fail(a, s);
+    if (s != PDRT_SUCCESS || a->w.server_id != a->lk->remote_id) return fail(a, PDRT_LINK_FAILED);
     wire_confirm c = { 0 };
     if ((a->w.flags & WELCOME_PEER_READABLE) && fastpath &&
         samehost_read_probe((int32_t)a->w.pid, a->w.probe_fd, &c.token) == 0)
@@ -71,22 +71,33 @@ static void on_welcome(attempt *a, int fastpath) {
     a->olen = CONFIRM_SIZE;
     a->ooff = 0;
     a->stage = ST_SEND_CONFIRM;
+    return 0;
+}
+
+static int on_ack(attempt *a) {
+    wire_ack ack;
+    if (wire_get_ack(a->in, &ack) != 0 || ack.status != PDRT_SUCCESS) return fail(a, PDRT_LINK_FAILED);
+    a->same_host = ack.same_host != 0;
+    a->code = PDRT_SUCCESS;
+    a->stage = ST_DONE;
+    return 0;
 }
 
 /* Advances one handshake as far as it goes without blocking. */
-static void step(attempt *a, int fastpath) {
+static int step(attempt *a, int fastpath) {
     while (a->stage != ST_DONE) {
         if (a->stage == ST_CONNECT) {
             int err = 0;
             socklen_t len = sizeof err;
             struct pollfd p = { .fd = a->fd, .events = POLLOUT };
-            if (poll(&p, 1, 0) <= 0) return;
-            if (getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) { fail(a, PDRT_LINK_FAILED); return; }
+            if (poll(&p, 1, 0) <= 0) return 0;
+            if (getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+                return fail(a, PDRT_LINK_FAILED);
             a->stage = ST_SEND_HELLO;
         } else if (a->stage == ST_SEND_HELLO || a->stage == ST_SEND_CONFIRM) {
             ssize_t n = send(a->fd, a->out + a->ooff, a->olen - a->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-            if (n < 0) { fail(a, PDRT_LINK_FAILED); return; }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+            if (n < 0) return fail(a, PDRT_LINK_FAILED);
             a->ooff += (size_t)n;
             if (a->ooff < a->olen) continue;
             a->ihave = 0;
@@ -94,21 +105,17 @@ static void step(attempt *a, int fastpath) {
             a->stage++;
         } else {
             ssize_t n = recv(a->fd, a->in + a->ihave, a->ineed - a->ihave, MSG_DONTWAIT);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-            if (n <= 0) { fail(a, PDRT_LINK_FAILED); return; }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+            if (n <= 0) return fail(a, PDRT_LINK_FAILED);
             a->ihave += (size_t)n;
             if (a->ihave < a->ineed) continue;
-            if (a->stage == ST_RECV_WELCOME) {
+            if (a->stage == ST_RECV_WELCOME)
                 on_welcome(a, fastpath);
-                continue;
-            }
-            wire_ack ack;
-            if (wire_get_ack(a->in, &ack) != 0 || ack.status != PDRT_SUCCESS) { fail(a, PDRT_LINK_FAILED); return; }
-            a->same_host = ack.same_host != 0;
-            a->code = PDRT_SUCCESS;
-            a->stage = ST_DONE;
+            else
+                on_ack(a);
         }
     }
+    return 0;
 }
 
 /* Under ctx->mu: takes a placeholder for cluster i, or says why not. */

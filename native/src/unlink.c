@@ -42,7 +42,8 @@ int32_t pdrt_unlink(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int
         for (uint32_t k = 0; k < i && rets[i] == PDRT_SUCCESS; k++)
             if (rets[k] != PDRT_PARAM_INVALID && clusters[k].remote_cluster_id == clusters[i].remote_cluster_id)
                 rets[i] = PDRT_PROCESSING_LINK;
-        if (rets[i] == PDRT_SUCCESS) rets[i] = begin(ctx, link_find(ctx, clusters[i].remote_cluster_id), force, &waiting[i]);
+        if (rets[i] == PDRT_SUCCESS)
+            rets[i] = begin(ctx, link_find(ctx, clusters[i].remote_cluster_id), force, &waiting[i]);
     }
     for (;;) {
         int open = 0;
