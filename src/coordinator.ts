@@ -10,6 +10,8 @@ import { probeRoutes } from './http/probes.ts';
 import { ledgerRoutes } from './http/ledger.ts';
 import { refreshRoutes } from './http/refresh.ts';
 import { KvLedger } from './ledger/index.ts';
+import { proxyRoutes, type ProxyApp } from './proxy/routes.ts';
+import { resolveProxySettings, type ProxySettings } from './proxy/settings.ts';
 import { createRegistry } from './metrics.ts';
 import { BODY_LIMIT_MB } from './schema/coordinator-config.ts';
 import { createHealth, createScheduler, ledgerLoads, type CircuitBreakers, type PdScheduler, type PolicyChoice } from './scheduler/index.ts';
@@ -21,6 +23,8 @@ export interface CoordinatorOptions {
   metrics?: Registry;
   /** Pair-selection policy per role (default load_balance for both). */
   policy?: Partial<PolicyChoice>;
+  /** Proxy settings (leg timeouts, retries, in-flight limit); unset keys take their defaults. */
+  proxy?: Partial<ProxySettings>;
   /** Also export the process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
   processMetrics?: boolean;
 }
@@ -62,9 +66,11 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => notReadyReason(registry), metrics }));
 
+  const proxy: ProxyApp = proxyRoutes({ scheduler, ledger, health, metrics, settings: resolveProxySettings({}, { bodyLimitBytes, ...options.proxy }) });
   const inferenceApp = new Hono();
   inferenceApp.onError(onError);
   inferenceApp.notFound(onNotFound);
+  inferenceApp.route('/', proxy);
 
   let closed = false;
   return {

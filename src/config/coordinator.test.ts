@@ -139,6 +139,16 @@ describe('coordinator settings validation', () => {
     expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.policy.decode', 'must be one of');
   });
 
+  test('proxy settings come from exception_config and request_limit; a bad proxy_config key is named', () => {
+    const path = writeConfig({ exception_config: { max_retry: 2, first_token_timeout: 30 }, request_limit: { max_requests: 64 } });
+    const s = resolveCoordinatorSettings({ config: path }, {}, emptyDir());
+    expect(s.proxy.maxRetries).toBe(2);
+    expect(s.proxy.firstTokenTimeoutMs).toBe(30000);
+    expect(s.proxy.maxInFlight).toBe(64);
+    const bad = writeConfig({ proxy_config: { backoff_base_ms: -1 } });
+    expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'proxy_config.backoff_base_ms');
+  });
+
   test('TLS enabled without certificate paths is an error naming the key', () => {
     const path = writeConfig({ tls_config: { controller_server_tls_enable: true } });
     expectCliError(() => resolveCoordinatorSettings({ config: path }, {}, emptyDir()), 'controller_server_tls_items');

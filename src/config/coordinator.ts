@@ -7,6 +7,8 @@ import { resolve } from 'node:path';
 import { CliError } from '../cli/common.ts';
 import { BODY_LIMIT_MB, CoordinatorConfigFile, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, SINGLE_NODE_MAX_REQUESTS, type TlsItems } from '../schema/coordinator-config.ts';
 import { loadConfigFile } from './load.ts';
+import { PdlinkError } from '../errors.ts';
+import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
 export const CONFIG_PATH_ENV = 'MINDIE_MS_COORDINATOR_CONFIG_FILE_PATH';
@@ -54,6 +56,8 @@ export interface CoordinatorSettings {
   keepAliveSeconds: number;
   /** Pair-selection policy per role. */
   policy: PolicyChoice;
+  /** PD proxy: leg timeouts, retries, in-flight limit (from exception_config, request_limit, proxy_config). */
+  proxy: ProxySettings;
   /** The file as accepted, unknown keys included, for the parts that read their own sections. */
   file: CoordinatorConfigFile;
 }
@@ -116,6 +120,7 @@ export function resolveCoordinatorSettings(
     httpTimeoutSeconds: http.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default,
     keepAliveSeconds: http.keep_alive_seconds ?? 180,
     policy: policyOf(file),
+    proxy: proxySettingsOf(file, path ?? 'defaults'),
     file,
   };
 }
@@ -129,6 +134,15 @@ function policyOf(file: CoordinatorConfigFile): PolicyChoice {
     prefill: own.prefill ?? fromMindie ?? DEFAULT_POLICY,
     decode: own.decode ?? 'load_balance',
   };
+}
+
+function proxySettingsOf(file: CoordinatorConfigFile, source: string): ProxySettings {
+  try {
+    return resolveProxySettings(file);
+  } catch (err) {
+    if (err instanceof PdlinkError) throw new CliError(`config file ${source}: ${err.message}`);
+    throw err;
+  }
 }
 
 function isAllZero(ip: string): boolean {
