@@ -153,11 +153,11 @@ static void write_all(pdrt_ctx *ctx, uint64_t cache_id, uint32_t seed) {
 
 /* 1 when local block dst of ctx's cache equals block src of the pattern seed. */
 static int block_matches(pdrt_ctx *ctx, uint64_t cache_id, uint32_t dst, uint32_t seed, uint32_t src) {
-    static uint8_t all[NBLOCKS * BLOCK];
     uint8_t got[BLOCK];
-    fill_pattern(all, NBLOCKS, seed);
     if (pdrt_read_blocks(ctx, cache_id, &dst, 1, got, BLOCK) != PDRT_SUCCESS) return 0;
-    return memcmp(got, all + (size_t)src * BLOCK, BLOCK) == 0;
+    for (uint32_t i = 0; i < BLOCK; i++)
+        if (got[i] != (uint8_t)(seed * 131 + src * 31 + i * 7)) return 0;
+    return 1;
 }
 
 /* ---- the forked server process for fault cases ---- */
@@ -520,6 +520,122 @@ static void test_transfers(int same_host) {
     pdrt_destroy(p);
 }
 
+/* ---- concurrency ---- */
+
+typedef struct {
+    pdrt_ctx *ctx;
+    uint64_t peer, remote_cache, local_cache;
+    uint32_t seed, base, src_base;
+    int bad;
+} stress_arg;
+
+/* Repeated pulls of 8 blocks into a slice of the local cache that belongs to this thread. */
+static void *stress_thread(void *arg) {
+    stress_arg *a = arg;
+    for (uint32_t round = 0; round < 40; round++) {
+        uint32_t src[8], dst[8];
+        for (uint32_t i = 0; i < 8; i++) {
+            src[i] = a->src_base + (round * 7 + i * 5) % (NBLOCKS / 2);
+            dst[i] = a->base + i;
+        }
+        if (pdrt_pull_blocks(a->ctx, a->peer, a->remote_cache, src, a->local_cache, dst, 8, 5000) != PDRT_SUCCESS) a->bad++;
+        for (uint32_t i = 0; i < 8; i++)
+            if (!block_matches(a->ctx, a->local_cache, dst[i], a->seed, src[i])) a->bad++;
+    }
+    return NULL;
+}
+
+static void test_parallel_pulls(int same_host) {
+    current = same_host ? "parallel pulls, shared memory" : "parallel pulls, TCP (client and reverse pools)";
+    pdrt_ctx *p = make_ctx(81, "127.0.0.2");
+    pdrt_ctx *d = make_ctx(82, NULL);
+    pdrt_set_option(d, PDRT_OPT_SAME_HOST_FASTPATH, same_host);
+    pdrt_register_blocks(p, 1, NBLOCKS, BLOCK);
+    pdrt_register_blocks(d, 2, NBLOCKS, BLOCK);
+    write_all(p, 1, 4);
+    write_all(d, 2, 5);
+    CHECK_RC(link1(d, cluster(81, "127.0.0.2", port_of(p)), 2000), PDRT_SUCCESS);
+    enum { T = 4 };
+    pthread_t th[2 * T];
+    stress_arg args[2 * T];
+    /* D pulls P's blocks 0..31 into its own 0..31; P pulls D's 32..63 into its own 32..63: nobody
+     * reads a block that a pull is writing. */
+    for (int i = 0; i < T; i++) {
+        uint32_t slice = 8 * (uint32_t)i;
+        args[i] = (stress_arg){ .ctx = d, .peer = 81, .remote_cache = 1, .local_cache = 2, .seed = 4, .base = slice };
+        args[T + i] = (stress_arg){ .ctx = p, .peer = 82, .remote_cache = 2, .local_cache = 1, .seed = 5,
+                                    .base = 32 + slice, .src_base = 32 };
+    }
+    for (int i = 0; i < 2 * T; i++) pthread_create(&th[i], NULL, stress_thread, &args[i]);
+    int bad = 0;
+    for (int i = 0; i < 2 * T; i++) {
+        pthread_join(th[i], NULL);
+        bad += args[i].bad;
+    }
+    CHECK(bad == 0);
+    CHECK(find_link(d, 81).transfers_in_flight == 0);
+    pdrt_destroy(d);
+    pdrt_destroy(p);
+}
+
+typedef struct {
+    pdrt_ctx *ctx;
+    uint64_t peer;
+    int32_t ret;
+} unlink_arg;
+
+static void *unlink_thread(void *arg) {
+    unlink_arg *a = arg;
+    a->ret = unlink1(a->ctx, a->peer, 0, 3000);
+    return NULL;
+}
+
+typedef struct {
+    pdrt_ctx *ctx;
+    int32_t rc;
+} wait_arg;
+
+static void *wait_thread(void *arg) {
+    wait_arg *a = arg;
+    a->rc = pdrt_wait_events(a->ctx, 30000);
+    return NULL;
+}
+
+static void test_races(void) {
+    current = "both ends unlink at once";
+    pdrt_ctx *p = make_ctx(91, "127.0.0.2");
+    pdrt_ctx *d = make_ctx(92, NULL);
+    for (int round = 0; round < 5; round++) {
+        CHECK_RC(link1(d, cluster(91, "127.0.0.2", port_of(p)), 2000), PDRT_SUCCESS);
+        CHECK(wait_event(p, PDRT_EVENT_PEER_LINKED, 92, NULL));
+        unlink_arg a = { .ctx = d, .peer = 91 }, b = { .ctx = p, .peer = 92 };
+        pthread_t ta, tb;
+        pthread_create(&ta, NULL, unlink_thread, &a);
+        pthread_create(&tb, NULL, unlink_thread, &b);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        /* Whoever's UNLINK lands first unlinks both ends; a simultaneous one is acknowledged too. */
+        CHECK(a.ret == PDRT_SUCCESS || a.ret == PDRT_NOT_YET_LINK);
+        CHECK(b.ret == PDRT_SUCCESS || b.ret == PDRT_NOT_YET_LINK);
+        CHECK(a.ret == PDRT_SUCCESS || b.ret == PDRT_SUCCESS);
+        CHECK(find_link(d, 91).state == 0 && find_link(p, 92).state == 0);
+        drain_events(p);
+        drain_events(d);
+    }
+
+    current = "destroy wakes a thread blocked in pdrt_wait_events";
+    pthread_t t;
+    wait_arg w = { .ctx = d };
+    int64_t t0 = mono_ms();
+    pthread_create(&t, NULL, wait_thread, &w);
+    CHECK_RC(pdrt_destroy(d), PDRT_SUCCESS);
+    pthread_join(t, NULL);
+    /* FAILED: woken by the destroy; PARAM_INVALID: the destroy came first. Never the 30 s wait. */
+    CHECK(w.rc == PDRT_FAILED || w.rc == PDRT_PARAM_INVALID);
+    CHECK(mono_ms() - t0 < 10000);
+    pdrt_destroy(p);
+}
+
 /* ---- fault cases against the forked server ---- */
 
 typedef struct {
@@ -619,6 +735,9 @@ int main(void) {
     test_blocks_local();
     test_transfers(0);
     test_transfers(1);
+    test_parallel_pulls(0);
+    test_parallel_pulls(1);
+    test_races();
     test_faults(ch);
     if (failures == 0) printf("test_pdrt: all checks passed\n");
     else printf("test_pdrt: %d check(s) failed\n", failures);
