@@ -111,8 +111,10 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     },
     ...(options.eventWaitMs === undefined ? {} : { waitMs: options.eventWaitMs }),
   });
-  // Link events carry no address; the runtime's link list has the peer's.
-  const noteServerAddresses = async (endpoint: string): Promise<void> => {
+  // Link events carry no address; the runtime's link list has the peer's. One lookup per endpoint
+  // at a time, rerun once if more clients linked meanwhile, so a burst of links costs a few lists.
+  const lookups = new Map<string, 'running' | 'again'>();
+  const listServerAddresses = async (endpoint: string): Promise<void> => {
     const handle = handles.get(endpoint);
     if (handle === undefined) return;
     const reply = await pool.run<RuntimeLink[]>({ op: 'list', handle });
@@ -120,6 +122,17 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     for (const link of reply.value) {
       if (link.side === 1 && link.remoteIp !== '') linkManager.noteRemote(endpoint, link.remoteClusterId, { ip: link.remoteIp, port: link.remotePort });
     }
+  };
+  const noteServerAddresses = async (endpoint: string): Promise<void> => {
+    if (lookups.has(endpoint)) {
+      lookups.set(endpoint, 'again');
+      return;
+    }
+    do {
+      lookups.set(endpoint, 'running');
+      await listServerAddresses(endpoint);
+    } while (lookups.get(endpoint) === 'again');
+    lookups.delete(endpoint);
   };
   pump.start();
 

@@ -8,7 +8,11 @@ import { encodeClusters, sharedRets } from './encoding.ts';
 import type { WorkerPool } from './pool.ts';
 import type { Encoding, LinkReply, WorkerCluster } from './protocol.ts';
 
-/** Default batch encoding; chosen by bench/pool.bench.ts (see bench/results/pool.md). */
+/**
+ * Default batch encoding. Sixteen clusters are a few hundred bytes: structured clone, msgpackr and
+ * shared records came out within noise of each other (bench/results/pool.md), and clone led at the
+ * best setting while needing nothing of the receiver.
+ */
 export const DEFAULT_ENCODING: Encoding = 'clone';
 
 export interface PoolExecutorOptions {

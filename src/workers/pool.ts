@@ -9,8 +9,13 @@ import { LLM_STATUS } from '../links/status.ts';
 import type { TaskReply, WorkerTask } from './protocol.ts';
 import { BOARD_SLOTS } from './tasks.ts';
 
-/** Defaults chosen by bench/pool.bench.ts; see bench/results/pool.md. */
+/**
+ * Threads: 2 on the 2-core machine of bench/results/pool.md, where 2 beat 1 and 4 did no better.
+ * Threads mostly wait on the network inside the runtime, so larger machines get up to 4: more
+ * batches in flight while some wait out a dead peer's timeout.
+ */
 export const DEFAULT_POOL_THREADS = Math.max(2, Math.min(4, availableParallelism()));
+/** piscina's `sync` atomics beat `async` and `disabled` at the best setting (bench/results/pool.md). */
 export const DEFAULT_ATOMICS: PoolAtomics = 'sync';
 
 export type PoolAtomics = 'sync' | 'async' | 'disabled';
