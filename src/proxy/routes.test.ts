@@ -67,13 +67,12 @@ describe('proxyRoutes without sockets', () => {
   });
 });
 
-test('the Coordinator’s scheduler, ledger and circuit breakers satisfy the proxy’s ports', async () => {
+test('the Coordinator mounts the proxy over its own scheduler, ledger and circuit breakers', async () => {
   const { createCoordinator } = await import('../coordinator.ts');
   const coordinator = createCoordinator();
-  const proxy = proxyRoutes({ scheduler: coordinator.scheduler, ledger: coordinator.ledger, health: coordinator.health, metrics: coordinator.metrics, settings: resolveProxySettings({}, { maxInFlight: 8 }) });
-  coordinator.inferenceApp.route('/', proxy);
   const res = await coordinator.inferenceApp.request('/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","prompt":"p"}' });
   expect(res.status).toBe(503);
   expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
+  expect(await coordinator.metrics.metrics()).toContain('pdlink_pd_requests_total{api="completions",outcome="unavailable"} 1');
   await coordinator.close();
 });
