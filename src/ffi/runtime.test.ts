@@ -166,6 +166,16 @@ describe('links', () => {
     expect(rt.link(context(2n), [toP], 2000).ret).toBe(LLM_SUCCESS);
   });
 
+  test('a server lists more links than the first buffer holds', () => {
+    const p = context(1n, '127.0.0.2');
+    const ids = Array.from({ length: 20 }, (_, i) => BigInt(100 + i));
+    for (const id of ids) expect(rt.link(context(id), [target(1n, p, '127.0.0.2')], 2000).ret).toBe(LLM_SUCCESS);
+    const listed = rt.listLinks(p);
+    expect(listed.map((l) => l.remoteClusterId).sort((a, b) => Number(a - b))).toEqual(ids);
+    expect(listed.every((l) => l.side === SIDE.server && l.state === LINK_STATE.linked)).toBe(true);
+    expect(rt.pollEvents(p, 100).filter((e) => e.kind === EVENT_KIND.peerLinked)).toHaveLength(20);
+  });
+
   test('records in a SharedArrayBuffer are linked as they are', () => {
     const p = context(1n, '127.0.0.2');
     const d = context(2n);
@@ -175,9 +185,13 @@ describe('links', () => {
     view.setUint16(8, rt.listenPort(p), true);
     new Uint8Array(shared, 16, 9).set(new TextEncoder().encode('127.0.0.2'));
     const rets = new Int32Array(shared, 144, 1);
+    rets[0] = 12345;
     expect(rt.linkRecords(d, new Uint8Array(shared, 0, 144), 1, 2000, rets)).toBe(LLM_SUCCESS);
     expect(rets[0]).toBe(LLM_SUCCESS);
+    expect(rt.linkRecords(d, new Uint8Array(shared, 0, 144), 1, 2000, rets)).toBe(LLM_FAILED);
+    expect(rets[0]).toBe(LLM_STATUS.LLM_ALREADY_LINK);
     expect(rt.unlinkRecords(d, new Uint8Array(shared, 0, 144), 1, 2000, false, rets)).toBe(LLM_SUCCESS);
+    expect(rets[0]).toBe(LLM_SUCCESS);
     expect(thrown(() => rt.linkRecords(d, new Uint8Array(100), 1, 2000, rets)).message).toContain('records');
     expect(thrown(() => rt.linkRecords(d, new Uint8Array(288), 2, 2000, rets)).message).toContain('rets');
   });

@@ -61,6 +61,7 @@ const ipText = new Uint8Array(IP_MAX);
 const events = new Uint8Array(EVENT_CHUNK * EVENT_BYTES);
 const eventsView = new DataView(events.buffer);
 let linkInfos = new Uint8Array(16 * LINK_INFO_BYTES);
+let linkInfosView = new DataView(linkInfos.buffer);
 
 /**
  * The handle as the pointer argument FFI expects.
@@ -237,11 +238,11 @@ export function listLinks(handle: RuntimeHandle): RuntimeLinkInfo[] {
     const total = totalOut[0] ?? 0;
     if (total > cap) {
       linkInfos = new Uint8Array((total + 16) * LINK_INFO_BYTES);
+      linkInfosView = new DataView(linkInfos.buffer);
       continue;
     }
-    const view = new DataView(linkInfos.buffer);
     const out: RuntimeLinkInfo[] = [];
-    for (let i = 0; i < (countOut[0] ?? 0); i++) out.push(decodeLinkInfo(linkInfos, view, i));
+    for (let i = 0; i < (countOut[0] ?? 0); i++) out.push(decodeLinkInfo(linkInfos, linkInfosView, i));
     return out;
   }
 }
