@@ -29,6 +29,11 @@ export type { Instance, InstanceRole, RegistryDiff, ClusterView } from './cluste
 export { ClusterRegistry } from './cluster/registry.ts';
 export { KvLedger } from './ledger/index.ts';
 export type { TransferRecord, TransferState, LedgerSnapshot, ReserveRequest, InstanceLoad } from './ledger/index.ts';
+export { createInstanceAgent } from './instance/agent.ts';
+export type { InstanceAgent, InstanceAgentOptions, AgentDevice } from './instance/agent.ts';
+export { LinkManager } from './links/manager.ts';
+export { createScheduler, createHealth } from './scheduler/index.ts';
+export type { PdScheduler, CircuitBreakers, PolicyChoice, PolicyName, PickRequest, PickResult } from './scheduler/index.ts';
 export { PdlinkError, errors } from './errors.ts';
 export type { ErrorCode, FieldIssue } from './errors.ts';
 export { LLM_STATUS, statusName, LlmStatusError } from './links/status.ts';
