@@ -2,6 +2,7 @@
  * The device runtime as the worker tasks use it. `runtime.ts` implements it over the FFI facade;
  * tests of the pool mechanics implement it in plain TypeScript.
  */
+import type { BlockRuntime } from './block-runtime.ts';
 import type { RuntimeEvent, RuntimeLink, WorkerCluster } from './protocol.ts';
 
 export interface DeviceRuntime {
@@ -21,4 +22,6 @@ export interface DeviceRuntime {
   waitEvents(handle: number, timeoutMs: number): boolean;
   pollEvents(handle: number, cap: number): Omit<RuntimeEvent, 'handle'>[];
   listLinks(handle: number): RuntimeLink[];
+  /** KV block caches and transfers; a runtime without them fails block tasks. */
+  readonly blocks?: BlockRuntime;
 }

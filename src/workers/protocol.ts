@@ -2,6 +2,7 @@
  * What crosses between the main thread and the pool's workers: tasks as plain data, replies as
  * `{ ok, value }` or `{ ok: false, code, message }`, never Error objects.
  */
+import type { BlockTask } from './block-protocol.ts';
 
 /** How link/unlink batches travel to a worker (tuned by bench/pool.bench.ts). */
 export type Encoding = 'clone' | 'msgpack' | 'shared';
@@ -61,7 +62,7 @@ export interface EchoTask {
   readonly ms: number;
 }
 
-export type WorkerTask = (LinkTask | CreateTask | HandleTask | EventsTask | EchoTask) & { readonly taskId: number };
+export type WorkerTask = (LinkTask | CreateTask | HandleTask | EventsTask | EchoTask | BlockTask) & { readonly taskId: number };
 
 export type TaskReply<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: number; readonly message: string };
 

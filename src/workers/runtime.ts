@@ -5,6 +5,7 @@
  */
 import * as ffi from '../ffi/index.ts';
 import { LlmStatusError } from '../links/status.ts';
+import { ffiBlockRuntime } from './block-runtime.ts';
 import type { DeviceRuntime } from './device-runtime.ts';
 import type { WorkerCluster } from './protocol.ts';
 
@@ -60,4 +61,5 @@ export const ffiRuntime: DeviceRuntime = {
   waitEvents: (handle, timeoutMs) => ffi.waitEvents(handle, timeoutMs),
   pollEvents: (handle, cap) => ffi.pollEvents(handle, cap),
   listLinks: (handle) => ffi.listLinks(handle),
+  blocks: ffiBlockRuntime,
 };

@@ -5,6 +5,7 @@
  */
 import { threadId } from 'node:worker_threads';
 import { LLM_STATUS, normalizeStatus } from '../links/status.ts';
+import { runBlockTask } from './block-tasks.ts';
 import type { DeviceRuntime } from './device-runtime.ts';
 import { decodeClusters, sharedRecords, sharedRets } from './encoding.ts';
 import type { EventsTask, LinkReply, LinkTask, RuntimeEvent, TaskReply, WorkerTask } from './protocol.ts';
@@ -45,6 +46,14 @@ function dispatch(runtime: DeviceRuntime, task: WorkerTask): unknown {
       return runtime.listLinks(task.handle);
     case 'events':
       return waitForEvents(runtime, task);
+    case 'kv-register':
+    case 'kv-unregister':
+    case 'kv-write':
+    case 'kv-read':
+    case 'kv-pull':
+    case 'kv-push':
+    case 'kv-fastpath':
+      return runBlockTask(runtime.blocks, task);
     case 'echo':
       if (task.ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, task.ms);
       return task.ms;
