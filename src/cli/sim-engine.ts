@@ -1,0 +1,128 @@
+/**
+ * `pdlink sim-engine`: the engine simulator. One process is one simulated inference engine with
+ * its pdlink instance agent embedded, the way a real engine process owns its LLM-DataDist object:
+ * the agent's device contexts, link manager, role API and KV transfer API, plus an
+ * OpenAI-compatible inference listener. Runs until SIGINT/SIGTERM.
+ */
+import { Hono } from 'hono';
+import { resolveInstanceSettings } from '../config/instance.ts';
+import { loadConfigFile } from '../config/load.ts';
+import { PdlinkError } from '../errors.ts';
+import { onError, onNotFound } from '../http/envelope.ts';
+import { createInstanceAgent, type InstanceAgent } from '../instance/agent.ts';
+import { formatIpPort } from '../links/endpoint.ts';
+import { InstanceConfigFile } from '../schema/instance-config.ts';
+import { agentKv, type AgentTransferApi } from '../sim/agent-kv.ts';
+import { simControlApp } from '../sim/control-app.ts';
+import { SimEngine } from '../sim/engine.ts';
+import { simInferenceApp } from '../sim/inference-app.ts';
+import { parseSimEngineArgs, SIM_ENGINE_HELP, type SimEngineArgs } from '../sim/options.ts';
+import { CliError, listeningLine, startListeners, untilSignal } from './common.ts';
+
+/** Inference listener defaults, as MindIE's ServerConfig has them. */
+const DEFAULT_INFERENCE_IP = '127.0.0.1';
+const DEFAULT_INFERENCE_PORT = 1025;
+
+/**
+ * Runs the engine simulator until a signal stops it.
+ * @example await runSimEngine(['--role', 'decode', '--config', 'd0.json', '--port', '0', '--manage_port', '0']);
+ */
+export async function runSimEngine(argv: string[]): Promise<void> {
+  const args = parseSimEngineArgs(argv);
+  if (args.help) {
+    console.log(SIM_ENGINE_HELP);
+    return;
+  }
+  const settings = resolveInstanceSettings(
+    { ...(args.config === undefined ? {} : { config: args.config }), ...(args.manageIp === undefined ? {} : { manageIp: args.manageIp }), ...(args.managePort === undefined ? {} : { managePort: args.managePort }) },
+    process.env,
+  );
+  const server = args.config === undefined ? {} : (loadConfigFile(args.config, InstanceConfigFile).ServerConfig ?? {});
+  const inference = { ip: args.ip ?? server.ipAddress ?? DEFAULT_INFERENCE_IP, port: args.port ?? server.port ?? DEFAULT_INFERENCE_PORT };
+
+  let agent: InstanceAgent;
+  try {
+    agent = await createInstanceAgent({ devices: settings.devices, linkBasePort: settings.linkBasePort, processMetrics: true, ...settings.pool });
+  } catch (err) {
+    if (err instanceof PdlinkError) throw new CliError(err.message);
+    throw err;
+  }
+  let engine: SimEngine;
+  try {
+    engine = await startEngine(args, agent);
+  } catch (err) {
+    await agent.close();
+    throw err;
+  }
+
+  const management = new Hono();
+  management.onError(onError);
+  management.notFound(onNotFound);
+  management.route('/', simControlApp(engine));
+  management.route('/', agent.managementApp);
+
+  for (const d of settings.devices) {
+    console.log(`pdlink: link-${d.endpoint} cluster_id ${d.clusterId}`);
+    console.log(listeningLine(`link-${d.endpoint}`, formatIpPort(d)));
+  }
+  console.log(`pdlink: sim-engine (simulator) role ${args.role} model ${args.model}`);
+  let listeners;
+  try {
+    listeners = await startListeners([
+      { name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: management.fetch },
+      { name: 'inference', hostname: inference.ip, port: inference.port, fetch: simInferenceApp(engine).fetch },
+    ]);
+  } catch (err) {
+    engine.close();
+    await agent.close();
+    throw err;
+  }
+  // Decoders tell this engine on its management listener that they have pulled its blocks.
+  engine.notifyAddress = { host: settings.manage.ip, port: listeners[0]!.port };
+  await untilSignal(async () => {
+    await Promise.all(listeners.map((l) => l.stop()));
+    engine.close();
+    await agent.close();
+  });
+}
+
+async function startEngine(args: SimEngineArgs, agent: InstanceAgent): Promise<SimEngine> {
+  const transfers = (agent as InstanceAgent & { transfers?: AgentTransferApi }).transfers;
+  if (transfers === undefined) throw new CliError('the instance agent of this build has no KV transfer API; the simulator needs it');
+  const engine = new SimEngine({
+    role: args.role,
+    model: args.model,
+    devices: agent.devices.map((d) => ({ endpoint: d.endpoint, clusterId: d.clusterId })),
+    kv: agentKv(transfers, agent.linkManager),
+    numBlocks: args.numBlocks,
+    blockBytes: args.blockBytes,
+    blockTokens: args.blockTokens,
+    prefillMsPerToken: args.prefillMsPerToken,
+    decodeMsPerToken: args.decodeMsPerToken,
+    maxModelLen: args.maxModelLen,
+    kvLeaseMs: args.kvLeaseMs,
+    pullTimeoutMs: args.pullTimeoutMs,
+  });
+  try {
+    await engine.start();
+  } catch (err) {
+    throw new CliError(`cannot register the simulated KV cache: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return engine;
+}
+
+// Runnable on its own too (`bun src/cli/sim-engine.ts --role prefill`), which the cluster
+// launcher uses so it does not depend on how the pdlink command is wired.
+if (import.meta.main) {
+  try {
+    await runSimEngine(process.argv.slice(2));
+    process.exit(0);
+  } catch (err) {
+    if (err instanceof CliError) {
+      console.error(`pdlink sim-engine: ${err.message}`);
+      process.exit(err.exitCode);
+    }
+    console.error('pdlink sim-engine: fatal:', err);
+    process.exit(1);
+  }
+}

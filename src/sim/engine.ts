@@ -1,0 +1,200 @@
+/**
+ * One simulated inference engine with a pull-mode KV connector, the way a vLLM instance behaves
+ * in disaggregated serving: what it does with a request depends on the request's
+ * `kv_transfer_params` — keep the prompt's blocks for a remote decoder (the prefill leg), pull them
+ * from a remote prefiller (the decode leg), or serve the request alone. The `role` is what the
+ * Controller made it; it labels the engine and its status but, as in vLLM, the request decides.
+ */
+import { BlockPool } from './block-pool.ts';
+import { FaultPlan } from './faults.ts';
+import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
+import { RequestLog } from './request-log.ts';
+import type { SimKind } from './request.ts';
+import { readSimRequest } from './request.ts';
+import { SimError } from './sim-error.ts';
+import { runPrefill } from './prefill.ts';
+import { runDecode } from './decode.ts';
+import { runLocal } from './local.ts';
+
+export type SimRole = 'prefill' | 'decode';
+
+export interface SimDevice {
+  /** Link manager endpoint (the logical device id as text). */
+  readonly endpoint: string;
+  readonly clusterId: bigint;
+}
+
+export interface SimEngineOptions {
+  readonly role: SimRole;
+  readonly model: string;
+  readonly devices: readonly SimDevice[];
+  readonly kv: SimKv;
+  /** KV blocks registered per device. */
+  readonly numBlocks: number;
+  readonly blockBytes: number;
+  /** Prompt tokens per KV block. */
+  readonly blockTokens: number;
+  readonly prefillMsPerToken: number;
+  readonly decodeMsPerToken: number;
+  /** Longest prompt + completion, in tokens (vLLM's max_model_len). */
+  readonly maxModelLen: number;
+  /** How long a prefill keeps its blocks for a decoder that never says it is done. */
+  readonly kvLeaseMs: number;
+  /** Deadline of one pull (LLM-DataDist's sync_kv_timeout). */
+  readonly pullTimeoutMs: number;
+  /** Kills the process (SIGKILL by default); the crash fault calls it. */
+  readonly crash?: () => void;
+  /** Tells a prefiller that its blocks of a request may be freed (default: POST to its /sim/kv/release). */
+  readonly notifyDone?: (host: string, port: number, remoteRequestId: string) => Promise<void>;
+}
+
+/** Where decoders reach this engine to free its blocks: the management listener. */
+export interface KvNotifyAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface SimStats {
+  readonly role: SimRole;
+  readonly model: string;
+  readonly requests: { readonly prefill: number; readonly decode: number; readonly local: number; readonly aborted: number; readonly failed: number };
+  readonly kv: {
+    readonly blocks_total: number;
+    readonly blocks_used: number;
+    readonly held_requests: number;
+    readonly leases_expired: number;
+    readonly bytes_pulled: number;
+    readonly blocks_pulled: number;
+    readonly verify_failures: number;
+  };
+}
+
+export class SimEngine {
+  readonly options: SimEngineOptions;
+  readonly faults = new FaultPlan();
+  readonly log = new RequestLog();
+  /** One block pool per device, by endpoint. */
+  readonly pools: ReadonlyMap<string, BlockPool>;
+  role: SimRole;
+  notifyAddress: KvNotifyAddress | undefined;
+  #nextDevice = 0;
+  #seq = 0;
+  /** Prefill id → device endpoint whose pool holds it. */
+  readonly #exported = new Map<string, string>();
+  readonly counters = { bytesPulled: 0, blocksPulled: 0, verifyFailures: 0 };
+
+  /**
+   * An engine over the given KV runtime; call `start()` to register its caches.
+   * @example const engine = new SimEngine({ role: 'prefill', model: 'sim', devices, kv, ...SIM_DEFAULTS });
+   */
+  constructor(options: SimEngineOptions) {
+    this.options = options;
+    this.role = options.role;
+    this.pools = new Map(
+      options.devices.map((d) => [
+        d.endpoint,
+        new BlockPool({
+          numBlocks: options.numBlocks,
+          onExpire: (owner) => this.#exported.delete(owner),
+        }),
+      ]),
+    );
+  }
+
+  /**
+   * Registers one KV cache of `numBlocks` blocks on every device (before any link, so peers see it).
+   * @example await engine.start();
+   */
+  async start(): Promise<void> {
+    for (const d of this.options.devices) await this.options.kv.register(d.endpoint, SIM_CACHE_ID, this.options.numBlocks, this.options.blockBytes);
+  }
+
+  /**
+   * Serves one inference request; always resolves with the HTTP response.
+   * @example return engine.handle('chat', body, requestId, c.req.raw.signal);
+   */
+  async handle(kind: SimKind, body: unknown, requestId: string, signal: AbortSignal): Promise<Response> {
+    try {
+      const request = readSimRequest(kind, body);
+      if (request.model !== this.options.model) {
+        throw new SimError(404, `The model \`${request.model}\` does not exist.`, 'NotFoundError', 'model');
+      }
+      const needed = request.tokens.length + (request.kv.kind === 'export' ? 1 : request.maxTokens);
+      if (needed > this.options.maxModelLen) {
+        throw SimError.badRequest(
+          `This model's maximum context length is ${this.options.maxModelLen} tokens. However, you requested ${needed} tokens (${request.tokens.length} in the prompt, ${needed - request.tokens.length} in the completion). Please reduce the length of the prompt or completion.`,
+          kind === 'chat' ? 'messages' : 'prompt',
+        );
+      }
+      if (request.kv.kind === 'export') return await runPrefill(this, request, requestId, signal);
+      if (request.kv.kind === 'import') return await runDecode(this, request, request.kv, requestId, signal);
+      return await runLocal(this, request, requestId, signal);
+    } catch (err) {
+      if (err instanceof SimError) return err.toResponse(requestId);
+      console.error('pdlink sim-engine: request failed', err);
+      return SimError.server(500, err instanceof Error ? err.message : String(err)).toResponse(requestId);
+    }
+  }
+
+  /** The next device for a prefill (round robin, so both devices' caches are used). */
+  nextDevice(): SimDevice {
+    const devices = this.options.devices;
+    const device = devices[this.#nextDevice % devices.length]!;
+    this.#nextDevice++;
+    return device;
+  }
+
+  /** A request-unique key for the block pools (one client id may reach an engine twice). */
+  nextId(requestId: string): string {
+    this.#seq++;
+    return `${requestId}#${this.#seq}`;
+  }
+
+  /** Notes that a prefill's blocks live on `endpoint`, so a release finds them. */
+  noteExported(prefillId: string, endpoint: string): void {
+    this.#exported.set(prefillId, endpoint);
+  }
+
+  /**
+   * Frees the blocks a prefill kept for its decoder; returns how many were freed (0: unknown or gone).
+   * @example engine.releaseExport('req-1#3')
+   */
+  releaseExport(prefillId: string): number {
+    const endpoint = this.#exported.get(prefillId);
+    if (endpoint === undefined) return 0;
+    this.#exported.delete(prefillId);
+    return this.pools.get(endpoint)?.release(prefillId) ?? 0;
+  }
+
+  /** Counters for `GET /sim/status` and the demo. */
+  stats(): SimStats {
+    const records = this.log.list();
+    const count = (pred: (r: (typeof records)[number]) => boolean): number => records.reduce((n, r) => n + (pred(r) ? 1 : 0), 0);
+    const pools = [...this.pools.values()];
+    return {
+      role: this.role,
+      model: this.options.model,
+      requests: {
+        prefill: count((r) => r.leg === 'prefill'),
+        decode: count((r) => r.leg === 'decode'),
+        local: count((r) => r.leg === 'local'),
+        aborted: count((r) => r.outcome === 'aborted'),
+        failed: count((r) => r.outcome === 'error'),
+      },
+      kv: {
+        blocks_total: pools.reduce((n, p) => n + p.size, 0),
+        blocks_used: pools.reduce((n, p) => n + p.used, 0),
+        held_requests: pools.reduce((n, p) => n + p.owners, 0),
+        leases_expired: pools.reduce((n, p) => n + p.expired, 0),
+        bytes_pulled: this.counters.bytesPulled,
+        blocks_pulled: this.counters.blocksPulled,
+        verify_failures: this.counters.verifyFailures,
+      },
+    };
+  }
+
+  /** Frees every block and lease timer (the process is stopping). */
+  close(): void {
+    for (const pool of this.pools.values()) pool.clear();
+  }
+}
