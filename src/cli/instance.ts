@@ -12,9 +12,10 @@ import { CliError, listeningLine, parseCliPort, startListeners, untilSignal } fr
 
 export const INSTANCE_HELP = `Usage: pdlink instance [options]
 
-Serves the instance agent: link management (POST /v1/links/link, POST /v1/links/unlink,
-GET /v1/links), probes and /metrics on the management listener, and one device-runtime
-context per local device listening on device_ip:(link_base_port + device_logical_id).
+Serves the instance agent: the role API (POST /v1/role/{prefill|decode}, GET /v1/status),
+link management (POST /v1/links/link, POST /v1/links/unlink, GET /v1/links), probes and
+/metrics on the management listener, and one device-runtime context per local device
+listening on device_ip:(link_base_port + device_logical_id).
 
 Options:
   --config PATH        configuration file (MindIE config.json layout: ServerConfig.ipAddress,
@@ -72,7 +73,7 @@ export async function runInstance(argv: string[]): Promise<void> {
   const settings = resolveInstanceSettings(args, process.env);
   let agent;
   try {
-    agent = await createInstanceAgent({ devices: settings.devices, processMetrics: true, ...settings.pool });
+    agent = await createInstanceAgent({ devices: settings.devices, linkBasePort: settings.linkBasePort, processMetrics: true, ...settings.pool });
   } catch (err) {
     if (err instanceof PdlinkError) throw new CliError(err.message);
     throw err;

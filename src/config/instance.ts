@@ -46,6 +46,8 @@ export interface InstanceSettings {
   readonly manage: { readonly ip: string; readonly port: number };
   readonly devices: readonly DeviceSettings[];
   readonly pool: PoolSettings;
+  /** `pdlink.link_base_port`: the role API derives peer link ports from it too. */
+  readonly linkBasePort: number;
 }
 
 /**
@@ -89,5 +91,5 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     ...(p.max_batch === undefined ? {} : { maxBatch: p.max_batch }),
     ...(p.encoding === undefined ? {} : { encoding: p.encoding }),
   };
-  return { manage, devices, pool };
+  return { manage, devices, pool, linkBasePort: base };
 }

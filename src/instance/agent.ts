@@ -7,11 +7,17 @@ import { Hono } from 'hono';
 import { collectDefaultMetrics } from 'prom-client';
 import { errors } from '../errors.ts';
 import { onError, onNotFound } from '../http/envelope.ts';
+import { blockRoutes } from '../http/blocks.ts';
 import { linkRoutes } from '../http/links.ts';
 import { probeRoutes } from '../http/probes.ts';
+import { roleRoutes } from '../http/role.ts';
 import { LinkManager } from '../links/manager.ts';
 import { createRegistry, type Registry } from '../metrics.ts';
 import { EventPump } from '../workers/event-pump.ts';
+import { startTransfers, type TransferSettings } from './agent-transfers.ts';
+import type { Transfers } from './transfers.ts';
+import { RoleController } from './role.ts';
+import type { RetryPolicy } from './role-retry.ts';
 import { PoolLinkExecutor } from '../workers/pool-executor.ts';
 import { WorkerPool, type PoolAtomics } from '../workers/pool.ts';
 import type { Encoding, RuntimeLink } from '../workers/protocol.ts';
@@ -44,12 +50,24 @@ export interface InstanceAgentOptions {
   readonly workerFilename?: string | URL;
   /** Longest wait of one runtime event poll. */
   readonly eventWaitMs?: number;
+  /** KV transfers: threads, same-host path, chunk size, slice. */
+  readonly transfers?: TransferSettings;
+  /** Link base port of the deployment: the role API derives peer endpoints from it (default 26000). */
+  readonly linkBasePort?: number;
+  /** Timeout of the role driver's link/unlink calls (default 3000 ms). */
+  readonly roleLinkTimeoutMs?: number;
+  /** Backoff of failed desired links (default 200 ms doubling to 5 s, jittered). */
+  readonly roleRetry?: Partial<RetryPolicy>;
 }
 
 export interface InstanceAgent {
   /** Management API: `/v1/links*`, probes, `/metrics`. Mount with `app.route(prefix, managementApp)`. */
   readonly managementApp: Hono;
   readonly linkManager: LinkManager;
+  /** KV block caches and pulls/pushes over links (also served as `/v1/kv/*`). */
+  readonly transfers: Transfers;
+  /** The role driver behind `POST /v1/role/{role}` and `GET /v1/status`. */
+  readonly role: RoleController;
   readonly metrics: Registry;
   readonly devices: readonly AgentDevice[];
   /** Stops the event pump, waits for calls in flight, destroys the contexts, stops the workers; idempotent. */
@@ -91,6 +109,11 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     await Promise.all([pool.close(), eventPool.close()]);
     throw err;
   }
+  const kv = await startTransfers(handles, options.transfers, { registry: metrics, ...(filename === undefined ? {} : { filename }) }).catch(async (err: unknown) => {
+    await destroyAll();
+    await Promise.all([pool.close(), eventPool.close()]);
+    throw err;
+  });
 
   const executor = new PoolLinkExecutor({ pool, handles, ...(options.encoding === undefined ? {} : { encoding: options.encoding }) });
   const linkManager = new LinkManager({
@@ -102,11 +125,20 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     ...(options.batchWindowMs === undefined ? {} : { batchWindowMs: options.batchWindowMs }),
     ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }),
   });
+  const role = new RoleController({
+    manager: linkManager,
+    devices: options.devices,
+    metrics,
+    ...(options.linkBasePort === undefined ? {} : { linkBasePort: options.linkBasePort }),
+    ...(options.roleLinkTimeoutMs === undefined ? {} : { linkTimeoutMs: options.roleLinkTimeoutMs }),
+    ...(options.roleRetry === undefined ? {} : { retry: options.roleRetry }),
+  });
   const pump = new EventPump({
     pool: eventPool,
     endpoints: new Map([...handles].map(([endpoint, handle]) => [handle, endpoint])),
     onEvent: (endpoint, event) => {
       linkManager.handleRuntimeEvent(endpoint, event);
+      role.handleRuntimeEvent(endpoint, event);
       if (event.kind === 'peer-linked') void noteServerAddresses(endpoint);
     },
     ...(options.eventWaitMs === undefined ? {} : { waitMs: options.eventWaitMs }),
@@ -141,19 +173,25 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
   managementApp.onError(onError);
   managementApp.notFound(onNotFound);
   managementApp.route('/', linkRoutes({ manager: linkManager, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }));
+  managementApp.route('/', roleRoutes({ controller: role }));
+  managementApp.route('/', blockRoutes({ transfers: kv.transfers, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
 
   let closing: Promise<void> | undefined;
   return {
     managementApp,
     linkManager,
+    transfers: kv.transfers,
+    role,
     metrics,
     devices: options.devices,
     close() {
       closing ??= (async () => {
         // Order matters: no thread may still wait on a context when it is destroyed.
+        await role.close();
         await pump.stop();
         await linkManager.idle();
+        await kv.close();
         await destroyAll();
         await Promise.all([pool.close(), eventPool.close()]);
       })();

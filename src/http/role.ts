@@ -1,0 +1,49 @@
+/**
+ * The instance role API on the agent's management listener: `POST /v1/role/{role}` (MindIE's
+ * "Specifying an Instance Role") and `GET /v1/status`. A post is checked and queued, answered
+ * 200 `{"result":"OK"}` at once; the links follow in the background and show in the status.
+ * 400: request errors (unknown role, content type, empty or malformed body); 422: a body that
+ * does not meet the specification, or local devices this agent does not serve.
+ */
+import { Hono } from 'hono';
+import * as v from 'valibot';
+import { errors } from '../errors.ts';
+import type { RoleController } from '../instance/role.ts';
+import { toFieldIssues } from '../schema/issues.ts';
+import { isRole, RoleBody, toRoleRequest } from '../schema/role.ts';
+import { readJsonBody } from './body.ts';
+import { onError } from './envelope.ts';
+
+/** Largest role body: 96 nodes of 16 devices need about 150 KiB; MindIE's own limit is 1–20 MB. */
+export const ROLE_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+
+export interface RoleRouteDeps {
+  readonly controller: RoleController;
+  readonly bodyLimitBytes?: number;
+}
+
+/**
+ * Routes `POST /v1/role/:role` and `GET /v1/status`.
+ * @example app.route('/', roleRoutes({ controller: agent.role }));
+ */
+export function roleRoutes(deps: RoleRouteDeps): Hono {
+  const limitBytes = deps.bodyLimitBytes ?? ROLE_BODY_LIMIT_BYTES;
+  if (!Number.isInteger(limitBytes) || limitBytes < 1) throw new RangeError('bodyLimitBytes must be a positive integer');
+  const app = new Hono();
+  app.onError(onError);
+
+  app.post('/v1/role/:role', async (c) => {
+    const role = c.req.param('role');
+    // The URL is checked before the body: a wrong role is a request error whatever the body says.
+    if (!isRole(role)) throw errors.invalidArgument('role', `must be "prefill" or "decode", got ${JSON.stringify(role)}`);
+    const body = await readJsonBody(c, { limitBytes });
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.unprocessable([{ path: '', message: 'must be a JSON object' }]);
+    const parsed = v.safeParse(RoleBody, body, { abortEarly: false });
+    if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
+    deps.controller.submit(toRoleRequest(role, parsed.output));
+    return c.json({ result: 'OK' });
+  });
+
+  app.get('/v1/status', (c) => c.json(deps.controller.status()));
+  return app;
+}
