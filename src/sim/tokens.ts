@@ -98,7 +98,9 @@ export function hashHex(hash: PromptHash): string {
  * @example const next = xorshift(hash, 7); next(); next();
  */
 export function xorshift(hash: PromptHash, salt: number): () => number {
-  let x = (hash.lo ^ Math.imul(salt + 1, 0x9e3779b1) ^ Math.imul(hash.hi, 0x85ebca6b)) >>> 0;
+  // xorshift is linear: seeds are mixed non-linearly first, or two prompts' streams would differ
+  // by one constant XOR mask and could pick the same words everywhere.
+  let x = fmix32((hash.lo + fmix32((hash.hi ^ Math.imul(salt + 1, 0x9e3779b1)) >>> 0)) >>> 0);
   if (x === 0) x = 0x6d2b79f5;
   return () => {
     x ^= x << 13;
@@ -115,8 +117,17 @@ export function xorshift(hash: PromptHash, salt: number): () => number {
  */
 export function generatedToken(hash: PromptHash, index: number): string {
   const next = xorshift(hash, 0x40000000 + index);
-  next();
-  return ` ${WORDS[next() % WORDS.length]}`;
+  return ` ${WORDS[fmix32(next()) % WORDS.length]}`;
+}
+
+/** MurmurHash3's 32-bit finaliser: every input bit reaches every output bit. */
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
 
 /**
