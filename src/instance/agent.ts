@@ -7,12 +7,15 @@ import { Hono } from 'hono';
 import { collectDefaultMetrics } from 'prom-client';
 import { errors } from '../errors.ts';
 import { onError, onNotFound } from '../http/envelope.ts';
+import { blockRoutes } from '../http/blocks.ts';
 import { linkRoutes } from '../http/links.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { roleRoutes } from '../http/role.ts';
 import { LinkManager } from '../links/manager.ts';
 import { createRegistry, type Registry } from '../metrics.ts';
 import { EventPump } from '../workers/event-pump.ts';
+import { startTransfers, type TransferSettings } from './agent-transfers.ts';
+import type { Transfers } from './transfers.ts';
 import { RoleController } from './role.ts';
 import type { RetryPolicy } from './role-retry.ts';
 import { PoolLinkExecutor } from '../workers/pool-executor.ts';
@@ -47,6 +50,8 @@ export interface InstanceAgentOptions {
   readonly workerFilename?: string | URL;
   /** Longest wait of one runtime event poll. */
   readonly eventWaitMs?: number;
+  /** KV transfers: threads, same-host path, chunk size, slice. */
+  readonly transfers?: TransferSettings;
   /** Link base port of the deployment: the role API derives peer endpoints from it (default 26000). */
   readonly linkBasePort?: number;
   /** Timeout of the role driver's link/unlink calls (default 3000 ms). */
@@ -59,6 +64,8 @@ export interface InstanceAgent {
   /** Management API: `/v1/links*`, probes, `/metrics`. Mount with `app.route(prefix, managementApp)`. */
   readonly managementApp: Hono;
   readonly linkManager: LinkManager;
+  /** KV block caches and pulls/pushes over links (also served as `/v1/kv/*`). */
+  readonly transfers: Transfers;
   /** The role driver behind `POST /v1/role/{role}` and `GET /v1/status`. */
   readonly role: RoleController;
   readonly metrics: Registry;
@@ -102,6 +109,11 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     await Promise.all([pool.close(), eventPool.close()]);
     throw err;
   }
+  const kv = await startTransfers(handles, options.transfers, { registry: metrics, ...(filename === undefined ? {} : { filename }) }).catch(async (err: unknown) => {
+    await destroyAll();
+    await Promise.all([pool.close(), eventPool.close()]);
+    throw err;
+  });
 
   const executor = new PoolLinkExecutor({ pool, handles, ...(options.encoding === undefined ? {} : { encoding: options.encoding }) });
   const linkManager = new LinkManager({
@@ -162,12 +174,14 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
   managementApp.notFound(onNotFound);
   managementApp.route('/', linkRoutes({ manager: linkManager, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }));
   managementApp.route('/', roleRoutes({ controller: role }));
+  managementApp.route('/', blockRoutes({ transfers: kv.transfers, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
 
   let closing: Promise<void> | undefined;
   return {
     managementApp,
     linkManager,
+    transfers: kv.transfers,
     role,
     metrics,
     devices: options.devices,
@@ -177,6 +191,7 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
         await role.close();
         await pump.stop();
         await linkManager.idle();
+        await kv.close();
         await destroyAll();
         await Promise.all([pool.close(), eventPool.close()]);
       })();
