@@ -28,7 +28,8 @@ export const BlockListSchema = v.pipe(
   v.minLength(1, 'must list at least one block'),
   v.maxLength(MAX_BLOCKS_PER_REQUEST, `must list at most ${MAX_BLOCKS_PER_REQUEST} blocks`),
   v.rawCheck(({ dataset, addIssue }) => {
-    if (!dataset.typed) return;
+    // A list already refused by its length is not worth walking.
+    if (!dataset.typed || dataset.issues !== undefined) return;
     const list = dataset.value;
     let reported = 0;
     for (let i = 0; i < list.length && reported < MAX_LIST_ISSUES; i++) {
