@@ -12,7 +12,7 @@ import { onError, onNotFound } from '../http/envelope.ts';
 import { createInstanceAgent, type InstanceAgent } from '../instance/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
 import { InstanceConfigFile } from '../schema/instance-config.ts';
-import { agentKv, type AgentTransferApi } from '../sim/agent-kv.ts';
+import { agentKv } from '../sim/agent-kv.ts';
 import { simControlApp } from '../sim/control-app.ts';
 import { SimEngine } from '../sim/engine.ts';
 import { simInferenceApp } from '../sim/inference-app.ts';
@@ -87,13 +87,11 @@ export async function runSimEngine(argv: string[]): Promise<void> {
 }
 
 async function startEngine(args: SimEngineArgs, agent: InstanceAgent): Promise<SimEngine> {
-  const transfers = (agent as InstanceAgent & { transfers?: AgentTransferApi }).transfers;
-  if (transfers === undefined) throw new CliError('the instance agent of this build has no KV transfer API; the simulator needs it');
   const engine = new SimEngine({
     role: args.role,
     model: args.model,
     devices: agent.devices.map((d) => ({ endpoint: d.endpoint, clusterId: d.clusterId })),
-    kv: agentKv(transfers, agent.linkManager),
+    kv: agentKv(agent.transfers, agent.linkManager),
     numBlocks: args.numBlocks,
     blockBytes: args.blockBytes,
     blockTokens: args.blockTokens,
