@@ -19,7 +19,7 @@ let d: Node;
 const others: Node[] = [];
 
 beforeAll(async () => {
-  [p1, p2, d] = await startNodes([P1_IP, P2_IP, D_IP], 2);
+  [p1, p2, d] = (await startNodes([P1_IP, P2_IP, D_IP], 2)) as [Node, Node, Node];
 }, TEST_TIMEOUT_MS);
 
 afterAll(async () => {
