@@ -102,6 +102,9 @@ export const errors = {
   configInvalid: (issues: readonly FieldIssue[], source: string) =>
     new PdlinkError('config_invalid', `invalid configuration (${source}): ${describeIssues(issues)}`, { issues }),
   internal: (cause?: unknown) => new PdlinkError('internal', 'internal error', { cause }),
+  /** A programming error: an onChange listener of the cluster registry applied a snapshot itself. */
+  reentrantApply: () =>
+    new PdlinkError('internal', 'ClusterRegistry.apply was called from an onChange listener; apply after the notification returns'),
   insufficientCapacity: (instanceId: number, resource: 'slots' | 'blocks', free: number, requested: number) =>
     new PdlinkError('insufficient_capacity', `instance ${instanceId} has ${free} free ${resource}, ${requested} requested`),
   instanceUnknown: (instanceId: number) => new PdlinkError('unavailable', `instance ${instanceId} is not registered`),

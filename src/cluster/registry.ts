@@ -3,9 +3,10 @@
  * snapshot replaces the whole picture and is turned into a diff (added / updated / removed) that
  * subscribers receive synchronously.
  */
+import { errors } from '../errors.ts';
+import { UnsafeInteger } from '../http/body.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
 import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE, type RoleCode } from './instance.ts';
-import { UnsafeInteger } from '../http/body.ts';
 
 export interface RoleCounts {
   prefill: number;
@@ -69,7 +70,7 @@ export class ClusterRegistry implements ClusterView {
    */
   apply(snapshot: RefreshSnapshot): RegistryDiff {
     // A listener applying a snapshot would hand the remaining listeners a diff that is already stale.
-    if (this.#notifying) throw new Error('ClusterRegistry.apply must not be called from an onChange listener');
+    if (this.#notifying) throw errors.reentrantApply();
     const next = new Map<number, Instance>();
     const all: Instance[] = [];
     const byRole: Record<InstanceRole, Instance[]> = { prefill: [], decode: [], undefined: [] };
