@@ -40,7 +40,7 @@ export interface AgentTransfers {
 export async function startTransfers(
   handles: ReadonlyMap<string, number>,
   settings: TransferSettings = {},
-  context: { readonly registry?: Registry; readonly filename?: string | URL; readonly env?: Record<string, string | undefined> } = {},
+  context: { readonly registry?: Registry; readonly filename?: string | URL; readonly env?: Record<string, string | undefined>; readonly listPool?: WorkerPool } = {},
 ): Promise<AgentTransfers> {
   const pool = new WorkerPool({ threads: settings.threads ?? DEFAULT_POOL_THREADS, ...(context.filename === undefined ? {} : { filename: context.filename }) });
   const fastpath = settings.sameHostFastpath ?? fastpathFromEnv(context.env ?? process.env);
@@ -60,6 +60,7 @@ export async function startTransfers(
       pool,
       handles,
       ...(context.registry === undefined ? {} : { registry: context.registry }),
+      ...(context.listPool === undefined ? {} : { listPool: context.listPool }),
       ...(settings.chunkBytes === undefined ? {} : { chunkBytes: settings.chunkBytes }),
       ...(settings.sliceMs === undefined ? {} : { sliceMs: settings.sliceMs }),
     });

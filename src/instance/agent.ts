@@ -109,7 +109,7 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     await Promise.all([pool.close(), eventPool.close()]);
     throw err;
   }
-  const kv = await startTransfers(handles, options.transfers, { registry: metrics, ...(filename === undefined ? {} : { filename }) }).catch(async (err: unknown) => {
+  const kv = await startTransfers(handles, options.transfers, { registry: metrics, listPool: pool, ...(filename === undefined ? {} : { filename }) }).catch(async (err: unknown) => {
     await destroyAll();
     await Promise.all([pool.close(), eventPool.close()]);
     throw err;

@@ -86,6 +86,8 @@ export interface TransfersOptions {
   /** Runtime context handle of each local endpoint; the first is the default endpoint. */
   readonly handles: ReadonlyMap<string, number>;
   readonly registry?: Registry;
+  /** Pool for `links()` (default: `pool`): one that stalled transfers cannot fill. */
+  readonly listPool?: WorkerPool;
   readonly chunkBytes?: number;
   readonly sliceMs?: number;
 }
@@ -105,6 +107,7 @@ const status = (ret: number, message?: string): CallStatus => ({ ret, retName: s
 
 export class Transfers {
   readonly #pool: WorkerPool;
+  readonly #listPool: WorkerPool;
   readonly #handles: ReadonlyMap<string, number>;
   readonly #defaultEndpoint: string | undefined;
   readonly #chunkBytes: number;
@@ -117,6 +120,7 @@ export class Transfers {
 
   constructor(options: TransfersOptions) {
     this.#pool = options.pool;
+    this.#listPool = options.listPool ?? options.pool;
     this.#handles = options.handles;
     this.#defaultEndpoint = options.handles.keys().next().value;
     this.#chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
@@ -219,7 +223,7 @@ export class Transfers {
   async links(): Promise<(RuntimeLink & { readonly endpoint: string })[]> {
     const lists = await Promise.all(
       [...this.#handles].map(async ([endpoint, handle]) => {
-        const reply = await this.#pool.run<RuntimeLink[]>({ op: 'list', handle });
+        const reply = await this.#listPool.run<RuntimeLink[]>({ op: 'list', handle });
         return reply.ok ? reply.value.map((l) => ({ ...l, endpoint })) : [];
       }),
     );
