@@ -70,6 +70,16 @@ describe('readJsonBody', () => {
     expect(((await streamed.json()) as { error_type: string }).error_type).toBe('PayloadTooLarge');
   });
 
+  test('a declared length smaller than the body does not get it past the limit', async () => {
+    const big = JSON.stringify({ pad: 'x'.repeat(200) });
+    const res = await app.request('/echo', { method: 'POST', headers: { ...json, 'content-length': '10' }, body: big });
+    expect(res.status).toBe(413);
+  });
+
+  test('UnsafeInteger serialises as its original digits', () => {
+    expect(JSON.stringify({ id: new UnsafeInteger('18446744073709551615') })).toBe('{"id":18446744073709551615}');
+  });
+
   test('integers beyond 2^53-1 become UnsafeInteger markers, never rounded values', async () => {
     const inner = new Hono();
     let seen: unknown;

@@ -9,6 +9,11 @@ import { errors } from '../errors.ts';
 /** Marker left in place of an integer literal beyond ±(2^53−1), so schemas can reject it by path. */
 export class UnsafeInteger {
   constructor(readonly source: string) {}
+
+  /** Serialises as the original digits, so the value round-trips exactly. */
+  toJSON(): unknown {
+    return (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON(this.source);
+  }
 }
 
 export interface ReadJsonOptions {
@@ -29,6 +34,8 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions): Promis
   // A declared length is enforced by the HTTP framing, so the body can be read in one go; without
   // one (chunked), bytes are counted as they stream in.
   const text = Number.isInteger(declared) ? await c.req.raw.text() : await readTextWithLimit(c.req.raw, options.limitBytes);
+  // In-process callers (app.request) are not bound by framing: a short declared length proves nothing.
+  if (text.length > options.limitBytes || Buffer.byteLength(text) > options.limitBytes) throw errors.bodyTooLarge(options.limitBytes);
   return parseJsonExact(text);
 }
 
