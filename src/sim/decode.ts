@@ -24,7 +24,16 @@ export async function runDecode(engine: SimEngine, request: SimRequest, kv: Impo
   const { options } = engine;
   const record = engine.log.start({ requestId, kind: request.kind, leg: 'decode', stream: request.stream, promptTokens: request.tokens.length });
   record.engineId = kv.engineId.toString();
+  // P keeps the blocks only until the decoder is done with them, whatever the outcome; a lost
+  // notice is covered by P's lease.
+  let told = false;
+  const done = (): void => {
+    if (told) return;
+    told = true;
+    (options.notifyDone ?? notifyOverHttp)(kv.host, kv.port, kv.remoteRequestId).catch(() => {});
+  };
   const fail = (err: SimError): Response => {
+    done();
     finish(record, 'error', err.status, err.message);
     return err.toResponse(requestId);
   };
@@ -50,15 +59,14 @@ export async function runDecode(engine: SimEngine, request: SimRequest, kv: Impo
     if (problem !== undefined) {
       release();
       if (problem === 'aborted') {
+        done();
         finish(record, 'aborted', 499);
         return new Response(null, { status: 499 });
       }
       return fail(problem);
     }
   }
-  // P keeps the blocks only until the decoder has them; a lost notice is covered by P's lease.
-  const notify = options.notifyDone ?? notifyOverHttp;
-  notify(kv.host, kv.port, kv.remoteRequestId).catch(() => {});
+  done();
   return answer({
     request,
     requestId,

@@ -8,7 +8,7 @@
 import { BlockPool } from './block-pool.ts';
 import { FaultPlan } from './faults.ts';
 import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
-import { RequestLog } from './request-log.ts';
+import { finish, RequestLog, type Leg } from './request-log.ts';
 import type { SimKind } from './request.ts';
 import { readSimRequest } from './request.ts';
 import { SimError } from './sim-error.ts';
@@ -130,7 +130,12 @@ export class SimEngine {
       if (request.kv.kind === 'import') return await runDecode(this, request, request.kv, requestId, signal);
       return await runLocal(this, request, requestId, signal);
     } catch (err) {
-      if (err instanceof SimError) return err.toResponse(requestId);
+      if (err instanceof SimError) {
+        // Refused before a leg began: still recorded, so a test can see which engine said no.
+        const record = this.log.start({ requestId, kind, leg: legOf(body), stream: false, promptTokens: 0 });
+        finish(record, 'error', err.status, err.message);
+        return err.toResponse(requestId);
+      }
       console.error('pdlink sim-engine: request failed', err);
       return SimError.server(500, err instanceof Error ? err.message : String(err)).toResponse(requestId);
     }
@@ -197,4 +202,13 @@ export class SimEngine {
   close(): void {
     for (const pool of this.pools.values()) pool.clear();
   }
+}
+
+/** The leg a request asks for, read loosely (the body may be invalid). */
+function legOf(body: unknown): Leg {
+  const params = typeof body === 'object' && body !== null ? (body as { kv_transfer_params?: unknown }).kv_transfer_params : undefined;
+  if (typeof params !== 'object' || params === null) return 'local';
+  if ((params as { do_remote_decode?: unknown }).do_remote_decode === true) return 'prefill';
+  if ((params as { do_remote_prefill?: unknown }).do_remote_prefill === true) return 'decode';
+  return 'local';
 }

@@ -28,7 +28,7 @@ export async function runPrefill(engine: SimEngine, request: SimRequest, request
     finish(record, 'error', faulted, err.message);
     return err.toResponse(requestId);
   }
-  if (!(await pause(request.tokens.length * options.prefillMsPerToken, signal))) {
+  if (!(await pause(request.tokens.length * options.prefillMsPerToken + engine.faults.takeStall(), signal))) {
     finish(record, 'aborted', 499);
     return new Response(null, { status: 499 });
   }
