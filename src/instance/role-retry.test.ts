@@ -1,5 +1,6 @@
 import { expect, test } from 'bun:test';
-import { RETRY_BASE_MS, RETRY_CAP_MS, retryDelay, retryPolicy } from './role-retry.ts';
+import { ManualClock } from '../ledger/lease-clock.ts';
+import { RETRY_BASE_MS, RETRY_CAP_MS, retryDelay, retryPolicy, RetryTimer } from './role-retry.ts';
 
 test('the wait doubles from the base up to the cap, jittered within the upper half', () => {
   const policy = retryPolicy();
@@ -19,4 +20,22 @@ test('policies are checked once with uniform messages', () => {
   expect(() => retryPolicy({ baseMs: 0 })).toThrow('retry.baseMs must be a positive number');
   expect(() => retryPolicy({ baseMs: Number.NaN })).toThrow('retry.baseMs');
   expect(() => retryPolicy({ baseMs: 100, capMs: 50 })).toThrow('retry.capMs must be a number ≥ retry.baseMs');
+});
+
+test('the retry timer keeps one timer armed for the earliest due time it is given', () => {
+  const clock = new ManualClock(0);
+  let fired = 0;
+  const timer = new RetryTimer(clock, () => fired++);
+  timer.set(500);
+  timer.set(800); // later: the armed one fires first and the caller re-arms then
+  expect([clock.pendingTimers, clock.nextTimerDue]).toEqual([1, 500]);
+  timer.set(300);
+  expect([clock.pendingTimers, clock.nextTimerDue]).toEqual([1, 300]);
+  clock.advance(300);
+  expect(fired).toBe(1);
+  timer.set(400);
+  timer.set(undefined);
+  expect(clock.pendingTimers).toBe(0);
+  clock.advance(1000);
+  expect(fired).toBe(1);
 });

@@ -3,6 +3,7 @@
  * backoff with jitter, capped, so the links of a dead prefill instance are retried often at first
  * and then about every `capMs`, and links that failed together do not all retry in the same tick.
  */
+import type { LeaseClock } from '../ledger/lease-clock.ts';
 
 /** First wait after a failure. */
 export const RETRY_BASE_MS = 200;
@@ -35,4 +36,36 @@ export function retryPolicy(options: Partial<RetryPolicy> = {}): RetryPolicy {
 export function retryDelay(failures: number, policy: RetryPolicy, random: () => number = Math.random): number {
   const ceiling = Math.min(policy.capMs, policy.baseMs * 2 ** Math.min(30, Math.max(0, failures - 1)));
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}
+
+/** One timer, kept armed for the earliest due time it is given. */
+export class RetryTimer {
+  readonly #clock: LeaseClock;
+  readonly #fire: () => void;
+  #armed: { handle: unknown; due: number } | undefined;
+
+  constructor(clock: LeaseClock, fire: () => void) {
+    this.#clock = clock;
+    this.#fire = fire;
+  }
+
+  /**
+   * Arms the timer for `due` unless it already fires no later; `undefined` disarms it.
+   * @example timer.set(Math.min(...dueTimes));
+   */
+  set(due: number | undefined): void {
+    if (due === undefined) return this.clear();
+    if (this.#armed !== undefined && this.#armed.due <= due) return;
+    this.clear();
+    const handle = this.#clock.setTimer(() => {
+      this.#armed = undefined;
+      this.#fire();
+    }, due - this.#clock.now());
+    this.#armed = { handle, due };
+  }
+
+  clear(): void {
+    if (this.#armed !== undefined) this.#clock.clearTimer(this.#armed.handle);
+    this.#armed = undefined;
+  }
 }
