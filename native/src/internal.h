@@ -2,13 +2,18 @@
  * Private structures of the host reference runtime.
  *
  * Ownership rules that keep file descriptors from being reused under someone's feet:
- * - a link's control socket is read and closed only by the context's I/O thread; other threads
- *   write small control messages to it (under ctx->mu, never blocking) and hand it back to the
- *   I/O thread through ctx->closing or ctx->detached;
+ * - a link's control socket is read by the context's I/O thread while the link is watched (in
+ *   ctx->ctl_by_fd and the epoll set), and by the thread running a normal unlink of it once that
+ *   thread has taken it out of both; it is closed under ctx->mu, after leaving the epoll set, by
+ *   whoever removes the link (or parked on ctx->detached for the I/O thread, see pdrt.h); other
+ *   threads write small control messages to it (under ctx->mu, never blocking);
+ * - a server-side handshake in progress belongs to the I/O thread;
  * - a requester-side data connection belongs to the transfer that took it from the link's pool;
  *   others may only shutdown() it (under ctx->mu) to abort that transfer;
  * - a serving connection belongs to its serving thread, which closes it under ctx->mu; others may
  *   only shutdown() it.
+ * An epoll event names only a file descriptor, looked up again under ctx->mu: an event that went
+ * stale (its socket closed, the number reused) at worst causes a read that finds nothing.
  */
 #ifndef PDRT_INTERNAL_H
 #define PDRT_INTERNAL_H
@@ -124,17 +129,13 @@ typedef struct serve {
     char local_ip[PDRT_IP_MAX];
 } serve;
 
-/* ---- server-side handshakes in progress (iothread.c) ---- */
-typedef struct pending {
-    struct pending *next;
-    int fd;
-    int64_t deadline;
-    int stage;                       /* 0: want HELLO, 1: want CONFIRM */
-    uint8_t buf[96];
-    size_t have;
-    link_t *lk;                      /* the LINKING placeholder after an accepted HELLO */
-    int peer_readable;
-} pending;
+/* ---- same-host proofs already made (samehost.c) ---- */
+#define PROBE_MEMO 64
+typedef struct probe_memo {
+    int32_t pid;                     /* 0 = empty */
+    uint32_t fd;
+    uint64_t token;                  /* the token read there */
+} probe_memo;
 
 typedef struct fdvec {
     int *v;
@@ -155,15 +156,16 @@ struct pdrt_ctx {
 
     int listen_fd;
     uint16_t listen_port;
-    int wake_rd, wake_wr;
+    int ep;                          /* the I/O thread's epoll set */
+    int stop_fd;                     /* eventfd, readable from the start of pdrt_destroy on */
     pthread_t io;
     int io_started;
-    int io_quit;
 
     link_t *links;
-    fdvec closing_fds;               /* control sockets for the I/O thread to close */
+    link_t **ctl_by_fd;              /* watched links by control socket */
+    size_t ctl_cap;
     fdvec detached;                  /* control sockets a client force-unlinked; closed on peer EOF */
-    pending *pend;                   /* I/O thread only */
+    uint64_t rng;                    /* session numbers (splitmix64 state) */
 
     pdrt_event *events;
     size_t ev_head, ev_len;
@@ -178,27 +180,38 @@ struct pdrt_ctx {
     int probe_fd;
     uint64_t probe_token;
     int32_t pid;
+    probe_memo memo[PROBE_MEMO];     /* same-host proofs already made, under ctx->mu */
+    uint32_t memo_next;
 };
 
 /* ---- context registry and helpers (ctx.c) ---- */
 int ctx_enter(pdrt_ctx *ctx);        /* 0 when ctx is live; counts the call */
 void ctx_leave(pdrt_ctx *ctx);
-void ctx_wake_io(pdrt_ctx *ctx);
 int fdvec_push(fdvec *fv, int fd);
 void fdvec_remove_at(fdvec *fv, size_t i);
 uint64_t random_u64(void);
+/* A fresh session number (never 0). Under ctx->mu. */
+uint64_t ctx_session(pdrt_ctx *ctx);
+/* Adds fd to, or removes it from, the I/O thread's epoll set (readable events). 0 = done. */
+int ep_add(pdrt_ctx *ctx, int fd);
+void ep_del(pdrt_ctx *ctx, int fd);
 
 /* ---- events (events.c) ---- */
 void event_push(pdrt_ctx *ctx, uint32_t kind, uint32_t side, uint64_t remote_id, int32_t code);
 
 /* ---- links (links.c), all under ctx->mu ---- */
 link_t *link_find(pdrt_ctx *ctx, uint64_t remote_id);
-link_t *link_find_fd(pdrt_ctx *ctx, int fd);
+link_t *link_find_fd(pdrt_ctx *ctx, int fd);   /* a watched link */
+/* Hands the link's control socket fd to the I/O thread: indexed by fd and, unless registered
+ * already, added to the epoll set. 0 = watched; on failure the link is unchanged. */
+int link_watch(pdrt_ctx *ctx, link_t *lk, int fd, int registered);
+/* Takes the control socket back from the I/O thread (the caller reads it from then on). */
+void link_unwatch(pdrt_ctx *ctx, link_t *lk);
 link_t *link_new(uint64_t remote_id, uint32_t side);
 void link_insert(pdrt_ctx *ctx, link_t *lk);
 void link_unref(pdrt_ctx *ctx, link_t *lk);
-/* Drops a link from the list, aborts its transfers and serving connections, and hands its control
- * socket to the I/O thread: closed (park = 0) or parked on the detached list (park = 1). */
+/* Drops a link from the list, aborts its transfers and serving connections, and closes its control
+ * socket (park = 0) or parks it on the detached list for the I/O thread (park = 1). */
 void link_remove(pdrt_ctx *ctx, link_t *lk, int park);
 void link_set_unusable(pdrt_ctx *ctx, link_t *lk);
 /* Sends a control message without blocking; on failure the socket is shut down. 0 = sent. */
@@ -230,8 +243,11 @@ int32_t cache_check_blocks(const cache *c, const uint32_t *blocks, uint32_t n);
 /* ---- same-host support (samehost.c) ---- */
 void samehost_init(pdrt_ctx *ctx);
 void samehost_fini(pdrt_ctx *ctx);
-/* Reads the 8-byte probe token a peer process exposes; 0 = read. */
-int samehost_read_probe(int32_t pid, uint32_t fd, uint64_t *token);
+/* Reads the 8-byte probe token a peer process exposes, or recalls it from an earlier read of the
+ * same pid and fd; 0 = known. Takes ctx->mu briefly. */
+int samehost_probe_token(pdrt_ctx *ctx, int32_t pid, uint32_t fd, uint64_t *token);
+/* Forgets what samehost_probe_token recalls for pid and fd (the peer denied the proof). */
+void samehost_forget(pdrt_ctx *ctx, int32_t pid, uint32_t fd);
 void peer_map_put(peer_map *m);                  /* drops a ref under ctx->mu; unmaps on the last */
 #define MAP_USE_TCP 1                            /* *rc of peer_map_get: take the TCP path instead */
 /* Finds or maps the peer's cache (asking the peer over a data connection); takes a ref. NULL with

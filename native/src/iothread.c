@@ -1,6 +1,10 @@
 /*
  * The background I/O thread of a context: accepts connections, runs server-side handshakes,
  * reads control messages, and notices dead peers on every established control connection.
+ *
+ * Readiness comes from an epoll set, so a wakeup costs O(ready sockets) however many links there
+ * are. Other threads add and remove control sockets in that set themselves (epoll_ctl is safe
+ * against a concurrent epoll_wait), so linking and unlinking never have to wake this thread.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -8,48 +12,40 @@
 #include "wire.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #define MAX_PENDING 1024
+#define MAX_READY 64
+#define CTL_BATCH 16              /* control messages taken per read */
 
-enum { SLOT_WAKE, SLOT_LISTEN, SLOT_PENDING, SLOT_LINK, SLOT_DETACHED };
+/* A server-side handshake in progress (this thread only). */
+typedef struct pending {
+    struct pending *prev, *next;  /* oldest first: deadlines are accept time + a constant */
+    int fd;
+    int registered;               /* in the epoll set */
+    int64_t deadline;
+    int stage;                    /* 0: want HELLO, 1: want CONFIRM */
+    uint8_t buf[96];
+    size_t have;
+    link_t *lk;                   /* the LINKING placeholder after an accepted HELLO */
+    int peer_readable;
+    struct sockaddr_storage addr; /* the peer's, from accept */
+} pending;
 
 typedef struct {
-    struct pollfd *pfd;
-    uint8_t *kind;
-    size_t n, cap;
-} pollset;
-
-static int pollset_add(pollset *ps, int fd, uint8_t kind) {
-    if (ps->n == ps->cap) {
-        size_t cap = ps->cap ? ps->cap * 2 : 64;
-        struct pollfd *p = realloc(ps->pfd, cap * sizeof *p);
-        if (p == NULL) return -1;
-        ps->pfd = p;
-        uint8_t *k = realloc(ps->kind, cap);
-        if (k == NULL) return -1;
-        ps->kind = k;
-        ps->cap = cap;
-    }
-    ps->pfd[ps->n] = (struct pollfd){ .fd = fd, .events = POLLIN };
-    ps->kind[ps->n++] = kind;
-    return 0;
-}
+    pending *head, *tail;
+    pending **by_fd;
+    size_t cap, count;
+} pendings;
 
 /* ---- established control connections ---- */
 
-/* Under ctx->mu. The peer vanished: an unlink in progress learns it was not acknowledged; any
- * other link is dropped with a PEER_LOST event. */
+/* Under ctx->mu: the peer vanished; the link is dropped with a PEER_LOST event. (A link being
+ * unlinked normally is not watched: its unlinking thread reads the socket and sees the loss.) */
 static void ctl_lost(pdrt_ctx *ctx, link_t *lk) {
-    if (lk->state == PDRT_LINK_UNLINKING) {
-        lk->peer_gone = 1;
-        lk->watched = 0; /* EOF stays readable: stop polling it until the unlink closes it */
-        pthread_cond_broadcast(&ctx->cv);
-        return;
-    }
     event_push(ctx, PDRT_EVENT_PEER_LOST, lk->side, lk->remote_id, PDRT_LINK_FAILED);
     link_remove(ctx, lk, 0);
 }
@@ -73,19 +69,10 @@ static int ctl_message(pdrt_ctx *ctx, link_t *lk, const wire_ctl *m) {
     switch (m->type) {
     case CTL_UNLINK:
         ctl_send(lk->ctl_fd, CTL_UNLINK_ACK, m->arg);
-        if (lk->state == PDRT_LINK_UNLINKING) { /* both ends unlinking at once: each one is told */
-            lk->unlink_acked = 1;
-            pthread_cond_broadcast(&ctx->cv);
-            return 0;
-        }
         event_push(ctx, PDRT_EVENT_PEER_UNLINKED, lk->side, lk->remote_id, PDRT_SUCCESS);
         link_remove(ctx, lk, 0);
         return -1;
-    case CTL_UNLINK_ACK:
-        if (lk->state == PDRT_LINK_UNLINKING) {
-            lk->unlink_acked = 1;
-            pthread_cond_broadcast(&ctx->cv);
-        }
+    case CTL_UNLINK_ACK: /* late, for an unlink that gave up waiting: nothing to do */
         return 0;
     case CTL_OPEN_REVERSE:
         if (lk->side == PDRT_SIDE_CLIENT) spawn_reverse(ctx, lk);
@@ -96,31 +83,41 @@ static int ctl_message(pdrt_ctx *ctx, link_t *lk, const wire_ctl *m) {
     }
 }
 
-static void on_ctl(pdrt_ctx *ctx, int fd) {
-    pthread_mutex_lock(&ctx->mu);
-    link_t *lk = link_find_fd(ctx, fd);
-    while (lk != NULL && lk->watched) {
-        ssize_t r = recv(fd, lk->rbuf + lk->rlen, CTL_SIZE - lk->rlen, MSG_DONTWAIT);
-        if (r > 0) {
-            lk->rlen += (size_t)r;
-            if (lk->rlen < CTL_SIZE) continue;
-            lk->rlen = 0;
-            wire_ctl m;
-            if (wire_get_ctl(lk->rbuf, &m) != 0) m.type = 0;
-            if (ctl_message(ctx, lk, &m) != 0) break;
-            continue;
-        }
+/* Under ctx->mu. Reads what a watched control socket has, several messages per read: a short read
+ * means the socket is drained (anything later raises a new event), which spares a read that finds
+ * nothing. */
+static void on_ctl(pdrt_ctx *ctx, link_t *lk, int fd) {
+    for (;;) {
+        uint8_t b[CTL_SIZE * CTL_BATCH];
+        memcpy(b, lk->rbuf, lk->rlen);
+        size_t want = sizeof b - lk->rlen;
+        ssize_t r = recv(fd, b + lk->rlen, want, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-        ctl_lost(ctx, lk);
-        break;
+        if (r <= 0) {
+            ctl_lost(ctx, lk);
+            break;
+        }
+        size_t have = lk->rlen + (size_t)r, off = 0;
+        int gone = 0;
+        for (; !gone && have - off >= CTL_SIZE; off += CTL_SIZE) {
+            wire_ctl m;
+            if (wire_get_ctl(b + off, &m) != 0) m.type = 0;
+            gone = ctl_message(ctx, lk, &m) != 0;
+        }
+        if (gone) break;
+        lk->rlen = have - off;
+        memcpy(lk->rbuf, b + off, lk->rlen);
+        if ((size_t)r < want) break;
     }
-    pthread_mutex_unlock(&ctx->mu);
 }
 
-/* A socket the client force-unlinked: it stays open, silent, until the server lets go of its end.
- * A normal unlink from the server is still acknowledged so the server gets SUCCESS. */
+/* Under ctx->mu. A socket the client force-unlinked: it stays open, silent, until the server lets
+ * go of its end. A normal unlink from the server is still acknowledged so the server gets SUCCESS. */
 static void on_detached(pdrt_ctx *ctx, int fd) {
+    size_t at = 0;
+    while (at < ctx->detached.n && ctx->detached.v[at] != fd) at++;
+    if (at == ctx->detached.n) return; /* a stale event */
     uint8_t b[CTL_SIZE];
     int done = 0;
     for (;;) {
@@ -138,28 +135,64 @@ static void on_detached(pdrt_ctx *ctx, int fd) {
             break;
         }
     }
-    if (!done) return;
-    pthread_mutex_lock(&ctx->mu);
-    for (size_t i = 0; i < ctx->detached.n; i++) {
-        if (ctx->detached.v[i] == fd) {
-            fdvec_remove_at(&ctx->detached, i);
-            close(fd);
-            break;
-        }
+    if (done) {
+        fdvec_remove_at(&ctx->detached, at);
+        ep_del(ctx, fd);
+        close(fd);
     }
+}
+
+/* A ready socket other than the listener and the handshakes: a watched link's, a parked one, or
+ * one whose event went stale, told apart under ctx->mu. */
+static void on_socket(pdrt_ctx *ctx, int fd) {
+    pthread_mutex_lock(&ctx->mu);
+    link_t *lk = link_find_fd(ctx, fd);
+    if (lk != NULL) on_ctl(ctx, lk, fd);
+    else on_detached(ctx, fd);
     pthread_mutex_unlock(&ctx->mu);
 }
 
 /* ---- server-side handshakes ---- */
 
-static void pending_drop(pdrt_ctx *ctx, pending *p) {
+static int pend_add(pendings *ps, pending *p) {
+    if ((size_t)p->fd >= ps->cap) {
+        size_t cap = ps->cap ? ps->cap : 64;
+        while (cap <= (size_t)p->fd) cap *= 2;
+        pending **v = realloc(ps->by_fd, cap * sizeof *v);
+        if (v == NULL) return -1;
+        memset(v + ps->cap, 0, (cap - ps->cap) * sizeof *v);
+        ps->by_fd = v;
+        ps->cap = cap;
+    }
+    ps->by_fd[p->fd] = p;
+    p->prev = ps->tail;
+    if (ps->tail != NULL) ps->tail->next = p;
+    else ps->head = p;
+    ps->tail = p;
+    ps->count++;
+    return 0;
+}
+
+/* Takes p out of the table; its socket now belongs to someone else or is about to close. */
+static void pend_forget(pendings *ps, pending *p) {
+    ps->by_fd[p->fd] = NULL;
+    if (p->prev != NULL) p->prev->next = p->next;
+    else ps->head = p->next;
+    if (p->next != NULL) p->next->prev = p->prev;
+    else ps->tail = p->prev;
+    ps->count--;
+    free(p);
+}
+
+static void pend_drop(pdrt_ctx *ctx, pendings *ps, pending *p) {
     if (p->lk != NULL) {
         pthread_mutex_lock(&ctx->mu);
         link_remove(ctx, p->lk, 0);
         pthread_mutex_unlock(&ctx->mu);
     }
+    if (p->registered) ep_del(ctx, p->fd);
     close(p->fd);
-    free(p);
+    pend_forget(ps, p);
 }
 
 static int send_welcome(int fd, const wire_welcome *w) {
@@ -168,12 +201,17 @@ static int send_welcome(int fd, const wire_welcome *w) {
     return send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof b ? 0 : -1;
 }
 
-/* Returns 0 to keep the connection pending, 1 when handed over, -1 to drop it. */
+/* Returns 0 to keep the connection pending, -1 to drop it. */
 static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
     int peer_readable = 0;
     if ((h->flags & HELLO_FASTPATH) && ctx->boot_id[0] != '\0' && strcmp(h->boot_id, ctx->boot_id) == 0) {
         uint64_t token;
-        peer_readable = samehost_read_probe((int32_t)h->pid, h->probe_fd, &token) == 0 && token == h->probe_token;
+        int32_t pid = (int32_t)h->pid;
+        peer_readable = samehost_probe_token(ctx, pid, h->probe_fd, &token) == 0 && token == h->probe_token;
+        if (!peer_readable) { /* perhaps a remembered token of an earlier process: read afresh */
+            samehost_forget(ctx, pid, h->probe_fd);
+            peer_readable = samehost_probe_token(ctx, pid, h->probe_fd, &token) == 0 && token == h->probe_token;
+        }
     }
     wire_welcome w = { .status = PDRT_SUCCESS, .server_id = ctx->id };
     pthread_mutex_lock(&ctx->mu);
@@ -199,9 +237,9 @@ static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
         if (lk == NULL) {
             w.status = PDRT_OUT_OF_MEMORY;
         } else {
-            lk->session = random_u64() | 1;
+            lk->session = ctx_session(ctx);
             lk->peer_pid = (int32_t)h->pid;
-            net_peer_text(p->fd, lk->remote_ip, sizeof lk->remote_ip, &lk->remote_port);
+            net_addr_text(&p->addr, lk->remote_ip, sizeof lk->remote_ip, &lk->remote_port);
             link_insert(ctx, lk);
             p->lk = lk;
             p->peer_readable = peer_readable && ctx->fastpath;
@@ -218,6 +256,7 @@ static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
     return 0;
 }
 
+/* Returns 1 when the socket became the link's control socket, -1 to drop it. */
 static int on_confirm(pdrt_ctx *ctx, pending *p) {
     wire_confirm c;
     if (wire_get_confirm(p->buf, &c) != 0) return -1;
@@ -227,21 +266,31 @@ static int on_confirm(pdrt_ctx *ctx, pending *p) {
     uint8_t b[ACK_SIZE];
     wire_ack a = { .status = PDRT_SUCCESS, .same_host = (uint32_t)lk->same_host };
     wire_put_ack(b, &a);
-    if (send(p->fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof b) {
+    /* Watched before the ACK leaves: the client may send UNLINK the moment it reads it. */
+    if (link_watch(ctx, lk, p->fd, p->registered) != 0) {
         pthread_mutex_unlock(&ctx->mu);
         return -1;
     }
-    net_tune(p->fd, 1);
+    p->registered = 1;
+    if (send(p->fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof b) {
+        link_unwatch(ctx, lk);
+        lk->ctl_fd = -1;
+        p->registered = 0;
+        pthread_mutex_unlock(&ctx->mu);
+        return -1;
+    }
     lk->state = PDRT_LINK_LINKED;
-    lk->ctl_fd = p->fd;
-    lk->watched = 1;
     p->lk = NULL;
     event_push(ctx, PDRT_EVENT_PEER_LINKED, PDRT_SIDE_SERVER, lk->remote_id, PDRT_SUCCESS);
     pthread_mutex_unlock(&ctx->mu);
     return 1;
 }
 
+/* Returns 1 when the socket was handed over (to a serving thread or the link's pool), -1 to drop it. */
 static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
+    /* Whoever takes the socket reads it: out of the epoll set first. */
+    if (p->registered) ep_del(ctx, p->fd);
+    p->registered = 0;
     wire_welcome w = { .status = PDRT_NOT_YET_LINK, .server_id = ctx->id };
     pthread_mutex_lock(&ctx->mu);
     link_t *lk = link_find(ctx, h->client_id);
@@ -278,6 +327,7 @@ static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
     return handed ? 1 : -1;
 }
 
+/* Reads what the handshake needs next. Returns 0 to keep waiting, 1 when handed over, -1 to drop. */
 static int on_pending(pdrt_ctx *ctx, pending *p) {
     size_t need = p->stage == 0 ? HELLO_SIZE : CONFIRM_SIZE;
     for (;;) {
@@ -290,103 +340,72 @@ static int on_pending(pdrt_ctx *ctx, pending *p) {
         if (p->stage == 1) return on_confirm(ctx, p);
         wire_hello h;
         if (wire_get_hello(p->buf, &h) != 0 || h.version != WIRE_VERSION) return -1;
-        if (h.kind == CONN_CTL) return hello_ctl(ctx, p, &h);
+        if (h.kind == CONN_CTL) return hello_ctl(ctx, p, &h); /* the CONFIRM needs the client's turn */
         if (h.kind == CONN_DATA || h.kind == CONN_REVERSE) return hello_data(ctx, p, &h);
         return -1;
     }
 }
 
-static void on_listen(pdrt_ctx *ctx) {
-    size_t count = 0;
-    for (pending *p = ctx->pend; p != NULL; p = p->next) count++;
-    for (;;) {
-        int fd = accept4(ctx->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED) continue;
-            return;
-        }
-        pending *p = count < MAX_PENDING ? calloc(1, sizeof *p) : NULL;
-        if (p == NULL) {
-            close(fd);
-            continue;
-        }
-        net_tune(fd, 0);
-        p->fd = fd;
-        p->deadline = now_ms() + SERVER_HANDSHAKE_MS;
-        p->next = ctx->pend;
-        ctx->pend = p;
-        count++;
+static void pend_advance(pdrt_ctx *ctx, pendings *ps, pending *p) {
+    int st = on_pending(ctx, p);
+    if (st == 0 && !p->registered) {
+        if (ep_add(ctx, p->fd) == 0) p->registered = 1;
+        else st = -1;
     }
+    if (st < 0) pend_drop(ctx, ps, p);
+    else if (st > 0) pend_forget(ps, p);
+}
+
+/* Accepts one connection per wakeup: the listener is level-triggered, so a backlog shows up again
+ * in the next epoll_wait (with whatever else is ready) instead of costing an accept that finds
+ * nothing after every connection. */
+static void on_listen(pdrt_ctx *ctx, pendings *ps) {
+    struct sockaddr_storage addr;
+    socklen_t alen = sizeof addr;
+    int fd;
+    do fd = accept4(ctx->listen_fd, (struct sockaddr *)&addr, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    while (fd < 0 && (errno == EINTR || errno == ECONNABORTED));
+    if (fd < 0) return;
+    /* TCP_NODELAY and keepalive come from the listener. */
+    pending *p = ps->count < MAX_PENDING ? calloc(1, sizeof *p) : NULL;
+    if (p != NULL) {
+        p->fd = fd;
+        p->addr = addr;
+        p->deadline = now_ms() + SERVER_HANDSHAKE_MS;
+    }
+    if (p == NULL || pend_add(ps, p) != 0) {
+        free(p);
+        close(fd);
+        return;
+    }
+    /* Accepted once its first bytes arrived (TCP_DEFER_ACCEPT): the HELLO is usually here. */
+    pend_advance(ctx, ps, p);
 }
 
 /* ---- the loop ---- */
 
 static void *io_main(void *arg) {
     pdrt_ctx *ctx = arg;
-    pollset ps = { 0 };
+    pendings ps = { 0 };
+    struct epoll_event ev[MAX_READY];
     for (;;) {
-        ps.n = 0;
-        int64_t next = -1;
-        pthread_mutex_lock(&ctx->mu);
-        if (ctx->io_quit) {
-            pthread_mutex_unlock(&ctx->mu);
-            break;
+        int n = epoll_wait(ctx->ep, ev, MAX_READY, ps.head != NULL ? remaining_ms(ps.head->deadline) : -1);
+        if (n < 0) n = 0; /* EINTR: look again */
+        int quit = 0, accept_ready = 0;
+        for (int i = 0; i < n; i++) {
+            int fd = ev[i].data.fd;
+            if (fd == ctx->stop_fd) quit = 1;
+            else if (fd == ctx->listen_fd) accept_ready = 1;
+            else if ((size_t)fd < ps.cap && ps.by_fd[fd] != NULL) pend_advance(ctx, &ps, ps.by_fd[fd]);
+            else on_socket(ctx, fd);
         }
-        for (size_t i = 0; i < ctx->closing_fds.n; i++) close(ctx->closing_fds.v[i]);
-        ctx->closing_fds.n = 0;
-        int ok = pollset_add(&ps, ctx->wake_rd, SLOT_WAKE) == 0 && pollset_add(&ps, ctx->listen_fd, SLOT_LISTEN) == 0;
-        for (pending *p = ctx->pend; ok && p != NULL; p = p->next) {
-            ok = pollset_add(&ps, p->fd, SLOT_PENDING) == 0;
-            if (next < 0 || p->deadline < next) next = p->deadline;
-        }
-        for (link_t *lk = ctx->links; ok && lk != NULL; lk = lk->next)
-            if (lk->watched) ok = pollset_add(&ps, lk->ctl_fd, SLOT_LINK) == 0;
-        for (size_t i = 0; ok && i < ctx->detached.n; i++)
-            ok = pollset_add(&ps, ctx->detached.v[i], SLOT_DETACHED) == 0;
-        pthread_mutex_unlock(&ctx->mu);
-
-        int r = poll(ps.pfd, ps.n, remaining_ms(next));
-        if (r < 0) r = 0; /* EINTR, or a transient ENOMEM: look again next round */
-        for (size_t i = 0; r > 0 && i < ps.n; i++) {
-            if (ps.pfd[i].revents == 0 || ps.kind[i] == SLOT_LISTEN || ps.kind[i] == SLOT_PENDING) continue;
-            int fd = ps.pfd[i].fd;
-            if (ps.kind[i] == SLOT_WAKE) {
-                char b[64];
-                while (read(fd, b, sizeof b) > 0) {}
-            } else if (ps.kind[i] == SLOT_LINK) {
-                on_ctl(ctx, fd);
-            } else {
-                on_detached(ctx, fd);
-            }
-        }
-        /* Pending handshakes: readiness is looked up by fd because the list is this thread's own. */
+        if (quit) break; /* pdrt_destroy began: what is left is torn down there */
+        if (accept_ready) on_listen(ctx, &ps);
         int64_t now = now_ms();
-        for (pending **pp = &ctx->pend; *pp != NULL;) {
-            pending *p = *pp;
-            short rev = 0;
-            for (size_t i = 0; i < ps.n; i++)
-                if (ps.kind[i] == SLOT_PENDING && ps.pfd[i].fd == p->fd) rev = ps.pfd[i].revents;
-            int st = rev ? on_pending(ctx, p) : (p->deadline <= now ? -1 : 0);
-            if (st == 0) {
-                pp = &p->next;
-                continue;
-            }
-            *pp = p->next;
-            if (st < 0) {
-                pending_drop(ctx, p);
-            } else {
-                free(p);
-            }
-        }
-        if (ctx->listen_fd >= 0 && r > 0 && ps.n > 1 && ps.pfd[1].revents) on_listen(ctx);
+        while (ps.head != NULL && ps.head->deadline <= now) pend_drop(ctx, &ps, ps.head);
     }
-    while (ctx->pend != NULL) {
-        pending *p = ctx->pend;
-        ctx->pend = p->next;
-        pending_drop(ctx, p);
-    }
-    free(ps.pfd);
-    free(ps.kind);
+    while (ps.head != NULL) pend_drop(ctx, &ps, ps.head);
+    free(ps.by_fd);
     return NULL;
 }
 
@@ -397,11 +416,7 @@ int io_start(pdrt_ctx *ctx) {
 }
 
 void io_stop(pdrt_ctx *ctx) {
-    if (!ctx->io_started) return;
-    pthread_mutex_lock(&ctx->mu);
-    ctx->io_quit = 1;
-    ctx_wake_io(ctx);
-    pthread_mutex_unlock(&ctx->mu);
+    if (!ctx->io_started) return; /* the stop eventfd, written by pdrt_destroy, ends the loop */
     pthread_join(ctx->io, NULL);
     ctx->io_started = 0;
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { ST_CONNECT, ST_SEND_HELLO, ST_RECV_WELCOME, ST_SEND_CONFIRM, ST_RECV_ACK, ST_DONE };
+enum { ST_SEND_HELLO, ST_RECV_WELCOME, ST_SEND_CONFIRM, ST_RECV_ACK, ST_DONE };
 
 typedef struct {
     int active;                 /* has a placeholder and a handshake in progress or done */
@@ -27,6 +27,7 @@ typedef struct {
     int32_t code;
     wire_welcome w;
     int same_host;
+    int told_read;              /* the CONFIRM claimed the server's probe was read */
 } attempt;
 
 int32_t batch_check(const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms, const int32_t *rets) {
@@ -58,15 +59,16 @@ static int fail(attempt *a, int32_t code) {
     return 0;
 }
 
-static int on_welcome(attempt *a, int fastpath) {
+static int on_welcome(pdrt_ctx *ctx, attempt *a, int fastpath) {
     if (wire_get_welcome(a->in, &a->w) != 0) return fail(a, PDRT_LINK_FAILED);
     int32_t s = a->w.status;
     if (s == PDRT_ALREADY_LINK || s == PDRT_PROCESSING_LINK) return fail(a, s);
     if (s != PDRT_SUCCESS || a->w.server_id != a->lk->remote_id) return fail(a, PDRT_LINK_FAILED);
     wire_confirm c = { 0 };
     if ((a->w.flags & WELCOME_PEER_READABLE) && fastpath &&
-        samehost_read_probe((int32_t)a->w.pid, a->w.probe_fd, &c.token) == 0)
+        samehost_probe_token(ctx, (int32_t)a->w.pid, a->w.probe_fd, &c.token) == 0)
         c.flags = CONFIRM_READ;
+    a->told_read = c.flags == CONFIRM_READ;
     wire_put_confirm(a->out, &c);
     a->olen = CONFIRM_SIZE;
     a->ooff = 0;
@@ -74,48 +76,52 @@ static int on_welcome(attempt *a, int fastpath) {
     return 0;
 }
 
-static int on_ack(attempt *a) {
+static int on_ack(pdrt_ctx *ctx, attempt *a) {
     wire_ack ack;
     if (wire_get_ack(a->in, &ack) != 0 || ack.status != PDRT_SUCCESS) return fail(a, PDRT_LINK_FAILED);
     a->same_host = ack.same_host != 0;
+    /* The server could read our probe but not match the token we sent: what we remembered of its
+     * probe belongs to an earlier process. Read it afresh next time. */
+    if (a->told_read && !a->same_host) samehost_forget(ctx, (int32_t)a->w.pid, a->w.probe_fd);
     a->code = PDRT_SUCCESS;
     a->stage = ST_DONE;
     return 0;
 }
 
-/* Advances one handshake as far as it goes without blocking. */
-static int step(attempt *a, int fastpath) {
+/* Advances one handshake as far as it goes without blocking. After each message sent it returns
+ * instead of trying to read the answer, which needs the server's turn: a read now would only
+ * cost a syscall that finds nothing. */
+static void step(pdrt_ctx *ctx, attempt *a, int fastpath) {
     while (a->stage != ST_DONE) {
-        if (a->stage == ST_CONNECT) {
-            int err = 0;
-            socklen_t len = sizeof err;
-            struct pollfd p = { .fd = a->fd, .events = POLLOUT };
-            if (poll(&p, 1, 0) <= 0) return 0;
-            if (getsockopt(a->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
-                return fail(a, PDRT_LINK_FAILED);
-            a->stage = ST_SEND_HELLO;
-        } else if (a->stage == ST_SEND_HELLO || a->stage == ST_SEND_CONFIRM) {
+        if (a->stage == ST_SEND_HELLO || a->stage == ST_SEND_CONFIRM) {
+            /* A HELLO may go before the connect is known to be complete: while it is not, send
+             * says EAGAIN; a refused connect fails here. */
             ssize_t n = send(a->fd, a->out + a->ooff, a->olen - a->ooff, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
-            if (n < 0) return fail(a, PDRT_LINK_FAILED);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+            if (n < 0) {
+                fail(a, PDRT_LINK_FAILED);
+                return;
+            }
             a->ooff += (size_t)n;
             if (a->ooff < a->olen) continue;
             a->ihave = 0;
             a->ineed = a->stage == ST_SEND_HELLO ? WELCOME_SIZE : ACK_SIZE;
             a->stage++;
-        } else {
-            ssize_t n = recv(a->fd, a->in + a->ihave, a->ineed - a->ihave, MSG_DONTWAIT);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
-            if (n <= 0) return fail(a, PDRT_LINK_FAILED);
-            a->ihave += (size_t)n;
-            if (a->ihave < a->ineed) continue;
-            if (a->stage == ST_RECV_WELCOME)
-                on_welcome(a, fastpath);
-            else
-                on_ack(a);
+            return;
         }
+        ssize_t n = recv(a->fd, a->in + a->ihave, a->ineed - a->ihave, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+        if (n <= 0) {
+            fail(a, PDRT_LINK_FAILED);
+            return;
+        }
+        a->ihave += (size_t)n;
+        if (a->ihave < a->ineed) continue;
+        if (a->stage == ST_RECV_WELCOME)
+            on_welcome(ctx, a, fastpath);
+        else
+            on_ack(ctx, a);
     }
-    return 0;
 }
 
 /* Under ctx->mu: takes a placeholder for cluster i, or says why not. */
@@ -152,7 +158,8 @@ static void start(pdrt_ctx *ctx, const pdrt_cluster *c, attempt *a, int fastpath
     memcpy(h.boot_id, ctx->boot_id, sizeof h.boot_id);
     wire_put_hello(a->out, &h);
     a->olen = HELLO_SIZE;
-    a->stage = ST_CONNECT;
+    a->stage = ST_SEND_HELLO;
+    step(ctx, a, fastpath);
 }
 
 /* Under ctx->mu: turns each placeholder into a link, or removes it. */
@@ -160,6 +167,8 @@ static void finish(pdrt_ctx *ctx, attempt *at, uint32_t n, int32_t *rets) {
     for (uint32_t i = 0; i < n; i++) {
         attempt *a = &at[i];
         if (!a->active) continue;
+        /* The I/O thread watches the link from here on, for peer loss and control messages. */
+        if (a->code == PDRT_SUCCESS && link_watch(ctx, a->lk, a->fd, 0) != 0) a->code = PDRT_LINK_FAILED;
         rets[i] = a->code;
         if (a->code != PDRT_SUCCESS) {
             if (a->fd >= 0) close(a->fd);
@@ -171,10 +180,7 @@ static void finish(pdrt_ctx *ctx, attempt *at, uint32_t n, int32_t *rets) {
         lk->session = a->w.session;
         lk->peer_pid = (int32_t)a->w.pid;
         lk->same_host = a->same_host;
-        lk->ctl_fd = a->fd;
-        lk->watched = 1;
     }
-    ctx_wake_io(ctx);
 }
 
 int32_t pdrt_link(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms, int32_t *rets) {
@@ -221,7 +227,7 @@ int32_t pdrt_link(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int32
             break;
         }
         for (uint32_t k = 0; k < np; k++)
-            if (pfd[k].revents) step(&at[map[k]], fastpath);
+            if (pfd[k].revents) step(ctx, &at[map[k]], fastpath);
     }
 
     pthread_mutex_lock(&ctx->mu);

@@ -16,9 +16,31 @@ link_t *link_find(pdrt_ctx *ctx, uint64_t remote_id) {
 }
 
 link_t *link_find_fd(pdrt_ctx *ctx, int fd) {
-    for (link_t *lk = ctx->links; lk != NULL; lk = lk->next)
-        if (lk->watched && lk->ctl_fd == fd) return lk;
-    return NULL;
+    return fd >= 0 && (size_t)fd < ctx->ctl_cap ? ctx->ctl_by_fd[fd] : NULL;
+}
+
+int link_watch(pdrt_ctx *ctx, link_t *lk, int fd, int registered) {
+    if ((size_t)fd >= ctx->ctl_cap) {
+        size_t cap = ctx->ctl_cap ? ctx->ctl_cap : 64;
+        while (cap <= (size_t)fd) cap *= 2;
+        link_t **v = realloc(ctx->ctl_by_fd, cap * sizeof *v);
+        if (v == NULL) return -1;
+        memset(v + ctx->ctl_cap, 0, (cap - ctx->ctl_cap) * sizeof *v);
+        ctx->ctl_by_fd = v;
+        ctx->ctl_cap = cap;
+    }
+    if (!registered && ep_add(ctx, fd) != 0) return -1;
+    ctx->ctl_by_fd[fd] = lk;
+    lk->ctl_fd = fd;
+    lk->watched = 1;
+    return 0;
+}
+
+void link_unwatch(pdrt_ctx *ctx, link_t *lk) {
+    if (!lk->watched) return;
+    ep_del(ctx, lk->ctl_fd);
+    ctx->ctl_by_fd[lk->ctl_fd] = NULL;
+    lk->watched = 0;
 }
 
 link_t *link_new(uint64_t remote_id, uint32_t side) {
@@ -47,7 +69,7 @@ void link_unref(pdrt_ctx *ctx, link_t *lk) {
         lk->maps = m->next;
         peer_map_put(m);
     }
-    if (lk->ctl_fd >= 0) close(lk->ctl_fd); /* only a never-watched socket can still be here */
+    if (lk->ctl_fd >= 0) close(lk->ctl_fd); /* only a socket never handed to link_remove */
     free(lk);
 }
 
@@ -63,14 +85,16 @@ void link_remove(pdrt_ctx *ctx, link_t *lk, int park) {
     lk->npool = 0;
     serve_shutdown_session(ctx, lk->session);
     if (lk->ctl_fd >= 0) {
-        /* The I/O thread may be polling this socket right now: it must be the one to close it. */
-        if (fdvec_push(park ? &ctx->detached : &ctx->closing_fds, lk->ctl_fd) == 0) {
-            lk->ctl_fd = -1;
+        int fd = lk->ctl_fd;
+        if (park && lk->watched && fdvec_push(&ctx->detached, fd) == 0) {
+            ctx->ctl_by_fd[fd] = NULL; /* still in the epoll set, now as a detached socket */
+            lk->watched = 0;
         } else {
-            shutdown(lk->ctl_fd, SHUT_RDWR); /* freed with the link once the I/O thread let go */
+            /* Out of the epoll set first: the number may be reused as soon as it is closed. */
+            link_unwatch(ctx, lk);
+            close(fd);
         }
-        lk->watched = 0;
-        ctx_wake_io(ctx);
+        lk->ctl_fd = -1;
     }
     pthread_cond_broadcast(&ctx->cv);
     link_unref(ctx, lk);

@@ -64,7 +64,13 @@ int net_connect_start(const struct sockaddr_storage *to, socklen_t tolen, const 
         const char *any = to->ss_family == AF_INET6 ? "::" : "0.0.0.0";
         const char *ip = local_ip != NULL && local_ip[0] != '\0' ? local_ip : any;
         int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        /* Any port: let connect() pick it against the whole 4-tuple. A pick at bind() time would
+         * search the address's ports against every TIME_WAIT left by earlier links, which grows
+         * slow and runs out under link churn. A fixed port: allow it while TIME_WAIT holds it. */
+        if (local_port == 0)
+            setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+        else
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
         if (net_parse_ip(ip, local_port, &ls, &llen) != 0 || ls.ss_family != to->ss_family ||
             bind(fd, (struct sockaddr *)&ls, llen) != 0) {
             close(fd);
@@ -175,18 +181,15 @@ int net_skip(int fd, uint64_t len, int64_t deadline) {
     return NET_OK;
 }
 
-void net_peer_text(int fd, char *ip, size_t cap, uint16_t *port) {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
+void net_addr_text(const struct sockaddr_storage *ss, char *ip, size_t cap, uint16_t *port) {
     ip[0] = '\0';
     *port = 0;
-    if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0) return;
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)ss;
         inet_ntop(AF_INET, &v4->sin_addr, ip, (socklen_t)cap);
         *port = ntohs(v4->sin_port);
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)ss;
         inet_ntop(AF_INET6, &v6->sin6_addr, ip, (socklen_t)cap);
         *port = ntohs(v6->sin6_port);
     }

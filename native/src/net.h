@@ -17,7 +17,8 @@ int net_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss, s
 int net_field_len(const char *field, size_t cap);
 void net_tune(int fd, int keepalive);
 void net_set_nonblock(int fd);
-/* Starts a non-blocking connect (binding local_ip when non-empty). Returns fd or -1. */
+/* Starts a non-blocking connect (binding local_ip when non-empty). Returns fd or -1. Loopback
+ * connects usually complete before this returns, so a first send may be tried at once. */
 int net_connect_start(const struct sockaddr_storage *to, socklen_t tolen, const char *local_ip,
                       uint16_t local_port);
 /* Waits for a started connect to finish. */
@@ -29,7 +30,8 @@ int net_sendv_all(int fd, struct iovec *iov, int cnt, int64_t deadline);
 int net_recvv_all(int fd, struct iovec *iov, int cnt, int64_t deadline);
 /* Discards len bytes. */
 int net_skip(int fd, uint64_t len, int64_t deadline);
-void net_peer_text(int fd, char *ip, size_t cap, uint16_t *port);
+/* Numeric text and port of an IPv4/IPv6 address ("" and 0 for another family). */
+void net_addr_text(const struct sockaddr_storage *ss, char *ip, size_t cap, uint16_t *port);
 /* 1 when the connection has seen EOF or an error (a dead peer), without consuming data. */
 int net_is_dead(int fd);
 

@@ -46,12 +46,43 @@ static int open_peer_fd(int32_t pid, uint32_t fd, int writable) {
     return open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOCTTY);
 }
 
-int samehost_read_probe(int32_t pid, uint32_t fd, uint64_t *token) {
+static int read_probe(int32_t pid, uint32_t fd, uint64_t *token) {
     int f = open_peer_fd(pid, fd, 0);
     if (f < 0) return -1;
     ssize_t n = pread(f, token, sizeof *token, 0);
     close(f);
     return n == (ssize_t)sizeof *token ? 0 : -1;
+}
+
+/* Opening /proc/<pid>/fd/<fd> is the dearest step of a handshake (a path walk and a permission
+ * check), and links come and go between the same processes all the time: what one read proved
+ * is remembered. A token is random per process, so a stale entry (the pid reused by a new
+ * process with a probe at the same fd) can only make a proof fail, never pass: the server
+ * re-reads on a mismatch, and the client forgets the entry when the server denies the proof. */
+int samehost_probe_token(pdrt_ctx *ctx, int32_t pid, uint32_t fd, uint64_t *token) {
+    if (pid <= 0) return -1;
+    pthread_mutex_lock(&ctx->mu);
+    for (uint32_t i = 0; i < PROBE_MEMO; i++) {
+        probe_memo *m = &ctx->memo[i];
+        if (m->pid == pid && m->fd == fd) {
+            *token = m->token;
+            pthread_mutex_unlock(&ctx->mu);
+            return 0;
+        }
+    }
+    pthread_mutex_unlock(&ctx->mu);
+    if (read_probe(pid, fd, token) != 0) return -1;
+    pthread_mutex_lock(&ctx->mu);
+    ctx->memo[ctx->memo_next++ % PROBE_MEMO] = (probe_memo){ .pid = pid, .fd = fd, .token = *token };
+    pthread_mutex_unlock(&ctx->mu);
+    return 0;
+}
+
+void samehost_forget(pdrt_ctx *ctx, int32_t pid, uint32_t fd) {
+    pthread_mutex_lock(&ctx->mu);
+    for (uint32_t i = 0; i < PROBE_MEMO; i++)
+        if (ctx->memo[i].pid == pid && ctx->memo[i].fd == fd) ctx->memo[i].pid = 0;
+    pthread_mutex_unlock(&ctx->mu);
 }
 
 int peer_map_valid(const peer_map *m) {
