@@ -197,6 +197,18 @@ describe('runtime events', () => {
     expect(manager.list()).toHaveLength(2);
   });
 
+  test('client side: a server that unlinks us (P-side cleanup) leaves a failed entry to relink', async () => {
+    const { manager, executor } = setup();
+    await manager.linkClusters([target(1)]);
+    // The runtime drops the link before it reports the event.
+    executor.links.delete('0/1');
+    manager.handleRuntimeEvent('0', { kind: 'peer-unlinked', side: 'client', remoteClusterId: 1n, code: 0 });
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', side: 'client', code: S.LLM_NOT_YET_LINK });
+    const relinked = await manager.linkClusters([target(1)]);
+    expect(relinked.ret).toBe(S.LLM_SUCCESS);
+    expect(manager.get('0', 1n)?.state).toBe('linked');
+  });
+
   test('a throwing listener does not stop the others', async () => {
     const { manager, events } = setup();
     const original = console.error;

@@ -133,6 +133,11 @@ export class LinkManager {
         return;
       case 'peer-unlinked':
         if (entry?.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-unlinked' });
+        // The server cleaned us up (P-side cleanup): the runtime dropped the link, so a client keeps a
+        // failed entry, like a lost peer, for the owner of the desired set to see and relink.
+        else if (entry?.side === 'client' && entry.state === 'linked') {
+          this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-unlinked', code: LLM_STATUS.LLM_NOT_YET_LINK });
+        }
         return;
       case 'peer-lost':
         if (entry === undefined) return;
