@@ -80,6 +80,9 @@ async function whole(plan: AnswerPlan): Promise<Response> {
 function streamed(plan: AnswerPlan): Response {
   const { request, record } = plan;
   const head = answerHead(request.kind, plan.requestId, request.model);
+  // An engine with no time per token has every token at once and sends them in one write, as an
+  // engine does when several tokens are ready at an iteration; paced streams go token by token.
+  if (plan.decodeMsPerToken <= 0 && plan.crashAfter === undefined) return streamedAtOnce(plan, head);
   const hasher = new Bun.CryptoHasher('sha256');
   let sent = 0;
   let ended = false;
@@ -132,6 +135,27 @@ function streamed(plan: AnswerPlan): Response {
     { highWaterMark: 0 },
   );
   return new Response(stream, { status: 200, headers: headers(plan.requestId, 'text/event-stream') });
+}
+
+function streamedAtOnce(plan: AnswerPlan, head: ReturnType<typeof answerHead>): Response {
+  const { request, record } = plan;
+  try {
+    const events: Uint8Array[] = [];
+    if (request.kind === 'chat') events.push(sseEvent(roleChunk(head)));
+    for (let i = 0; i < request.maxTokens; i++) {
+      events.push(sseEvent(tokenChunk(head, generatedToken(plan.hash, i), i === request.maxTokens - 1 ? 'length' : null)));
+    }
+    if (request.includeUsage) events.push(sseEvent(usageChunk(head, usage(request.tokens.length, request.maxTokens))));
+    events.push(SSE_DONE);
+    const bytes = Buffer.concat(events);
+    record.completionTokens = request.maxTokens;
+    record.bytesSent = bytes.byteLength;
+    record.digest = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
+    finish(record, 'ok', 200);
+    return new Response(bytes, { status: 200, headers: headers(plan.requestId, 'text/event-stream') });
+  } finally {
+    plan.onEnd();
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The simulator's own routes, served on the management listener beside the instance agent's:
  * `POST|GET|DELETE /sim/faults` (arm, show, clear faults), `POST /sim/kv/release` (a decoder is
- * done with a prefill's blocks), `GET /sim/status` (counters, KV blocks in use) and
+ * done with prefills' blocks: `remote_request_id` or a batch in `remote_request_ids`), `GET /sim/status` (counters, KV blocks in use) and
  * `GET /sim/requests[?request_id=]` (what each leg did, with the digest of its answer).
  */
 import { Hono } from 'hono';
@@ -15,7 +15,12 @@ import { parseFaults } from './faults.ts';
 
 const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 
-const ReleaseBody = v.object({ remote_request_id: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')) });
+const RequestId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'));
+/** One id, or a batch of them (what a decoder's ReleaseNotifier sends). */
+const ReleaseBody = v.union(
+  [v.object({ remote_request_id: RequestId }), v.object({ remote_request_ids: v.pipe(v.array(RequestId, 'must be an array of request ids'), v.maxLength(100_000, 'at most 100000 ids')) })],
+  'must carry remote_request_id or remote_request_ids',
+);
 
 /**
  * Builds the `/sim/*` routes of one engine.
@@ -36,7 +41,8 @@ export function simControlApp(engine: SimEngine): Hono {
   app.post('/sim/kv/release', async (c) => {
     const parsed = v.safeParse(ReleaseBody, await readJsonBody(c, { limitBytes: CONTROL_BODY_LIMIT_BYTES }));
     if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
-    return c.json({ released_blocks: engine.releaseExport(parsed.output.remote_request_id) });
+    const ids = 'remote_request_ids' in parsed.output ? parsed.output.remote_request_ids : [parsed.output.remote_request_id];
+    return c.json({ released_blocks: ids.reduce((n, id) => n + engine.releaseExport(id), 0) });
   });
   app.get('/sim/status', (c) => c.json(engine.stats()));
   app.get('/sim/requests', (c) => c.json({ requests: engine.log.list(c.req.query('request_id')) }));

@@ -30,7 +30,8 @@ export async function runDecode(engine: SimEngine, request: SimRequest, kv: Impo
   const done = (): void => {
     if (told) return;
     told = true;
-    (options.notifyDone ?? notifyOverHttp)(kv.host, kv.port, kv.remoteRequestId).catch(() => {});
+    if (options.notifyDone !== undefined) options.notifyDone(kv.host, kv.port, kv.remoteRequestId).catch(() => {});
+    else engine.releases.notify(kv.host, kv.port, kv.remoteRequestId);
   };
   const fail = (err: SimError): Response => {
     done();
@@ -126,21 +127,6 @@ async function pullAndVerify(engine: SimEngine, record: RequestRecord, plan: Pul
     500,
     `KV verification failed: block ${mismatch.block} (remote block ${plan.kv.blockIds[mismatch.block]}) byte ${mismatch.offset} is 0x${hex(mismatch.actual)}, the prompt's cache holds 0x${hex(mismatch.expected)}`,
   );
-}
-
-/**
- * Tells the prefiller at host:port that its blocks of `remoteRequestId` may be freed.
- * @example await notifyOverHttp('127.0.0.2', 31000, 'req-1#4');
- */
-export async function notifyOverHttp(host: string, port: number, remoteRequestId: string): Promise<void> {
-  const authority = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  const res = await fetch(`http://${authority}/sim/kv/release`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ remote_request_id: remoteRequestId }),
-    signal: AbortSignal.timeout(5_000),
-  });
-  await res.arrayBuffer();
 }
 
 function crashProcess(): void {

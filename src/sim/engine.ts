@@ -8,6 +8,7 @@
 import { BlockPool } from './block-pool.ts';
 import { FaultPlan } from './faults.ts';
 import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
+import { ReleaseNotifier } from './release-notifier.ts';
 import { finish, RequestLog, type Leg } from './request-log.ts';
 import type { SimKind } from './request.ts';
 import { readSimRequest } from './request.ts';
@@ -44,7 +45,7 @@ export interface SimEngineOptions {
   readonly pullTimeoutMs: number;
   /** Kills the process (SIGKILL by default); the crash fault calls it. */
   readonly crash?: () => void;
-  /** Tells a prefiller that its blocks of a request may be freed (default: POST to its /sim/kv/release). */
+  /** Tells a prefiller that its blocks of a request may be freed (default: the engine's ReleaseNotifier). */
   readonly notifyDone?: (host: string, port: number, remoteRequestId: string) => Promise<void>;
 }
 
@@ -73,6 +74,8 @@ export class SimEngine {
   readonly options: SimEngineOptions;
   readonly faults = new FaultPlan();
   readonly log = new RequestLog();
+  /** Notices to prefillers that this engine (as a decoder) is done with their blocks. */
+  readonly releases = new ReleaseNotifier();
   /** One block pool per device, by endpoint. */
   readonly pools: ReadonlyMap<string, BlockPool>;
   role: SimRole;
