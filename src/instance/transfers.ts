@@ -320,8 +320,12 @@ export class Transfers {
     control: Int32Array,
   ): Promise<TransferResult> {
     const signal = request.signal;
+    let answerNow: (() => void) | undefined;
     const onAbort = (): void => {
       Atomics.store(control, CONTROL.abort, 1);
+      // No worker is in a slice, so none will start a chunk: answer without waiting in the queue
+      // (the queued slice, when it runs, returns at once).
+      if (Atomics.load(control, CONTROL.inSlice) === 0) answerNow?.();
     };
     if (signal?.aborted === true) onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -337,7 +341,10 @@ export class Transfers {
       let from = 0;
       for (;;) {
         if (Atomics.load(control, CONTROL.abort) !== 0) return result(LLM_STATUS.LLM_FAILED, from, true, 'aborted by the caller');
-        const reply = await this.#pool.run<BlockReply>({
+        const abandoned = new Promise<'abandoned'>((resolve) => {
+          answerNow = () => resolve('abandoned');
+        });
+        const slice = this.#pool.run<BlockReply>({
           op: op === 'pull' ? 'kv-pull' : 'kv-push',
           handle,
           remoteClusterId: request.remoteClusterId,
@@ -352,6 +359,9 @@ export class Transfers {
           timeoutMs,
           control: control.buffer as SharedArrayBuffer,
         });
+        const reply = await Promise.race([slice, abandoned]);
+        answerNow = undefined;
+        if (reply === 'abandoned') return result(LLM_STATUS.LLM_FAILED, Atomics.load(control, CONTROL.done), true, 'aborted by the caller');
         // The worker died or the pool closed: what moved is what the worker last published.
         if (!reply.ok) return result(reply.code, Atomics.load(control, CONTROL.done), false, reply.message);
         from += reply.value.done;

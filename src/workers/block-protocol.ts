@@ -13,8 +13,13 @@ export const CONTROL = {
   done: 1,
   /** 1 while the worker is inside a runtime call of this transfer. */
   inRuntime: 2,
+  /**
+   * 1 while a worker runs a slice of this transfer. The worker sets it before it reads `abort`, the
+   * main thread sets `abort` before it reads this: if the main thread sees 0, no chunk will start.
+   */
+  inSlice: 3,
 } as const;
-export const CONTROL_SLOTS = 3;
+export const CONTROL_SLOTS = 4;
 
 export interface RegisterBlocksTask {
   readonly op: 'kv-register';

@@ -94,10 +94,12 @@ describe('transfer slices', () => {
     const control = new Int32Array(task.control);
     const { runtime, chunks } = recording(undefined, (i) => {
       expect(Atomics.load(control, CONTROL.inRuntime)).toBe(1);
+      expect(Atomics.load(control, CONTROL.inSlice)).toBe(1);
       if (i === 0) Atomics.store(control, CONTROL.abort, 1);
     });
     expect(runBlockTask(runtime, task)).toEqual({ rc: 0, done: 4, end: 'aborted' });
     expect(chunks).toHaveLength(1);
+    expect(Atomics.load(control, CONTROL.inSlice)).toBe(0);
     // Aborted before it started: the runtime is never called.
     const again = recording();
     expect(runBlockTask(again.runtime, task)).toEqual({ rc: 0, done: 0, end: 'aborted' });

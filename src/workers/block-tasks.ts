@@ -35,6 +35,15 @@ export function runBlockTask(runtime: BlockRuntime | undefined, task: BlockTask)
 
 function transferSlice(runtime: BlockRuntime, task: TransferTask): BlockReply {
   const control = new Int32Array(task.control);
+  Atomics.store(control, CONTROL.inSlice, 1);
+  try {
+    return chunks(runtime, task, control);
+  } finally {
+    Atomics.store(control, CONTROL.inSlice, 0);
+  }
+}
+
+function chunks(runtime: BlockRuntime, task: TransferTask, control: Int32Array): BlockReply {
   const remote = new Uint32Array(task.lists, 0, task.n);
   const local = new Uint32Array(task.lists, task.n * 4, task.n);
   const call = task.op === 'kv-pull' ? (h: number, c: ChunkSpec) => runtime.pull(h, c) : (h: number, c: ChunkSpec) => runtime.push(h, c);
