@@ -132,6 +132,7 @@ typedef struct serve {
 /* ---- same-host proofs already made (samehost.c) ---- */
 #define PROBE_MEMO 64
 typedef struct probe_memo {
+    uint64_t remote_id;              /* the cluster id of the context behind the probe */
     int32_t pid;                     /* 0 = empty */
     uint32_t fd;
     uint64_t token;                  /* the token read there */
@@ -243,9 +244,11 @@ int32_t cache_check_blocks(const cache *c, const uint32_t *blocks, uint32_t n);
 /* ---- same-host support (samehost.c) ---- */
 void samehost_init(pdrt_ctx *ctx);
 void samehost_fini(pdrt_ctx *ctx);
-/* Reads the 8-byte probe token a peer process exposes, or recalls it from an earlier read of the
- * same pid and fd; 0 = known. Takes ctx->mu briefly. */
-int samehost_probe_token(pdrt_ctx *ctx, int32_t pid, uint32_t fd, uint64_t *token);
+/* Reads the 8-byte probe token the context remote_id exposes at pid and fd, or recalls it from an
+ * earlier read of the same pid and fd; 0 = known. Takes ctx->mu briefly. */
+int samehost_probe_token(pdrt_ctx *ctx, uint64_t remote_id, int32_t pid, uint32_t fd, uint64_t *token);
+/* The probe last read of context remote_id, for a CONFIRM sent before its WELCOME; 0 = known. */
+int samehost_recall(pdrt_ctx *ctx, uint64_t remote_id, int32_t *pid, uint32_t *fd, uint64_t *token);
 /* Forgets what samehost_probe_token recalls for pid and fd (the peer denied the proof). */
 void samehost_forget(pdrt_ctx *ctx, int32_t pid, uint32_t fd);
 void peer_map_put(peer_map *m);                  /* drops a ref under ctx->mu; unmaps on the last */

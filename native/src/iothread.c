@@ -28,10 +28,12 @@ typedef struct pending {
     int registered;               /* in the epoll set */
     int64_t deadline;
     int stage;                    /* 0: want HELLO, 1: want CONFIRM */
-    uint8_t buf[96];
+    uint8_t buf[HELLO_SIZE + CONFIRM_SIZE];
     size_t have;
     link_t *lk;                   /* the LINKING placeholder after an accepted HELLO */
     int peer_readable;
+    int early;                    /* the CONFIRM comes unasked; the WELCOME waits for it */
+    wire_welcome w;
     struct sockaddr_storage addr; /* the peer's, from accept */
 } pending;
 
@@ -201,16 +203,19 @@ static int send_welcome(int fd, const wire_welcome *w) {
     return send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof b ? 0 : -1;
 }
 
-/* Returns 0 to keep the connection pending, -1 to drop it. */
+/* Returns 0 to keep the connection pending (the WELCOME sent, or kept for an early CONFIRM), -1 to
+ * drop it. */
 static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
     int peer_readable = 0;
     if ((h->flags & HELLO_FASTPATH) && ctx->boot_id[0] != '\0' && strcmp(h->boot_id, ctx->boot_id) == 0) {
         uint64_t token;
         int32_t pid = (int32_t)h->pid;
-        peer_readable = samehost_probe_token(ctx, pid, h->probe_fd, &token) == 0 && token == h->probe_token;
+        peer_readable = samehost_probe_token(ctx, h->client_id, pid, h->probe_fd, &token) == 0 &&
+                        token == h->probe_token;
         if (!peer_readable) { /* perhaps a remembered token of an earlier process: read afresh */
             samehost_forget(ctx, pid, h->probe_fd);
-            peer_readable = samehost_probe_token(ctx, pid, h->probe_fd, &token) == 0 && token == h->probe_token;
+            peer_readable = samehost_probe_token(ctx, h->client_id, pid, h->probe_fd, &token) == 0 &&
+                            token == h->probe_token;
         }
     }
     wire_welcome w = { .status = PDRT_SUCCESS, .server_id = ctx->id };
@@ -250,29 +255,44 @@ static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
         }
     }
     pthread_mutex_unlock(&ctx->mu);
-    if (send_welcome(p->fd, &w) != 0 || w.status != PDRT_SUCCESS) return -1;
+    p->w = w;
+    p->early = w.status == PDRT_SUCCESS && (h->flags & HELLO_EARLY_CONFIRM) != 0;
+    if (!p->early && (send_welcome(p->fd, &w) != 0 || w.status != PDRT_SUCCESS)) return -1;
     p->stage = 1;
-    p->have = 0;
     return 0;
 }
 
-/* Returns 1 when the socket became the link's control socket, -1 to drop it. */
+/* Returns 1 when the socket became the link's control socket, 0 to wait for another CONFIRM, -1 to
+ * drop it. */
 static int on_confirm(pdrt_ctx *ctx, pending *p) {
     wire_confirm c;
     if (wire_get_confirm(p->buf, &c) != 0) return -1;
+    int proved = (c.flags & CONFIRM_READ) && c.token == ctx->probe_token;
+    p->have = 0;
+    if (p->early && p->peer_readable && !proved) { /* a fresh CONFIRM could prove more: ask for it */
+        p->early = 0;
+        p->w.flags |= WELCOME_CONFIRM_AGAIN;
+        return send_welcome(p->fd, &p->w) == 0 ? 0 : -1;
+    }
     pthread_mutex_lock(&ctx->mu);
     link_t *lk = p->lk;
-    lk->same_host = p->peer_readable && (c.flags & CONFIRM_READ) && c.token == ctx->probe_token;
-    uint8_t b[ACK_SIZE];
+    lk->same_host = p->peer_readable && proved;
+    uint8_t b[WELCOME_SIZE + ACK_SIZE];
+    size_t len = 0;
+    if (p->early) { /* the WELCOME waited for the early CONFIRM: both answers leave together */
+        wire_put_welcome(b, &p->w);
+        len = WELCOME_SIZE;
+    }
     wire_ack a = { .status = PDRT_SUCCESS, .same_host = (uint32_t)lk->same_host };
-    wire_put_ack(b, &a);
+    wire_put_ack(b + len, &a);
+    len += ACK_SIZE;
     /* Watched before the ACK leaves: the client may send UNLINK the moment it reads it. */
     if (link_watch(ctx, lk, p->fd, p->registered) != 0) {
         pthread_mutex_unlock(&ctx->mu);
         return -1;
     }
     p->registered = 1;
-    if (send(p->fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof b) {
+    if (send(p->fd, b, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len) {
         link_unwatch(ctx, lk);
         lk->ctl_fd = -1;
         p->registered = 0;
@@ -329,9 +349,12 @@ static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
 
 /* Reads what the handshake needs next. Returns 0 to keep waiting, 1 when handed over, -1 to drop. */
 static int on_pending(pdrt_ctx *ctx, pending *p) {
-    size_t need = p->stage == 0 ? HELLO_SIZE : CONFIRM_SIZE;
     for (;;) {
-        ssize_t r = recv(p->fd, p->buf + p->have, need - p->have, MSG_DONTWAIT);
+        /* The HELLO read may take an early CONFIRM with it: nothing else is ever sent before the
+         * WELCOME, and a CONFIRM sent with the HELLO usually arrives with it. */
+        size_t need = p->stage == 0 ? HELLO_SIZE : CONFIRM_SIZE;
+        size_t cap = p->stage == 0 ? HELLO_SIZE + CONFIRM_SIZE : CONFIRM_SIZE;
+        ssize_t r = recv(p->fd, p->buf + p->have, cap - p->have, MSG_DONTWAIT);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
         if (r <= 0) return -1;
@@ -340,7 +363,14 @@ static int on_pending(pdrt_ctx *ctx, pending *p) {
         if (p->stage == 1) return on_confirm(ctx, p);
         wire_hello h;
         if (wire_get_hello(p->buf, &h) != 0 || h.version != WIRE_VERSION) return -1;
-        if (h.kind == CONN_CTL) return hello_ctl(ctx, p, &h); /* the CONFIRM needs the client's turn */
+        size_t extra = p->have - HELLO_SIZE;
+        if (h.kind == CONN_CTL) {
+            if (hello_ctl(ctx, p, &h) != 0) return -1;
+            memmove(p->buf, p->buf + HELLO_SIZE, extra);
+            p->have = extra;
+            return extra == CONFIRM_SIZE ? on_confirm(ctx, p) : 0; /* otherwise the CONFIRM is still on its way */
+        }
+        if (extra != 0) return -1; /* a data connection sends nothing before its WELCOME */
         if (h.kind == CONN_DATA || h.kind == CONN_REVERSE) return hello_data(ctx, p, &h);
         return -1;
     }

@@ -19,15 +19,17 @@ typedef struct {
     int active;                 /* has a placeholder and a handshake in progress or done */
     int fd;
     int stage;
-    uint8_t out[HELLO_SIZE];
+    uint8_t out[HELLO_SIZE + CONFIRM_SIZE];
     size_t olen, ooff;
-    uint8_t in[WELCOME_SIZE];
-    size_t ineed, ihave;
+    uint8_t in[WELCOME_SIZE + ACK_SIZE];
+    size_t ineed, icap, ihave;  /* bytes needed to go on, most bytes to read, bytes read */
     link_t *lk;
     int32_t code;
     wire_welcome w;
     int same_host;
-    int told_read;              /* the CONFIRM claimed the server's probe was read */
+    int told_read;              /* the last CONFIRM claimed the server's probe was read */
+    int32_t told_pid;           /* and named this probe */
+    uint32_t told_fd;
 } attempt;
 
 int32_t batch_check(const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms, const int32_t *rets) {
@@ -59,21 +61,17 @@ static int fail(attempt *a, int32_t code) {
     return 0;
 }
 
-static int on_welcome(pdrt_ctx *ctx, attempt *a, int fastpath) {
-    if (wire_get_welcome(a->in, &a->w) != 0) return fail(a, PDRT_LINK_FAILED);
-    int32_t s = a->w.status;
-    if (s == PDRT_ALREADY_LINK || s == PDRT_PROCESSING_LINK) return fail(a, s);
-    if (s != PDRT_SUCCESS || a->w.server_id != a->lk->remote_id) return fail(a, PDRT_LINK_FAILED);
+/* The CONFIRM for the server's probe at pid and fd (or for no probe), into a->out at off. */
+static void put_confirm(attempt *a, size_t off, int known, int32_t pid, uint32_t fd, uint64_t token) {
     wire_confirm c = { 0 };
-    if ((a->w.flags & WELCOME_PEER_READABLE) && fastpath &&
-        samehost_probe_token(ctx, (int32_t)a->w.pid, a->w.probe_fd, &c.token) == 0)
+    if (known) {
         c.flags = CONFIRM_READ;
-    a->told_read = c.flags == CONFIRM_READ;
-    wire_put_confirm(a->out, &c);
-    a->olen = CONFIRM_SIZE;
-    a->ooff = 0;
-    a->stage = ST_SEND_CONFIRM;
-    return 0;
+        c.token = token;
+    }
+    a->told_read = known;
+    a->told_pid = pid;
+    a->told_fd = fd;
+    wire_put_confirm(a->out + off, &c);
 }
 
 static int on_ack(pdrt_ctx *ctx, attempt *a) {
@@ -82,9 +80,36 @@ static int on_ack(pdrt_ctx *ctx, attempt *a) {
     a->same_host = ack.same_host != 0;
     /* The server could read our probe but not match the token we sent: what we remembered of its
      * probe belongs to an earlier process. Read it afresh next time. */
-    if (a->told_read && !a->same_host) samehost_forget(ctx, (int32_t)a->w.pid, a->w.probe_fd);
+    if (a->told_read && !a->same_host && (a->w.flags & WELCOME_PEER_READABLE))
+        samehost_forget(ctx, a->told_pid, a->told_fd);
     a->code = PDRT_SUCCESS;
     a->stage = ST_DONE;
+    return 0;
+}
+
+static int on_welcome(pdrt_ctx *ctx, attempt *a, int fastpath) {
+    if (wire_get_welcome(a->in, &a->w) != 0) return fail(a, PDRT_LINK_FAILED);
+    int32_t s = a->w.status;
+    if (s == PDRT_ALREADY_LINK || s == PDRT_PROCESSING_LINK) return fail(a, s);
+    if (s != PDRT_SUCCESS || a->w.server_id != a->lk->remote_id) return fail(a, PDRT_LINK_FAILED);
+    size_t extra = a->ihave - WELCOME_SIZE;
+    if (!(a->w.flags & WELCOME_CONFIRM_AGAIN)) { /* the early CONFIRM stood: the ACK follows, usually with it */
+        memmove(a->in, a->in + WELCOME_SIZE, extra);
+        a->ihave = extra;
+        a->ineed = a->icap = ACK_SIZE;
+        a->stage = ST_RECV_ACK;
+        return extra == ACK_SIZE ? on_ack(ctx, a) : 0;
+    }
+    if (extra != 0) return fail(a, PDRT_LINK_FAILED); /* nothing may follow a WELCOME that asks again */
+    if (a->told_read) samehost_forget(ctx, a->told_pid, a->told_fd); /* what we remembered is stale */
+    int32_t pid = (int32_t)a->w.pid;
+    uint64_t token = 0;
+    int known = (a->w.flags & WELCOME_PEER_READABLE) && fastpath &&
+                samehost_probe_token(ctx, a->lk->remote_id, pid, a->w.probe_fd, &token) == 0;
+    put_confirm(a, 0, known, pid, a->w.probe_fd, token);
+    a->olen = CONFIRM_SIZE;
+    a->ooff = 0;
+    a->stage = ST_SEND_CONFIRM;
     return 0;
 }
 
@@ -105,11 +130,13 @@ static void step(pdrt_ctx *ctx, attempt *a, int fastpath) {
             a->ooff += (size_t)n;
             if (a->ooff < a->olen) continue;
             a->ihave = 0;
+            /* After the HELLO: a WELCOME, and the ACK with it when the early CONFIRM stands. */
             a->ineed = a->stage == ST_SEND_HELLO ? WELCOME_SIZE : ACK_SIZE;
+            a->icap = a->stage == ST_SEND_HELLO ? WELCOME_SIZE + ACK_SIZE : ACK_SIZE;
             a->stage++;
             return;
         }
-        ssize_t n = recv(a->fd, a->in + a->ihave, a->ineed - a->ihave, MSG_DONTWAIT);
+        ssize_t n = recv(a->fd, a->in + a->ihave, a->icap - a->ihave, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
         if (n <= 0) {
             fail(a, PDRT_LINK_FAILED);
@@ -144,6 +171,9 @@ static int32_t reserve(pdrt_ctx *ctx, const pdrt_cluster *c, const struct sockad
     return PDRT_SUCCESS;
 }
 
+/* Connects and sends the HELLO with an early CONFIRM right behind it: from the server's probe as
+ * remembered from an earlier link, or none (which stands whenever the server cannot read ours,
+ * as between hosts). See wire.h. */
 static void start(pdrt_ctx *ctx, const pdrt_cluster *c, attempt *a, int fastpath) {
     a->fd = net_connect_start(&a->lk->addr, a->lk->addrlen, c->local_ip, c->local_port);
     if (a->fd < 0) {
@@ -153,11 +183,17 @@ static void start(pdrt_ctx *ctx, const pdrt_cluster *c, attempt *a, int fastpath
     net_tune(a->fd, 1);
     wire_hello h = { .version = WIRE_VERSION, .kind = CONN_CTL, .client_id = ctx->id,
                      .server_id = c->remote_cluster_id, .role = ctx->role,
-                     .flags = HELLO_FORCE_LINK | (fastpath ? HELLO_FASTPATH : 0), .pid = (uint32_t)ctx->pid,
-                     .probe_fd = (uint32_t)ctx->probe_fd, .probe_token = ctx->probe_token };
+                     .flags = HELLO_FORCE_LINK | HELLO_EARLY_CONFIRM | (fastpath ? HELLO_FASTPATH : 0),
+                     .pid = (uint32_t)ctx->pid, .probe_fd = (uint32_t)ctx->probe_fd,
+                     .probe_token = ctx->probe_token };
     memcpy(h.boot_id, ctx->boot_id, sizeof h.boot_id);
     wire_put_hello(a->out, &h);
-    a->olen = HELLO_SIZE;
+    int32_t pid = 0;
+    uint32_t fd = 0;
+    uint64_t token = 0;
+    int known = fastpath && samehost_recall(ctx, c->remote_cluster_id, &pid, &fd, &token) == 0;
+    put_confirm(a, HELLO_SIZE, known, pid, fd, token);
+    a->olen = HELLO_SIZE + CONFIRM_SIZE;
     a->stage = ST_SEND_HELLO;
     step(ctx, a, fastpath);
 }

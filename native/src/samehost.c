@@ -59,12 +59,13 @@ static int read_probe(int32_t pid, uint32_t fd, uint64_t *token) {
  * is remembered. A token is random per process, so a stale entry (the pid reused by a new
  * process with a probe at the same fd) can only make a proof fail, never pass: the server
  * re-reads on a mismatch, and the client forgets the entry when the server denies the proof. */
-int samehost_probe_token(pdrt_ctx *ctx, int32_t pid, uint32_t fd, uint64_t *token) {
+int samehost_probe_token(pdrt_ctx *ctx, uint64_t remote_id, int32_t pid, uint32_t fd, uint64_t *token) {
     if (pid <= 0) return -1;
     pthread_mutex_lock(&ctx->mu);
     for (uint32_t i = 0; i < PROBE_MEMO; i++) {
         probe_memo *m = &ctx->memo[i];
         if (m->pid == pid && m->fd == fd) {
+            m->remote_id = remote_id;
             *token = m->token;
             pthread_mutex_unlock(&ctx->mu);
             return 0;
@@ -73,9 +74,27 @@ int samehost_probe_token(pdrt_ctx *ctx, int32_t pid, uint32_t fd, uint64_t *toke
     pthread_mutex_unlock(&ctx->mu);
     if (read_probe(pid, fd, token) != 0) return -1;
     pthread_mutex_lock(&ctx->mu);
-    ctx->memo[ctx->memo_next++ % PROBE_MEMO] = (probe_memo){ .pid = pid, .fd = fd, .token = *token };
+    for (uint32_t i = 0; i < PROBE_MEMO; i++) /* one entry per context: the newest process behind it */
+        if (ctx->memo[i].remote_id == remote_id) ctx->memo[i].pid = 0;
+    ctx->memo[ctx->memo_next++ % PROBE_MEMO] = (probe_memo){ .remote_id = remote_id, .pid = pid, .fd = fd,
+                                                             .token = *token };
     pthread_mutex_unlock(&ctx->mu);
     return 0;
+}
+
+int samehost_recall(pdrt_ctx *ctx, uint64_t remote_id, int32_t *pid, uint32_t *fd, uint64_t *token) {
+    int rc = -1;
+    pthread_mutex_lock(&ctx->mu);
+    for (uint32_t i = 0; i < PROBE_MEMO && rc != 0; i++) {
+        const probe_memo *m = &ctx->memo[i];
+        if (m->pid == 0 || m->remote_id != remote_id) continue;
+        *pid = m->pid;
+        *fd = m->fd;
+        *token = m->token;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&ctx->mu);
+    return rc;
 }
 
 void samehost_forget(pdrt_ctx *ctx, int32_t pid, uint32_t fd) {

@@ -6,6 +6,12 @@
  *   The CONFIRM carries the token the client read from the server's probe object, which proves
  *   the client can open the server's shared memory; the server itself checked the client's probe
  *   while answering the HELLO. Both proofs together enable the same-host path.
+ *   Early CONFIRM: a client may send its CONFIRM right behind the HELLO (HELLO_EARLY_CONFIRM), with
+ *   the token it remembers from an earlier link to that server, or none. The server then answers
+ *   WELCOME and ACK together, one round trip instead of two, unless the early CONFIRM proves less
+ *   than a fresh one could (the server can read the client's probe but the token is missing or
+ *   stale): then it sends the WELCOME alone with WELCOME_CONFIRM_AGAIN, and the client sends a
+ *   CONFIRM made from that WELCOME, as without the flag. The outcome is the same either way.
  * Data connection (always opened by the link's client; kind=DATA when the client will send
  *   requests, kind=REVERSE when the client will serve them): HELLO → WELCOME, then requests.
  */
@@ -24,7 +30,9 @@ enum { OP_PULL = 1, OP_PUSH = 2, OP_INFO = 3 };
 
 #define HELLO_FORCE_LINK 1u          /* the client holds no state for the server */
 #define HELLO_FASTPATH 2u            /* the client wants the same-host path */
+#define HELLO_EARLY_CONFIRM 4u       /* a CONFIRM follows the HELLO without waiting for the WELCOME */
 #define WELCOME_PEER_READABLE 1u     /* the server could read the client's probe object */
+#define WELCOME_CONFIRM_AGAIN 2u     /* the early CONFIRM proved too little: send one made from this */
 #define CONFIRM_READ 1u              /* the client could read the server's probe object */
 
 #define HELLO_SIZE 96
