@@ -9,6 +9,7 @@ import { BlockPool } from './block-pool.ts';
 import { FaultPlan } from './faults.ts';
 import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
 import { ReleaseNotifier } from './release-notifier.ts';
+import { SharedScratch } from './scratch.ts';
 import { finish, RequestLog, type Leg } from './request-log.ts';
 import type { SimKind } from './request.ts';
 import { readSimRequest } from './request.ts';
@@ -76,6 +77,8 @@ export class SimEngine {
   readonly log = new RequestLog();
   /** Notices to prefillers that this engine (as a decoder) is done with their blocks. */
   readonly releases = new ReleaseNotifier();
+  /** Shared buffers that carry KV bytes to the transfer workers. */
+  readonly scratch = new SharedScratch();
   /** One block pool per device, by endpoint. */
   readonly pools: ReadonlyMap<string, BlockPool>;
   role: SimRole;

@@ -46,10 +46,15 @@ export async function runPrefill(engine: SimEngine, request: SimRequest, request
   const hash = promptHash(request.tokens);
   try {
     if (count > 0) {
-      const data = promptBlocks(hash, 0, count, options.blockBytes, new Uint8Array(new SharedArrayBuffer(count * options.blockBytes)));
-      // The fault flips a byte after the real bytes were computed: the decoder must notice.
-      if (engine.faults.takeCorruption()) data[data.length >>> 1] = data[data.length >>> 1]! ^ 0xff;
-      await options.kv.write(device.endpoint, SIM_CACHE_ID, blocks, data);
+      const data = promptBlocks(hash, 0, count, options.blockBytes, engine.scratch.take(count * options.blockBytes));
+      try {
+        // The fault flips a byte after the real bytes were computed: the decoder must notice.
+        if (engine.faults.takeCorruption()) data[data.length >>> 1] = data[data.length >>> 1]! ^ 0xff;
+        await options.kv.write(device.endpoint, SIM_CACHE_ID, blocks, data);
+      } finally {
+        // The write has copied the bytes into the cache by the time it settles.
+        engine.scratch.release(data);
+      }
     }
   } catch (err) {
     pool.release(prefillId);
