@@ -4,7 +4,7 @@
  * the request record, an abort honoured between tokens, and the crash fault (the process dies
  * after K tokens, as an engine that falls over mid-stream).
  */
-import { answerHead, roleChunk, SSE_DONE, sseEvent, tokenChunk, usage, usageChunk, wholeAnswer } from './openai.ts';
+import { answerHead, roleChunk, SSE_DONE, sseEvent, sseText, tokenChunk, usage, usageChunk, wholeAnswer } from './openai.ts';
 import { finish, type RequestRecord } from './request-log.ts';
 import type { SimRequest } from './request.ts';
 import { generatedToken, type PromptHash } from './tokens.ts';
@@ -140,14 +140,14 @@ function streamed(plan: AnswerPlan): Response {
 function streamedAtOnce(plan: AnswerPlan, head: ReturnType<typeof answerHead>): Response {
   const { request, record } = plan;
   try {
-    const events: Uint8Array[] = [];
-    if (request.kind === 'chat') events.push(sseEvent(roleChunk(head)));
+    // One string, encoded once: the events are the same bytes sseEvent writes one by one.
+    let text = request.kind === 'chat' ? sseText(roleChunk(head)) : '';
     for (let i = 0; i < request.maxTokens; i++) {
-      events.push(sseEvent(tokenChunk(head, generatedToken(plan.hash, i), i === request.maxTokens - 1 ? 'length' : null)));
+      text += sseText(tokenChunk(head, generatedToken(plan.hash, i), i === request.maxTokens - 1 ? 'length' : null));
     }
-    if (request.includeUsage) events.push(sseEvent(usageChunk(head, usage(request.tokens.length, request.maxTokens))));
-    events.push(SSE_DONE);
-    const bytes = Buffer.concat(events);
+    if (request.includeUsage) text += sseText(usageChunk(head, usage(request.tokens.length, request.maxTokens)));
+    text += 'data: [DONE]\n\n';
+    const bytes = Buffer.from(text, 'utf8');
     record.completionTokens = request.maxTokens;
     record.bytesSent = bytes.byteLength;
     record.digest = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');

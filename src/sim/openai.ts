@@ -62,7 +62,15 @@ const encoder = new TextEncoder();
  * @example controller.enqueue(sseEvent({ ... }))
  */
 export function sseEvent(payload: unknown): Uint8Array {
-  return encoder.encode(`data: ${JSON.stringify(payload)}\n\n`);
+  return encoder.encode(sseText(payload));
+}
+
+/**
+ * The text of one SSE event carrying a JSON object.
+ * @example body += sseText({ ... })
+ */
+export function sseText(payload: unknown): string {
+  return `data: ${JSON.stringify(payload)}\n\n`;
 }
 
 /** The event that ends every stream. */
