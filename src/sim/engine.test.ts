@@ -211,4 +211,39 @@ describe('SimEngine over an in-memory KV fabric', () => {
     expect(res.status).toBe(503);
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^KV cache full: \d+ blocks needed, 2 free on device 0$/);
   });
+
+  test('a paced stream sends one event per token and stops when the caller aborts', async () => {
+    const env = pair({ decodeMsPerToken: 1 });
+    const controller = new AbortController();
+    const ok = await env.pApp.request('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'paced' },
+      body: JSON.stringify({ model: 'sim', messages: [{ role: 'user', content: 'pace me' }], max_tokens: 400, stream: true }),
+      signal: controller.signal,
+    });
+    const reader = ok.body!.getReader();
+    const decoder = new TextDecoder();
+    const first = JSON.parse(decoder.decode((await reader.read()).value).replace(/^data: /, '')) as { choices: { delta: unknown }[] };
+    expect(first.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
+    const second = decoder.decode((await reader.read()).value);
+    expect(second.match(/^data: /gm)).toHaveLength(1);
+    controller.abort();
+    await reader.cancel();
+    const record = env.p.log.list('paced').at(-1)!;
+    expect(record.outcome).toBe('aborted');
+    expect(record.completionTokens).toBeLessThan(400);
+  });
+
+  test('the crash fault breaks the answer when the crash hook returns (in-process engines)', async () => {
+    const env = pair({ decodeMsPerToken: 1 });
+    await env.p.start();
+    await env.d.start();
+    env.fabric.link(P_CLUSTER, D_CLUSTER);
+    await simControlApp(env.d).request('/sim/faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decode_crash: { after_tokens: 0 } }) });
+    const { kv_transfer_params } = await prefill(env);
+    const res = await post(env.dApp, '/v1/completions', { model: 'sim', prompt: PROMPT, max_tokens: 2, kv_transfer_params });
+    expect(res.status).toBe(500);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe('simulated engine crash');
+    expect(env.d.stats().kv.blocks_used).toBe(0);
+  });
 });
