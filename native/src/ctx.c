@@ -143,6 +143,7 @@ static void ctx_free(pdrt_ctx *ctx) {
     if (ctx->listen_fd >= 0) close(ctx->listen_fd);
     if (ctx->ep >= 0) close(ctx->ep);
     if (ctx->stop_fd >= 0) close(ctx->stop_fd);
+    if (ctx->ka_fd >= 0) close(ctx->ka_fd);
     samehost_fini(ctx);
     free(ctx->events);
     free(ctx->ctl_by_fd);
@@ -162,7 +163,7 @@ int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, u
     if (ctx == NULL) return PDRT_OUT_OF_MEMORY;
     ctx->id = cluster_id;
     ctx->role = role;
-    ctx->listen_fd = ctx->ep = ctx->stop_fd = ctx->probe_fd = -1;
+    ctx->listen_fd = ctx->ep = ctx->stop_fd = ctx->ka_fd = ctx->probe_fd = -1;
     ctx->fastpath = 1;
     ctx->events = calloc(MAX_EVENTS, sizeof *ctx->events);
     pthread_mutex_init(&ctx->mu, NULL);
@@ -175,7 +176,8 @@ int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, u
     ctx->rng = random_u64();
     ctx->ep = epoll_create1(EPOLL_CLOEXEC);
     ctx->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (ctx->events == NULL || ctx->ep < 0 || ctx->stop_fd < 0 || ep_add(ctx, ctx->stop_fd) != 0) {
+    if (ctx->events == NULL || ctx->ep < 0 || ctx->stop_fd < 0 || ep_add(ctx, ctx->stop_fd) != 0 ||
+        ka_init(ctx) != 0) {
         ctx_free(ctx);
         return PDRT_OUT_OF_MEMORY;
     }

@@ -112,6 +112,9 @@ typedef struct link {
     int unlink_acked;
     int peer_gone;
     peer_map *maps;
+    struct link *ka_prev, *ka_next;  /* client links waiting for keepalive (keepalive.c) */
+    int64_t ka_due;
+    int ka_queued;
 } link_t;
 
 /* ---- serving connections (serve.c) ---- */
@@ -165,6 +168,9 @@ struct pdrt_ctx {
     link_t *links;
     link_t **ctl_by_fd;              /* watched links by control socket */
     size_t ctl_cap;
+    int ka_fd;                       /* timerfd: the oldest link waiting for keepalive is due */
+    int ka_timer_set;
+    link_t *ka_head, *ka_tail;
     fdvec detached;                  /* control sockets a client force-unlinked; closed on peer EOF */
     uint64_t rng;                    /* session numbers (splitmix64 state) */
 
@@ -224,6 +230,12 @@ int32_t cluster_check(const pdrt_ctx *ctx, const pdrt_cluster *c, int for_link, 
                       socklen_t *len);
 /* Checks the arguments shared by pdrt_link and pdrt_unlink. */
 int32_t batch_check(const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms, const int32_t *rets);
+
+/* ---- keepalive of client control sockets (keepalive.c), under ctx->mu but ka_init ---- */
+int ka_init(pdrt_ctx *ctx);                      /* 0 = the timer is in the epoll set */
+void ka_queue(pdrt_ctx *ctx, link_t *lk);        /* a new client link: arm it when it has lasted */
+void ka_dequeue(pdrt_ctx *ctx, link_t *lk);      /* the link is going: no need any more */
+void ka_fire(pdrt_ctx *ctx);                     /* I/O thread, the timer is readable; takes ctx->mu */
 
 /* ---- I/O thread (iothread.c) ---- */
 int io_start(pdrt_ctx *ctx);

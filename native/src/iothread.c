@@ -426,6 +426,7 @@ static void *io_main(void *arg) {
             int fd = ev[i].data.fd;
             if (fd == ctx->stop_fd) quit = 1;
             else if (fd == ctx->listen_fd) accept_ready = 1;
+            else if (fd == ctx->ka_fd) ka_fire(ctx);
             else if ((size_t)fd < ps.cap && ps.by_fd[fd] != NULL) pend_advance(ctx, &ps, ps.by_fd[fd]);
             else on_socket(ctx, fd);
         }

@@ -180,7 +180,7 @@ static void start(pdrt_ctx *ctx, const pdrt_cluster *c, attempt *a, int fastpath
         fail(a, PDRT_LINK_FAILED);
         return;
     }
-    net_tune(a->fd, 1);
+    net_tune(a->fd, 0); /* keepalive comes later, for links that last (keepalive.c) */
     wire_hello h = { .version = WIRE_VERSION, .kind = CONN_CTL, .client_id = ctx->id,
                      .server_id = c->remote_cluster_id, .role = ctx->role,
                      .flags = HELLO_FORCE_LINK | HELLO_EARLY_CONFIRM | (fastpath ? HELLO_FASTPATH : 0),
@@ -216,6 +216,7 @@ static void finish(pdrt_ctx *ctx, attempt *at, uint32_t n, int32_t *rets) {
         lk->session = a->w.session;
         lk->peer_pid = (int32_t)a->w.pid;
         lk->same_host = a->same_host;
+        ka_queue(ctx, lk);
     }
 }
 

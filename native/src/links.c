@@ -84,6 +84,8 @@ void link_remove(pdrt_ctx *ctx, link_t *lk, int park) {
     for (int i = 0; i < lk->npool; i++) close(lk->pool[i]);
     lk->npool = 0;
     serve_shutdown_session(ctx, lk->session);
+    if (park && lk->ka_queued && lk->ctl_fd >= 0) net_keepalive(lk->ctl_fd); /* a parked socket may live long */
+    ka_dequeue(ctx, lk);
     if (lk->ctl_fd >= 0) {
         int fd = lk->ctl_fd;
         if (park && lk->watched && fdvec_push(&ctx->detached, fd) == 0) {

@@ -45,9 +45,12 @@ void net_set_nonblock(int fd) {
 void net_tune(int fd, int keepalive) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (!keepalive) return;
+    if (keepalive) net_keepalive(fd);
+}
+
+void net_keepalive(int fd) {
     /* Catches peers that vanish without a FIN (host down, cable pulled) within ~25 s. */
-    int idle = 10, intvl = 5, cnt = 3;
+    int one = 1, idle = 10, intvl = 5, cnt = 3;
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);

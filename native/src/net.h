@@ -15,7 +15,10 @@
 int net_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss, socklen_t *len);
 /* Text of a NUL-terminated field of at most cap bytes; -1 when it lacks its NUL. */
 int net_field_len(const char *field, size_t cap);
+/* TCP_NODELAY, and with keepalive set, net_keepalive. */
 void net_tune(int fd, int keepalive);
+/* TCP keepalive that notices a peer gone without a FIN within ~25 s of silence. */
+void net_keepalive(int fd);
 void net_set_nonblock(int fd);
 /* Starts a non-blocking connect (binding local_ip when non-empty). Returns fd or -1. Loopback
  * connects usually complete before this returns, so a first send may be tried at once. */
