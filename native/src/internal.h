@@ -164,6 +164,7 @@ struct pdrt_ctx {
     int stop_fd;                     /* eventfd, readable from the start of pdrt_destroy on */
     pthread_t io;
     int io_started;
+    int io_quit;
 
     link_t *links;
     link_t **ctl_by_fd;              /* watched links by control socket */

@@ -414,6 +414,17 @@ static void on_listen(pdrt_ctx *ctx, pendings *ps) {
 
 /* ---- the loop ---- */
 
+/* The stop eventfd turned readable: pdrt_destroy began (it stays readable, for unlinks waiting on
+ * it). This thread goes on serving handshakes and peers until the calls in progress have left and
+ * io_stop asks it to quit, by adding the eventfd back. 1 = quit. */
+static int on_stop(pdrt_ctx *ctx) {
+    pthread_mutex_lock(&ctx->mu);
+    int quit = ctx->io_quit;
+    if (!quit) ep_del(ctx, ctx->stop_fd);
+    pthread_mutex_unlock(&ctx->mu);
+    return quit;
+}
+
 static void *io_main(void *arg) {
     pdrt_ctx *ctx = arg;
     pendings ps = { 0 };
@@ -424,13 +435,13 @@ static void *io_main(void *arg) {
         int quit = 0, accept_ready = 0;
         for (int i = 0; i < n; i++) {
             int fd = ev[i].data.fd;
-            if (fd == ctx->stop_fd) quit = 1;
+            if (fd == ctx->stop_fd) quit = on_stop(ctx);
             else if (fd == ctx->listen_fd) accept_ready = 1;
             else if (fd == ctx->ka_fd) ka_fire(ctx);
             else if ((size_t)fd < ps.cap && ps.by_fd[fd] != NULL) pend_advance(ctx, &ps, ps.by_fd[fd]);
             else on_socket(ctx, fd);
         }
-        if (quit) break; /* pdrt_destroy began: what is left is torn down there */
+        if (quit) break; /* what is left is torn down by pdrt_destroy */
         if (accept_ready) on_listen(ctx, &ps);
         int64_t now = now_ms();
         while (ps.head != NULL && ps.head->deadline <= now) pend_drop(ctx, &ps, ps.head);
@@ -447,7 +458,13 @@ int io_start(pdrt_ctx *ctx) {
 }
 
 void io_stop(pdrt_ctx *ctx) {
-    if (!ctx->io_started) return; /* the stop eventfd, written by pdrt_destroy, ends the loop */
+    if (!ctx->io_started) return;
+    pthread_mutex_lock(&ctx->mu);
+    ctx->io_quit = 1;
+    /* Readable since pdrt_destroy wrote it: added back, it wakes the thread at once (if it is
+     * still in the set, the thread has yet to see it and will find io_quit then). */
+    ep_add(ctx, ctx->stop_fd);
+    pthread_mutex_unlock(&ctx->mu);
     pthread_join(ctx->io, NULL);
     ctx->io_started = 0;
 }
