@@ -20,10 +20,12 @@ export interface TransferSettings {
    * false makes every link carry its transfers over TCP. Applies to links made afterwards.
    */
   readonly sameHostFastpath?: boolean;
-  /** Bytes per runtime call of a transfer (default 64 MiB). */
+  /** Bytes per runtime call of a transfer (default 16 MiB). */
   readonly chunkBytes?: number;
   /** Time a transfer holds a worker before queueing again (default 50 ms). */
   readonly sliceMs?: number;
+  /** Slices of one transfer running at once on different workers (default 2). */
+  readonly parallelSlices?: number;
 }
 
 export interface AgentTransfers {
@@ -63,6 +65,7 @@ export async function startTransfers(
       ...(context.listPool === undefined ? {} : { listPool: context.listPool }),
       ...(settings.chunkBytes === undefined ? {} : { chunkBytes: settings.chunkBytes }),
       ...(settings.sliceMs === undefined ? {} : { sliceMs: settings.sliceMs }),
+      ...(settings.parallelSlices === undefined ? {} : { parallelSlices: settings.parallelSlices }),
     });
   } catch (err) {
     await pool.close();

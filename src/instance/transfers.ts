@@ -2,21 +2,28 @@
  * The instance agent's KV transfer API: block caches on the device contexts, local writes and
  * reads, and pulls/pushes over links, all run in the worker pool. Codes come back as data
  * (`{ ret, retName }`), as link calls do. A transfer's block lists cross to the worker once, in a
- * SharedArrayBuffer; the worker moves them in chunks of at most `chunkBytes` and hands the thread
- * back every `sliceMs`, so a huge pull neither starves others nor ignores an abort for long.
+ * SharedArrayBuffer; workers move them in chunks of at most `chunkBytes`, up to `parallelSlices` at
+ * once, and hand the thread back every `sliceMs`, so a huge pull neither starves others nor
+ * ignores an abort for long.
  */
 import { LLM_STATUS, normalizeStatus, statusName, type StatusName } from '../links/status.ts';
 import type { Registry } from '../metrics.ts';
-import { CONTROL, CONTROL_SLOTS, type BlockReply } from '../workers/block-protocol.ts';
+import { CONTROL, CONTROL_SLOTS, type BlockReply, type TransferTask } from '../workers/block-protocol.ts';
 import type { WorkerPool } from '../workers/pool.ts';
 import type { RuntimeLink } from '../workers/protocol.ts';
 import { ArgumentRefused, pairedLists, sharedList, timeoutArg, u64, type BlockList } from './transfer-args.ts';
 import { createTransferMetrics, type TransferMetrics, type TransferOp } from './transfer-metrics.ts';
+import { runSlices } from './transfer-slices.ts';
 
-/** Bytes per runtime call of a transfer: ~20-60 ms of copying here, so an abort lands that fast. */
-export const DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024;
+/**
+ * Bytes per runtime call of a transfer: a few ms of copying (bench/results/transfer.md), so an
+ * abort lands that fast, and a 32 MiB pull already splits across parallel slices.
+ */
+export const DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024;
 /** Time a transfer holds a worker before it queues again behind others. */
 export const DEFAULT_SLICE_MS = 50;
+/** Slices of one transfer running at once (two workers copy about twice what one does, see bench). */
+export const DEFAULT_PARALLEL_SLICES = 2;
 
 export interface CacheSpec {
   readonly cacheId: bigint;
@@ -90,6 +97,8 @@ export interface TransfersOptions {
   readonly listPool?: WorkerPool;
   readonly chunkBytes?: number;
   readonly sliceMs?: number;
+  /** Slices of one transfer that may run at once, on different workers (default 2). */
+  readonly parallelSlices?: number;
 }
 
 interface Running {
@@ -112,6 +121,7 @@ export class Transfers {
   readonly #defaultEndpoint: string | undefined;
   readonly #chunkBytes: number;
   readonly #sliceMs: number;
+  readonly #parallel: number;
   readonly #caches = new Map<string, CacheInfo>();
   readonly #running = new Map<number, Running>();
   readonly #metrics: TransferMetrics;
@@ -125,6 +135,8 @@ export class Transfers {
     this.#defaultEndpoint = options.handles.keys().next().value;
     this.#chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
+    this.#parallel = options.parallelSlices ?? DEFAULT_PARALLEL_SLICES;
+    if (!Number.isInteger(this.#parallel) || this.#parallel < 1) throw new RangeError('parallelSlices must be a positive integer');
     if (!Number.isSafeInteger(this.#chunkBytes) || this.#chunkBytes < 1) throw new RangeError('chunkBytes must be a positive integer');
     if (!Number.isFinite(this.#sliceMs) || this.#sliceMs < 0) throw new RangeError('sliceMs must be a non-negative number');
     this.#metrics = createTransferMetrics(options.registry, () => [...this.#running.values()]);
@@ -239,7 +251,7 @@ export class Transfers {
       remoteClusterId: t.remoteClusterId,
       blocks: t.n,
       blocksDone: Atomics.load(t.control, CONTROL.done),
-      inRuntime: Atomics.load(t.control, CONTROL.inRuntime) === 1,
+      inRuntime: Atomics.load(t.control, CONTROL.inRuntime) > 0,
       startedAt: t.startedAt,
     }));
   }
@@ -296,7 +308,23 @@ export class Transfers {
     const id = this.#nextId++;
     const control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * 4));
     const started = performance.now();
-    const done = this.#slices(op, where.handle, request, remoteCacheId, localCacheId, paired, cache.blockBytes, timeoutMs, control);
+    const task: TransferTask = {
+      op: op === 'pull' ? 'kv-pull' : 'kv-push',
+      handle: where.handle,
+      remoteClusterId: request.remoteClusterId,
+      remoteCacheId,
+      localCacheId,
+      lists: paired.lists,
+      n: paired.n,
+      chunkBlocks: Math.max(1, Math.floor(this.#chunkBytes / cache.blockBytes)),
+      sliceMs: this.#sliceMs,
+      deadline: Date.now() + timeoutMs,
+      timeoutMs,
+      control: control.buffer as SharedArrayBuffer,
+    };
+    const done = runSlices({ pool: this.#pool, task, parallel: Math.min(this.#parallel, this.#pool.threads), ...(request.signal === undefined ? {} : { signal: request.signal }) }).then(
+      (o): TransferResult => ({ ...status(o.rc, o.message), bytes: o.moved * cache.blockBytes, blocks: o.moved, aborted: o.aborted }),
+    );
     this.#running.set(id, { id, op, endpoint: where.endpoint, remoteClusterId: request.remoteClusterId, n: paired.n, control, startedAt: Date.now(), done });
     try {
       const result = await done;
@@ -305,71 +333,6 @@ export class Transfers {
       return result;
     } finally {
       this.#running.delete(id);
-    }
-  }
-
-  async #slices(
-    op: TransferOp,
-    handle: number,
-    request: Common,
-    remoteCacheId: bigint,
-    localCacheId: bigint,
-    { lists, n }: { lists: SharedArrayBuffer; n: number },
-    blockBytes: number,
-    timeoutMs: number,
-    control: Int32Array,
-  ): Promise<TransferResult> {
-    const signal = request.signal;
-    let answerNow: (() => void) | undefined;
-    const onAbort = (): void => {
-      Atomics.store(control, CONTROL.abort, 1);
-      // No worker is in a slice, so none will start a chunk: answer without waiting in the queue
-      // (the queued slice, when it runs, returns at once).
-      if (Atomics.load(control, CONTROL.inSlice) === 0) answerNow?.();
-    };
-    if (signal?.aborted === true) onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const result = (ret: number, moved: number, aborted: boolean, message?: string): TransferResult => ({
-      ...status(ret, message),
-      bytes: moved * blockBytes,
-      blocks: moved,
-      aborted,
-    });
-    try {
-      const deadline = Date.now() + timeoutMs;
-      const chunkBlocks = Math.max(1, Math.floor(this.#chunkBytes / blockBytes));
-      let from = 0;
-      for (;;) {
-        if (Atomics.load(control, CONTROL.abort) !== 0) return result(LLM_STATUS.LLM_FAILED, from, true, 'aborted by the caller');
-        const abandoned = new Promise<'abandoned'>((resolve) => {
-          answerNow = () => resolve('abandoned');
-        });
-        const slice = this.#pool.run<BlockReply>({
-          op: op === 'pull' ? 'kv-pull' : 'kv-push',
-          handle,
-          remoteClusterId: request.remoteClusterId,
-          remoteCacheId,
-          localCacheId,
-          lists,
-          n,
-          from,
-          chunkBlocks,
-          sliceMs: this.#sliceMs,
-          deadline,
-          timeoutMs,
-          control: control.buffer as SharedArrayBuffer,
-        });
-        const reply = await Promise.race([slice, abandoned]);
-        answerNow = undefined;
-        if (reply === 'abandoned') return result(LLM_STATUS.LLM_FAILED, Atomics.load(control, CONTROL.done), true, 'aborted by the caller');
-        // The worker died or the pool closed: what moved is what the worker last published.
-        if (!reply.ok) return result(reply.code, Atomics.load(control, CONTROL.done), false, reply.message);
-        from += reply.value.done;
-        if (reply.value.end === 'aborted') return result(LLM_STATUS.LLM_FAILED, from, true, 'aborted by the caller');
-        if (reply.value.end === 'complete') return result(normalizeStatus(reply.value.rc), from, false, reply.value.message);
-      }
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
     }
   }
 }

@@ -2,24 +2,29 @@
  * What crosses to a worker for KV block work: cache registration, local writes and reads, and
  * pulls/pushes over a link. Block lists and data travel in SharedArrayBuffers (never as cloned
  * arrays of numbers); a transfer also carries a small shared control array through which the main
- * thread asks it to stop and watches its progress.
+ * thread asks it to stop and watches its progress, and from which its slices (several may run at
+ * once, on different workers) claim the next chunk of the lists.
  */
 
 /** Slots of a transfer's control array (Int32Array over a SharedArrayBuffer). */
 export const CONTROL = {
   /** Set to 1 by the main thread: stop before the next chunk. */
   abort: 0,
-  /** Blocks of the whole list moved so far (written by the worker after every chunk). */
+  /** Blocks moved so far, over all slices (added after every chunk). */
   done: 1,
-  /** 1 while the worker is inside a runtime call of this transfer. */
+  /** Slices inside a runtime call of this transfer right now. */
   inRuntime: 2,
   /**
-   * 1 while a worker runs a slice of this transfer. The worker sets it before it reads `abort`, the
-   * main thread sets `abort` before it reads this: if the main thread sees 0, no chunk will start.
+   * Slices running now. A worker counts itself in before it reads `abort`, the main thread sets
+   * `abort` before it reads this: if the main thread sees 0, no chunk will start.
    */
   inSlice: 3,
+  /** Index of the first block no slice has claimed yet. */
+  next: 4,
+  /** Set to 1 by the first slice whose chunk failed: the others claim no more. */
+  failed: 5,
 } as const;
-export const CONTROL_SLOTS = 4;
+export const CONTROL_SLOTS = 6;
 
 export interface RegisterBlocksTask {
   readonly op: 'kv-register';
@@ -46,9 +51,9 @@ export interface CopyBlocksTask {
 }
 
 /**
- * One slice of a pull or push: blocks `from`.. of the lists, in chunks of at most `chunkBlocks`
- * per runtime call, until the list ends, a call fails, the abort flag is set, or `sliceMs` have
- * passed (the main thread then queues the next slice, so long transfers share the threads).
+ * One slice of a pull or push: claims chunks of at most `chunkBlocks` from the lists (one runtime
+ * call each) until none is left, a call fails, the abort flag is set, or `sliceMs` have passed (the
+ * main thread then queues another slice, so long transfers share the threads).
  */
 export interface TransferTask {
   readonly op: 'kv-pull' | 'kv-push';
@@ -59,7 +64,6 @@ export interface TransferTask {
   /** Remote block indices then local block indices, `n` of each (Uint32, SharedArrayBuffer). */
   readonly lists: SharedArrayBuffer;
   readonly n: number;
-  readonly from: number;
   readonly chunkBlocks: number;
   readonly sliceMs: number;
   /** Epoch ms by which the whole transfer must have returned; every runtime call gets what remains. */
@@ -79,8 +83,8 @@ export type BlockTask = RegisterBlocksTask | UnregisterBlocksTask | CopyBlocksTa
 export type BlockOp = BlockTask['op'];
 
 /**
- * How a transfer slice ended: every block moved or a call failed (`complete`, see `rc`), time budget
- * spent with blocks left (`sliced`), or the abort flag seen between chunks (`aborted`).
+ * How a transfer slice ended: nothing left to claim, or a call failed (`complete`, see `rc`), time
+ * budget spent with blocks left (`sliced`), or the abort flag seen between chunks (`aborted`).
  */
 export type SliceEnd = 'complete' | 'sliced' | 'aborted';
 

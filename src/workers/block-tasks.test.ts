@@ -43,7 +43,6 @@ function transferTask(n: number, overrides: Partial<TransferTask> = {}): Transfe
     localCacheId: 2n,
     lists,
     n,
-    from: 0,
     chunkBlocks: 4,
     sliceMs: 60_000,
     deadline: Date.now() + 60_000,
@@ -70,10 +69,32 @@ describe('transfer slices', () => {
     expect(Atomics.load(control, CONTROL.inRuntime)).toBe(0);
   });
 
-  test('a slice resumes at `from`, and a push calls push', () => {
+  test('a slice claims from where the shared counter stands, and a push calls push', () => {
     const { runtime, chunks } = recording();
-    expect(runBlockTask(runtime, transferTask(10, { op: 'kv-push', from: 8 }))).toEqual({ rc: 0, done: 2, end: 'complete' });
+    const task = transferTask(10, { op: 'kv-push' });
+    Atomics.store(new Int32Array(task.control), CONTROL.next, 8);
+    expect(runBlockTask(runtime, task)).toEqual({ rc: 0, done: 2, end: 'complete' });
     expect(chunks).toEqual([{ remote: [108, 109], local: [208, 209], timeoutMs: expect.any(Number), op: 'push' }]);
+  });
+
+  test('slices of one transfer claim disjoint chunks and add up what they moved', () => {
+    const task = transferTask(12, { sliceMs: 0 });
+    const { runtime, chunks } = recording();
+    // One chunk per slice (no time budget): three slices share the list.
+    expect(runBlockTask(runtime, task)).toEqual({ rc: 0, done: 4, end: 'sliced' });
+    expect(runBlockTask(runtime, task)).toEqual({ rc: 0, done: 4, end: 'sliced' });
+    expect(runBlockTask(runtime, task)).toEqual({ rc: 0, done: 4, end: 'complete' });
+    expect(runBlockTask(runtime, task)).toEqual({ rc: 0, done: 0, end: 'complete' });
+    expect(chunks.map((c) => c.remote[0])).toEqual([100, 104, 108]);
+    expect(Atomics.load(new Int32Array(task.control), CONTROL.done)).toBe(12);
+  });
+
+  test('after a failure in one slice, the others claim nothing more', () => {
+    const task = transferTask(12);
+    Atomics.store(new Int32Array(task.control), CONTROL.failed, 1);
+    const { runtime, chunks } = recording();
+    expect(runBlockTask(runtime, task)).toEqual({ rc: 0, done: 0, end: 'complete' });
+    expect(chunks).toHaveLength(0);
   });
 
   test('each call gets at most the time left before the deadline', () => {
@@ -85,8 +106,10 @@ describe('transfer slices', () => {
 
   test('a failed chunk ends the slice with its code and what moved before it', () => {
     const { runtime, chunks } = recording((_, i) => (i === 1 ? { rc: S.LLM_KV_CACHE_NOT_EXIST, message: 'block 107' } : { rc: 0 }));
-    expect(runBlockTask(runtime, transferTask(12))).toEqual({ rc: S.LLM_KV_CACHE_NOT_EXIST, done: 4, end: 'complete', message: 'block 107' });
+    const task = transferTask(12);
+    expect(runBlockTask(runtime, task)).toEqual({ rc: S.LLM_KV_CACHE_NOT_EXIST, done: 4, end: 'complete', message: 'block 107' });
     expect(chunks).toHaveLength(2);
+    expect(Atomics.load(new Int32Array(task.control), CONTROL.failed)).toBe(1);
   });
 
   test('the abort flag stops the slice before the next chunk', () => {
@@ -116,7 +139,7 @@ describe('transfer slices', () => {
     const { runtime, chunks } = recording();
     const reply = runBlockTask(runtime, transferTask(4, { deadline: Date.now() - 1 }));
     expect(reply).toMatchObject({ rc: S.LLM_TIMEOUT, done: 0, end: 'complete' });
-    expect(reply.message).toContain('4 of 4 blocks left');
+    expect(reply.message).toContain('4 of 4 blocks not moved');
     expect(chunks).toHaveLength(0);
   });
 });

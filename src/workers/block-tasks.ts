@@ -1,8 +1,9 @@
 /**
  * Runs KV block tasks inside a worker. A transfer moves its block lists in chunks of bounded size,
- * one runtime call each with the time left before the transfer's deadline, and looks at the
- * shared abort flag between chunks: an abort stops a large pull within one chunk, and a slice
- * returns after its time budget so other transfers get the thread in turn.
+ * one runtime call each with the time left before the transfer's deadline, claiming each chunk
+ * from the transfer's shared control array so several slices can share one transfer. Between
+ * chunks a slice looks at the abort flag (an abort stops a large pull within one chunk) and at its
+ * time budget (it returns so other transfers get the thread in turn).
  */
 import { LLM_STATUS } from '../links/status.ts';
 import { CONTROL, type BlockReply, type BlockTask, type TransferTask } from './block-protocol.ts';
@@ -35,11 +36,11 @@ export function runBlockTask(runtime: BlockRuntime | undefined, task: BlockTask)
 
 function transferSlice(runtime: BlockRuntime, task: TransferTask): BlockReply {
   const control = new Int32Array(task.control);
-  Atomics.store(control, CONTROL.inSlice, 1);
+  Atomics.add(control, CONTROL.inSlice, 1);
   try {
     return chunks(runtime, task, control);
   } finally {
-    Atomics.store(control, CONTROL.inSlice, 0);
+    Atomics.sub(control, CONTROL.inSlice, 1);
   }
 }
 
@@ -48,17 +49,24 @@ function chunks(runtime: BlockRuntime, task: TransferTask, control: Int32Array):
   const local = new Uint32Array(task.lists, task.n * 4, task.n);
   const call = task.op === 'kv-pull' ? (h: number, c: ChunkSpec) => runtime.pull(h, c) : (h: number, c: ChunkSpec) => runtime.push(h, c);
   const started = Date.now();
-  let at = task.from;
-  while (at < task.n) {
-    if (Atomics.load(control, CONTROL.abort) !== 0) return { rc: LLM_STATUS.LLM_SUCCESS, done: at - task.from, end: 'aborted' };
+  let moved = 0;
+  for (;;) {
+    if (Atomics.load(control, CONTROL.abort) !== 0) return { rc: LLM_STATUS.LLM_SUCCESS, done: moved, end: 'aborted' };
+    // Another slice failed, or every chunk is claimed: this slice has nothing more to do.
+    if (Atomics.load(control, CONTROL.failed) !== 0 || Atomics.load(control, CONTROL.next) >= task.n) return { rc: LLM_STATUS.LLM_SUCCESS, done: moved, end: 'complete' };
+    if (moved > 0 && Date.now() - started >= task.sliceMs) return { rc: LLM_STATUS.LLM_SUCCESS, done: moved, end: 'sliced' };
     const left = Math.floor(task.deadline - Date.now());
     if (left < 1) {
       // Out of time between chunks (or while queued): nothing is waiting in the runtime, so the
       // link stays usable; the caller still gets the timeout it asked for.
-      return { rc: LLM_STATUS.LLM_TIMEOUT, done: at - task.from, end: 'complete', message: `deadline passed with ${task.n - at} of ${task.n} blocks left` };
+      Atomics.store(control, CONTROL.failed, 1);
+      const remaining = task.n - Atomics.load(control, CONTROL.done);
+      return { rc: LLM_STATUS.LLM_TIMEOUT, done: moved, end: 'complete', message: `deadline passed with ${remaining} of ${task.n} blocks not moved` };
     }
+    const at = Atomics.add(control, CONTROL.next, task.chunkBlocks);
+    if (at >= task.n) continue;
     const k = Math.min(task.chunkBlocks, task.n - at);
-    Atomics.store(control, CONTROL.inRuntime, 1);
+    Atomics.add(control, CONTROL.inRuntime, 1);
     let s: Status;
     try {
       s = call(task.handle, {
@@ -70,12 +78,13 @@ function chunks(runtime: BlockRuntime, task: TransferTask, control: Int32Array):
         timeoutMs: Math.min(task.timeoutMs, left),
       });
     } finally {
-      Atomics.store(control, CONTROL.inRuntime, 0);
+      Atomics.sub(control, CONTROL.inRuntime, 1);
     }
-    if (s.rc !== LLM_STATUS.LLM_SUCCESS) return { ...complete(s), done: at - task.from };
-    at += k;
-    Atomics.store(control, CONTROL.done, at);
-    if (at < task.n && Date.now() - started >= task.sliceMs) return { rc: LLM_STATUS.LLM_SUCCESS, done: at - task.from, end: 'sliced' };
+    if (s.rc !== LLM_STATUS.LLM_SUCCESS) {
+      Atomics.store(control, CONTROL.failed, 1);
+      return { ...complete(s), done: moved };
+    }
+    moved += k;
+    Atomics.add(control, CONTROL.done, k);
   }
-  return { rc: LLM_STATUS.LLM_SUCCESS, done: at - task.from, end: 'complete' };
 }
