@@ -13,9 +13,11 @@ import { CliError, listeningLine, parseCliPort, startListeners, untilSignal } fr
 export const INSTANCE_HELP = `Usage: pdlink instance [options]
 
 Serves the instance agent: the role API (POST /v1/role/{prefill|decode}, GET /v1/status),
-link management (POST /v1/links/link, POST /v1/links/unlink, GET /v1/links), probes and
-/metrics on the management listener, and one device-runtime context per local device
-listening on device_ip:(link_base_port + device_logical_id).
+link management (POST /v1/links/link, POST /v1/links/unlink, GET /v1/links), KV block
+caches and transfers (POST /v1/kv/caches, /v1/kv/pull, /v1/kv/push, /v1/kv/write,
+/v1/kv/read; GET /v1/kv/caches, /v1/kv/transfers, /v1/kv/links), probes and /metrics on
+the management listener, and one device-runtime context per local device listening on
+device_ip:(link_base_port + device_logical_id).
 
 Options:
   --config PATH        configuration file (MindIE config.json layout: ServerConfig.ipAddress,
@@ -29,6 +31,9 @@ Options:
 
 A device's cluster id is its configured cluster_id, else computed from its link address:
 IPv4 as a 32-bit number × 65536 + port (IPv6: a 63-bit hash with the top bit set).
+
+Environment: PDLINK_SAME_HOST_FASTPATH=0 makes links carry transfers over TCP even between
+peers on one host (default: shared memory where both ends share the host).
 `;
 
 /**
