@@ -57,7 +57,11 @@ let seq = 0;
 function floorSender(pUrl: string, dUrl: string): Send {
   return async () => {
     const id = `floor-${seq++}`;
-    const pre = await post(`${pUrl}/v1/completions`, { ...BODY, stream: false, max_tokens: 1, kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false } }, id);
+    const pre = await post(
+      `${pUrl}/v1/completions`,
+      { ...BODY, stream: false, max_tokens: 1, kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false } },
+      id,
+    );
     const answer = (await pre.json()) as { kv_transfer_params?: unknown };
     if (pre.status !== 200) throw new Error(`prefill answered ${pre.status}`);
     await drain(await post(`${dUrl}/v1/completions`, { ...BODY, kv_transfer_params: answer.kv_transfer_params }, id));
@@ -122,7 +126,9 @@ async function startToyProxy(path: string, cluster: SimCluster): Promise<{ url: 
   const port = await freePort(host);
   const p = new URL(cluster.engine('p0').inferenceUrl);
   const d = new URL(cluster.engine('d0').inferenceUrl);
-  const child = spawn(python, [runner, path, host, String(port), p.hostname, p.port, d.hostname, d.port], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(python, [runner, path, host, String(port), p.hostname, p.port, d.hostname, d.port], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
   child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -170,7 +176,9 @@ try {
     ...(toy === undefined ? {} : { toy: proxySender(toy.url) }),
   };
   const modes = Object.keys(senders) as Mode[];
-  console.log(`modes: ${modes.join(', ')}; ${ROUNDS} rounds of ${SEQUENTIAL_PER_ROUND} sequential and ${CONCURRENT_PER_ROUND} concurrent (${CONCURRENCY}) requests per mode`);
+  console.log(
+    `modes: ${modes.join(', ')}; ${ROUNDS} rounds of ${SEQUENTIAL_PER_ROUND} sequential and ${CONCURRENT_PER_ROUND} concurrent (${CONCURRENCY}) requests per mode`,
+  );
   for (const mode of modes) await throughput(senders[mode]!, 300);
 
   const seqRounds: Record<Mode, { p50: number; p99: number }[]> = { floor: [], pdlink: [], toy: [] };
@@ -182,7 +190,9 @@ try {
       seqRounds[mode].push({ p50: percentile(ms, 50), p99: percentile(ms, 99) });
     }
     for (const mode of [...order].reverse()) rpsRounds[mode].push(await throughput(senders[mode]!, CONCURRENT_PER_ROUND));
-    console.log(`round ${round + 1}: ${modes.map((m) => `${m} p50 ${seqRounds[m].at(-1)!.p50.toFixed(2)} ms, ${rpsRounds[m].at(-1)!.toFixed(0)} req/s`).join('; ')}`);
+    console.log(
+      `round ${round + 1}: ${modes.map((m) => `${m} p50 ${seqRounds[m].at(-1)!.p50.toFixed(2)} ms, ${rpsRounds[m].at(-1)!.toFixed(0)} req/s`).join('; ')}`,
+    );
   }
 
   const added = (mode: Mode, key: 'p50' | 'p99') => seqRounds[mode].map((r, i) => r[key] - seqRounds.floor[i]![key]);
@@ -199,7 +209,15 @@ try {
       throughputVsFloor: med(rpsRounds[mode].map((r, i) => r / rpsRounds.floor[i]!)),
     };
     figures[mode] = { ...row, rounds: { sequential: seqRounds[mode], requestsPerSecond: rpsRounds[mode] } };
-    rows.push([mode, row.latencyP50Ms.toFixed(2), row.latencyP99Ms.toFixed(2), row.addedP50Ms.toFixed(2), row.addedP99Ms.toFixed(2), row.requestsPerSecond.toFixed(0), times(row.throughputVsFloor)]);
+    rows.push([
+      mode,
+      row.latencyP50Ms.toFixed(2),
+      row.latencyP99Ms.toFixed(2),
+      row.addedP50Ms.toFixed(2),
+      row.addedP99Ms.toFixed(2),
+      row.requestsPerSecond.toFixed(0),
+      times(row.throughputVsFloor),
+    ]);
   }
   const lines = [
     `pdlink proxy: adds ${(figures['pdlink'] as { addedP50Ms: number }).addedP50Ms.toFixed(2)} ms at p50 and ${(figures['pdlink'] as { addedP99Ms: number }).addedP99Ms.toFixed(2)} ms at p99 over calling P then D directly; throughput at concurrency ${CONCURRENCY} is ${times((figures['pdlink'] as { throughputVsFloor: number }).throughputVsFloor)} the floor's.`,
@@ -218,8 +236,18 @@ try {
   const summary = lines.join('\n');
   console.log(summary);
   writeResults('proxy', {
-    json: { rounds: ROUNDS, sequentialPerRound: SEQUENTIAL_PER_ROUND, concurrentPerRound: CONCURRENT_PER_ROUND, concurrency: CONCURRENCY, request: BODY, figures },
-    markdownTable: markdownTable(['mode', 'latency p50 ms', 'latency p99 ms', 'added p50 ms', 'added p99 ms', `req/s at c=${CONCURRENCY}`, 'throughput vs floor'], rows),
+    json: {
+      rounds: ROUNDS,
+      sequentialPerRound: SEQUENTIAL_PER_ROUND,
+      concurrentPerRound: CONCURRENT_PER_ROUND,
+      concurrency: CONCURRENCY,
+      request: BODY,
+      figures,
+    },
+    markdownTable: markdownTable(
+      ['mode', 'latency p50 ms', 'latency p99 ms', 'added p50 ms', 'added p99 ms', `req/s at c=${CONCURRENCY}`, 'throughput vs floor'],
+      rows,
+    ),
     summary,
   });
 } finally {

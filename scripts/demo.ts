@@ -62,7 +62,9 @@ async function main(): Promise<void> {
       }
       const total = performance.now() - sent;
       const tokens = text.split('\n\n').filter((e) => e.startsWith('data: {')).length;
-      const legs = (await Promise.all(cluster.engines.map(async (e) => (await cluster.requests(e.name, id)).map((r) => ({ ...r, engine: e.name }))))).flat() as Record<string, unknown>[];
+      const legs = (
+        await Promise.all(cluster.engines.map(async (e) => (await cluster.requests(e.name, id)).map((r) => ({ ...r, engine: e.name }))))
+      ).flat() as Record<string, unknown>[];
       const p = legs.find((r) => r['leg'] === 'prefill');
       const d = legs.find((r) => r['leg'] === 'decode');
       rows.push([
@@ -70,7 +72,7 @@ async function main(): Promise<void> {
         String(res.status),
         `${String(p?.['engine'] ?? '?')} → ${String(d?.['engine'] ?? '?')}`,
         String(d?.['blocks'] ?? 0),
-        `${((Number(d?.['bytesPulled'] ?? 0)) / 1024).toFixed(0)} KiB`,
+        `${(Number(d?.['bytesPulled'] ?? 0) / 1024).toFixed(0)} KiB`,
         d?.['verified'] === true ? 'yes' : 'NO',
         `${Number(d?.['pullMs'] ?? 0).toFixed(1)}`,
         `${((first ?? sent) - sent).toFixed(1)}`,
@@ -98,7 +100,10 @@ async function main(): Promise<void> {
           : `  ${e.name}: ${s.requests['decode']} decodes, ${kv['blocks_pulled']} blocks / ${(kv['bytes_pulled']! / 1024).toFixed(0)} KiB pulled and verified, ${kv['verify_failures']} verification failures`,
       );
     }
-    const transfers = (await (await fetch(`${cluster.coordinatorUrl}/v1/transfers`)).json()) as { active: unknown[]; totals: Record<string, unknown> };
+    const transfers = (await (await fetch(`${cluster.coordinatorUrl}/v1/transfers`)).json()) as {
+      active: unknown[];
+      totals: Record<string, unknown>;
+    };
     log(`  coordinator ledger: ${transfers.active.length} active reservations, totals ${JSON.stringify(transfers.totals)}`);
   } finally {
     log();

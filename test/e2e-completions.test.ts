@@ -60,7 +60,14 @@ describe('completions and chat through the proxy', () => {
     expect(d.digest).toBe(sha256(body));
     const blocks = Math.ceil(tokenize(text).length / BLOCK_TOKENS);
     expect(p.blocks).toBe(blocks);
-    expect(d).toMatchObject({ status: 200, outcome: 'ok', verified: true, blocks, bytesPulled: blocks * BLOCK_BYTES, completionTokens: 12 });
+    expect(d).toMatchObject({
+      status: 200,
+      outcome: 'ok',
+      verified: true,
+      blocks,
+      bytesPulled: blocks * BLOCK_BYTES,
+      completionTokens: 12,
+    });
   });
 
   test('non-streaming completions: the JSON body D sent, byte for byte', async () => {
@@ -70,7 +77,11 @@ describe('completions and chat through the proxy', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe(id);
     const body = await res.text();
-    const parsed = JSON.parse(body) as { object: string; choices: { text: string; finish_reason: string }[]; usage: { completion_tokens: number } };
+    const parsed = JSON.parse(body) as {
+      object: string;
+      choices: { text: string; finish_reason: string }[];
+      usage: { completion_tokens: number };
+    };
     expect(parsed.object).toBe('text_completion');
     expect(parsed.choices[0]).toMatchObject({ text: expected(tokenize(text), 7).join(''), finish_reason: 'length' });
     expect(parsed.usage.completion_tokens).toBe(7);
@@ -94,12 +105,24 @@ describe('completions and chat through the proxy', () => {
       { role: 'system', content: 'You are a careful assistant.' },
       { role: 'user', content: prompt(3) },
     ];
-    const res = await proxyPost(cluster, '/v1/chat/completions', { model: MODEL, messages, max_tokens: 9, stream: true, stream_options: { include_usage: true } }, id);
+    const res = await proxyPost(
+      cluster,
+      '/v1/chat/completions',
+      { model: MODEL, messages, max_tokens: 9, stream: true, stream_options: { include_usage: true } },
+      id,
+    );
     expect(res.status).toBe(200);
     const body = await res.text();
     const events = sseData(body);
     expect(events.at(-1)).toBe('[DONE]');
-    const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as { object: string; choices: { delta: { role?: string; content?: string }; finish_reason: string | null }[]; usage?: { completion_tokens: number } });
+    const chunks = events.slice(0, -1).map(
+      (e) =>
+        JSON.parse(e) as {
+          object: string;
+          choices: { delta: { role?: string; content?: string }; finish_reason: string | null }[];
+          usage?: { completion_tokens: number };
+        },
+    );
     expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
     expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
     const content = chunks.slice(1).flatMap((c) => c.choices.map((ch) => ch.delta.content ?? ''));
@@ -141,7 +164,17 @@ describe('completions and chat through the proxy', () => {
     }
     expect(hit).toBeDefined();
     const records = await legsWhen(cluster, hit!, (rs) => rs.length === 3);
-    expect(records.filter((r) => r.leg === 'prefill').map((r) => [r.engine, r.status]).sort()).toEqual([[armed, 500], [other, 200]].sort());
+    expect(
+      records
+        .filter((r) => r.leg === 'prefill')
+        .map((r) => [r.engine, r.status])
+        .sort(),
+    ).toEqual(
+      [
+        [armed, 500],
+        [other, 200],
+      ].sort(),
+    );
     expect(records.find((r) => r.leg === 'decode')).toMatchObject({ status: 200, verified: true });
   });
 
@@ -152,12 +185,12 @@ describe('completions and chat through the proxy', () => {
     expect(res.status).toBe(400);
     expect(res.headers.get('x-request-id')).toBe(id);
     const body = (await res.json()) as { error: { message: string; code: number } };
-    expect(body.error.message).toContain("maximum context length is 4096 tokens");
+    expect(body.error.message).toContain('maximum context length is 4096 tokens');
     const records = await legs(cluster, id);
     expect(records.map((r) => [r.leg, r.status])).toEqual([['prefill', 400]]);
   });
 
-  test('corrupted KV bytes are caught by D: a 502 with D\'s reason, never a 200', async () => {
+  test("corrupted KV bytes are caught by D: a 502 with D's reason, never a 200", async () => {
     await Promise.all(cluster.prefills.map((p) => cluster.faults(p.name, { corrupt_kv: { count: 1 } })));
     const id = 'e2e-corrupt';
     const res = await proxyPost(cluster, '/v1/completions', { model: MODEL, prompt: prompt(7), max_tokens: 4, stream: true }, id);
@@ -173,7 +206,13 @@ describe('completions and chat through the proxy', () => {
   test('a client leaving mid-stream aborts D and releases the reservation', async () => {
     const id = 'e2e-disconnect-decode';
     const controller = new AbortController();
-    const res = await proxyPost(cluster, '/v1/completions', { model: MODEL, prompt: prompt(8), max_tokens: 3000, stream: true }, id, controller.signal);
+    const res = await proxyPost(
+      cluster,
+      '/v1/completions',
+      { model: MODEL, prompt: prompt(8), max_tokens: 3000, stream: true },
+      id,
+      controller.signal,
+    );
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
     expect((await reader.read()).done).toBe(false);
@@ -189,7 +228,13 @@ describe('completions and chat through the proxy', () => {
     const id = 'e2e-disconnect-prefill';
     await Promise.all(cluster.prefills.map((p) => cluster.faults(p.name, { stall_prefill: { ms: 60_000, count: 1 } })));
     const controller = new AbortController();
-    const pending = proxyPost(cluster, '/v1/completions', { model: MODEL, prompt: prompt(9), max_tokens: 4, stream: true }, id, controller.signal).catch((err: unknown) => err);
+    const pending = proxyPost(
+      cluster,
+      '/v1/completions',
+      { model: MODEL, prompt: prompt(9), max_tokens: 4, stream: true },
+      id,
+      controller.signal,
+    ).catch((err: unknown) => err);
     await legsWhen(cluster, id, (rs) => rs.some((r) => r.leg === 'prefill' && r.outcome === 'running'));
     controller.abort();
     expect(await pending).toBeInstanceOf(Error);

@@ -13,7 +13,13 @@ const MODEL = 'e2e-crash';
 let cluster: SimCluster;
 
 beforeAll(async () => {
-  cluster = await SimCluster.start({ prefill: 1, decode: 1, model: MODEL, engine: { decodeMsPerToken: 1 }, coordinatorConfig: { proxy_config: { backoff_base_ms: 1, backoff_cap_ms: 5 } } });
+  cluster = await SimCluster.start({
+    prefill: 1,
+    decode: 1,
+    model: MODEL,
+    engine: { decodeMsPerToken: 1 },
+    coordinatorConfig: { proxy_config: { backoff_base_ms: 1, backoff_cap_ms: 5 } },
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -47,7 +53,12 @@ describe('the decode engine dies', () => {
 
   test('before answering a non-streamed request: 502 with an error body', async () => {
     await cluster.faults('d0', { decode_crash: { after_tokens: 0 } });
-    const res = await proxyPost(cluster, '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: PROMPT }], max_tokens: 8 }, 'e2e-crash-whole');
+    const res = await proxyPost(
+      cluster,
+      '/v1/chat/completions',
+      { model: MODEL, messages: [{ role: 'user', content: PROMPT }], max_tokens: 8 },
+      'e2e-crash-whole',
+    );
     expect([502, 503]).toContain(res.status);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_failed');
     expect(await crashed()).toBe('SIGKILL');

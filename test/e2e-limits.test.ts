@@ -10,7 +10,13 @@ const MODEL = 'e2e-limits';
 let cluster: SimCluster;
 
 beforeAll(async () => {
-  cluster = await SimCluster.start({ prefill: 1, decode: 1, model: MODEL, engine: { decodeMsPerToken: 2 }, coordinatorConfig: { request_limit: { max_requests: 2 } } });
+  cluster = await SimCluster.start({
+    prefill: 1,
+    decode: 1,
+    model: MODEL,
+    engine: { decodeMsPerToken: 2 },
+    coordinatorConfig: { request_limit: { max_requests: 2 } },
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -21,12 +27,19 @@ afterEach(async () => {
   await settled(cluster);
 });
 
-const body = (maxTokens: number) => ({ model: MODEL, prompt: 'Limits are answered at once, with a reason.', max_tokens: maxTokens, stream: true });
+const body = (maxTokens: number) => ({
+  model: MODEL,
+  prompt: 'Limits are answered at once, with a reason.',
+  max_tokens: maxTokens,
+  stream: true,
+});
 
 describe('limits', () => {
   test('beyond max_requests in flight: 429 at once, with an error body', async () => {
     const controllers = [new AbortController(), new AbortController()];
-    const open = await Promise.all(controllers.map((c, i) => proxyPost(cluster, '/v1/completions', body(3000), `e2e-limit-open-${i}`, c.signal)));
+    const open = await Promise.all(
+      controllers.map((c, i) => proxyPost(cluster, '/v1/completions', body(3000), `e2e-limit-open-${i}`, c.signal)),
+    );
     // Both are streaming (their first bytes arrived), so both are in flight.
     const readers = open.map((res) => res.body!.getReader());
     for (const reader of readers) expect((await reader.read()).done).toBe(false);

@@ -36,10 +36,34 @@ describe('pdlink sim-engine', () => {
     const ip = `127.${100 + Math.floor(Math.random() * 100)}.${Math.floor(Math.random() * 256)}.9`;
     const dir = mkdtempSync(join(tmpdir(), 'pdlink-sim-cli-'));
     const config = join(dir, 'engine.json');
-    writeFileSync(config, JSON.stringify({ pdlink: { devices: [{ device_logical_id: 0, device_ip: ip }], link_base_port: 20_000 + Math.floor(Math.random() * 40_000) } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        pdlink: { devices: [{ device_logical_id: 0, device_ip: ip }], link_base_port: 20_000 + Math.floor(Math.random() * 40_000) },
+      }),
+    );
     const engine = await spawnListening({
       name: 'engine',
-      command: [process.execPath, ENTRY, '--role', 'prefill', '--model', 'cli-sim', '--config', config, '--manage_ip', ip, '--manage_port', '0', '--ip', ip, '--port', '0', '--decode_ms_per_token', '0'],
+      command: [
+        process.execPath,
+        ENTRY,
+        '--role',
+        'prefill',
+        '--model',
+        'cli-sim',
+        '--config',
+        config,
+        '--manage_ip',
+        ip,
+        '--manage_port',
+        '0',
+        '--ip',
+        ip,
+        '--port',
+        '0',
+        '--decode_ms_per_token',
+        '0',
+      ],
       listeners: ['management', 'inference'],
     });
     try {
@@ -47,9 +71,16 @@ describe('pdlink sim-engine', () => {
       expect(engine.output()).toMatch(/^pdlink: link-0 cluster_id \d+$/m);
       const models = (await (await fetch(`${engine.urls['inference']}/v1/models`)).json()) as { data: { id: string }[] };
       expect(models.data[0]!.id).toBe('cli-sim');
-      const res = await fetch(`${engine.urls['inference']}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'cli-sim', prompt: 'hello', max_tokens: 2 }) });
+      const res = await fetch(`${engine.urls['inference']}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'cli-sim', prompt: 'hello', max_tokens: 2 }),
+      });
       expect(res.status).toBe(200);
-      const status = (await (await fetch(`${engine.urls['management']}/sim/status`)).json()) as { requests: { local: number }; kv: { blocks_total: number } };
+      const status = (await (await fetch(`${engine.urls['management']}/sim/status`)).json()) as {
+        requests: { local: number };
+        kv: { blocks_total: number };
+      };
       expect(status.requests.local).toBe(1);
       expect(status.kv.blocks_total).toBe(1024);
       // The agent's own routes are on the same listener.

@@ -34,7 +34,11 @@ export async function runSimEngine(argv: string[]): Promise<void> {
     return;
   }
   const settings = resolveInstanceSettings(
-    { ...(args.config === undefined ? {} : { config: args.config }), ...(args.manageIp === undefined ? {} : { manageIp: args.manageIp }), ...(args.managePort === undefined ? {} : { managePort: args.managePort }) },
+    {
+      ...(args.config === undefined ? {} : { config: args.config }),
+      ...(args.manageIp === undefined ? {} : { manageIp: args.manageIp }),
+      ...(args.managePort === undefined ? {} : { managePort: args.managePort }),
+    },
     process.env,
   );
   const server = args.config === undefined ? {} : (loadConfigFile(args.config, InstanceConfigFile).ServerConfig ?? {});
@@ -42,7 +46,12 @@ export async function runSimEngine(argv: string[]): Promise<void> {
 
   let agent: InstanceAgent;
   try {
-    agent = await createInstanceAgent({ devices: settings.devices, linkBasePort: settings.linkBasePort, processMetrics: true, ...settings.pool });
+    agent = await createInstanceAgent({
+      devices: settings.devices,
+      linkBasePort: settings.linkBasePort,
+      processMetrics: true,
+      ...settings.pool,
+    });
   } catch (err) {
     if (err instanceof PdlinkError) throw new CliError(err.message);
     throw err;

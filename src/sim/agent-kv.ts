@@ -40,7 +40,10 @@ export function agentKv(transfers: AgentTransferApi, links: LinkManager): SimKv 
   };
   return {
     async register(endpoint, cacheId, numBlocks, blockBytes) {
-      check(`registering KV cache ${cacheId} on device ${endpoint}`, await transfers.registerCache(endpoint, { cacheId, numBlocks, blockBytes }));
+      check(
+        `registering KV cache ${cacheId} on device ${endpoint}`,
+        await transfers.registerCache(endpoint, { cacheId, numBlocks, blockBytes }),
+      );
     },
     async write(endpoint, cacheId, blocks, data) {
       check(`writing ${blocks.length} KV blocks on device ${endpoint}`, await transfers.writeBlocks(endpoint, cacheId, blocks, data));
@@ -62,7 +65,11 @@ export function agentKv(transfers: AgentTransferApi, links: LinkManager): SimKv 
         timeoutMs: spec.timeoutMs,
         ...(spec.signal === undefined ? {} : { signal: spec.signal }),
       });
-      return { ret: result.ret, retName: result.message === undefined ? result.retName : `${result.retName} (${result.message})`, bytes: result.bytes };
+      return {
+        ret: result.ret,
+        retName: result.message === undefined ? result.retName : `${result.retName} (${result.message})`,
+        bytes: result.bytes,
+      };
     },
     linkedEndpoint(remoteClusterId) {
       for (const link of links.list()) {

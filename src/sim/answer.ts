@@ -66,7 +66,9 @@ async function whole(plan: AnswerPlan): Promise<Response> {
     let text = '';
     for (let i = 0; i < request.maxTokens; i++) text += generatedToken(plan.hash, i);
     const head = answerHead(request.kind, plan.requestId, request.model);
-    const bytes = new TextEncoder().encode(JSON.stringify(wholeAnswer(head, text, 'length', usage(request.tokens.length, request.maxTokens))));
+    const bytes = new TextEncoder().encode(
+      JSON.stringify(wholeAnswer(head, text, 'length', usage(request.tokens.length, request.maxTokens))),
+    );
     record.completionTokens = request.maxTokens;
     record.bytesSent = bytes.byteLength;
     record.digest = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');

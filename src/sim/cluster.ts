@@ -72,7 +72,13 @@ export class SimCluster {
   readonly #linkBasePort: number;
   readonly #options: SimClusterOptions;
 
-  private constructor(options: SimClusterOptions, dir: string, linkBasePort: number, coordinator: ManagedProcess, engines: SimEngineHandle[]) {
+  private constructor(
+    options: SimClusterOptions,
+    dir: string,
+    linkBasePort: number,
+    coordinator: ManagedProcess,
+    engines: SimEngineHandle[],
+  ) {
     this.#options = options;
     this.model = options.model ?? 'pdlink-sim';
     this.settings = { ...CLUSTER_ENGINE_DEFAULTS, ...options.engine };
@@ -114,15 +120,31 @@ export class SimCluster {
     const linkBasePort = 20_000 + Math.floor(Math.random() * 40_000);
     const dir = mkdtempSync(join(tmpdir(), 'pdlink-sim-'));
     const layouts: EngineLayout[] = [];
-    for (let i = 0; i < options.prefill; i++) layouts.push({ name: `p${i}`, role: 'prefill', id: 100 + i, ip: `${net}.${2 + layouts.length}`, devices: options.devices ?? 1 });
-    for (let i = 0; i < options.decode; i++) layouts.push({ name: `d${i}`, role: 'decode', id: 200 + i, ip: `${net}.${2 + layouts.length}`, devices: options.devices ?? 1 });
+    for (let i = 0; i < options.prefill; i++)
+      layouts.push({ name: `p${i}`, role: 'prefill', id: 100 + i, ip: `${net}.${2 + layouts.length}`, devices: options.devices ?? 1 });
+    for (let i = 0; i < options.decode; i++)
+      layouts.push({ name: `d${i}`, role: 'decode', id: 200 + i, ip: `${net}.${2 + layouts.length}`, devices: options.devices ?? 1 });
     const started: ManagedProcess[] = [];
     try {
       const configPath = join(dir, 'ms_coordinator.json');
       writeFileSync(configPath, JSON.stringify(options.coordinatorConfig ?? {}));
       const coordinator = await spawnListening({
         name: 'coordinator',
-        command: [process.execPath, join(REPO_ROOT, 'src', 'main.ts'), 'coordinator', '--config', configPath, '--manage_ip', `${net}.1`, '--manage_port', '0', '--predict_ip', `${net}.1`, '--predict_port', '0'],
+        command: [
+          process.execPath,
+          join(REPO_ROOT, 'src', 'main.ts'),
+          'coordinator',
+          '--config',
+          configPath,
+          '--manage_ip',
+          `${net}.1`,
+          '--manage_port',
+          '0',
+          '--predict_ip',
+          `${net}.1`,
+          '--predict_port',
+          '0',
+        ],
         listeners: ['management', 'inference'],
         env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
         cwd: dir,
@@ -137,7 +159,11 @@ export class SimCluster {
           writeFileSync(path, JSON.stringify(engineConfig(layout, linkBasePort)));
           const proc = await spawnListening({
             name: layout.name,
-            command: [process.execPath, join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts'), ...engineArgs(layout, path, options.model ?? 'pdlink-sim', settings)],
+            command: [
+              process.execPath,
+              join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts'),
+              ...engineArgs(layout, path, options.model ?? 'pdlink-sim', settings),
+            ],
             listeners: ['management', 'inference'],
             ...spawnExtras(options),
           });
@@ -188,9 +214,24 @@ export class SimCluster {
    */
   async wire(): Promise<void> {
     const live = this.engines.filter((e) => e.process.running());
-    await Promise.all(live.map((e) => this.postRole(e, live.filter((o) => o.role !== e.role))));
+    await Promise.all(
+      live.map((e) =>
+        this.postRole(
+          e,
+          live.filter((o) => o.role !== e.role),
+        ),
+      ),
+    );
     const deadline = this.#options.deadlineMs ?? 30_000;
-    await Promise.all(live.map((e) => until(async () => ((await this.roleStatus(e)) === 'RoleReady' ? true : undefined), deadline, () => `${e.name} is not RoleReady`)));
+    await Promise.all(
+      live.map((e) =>
+        until(
+          async () => ((await this.roleStatus(e)) === 'RoleReady' ? true : undefined),
+          deadline,
+          () => `${e.name} is not RoleReady`,
+        ),
+      ),
+    );
     await this.refresh();
   }
 
@@ -199,7 +240,11 @@ export class SimCluster {
    * @example await cluster.postRole(d0, cluster.prefills);
    */
   async postRole(engine: SimEngineHandle, peers: readonly EngineLayout[]): Promise<void> {
-    const res = await fetch(`${engine.manageUrl}/v1/role/${engine.role}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(roleBody(engine, peers)) });
+    const res = await fetch(`${engine.manageUrl}/v1/role/${engine.role}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(roleBody(engine, peers)),
+    });
     if (res.status !== 200) throw new Error(`role post to ${engine.name} answered ${res.status}: ${await res.text()}`);
   }
 
@@ -218,7 +263,11 @@ export class SimCluster {
       .filter((e) => e.process.running() && !(options.exclude ?? []).includes(e.name))
       .map((e) => ({ engine: e, inferencePort: Number(new URL(e.inferenceUrl).port), managementPort: Number(new URL(e.manageUrl).port) }));
     const body = refreshBody(entries, this.model, this.settings);
-    const res = await fetch(`${this.coordinatorUrl}/v1/instances/refresh`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${this.coordinatorUrl}/v1/instances/refresh`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (res.status !== 200) throw new Error(`refresh answered ${res.status}: ${await res.text()}`);
   }
 
@@ -238,7 +287,9 @@ export class SimCluster {
       command: [
         process.execPath,
         join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts'),
-        ...engineArgs(engine, path, this.model, this.settings).map((arg, i, all) => (all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--port' ? inference.port : arg)),
+        ...engineArgs(engine, path, this.model, this.settings).map((arg, i, all) =>
+          all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--port' ? inference.port : arg,
+        ),
       ],
       listeners: ['management', 'inference'],
       ...spawnExtras(this.#options),
@@ -251,19 +302,27 @@ export class SimCluster {
    * @example await cluster.faults('p0', { prefill_status: { status: 500 } });
    */
   async faults(name: string, body: Record<string, unknown>): Promise<void> {
-    const res = await fetch(`${this.engine(name).manageUrl}/sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${this.engine(name).manageUrl}/sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (res.status !== 200) throw new Error(`faults on ${name} answered ${res.status}: ${await res.text()}`);
   }
 
   /** `GET /sim/status` of an engine. */
   async simStatus(name: string): Promise<{ requests: Record<string, number>; kv: Record<string, number> }> {
-    return (await (await fetch(`${this.engine(name).manageUrl}/sim/status`)).json()) as { requests: Record<string, number>; kv: Record<string, number> };
+    return (await (await fetch(`${this.engine(name).manageUrl}/sim/status`)).json()) as {
+      requests: Record<string, number>;
+      kv: Record<string, number>;
+    };
   }
 
   /** `GET /sim/requests` of an engine, optionally for one request id. */
   async requests(name: string, requestId?: string): Promise<Record<string, unknown>[]> {
     const query = requestId === undefined ? '' : `?request_id=${encodeURIComponent(requestId)}`;
-    return ((await (await fetch(`${this.engine(name).manageUrl}/sim/requests${query}`)).json()) as { requests: Record<string, unknown>[] }).requests;
+    return ((await (await fetch(`${this.engine(name).manageUrl}/sim/requests${query}`)).json()) as { requests: Record<string, unknown>[] })
+      .requests;
   }
 
   /**
@@ -278,24 +337,42 @@ export class SimCluster {
 
 function engineArgs(layout: EngineLayout, configPath: string, model: string, s: SimEngineSettings): string[] {
   return [
-    '--role', layout.role,
-    '--model', model,
-    '--config', configPath,
-    '--manage_ip', layout.ip,
-    '--manage_port', '0',
-    '--ip', layout.ip,
-    '--port', '0',
-    '--num_blocks', String(s.numBlocks),
-    '--block_bytes', String(s.blockBytes),
-    '--block_tokens', String(s.blockTokens),
-    '--prefill_ms_per_token', String(s.prefillMsPerToken),
-    '--decode_ms_per_token', String(s.decodeMsPerToken),
-    '--max_model_len', String(s.maxModelLen),
-    '--kv_lease_ms', String(s.kvLeaseMs),
-    '--pull_timeout_ms', String(s.pullTimeoutMs),
+    '--role',
+    layout.role,
+    '--model',
+    model,
+    '--config',
+    configPath,
+    '--manage_ip',
+    layout.ip,
+    '--manage_port',
+    '0',
+    '--ip',
+    layout.ip,
+    '--port',
+    '0',
+    '--num_blocks',
+    String(s.numBlocks),
+    '--block_bytes',
+    String(s.blockBytes),
+    '--block_tokens',
+    String(s.blockTokens),
+    '--prefill_ms_per_token',
+    String(s.prefillMsPerToken),
+    '--decode_ms_per_token',
+    String(s.decodeMsPerToken),
+    '--max_model_len',
+    String(s.maxModelLen),
+    '--kv_lease_ms',
+    String(s.kvLeaseMs),
+    '--pull_timeout_ms',
+    String(s.pullTimeoutMs),
   ];
 }
 
 function spawnExtras(options: SimClusterOptions): { onLine?: (line: string) => void; deadlineMs?: number } {
-  return { ...(options.onLine === undefined ? {} : { onLine: options.onLine }), ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }) };
+  return {
+    ...(options.onLine === undefined ? {} : { onLine: options.onLine }),
+    ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+  };
 }

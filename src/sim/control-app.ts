@@ -18,7 +18,12 @@ const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 const RequestId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'));
 /** One id, or a batch of them (what a decoder's ReleaseNotifier sends). */
 const ReleaseBody = v.union(
-  [v.object({ remote_request_id: RequestId }), v.object({ remote_request_ids: v.pipe(v.array(RequestId, 'must be an array of request ids'), v.maxLength(100_000, 'at most 100000 ids')) })],
+  [
+    v.object({ remote_request_id: RequestId }),
+    v.object({
+      remote_request_ids: v.pipe(v.array(RequestId, 'must be an array of request ids'), v.maxLength(100_000, 'at most 100000 ids')),
+    }),
+  ],
   'must carry remote_request_id or remote_request_ids',
 );
 

@@ -20,9 +20,21 @@ type Import = Extract<KvIntent, { kind: 'import' }>;
  * Serves a request carrying a prefiller's `kv_transfer_params`.
  * @example return runDecode(engine, request, request.kv, requestId, signal);
  */
-export async function runDecode(engine: SimEngine, request: SimRequest, kv: Import, requestId: string, signal: AbortSignal): Promise<Response> {
+export async function runDecode(
+  engine: SimEngine,
+  request: SimRequest,
+  kv: Import,
+  requestId: string,
+  signal: AbortSignal,
+): Promise<Response> {
   const { options } = engine;
-  const record = engine.log.start({ requestId, kind: request.kind, leg: 'decode', stream: request.stream, promptTokens: request.tokens.length });
+  const record = engine.log.start({
+    requestId,
+    kind: request.kind,
+    leg: 'decode',
+    stream: request.stream,
+    promptTokens: request.tokens.length,
+  });
   record.engineId = kv.engineId.toString();
   // P keeps the blocks only until the decoder is done with them, whatever the outcome; a lost
   // notice is covered by P's lease.
@@ -39,12 +51,20 @@ export async function runDecode(engine: SimEngine, request: SimRequest, kv: Impo
     return err.toResponse(requestId);
   };
   const faulted = engine.faults.takeDecodeStatus();
-  if (faulted !== undefined) return fail(new SimError(faulted, `simulated fault: decode answers ${faulted}`, faulted >= 500 ? 'InternalServerError' : 'BadRequestError'));
+  if (faulted !== undefined)
+    return fail(
+      new SimError(faulted, `simulated fault: decode answers ${faulted}`, faulted >= 500 ? 'InternalServerError' : 'BadRequestError'),
+    );
   const crashAfter = engine.faults.takeCrash();
 
   const count = blocksNeeded(request.tokens.length, options.blockTokens);
   if (kv.blockIds.length !== count) {
-    return fail(SimError.badRequest(`kv_transfer_params.remote_block_ids: names ${kv.blockIds.length} blocks, the prompt fills ${count} of ${options.blockTokens} tokens`, 'kv_transfer_params.remote_block_ids'));
+    return fail(
+      SimError.badRequest(
+        `kv_transfer_params.remote_block_ids: names ${kv.blockIds.length} blocks, the prompt fills ${count} of ${options.blockTokens} tokens`,
+        'kv_transfer_params.remote_block_ids',
+      ),
+    );
   }
   const hash = promptHash(request.tokens);
   const localId = engine.nextId(requestId);
@@ -54,7 +74,8 @@ export async function runDecode(engine: SimEngine, request: SimRequest, kv: Impo
     if (endpoint === undefined) return fail(SimError.server(503, `no link to prefill engine ${kv.engineId}: cannot pull its KV blocks`));
     const pool = engine.pools.get(endpoint)!;
     const local = pool.allocate(localId, count);
-    if (local === undefined) return fail(SimError.server(503, `KV cache full: ${count} blocks needed, ${pool.free} free on device ${endpoint}`));
+    if (local === undefined)
+      return fail(SimError.server(503, `KV cache full: ${count} blocks needed, ${pool.free} free on device ${endpoint}`));
     release = () => void pool.release(localId);
     const problem = await pullAndVerify(engine, record, { endpoint, local, kv, count, hash, signal });
     if (problem !== undefined) {
@@ -107,7 +128,10 @@ async function pullAndVerify(engine: SimEngine, record: RequestRecord, plan: Pul
     });
   } catch (err) {
     if (plan.signal.aborted) return 'aborted';
-    return SimError.server(500, `pulling ${plan.count} KV blocks from prefill engine ${plan.kv.engineId} failed: ${err instanceof Error ? err.message : String(err)}`);
+    return SimError.server(
+      500,
+      `pulling ${plan.count} KV blocks from prefill engine ${plan.kv.engineId} failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   if (plan.signal.aborted) return 'aborted';
   record.pullMs = performance.now() - started;

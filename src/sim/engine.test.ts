@@ -7,11 +7,27 @@ import { generatedTokens, promptHash, tokenize, chatTemplate } from './tokens.ts
 
 const P_CLUSTER = 1001n;
 const D_CLUSTER = 2002n;
-const BASE = { model: 'sim', numBlocks: 64, blockBytes: 256, blockTokens: 4, prefillMsPerToken: 0, decodeMsPerToken: 0, maxModelLen: 512, kvLeaseMs: 60_000, pullTimeoutMs: 1000 };
+const BASE = {
+  model: 'sim',
+  numBlocks: 64,
+  blockBytes: 256,
+  blockTokens: 4,
+  prefillMsPerToken: 0,
+  decodeMsPerToken: 0,
+  maxModelLen: 512,
+  kvLeaseMs: 60_000,
+  pullTimeoutMs: 1000,
+};
 
 function pair(overrides: Partial<SimEngineOptions> = {}) {
   const fabric = new MemoryFabric();
-  const p = new SimEngine({ ...BASE, role: 'prefill', devices: [{ endpoint: '0', clusterId: P_CLUSTER }], kv: fabric.kv([{ endpoint: '0', clusterId: P_CLUSTER }]), ...overrides });
+  const p = new SimEngine({
+    ...BASE,
+    role: 'prefill',
+    devices: [{ endpoint: '0', clusterId: P_CLUSTER }],
+    kv: fabric.kv([{ endpoint: '0', clusterId: P_CLUSTER }]),
+    ...overrides,
+  });
   const released: string[] = [];
   const d = new SimEngine({
     ...BASE,
@@ -30,10 +46,21 @@ function pair(overrides: Partial<SimEngineOptions> = {}) {
 }
 
 const post = (app: ReturnType<typeof simInferenceApp>, path: string, body: unknown, requestId = 'req-1') =>
-  app.request(path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': requestId }, body: JSON.stringify(body) });
+  app.request(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+    body: JSON.stringify(body),
+  });
 
 const PROMPT = 'a prompt long enough to fill a few blocks of four tokens each';
-const prefillBody = (extra: Record<string, unknown> = {}) => ({ model: 'sim', prompt: PROMPT, max_tokens: 1, stream: false, kv_transfer_params: { do_remote_decode: true }, ...extra });
+const prefillBody = (extra: Record<string, unknown> = {}) => ({
+  model: 'sim',
+  prompt: PROMPT,
+  max_tokens: 1,
+  stream: false,
+  kv_transfer_params: { do_remote_decode: true },
+  ...extra,
+});
 
 async function prefill(env: ReturnType<typeof pair>, requestId = 'req-1') {
   const res = await post(env.pApp, '/v1/completions', prefillBody(), requestId);
@@ -70,11 +97,21 @@ describe('SimEngine over an in-memory KV fabric', () => {
     await env.d.start();
     env.fabric.link(P_CLUSTER, D_CLUSTER);
     const { kv_transfer_params } = await prefill(env);
-    const res = await post(env.dApp, '/v1/completions', { model: 'sim', prompt: PROMPT, max_tokens: 5, stream: true, stream_options: { include_usage: true }, kv_transfer_params });
+    const res = await post(env.dApp, '/v1/completions', {
+      model: 'sim',
+      prompt: PROMPT,
+      max_tokens: 5,
+      stream: true,
+      stream_options: { include_usage: true },
+      kv_transfer_params,
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/event-stream');
     const text = await res.text();
-    const events = text.trim().split('\n\n').map((e) => e.replace(/^data: /, ''));
+    const events = text
+      .trim()
+      .split('\n\n')
+      .map((e) => e.replace(/^data: /, ''));
     expect(events.at(-1)).toBe('[DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
     const pieces = chunks.filter((c) => c.choices.length > 0).map((c) => c.choices[0].text);
@@ -96,12 +133,20 @@ describe('SimEngine over an in-memory KV fabric', () => {
     await env.d.start();
     env.fabric.link(P_CLUSTER, D_CLUSTER);
     const messages = [{ role: 'user', content: 'hello there, simulated engine' }];
-    const pre = await post(env.pApp, '/v1/chat/completions', { model: 'sim', messages, max_tokens: 1, kv_transfer_params: { do_remote_decode: true } });
+    const pre = await post(env.pApp, '/v1/chat/completions', {
+      model: 'sim',
+      messages,
+      max_tokens: 1,
+      kv_transfer_params: { do_remote_decode: true },
+    });
     const { kv_transfer_params } = (await pre.json()) as { kv_transfer_params: unknown };
     const res = await post(env.dApp, '/v1/chat/completions', { model: 'sim', messages, max_tokens: 3, kv_transfer_params });
     const body = (await res.json()) as { object: string; choices: { message: { role: string; content: string } }[] };
     expect(body.object).toBe('chat.completion');
-    expect(body.choices[0]!.message).toEqual({ role: 'assistant', content: generatedTokens(promptHash(tokenize(chatTemplate(messages))), 3).join('') });
+    expect(body.choices[0]!.message).toEqual({
+      role: 'assistant',
+      content: generatedTokens(promptHash(tokenize(chatTemplate(messages))), 3).join(''),
+    });
   });
 
   test('corrupted KV bytes fail verification with a 500 naming the block', async () => {
@@ -126,7 +171,11 @@ describe('SimEngine over an in-memory KV fabric', () => {
     await env.p.start();
     await env.d.start();
     env.fabric.link(P_CLUSTER, D_CLUSTER);
-    const armed = await env.pControl.request('/sim/faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ corrupt_kv: {} }) });
+    const armed = await env.pControl.request('/sim/faults', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ corrupt_kv: {} }),
+    });
     expect(((await armed.json()) as { corrupt_kv: unknown }).corrupt_kv).toEqual({ count: 1 });
     const { kv_transfer_params } = await prefill(env);
     const res = await post(env.dApp, '/v1/completions', { model: 'sim', prompt: PROMPT, max_tokens: 2, kv_transfer_params });
@@ -141,8 +190,14 @@ describe('SimEngine over an in-memory KV fabric', () => {
     const { kv_transfer_params } = await prefill(env);
     const unlinked = await post(env.dApp, '/v1/completions', { model: 'sim', prompt: PROMPT, kv_transfer_params });
     expect(unlinked.status).toBe(503);
-    expect(((await unlinked.json()) as { error: { message: string } }).error.message).toBe(`no link to prefill engine ${P_CLUSTER}: cannot pull its KV blocks`);
-    const short = await post(env.dApp, '/v1/completions', { model: 'sim', prompt: PROMPT, kv_transfer_params: { ...kv_transfer_params, remote_block_ids: [0] } });
+    expect(((await unlinked.json()) as { error: { message: string } }).error.message).toBe(
+      `no link to prefill engine ${P_CLUSTER}: cannot pull its KV blocks`,
+    );
+    const short = await post(env.dApp, '/v1/completions', {
+      model: 'sim',
+      prompt: PROMPT,
+      kv_transfer_params: { ...kv_transfer_params, remote_block_ids: [0] },
+    });
     expect(short.status).toBe(400);
     expect(((await short.json()) as { error: { param: string } }).error.param).toBe('kv_transfer_params.remote_block_ids');
   });
@@ -150,7 +205,11 @@ describe('SimEngine over an in-memory KV fabric', () => {
   test('faults answer the next N legs with their status, then the engine behaves', async () => {
     const env = pair();
     await env.p.start();
-    const arm = await env.pControl.request('/sim/faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prefill_status: { status: 500, count: 2 } }) });
+    const arm = await env.pControl.request('/sim/faults', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prefill_status: { status: 500, count: 2 } }),
+    });
     expect(arm.status).toBe(200);
     expect((await post(env.pApp, '/v1/completions', prefillBody())).status).toBe(500);
     expect((await post(env.pApp, '/v1/completions', prefillBody())).status).toBe(500);
@@ -159,7 +218,11 @@ describe('SimEngine over an in-memory KV fabric', () => {
 
   test('bad faults are refused with 422 naming the field', async () => {
     const env = pair();
-    const res = await env.pControl.request('/sim/faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prefill_status: { status: 200 }, typo: 1 }) });
+    const res = await env.pControl.request('/sim/faults', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ prefill_status: { status: 200 }, typo: 1 }),
+    });
     expect(res.status).toBe(422);
     const body = (await res.json()) as { issues: { path: string }[] };
     expect(body.issues.map((i) => i.path).sort()).toEqual(['prefill_status.status', 'typo']);
@@ -177,7 +240,11 @@ describe('SimEngine over an in-memory KV fabric', () => {
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/max_tokens.*stream|stream.*max_tokens/);
     const notJson = await env.pApp.request('/v1/completions', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hi' });
     expect(notJson.status).toBe(400);
-    const badParams = await post(env.pApp, '/v1/completions', { model: 'sim', prompt: 'x', kv_transfer_params: { do_remote_prefill: true, remote_block_ids: [-1] } });
+    const badParams = await post(env.pApp, '/v1/completions', {
+      model: 'sim',
+      prompt: 'x',
+      kv_transfer_params: { do_remote_prefill: true, remote_block_ids: [-1] },
+    });
     expect(badParams.status).toBe(400);
     expect(((await badParams.json()) as { error: { param: string } }).error.param).toMatch(/^kv_transfer_params\./);
   });
@@ -196,12 +263,20 @@ describe('SimEngine over an in-memory KV fabric', () => {
     const env = pair();
     await env.p.start();
     const { kv_transfer_params } = await prefill(env);
-    const release = (id: string) => env.pControl.request('/sim/kv/release', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ remote_request_id: id }) });
+    const release = (id: string) =>
+      env.pControl.request('/sim/kv/release', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ remote_request_id: id }),
+      });
     expect(await (await release('nope')).json()).toEqual({ released_blocks: 0 });
     const freed = (await (await release(kv_transfer_params['remote_request_id'] as string)).json()) as { released_blocks: number };
     expect(freed.released_blocks).toBeGreaterThan(0);
     expect(env.p.stats().kv.blocks_used).toBe(0);
-    expect((await env.pControl.request('/sim/kv/release', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(422);
+    expect(
+      (await env.pControl.request('/sim/kv/release', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }))
+        .status,
+    ).toBe(422);
   });
 
   test('a full cache answers 503', async () => {
@@ -209,7 +284,9 @@ describe('SimEngine over an in-memory KV fabric', () => {
     await env.p.start();
     const res = await post(env.pApp, '/v1/completions', prefillBody());
     expect(res.status).toBe(503);
-    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^KV cache full: \d+ blocks needed, 2 free on device 0$/);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
+      /^KV cache full: \d+ blocks needed, 2 free on device 0$/,
+    );
   });
 
   test('a paced stream sends one event per token and stops when the caller aborts', async () => {
@@ -239,7 +316,11 @@ describe('SimEngine over an in-memory KV fabric', () => {
     await env.p.start();
     await env.d.start();
     env.fabric.link(P_CLUSTER, D_CLUSTER);
-    await simControlApp(env.d).request('/sim/faults', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decode_crash: { after_tokens: 0 } }) });
+    await simControlApp(env.d).request('/sim/faults', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ decode_crash: { after_tokens: 0 } }),
+    });
     const { kv_transfer_params } = await prefill(env);
     const res = await post(env.dApp, '/v1/completions', { model: 'sim', prompt: PROMPT, max_tokens: 2, kv_transfer_params });
     expect(res.status).toBe(500);

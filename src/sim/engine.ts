@@ -59,7 +59,13 @@ export interface KvNotifyAddress {
 export interface SimStats {
   readonly role: SimRole;
   readonly model: string;
-  readonly requests: { readonly prefill: number; readonly decode: number; readonly local: number; readonly aborted: number; readonly failed: number };
+  readonly requests: {
+    readonly prefill: number;
+    readonly decode: number;
+    readonly local: number;
+    readonly aborted: number;
+    readonly failed: number;
+  };
   readonly kv: {
     readonly blocks_total: number;
     readonly blocks_used: number;
@@ -112,7 +118,8 @@ export class SimEngine {
    * @example await engine.start();
    */
   async start(): Promise<void> {
-    for (const d of this.options.devices) await this.options.kv.register(d.endpoint, SIM_CACHE_ID, this.options.numBlocks, this.options.blockBytes);
+    for (const d of this.options.devices)
+      await this.options.kv.register(d.endpoint, SIM_CACHE_ID, this.options.numBlocks, this.options.blockBytes);
   }
 
   /**

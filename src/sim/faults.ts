@@ -9,8 +9,18 @@ import * as v from 'valibot';
 import { errors } from '../errors.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 
-const Count = v.pipe(v.number('must be an integer'), v.integer('must be an integer'), v.minValue(1, 'must be ≥ 1'), v.maxValue(1_000_000, 'must be ≤ 1000000'));
-const Status = v.pipe(v.number('must be an integer'), v.integer('must be an integer'), v.minValue(400, 'must be an HTTP error status in [400, 599]'), v.maxValue(599, 'must be an HTTP error status in [400, 599]'));
+const Count = v.pipe(
+  v.number('must be an integer'),
+  v.integer('must be an integer'),
+  v.minValue(1, 'must be ≥ 1'),
+  v.maxValue(1_000_000, 'must be ≤ 1000000'),
+);
+const Status = v.pipe(
+  v.number('must be an integer'),
+  v.integer('must be an integer'),
+  v.minValue(400, 'must be an HTTP error status in [400, 599]'),
+  v.maxValue(599, 'must be an HTTP error status in [400, 599]'),
+);
 const StatusFault = v.strictObject({ status: Status, count: v.optional(Count, 1) });
 
 /** Body of `POST /sim/faults`; every key optional, unknown keys refused (a typo must not pass silently). */
@@ -22,7 +32,12 @@ export const FaultsBody = v.strictObject({
   /** Hold the next `count` prefill legs `ms` longer (abortable, like the prefill itself). */
   stall_prefill: v.optional(
     v.strictObject({
-      ms: v.pipe(v.number('must be a number of milliseconds'), v.integer('must be an integer'), v.minValue(1, 'must be ≥ 1'), v.maxValue(600_000, 'must be ≤ 600000')),
+      ms: v.pipe(
+        v.number('must be a number of milliseconds'),
+        v.integer('must be an integer'),
+        v.minValue(1, 'must be ≥ 1'),
+        v.maxValue(600_000, 'must be ≤ 600000'),
+      ),
       count: v.optional(Count, 1),
     }),
   ),

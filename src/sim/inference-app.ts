@@ -35,7 +35,10 @@ export function simInferenceApp(engine: SimEngine): Hono {
   app.post('/v1/completions', (c) => serve(c, 'completions'));
   app.post('/v1/chat/completions', (c) => serve(c, 'chat'));
   app.get('/v1/models', (c) =>
-    c.json({ object: 'list', data: [{ id: engine.options.model, object: 'model', created: 0, owned_by: 'pdlink-sim', max_model_len: engine.options.maxModelLen }] }),
+    c.json({
+      object: 'list',
+      data: [{ id: engine.options.model, object: 'model', created: 0, owned_by: 'pdlink-sim', max_model_len: engine.options.maxModelLen }],
+    }),
   );
   app.get('/health', (c) => c.body(null, 200));
   app.notFound((c) => new SimError(404, `no route ${c.req.method} ${c.req.path}`, 'NotFoundError').toResponse());

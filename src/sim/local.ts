@@ -14,7 +14,13 @@ import { promptHash } from './tokens.ts';
  */
 export async function runLocal(engine: SimEngine, request: SimRequest, requestId: string, signal: AbortSignal): Promise<Response> {
   const { options } = engine;
-  const record = engine.log.start({ requestId, kind: request.kind, leg: 'local', stream: request.stream, promptTokens: request.tokens.length });
+  const record = engine.log.start({
+    requestId,
+    kind: request.kind,
+    leg: 'local',
+    stream: request.stream,
+    promptTokens: request.tokens.length,
+  });
   if (!(await pause(request.tokens.length * options.prefillMsPerToken, signal))) {
     finish(record, 'aborted', 499);
     return new Response(null, { status: 499 });

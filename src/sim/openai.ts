@@ -38,7 +38,13 @@ export function usage(promptTokens: number, completionTokens: number): Usage {
  * A whole (non-streamed) answer; `kvTransferParams` is added when the engine has some for the caller.
  * @example JSON.stringify(wholeAnswer(head, ' a b', 'length', usage(3, 2)))
  */
-export function wholeAnswer(head: AnswerHead, text: string, finishReason: string, counts: Usage, kvTransferParams?: Record<string, unknown>): Record<string, unknown> {
+export function wholeAnswer(
+  head: AnswerHead,
+  text: string,
+  finishReason: string,
+  counts: Usage,
+  kvTransferParams?: Record<string, unknown>,
+): Record<string, unknown> {
   const choice =
     head.kind === 'chat'
       ? { index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finishReason }
@@ -105,5 +111,11 @@ export function usageChunk(head: AnswerHead, counts: Usage): Record<string, unkn
 }
 
 function chunk(head: AnswerHead, choices: unknown[]): Record<string, unknown> {
-  return { id: head.id, object: head.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: head.created, model: head.model, choices };
+  return {
+    id: head.id,
+    object: head.kind === 'chat' ? 'chat.completion.chunk' : 'text_completion',
+    created: head.created,
+    model: head.model,
+    choices,
+  };
 }

@@ -149,7 +149,8 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
 
 function int(option: string, text: string | undefined, fallback: number, min: number, max: number): number {
   if (text === undefined) return fallback;
-  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) throw new CliError(`--${option}: must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`);
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
+    throw new CliError(`--${option}: must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`);
   return Number(text);
 }
 

@@ -24,7 +24,11 @@ export async function runPrefill(engine: SimEngine, request: SimRequest, request
   const record = engine.log.start({ requestId, kind: request.kind, leg: 'prefill', stream: false, promptTokens: request.tokens.length });
   const faulted = engine.faults.takePrefillStatus();
   if (faulted !== undefined) {
-    const err = new SimError(faulted, `simulated fault: prefill answers ${faulted}`, faulted >= 500 ? 'InternalServerError' : 'BadRequestError');
+    const err = new SimError(
+      faulted,
+      `simulated fault: prefill answers ${faulted}`,
+      faulted >= 500 ? 'InternalServerError' : 'BadRequestError',
+    );
     finish(record, 'error', faulted, err.message);
     return err.toResponse(requestId);
   }

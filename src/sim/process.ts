@@ -105,7 +105,12 @@ export async function spawnListening(options: SpawnOptions): Promise<ManagedProc
  * with the last reason `describe` gives.
  * @example await until(async () => (await status()).ready || undefined, 20_000, () => 'not ready');
  */
-export async function until<T>(probe: () => Promise<T | undefined>, deadlineMs: number, describe: () => string, intervalMs = 25): Promise<T> {
+export async function until<T>(
+  probe: () => Promise<T | undefined>,
+  deadlineMs: number,
+  describe: () => string,
+  intervalMs = 25,
+): Promise<T> {
   const deadline = Date.now() + deadlineMs;
   for (;;) {
     const value = await probe();

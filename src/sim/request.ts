@@ -39,7 +39,12 @@ export interface SimRequest {
 export const DEFAULT_MAX_TOKENS = 16;
 
 const PositiveInt = v.pipe(v.number('must be an integer'), v.safeInteger('must be an integer'), v.minValue(1, 'must be ≥ 1'));
-const TokenId = v.pipe(v.number('must be a token id'), v.integer('must be a token id'), v.minValue(0, 'must be ≥ 0'), v.maxValue(VOCAB_SIZE - 1, `must be < ${VOCAB_SIZE}`));
+const TokenId = v.pipe(
+  v.number('must be a token id'),
+  v.integer('must be a token id'),
+  v.minValue(0, 'must be ≥ 0'),
+  v.maxValue(VOCAB_SIZE - 1, `must be < ${VOCAB_SIZE}`),
+);
 const Common = {
   model: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')),
   max_tokens: v.nullish(PositiveInt),
@@ -59,15 +64,33 @@ const Message = v.looseObject({
   content: v.nullish(v.union([v.string(), v.array(Part)], 'must be a string or an array of content parts')),
 });
 const CompletionsBody = v.looseObject({ ...Common, prompt: Prompt }, 'must be a JSON object');
-const ChatBody = v.looseObject({ ...Common, messages: v.pipe(v.array(Message, 'must be an array'), v.minLength(1, 'must not be empty')) }, 'must be a JSON object');
+const ChatBody = v.looseObject(
+  { ...Common, messages: v.pipe(v.array(Message, 'must be an array'), v.minLength(1, 'must not be empty')) },
+  'must be a JSON object',
+);
 
 const ImportParams = v.looseObject({
   do_remote_prefill: v.literal(true),
-  remote_block_ids: v.array(v.pipe(v.number('must be a block id'), v.integer('must be a block id'), v.minValue(0, 'must be ≥ 0'), v.maxValue(0xffffffff, 'must be < 2^32'))),
-  remote_engine_id: v.union([v.pipe(v.string(), v.regex(/^\d{1,20}$/)), v.pipe(v.number(), v.safeInteger(), v.minValue(0))], 'must be a cluster id (decimal string or integer)'),
+  remote_block_ids: v.array(
+    v.pipe(
+      v.number('must be a block id'),
+      v.integer('must be a block id'),
+      v.minValue(0, 'must be ≥ 0'),
+      v.maxValue(0xffffffff, 'must be < 2^32'),
+    ),
+  ),
+  remote_engine_id: v.union(
+    [v.pipe(v.string(), v.regex(/^\d{1,20}$/)), v.pipe(v.number(), v.safeInteger(), v.minValue(0))],
+    'must be a cluster id (decimal string or integer)',
+  ),
   remote_request_id: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty')),
   remote_host: v.pipe(v.string('must be a host'), v.minLength(1, 'must not be empty')),
-  remote_port: v.pipe(v.number('must be a port'), v.integer('must be a port'), v.minValue(1, 'must be a port'), v.maxValue(65535, 'must be a port')),
+  remote_port: v.pipe(
+    v.number('must be a port'),
+    v.integer('must be a port'),
+    v.minValue(1, 'must be a port'),
+    v.maxValue(65535, 'must be a port'),
+  ),
 });
 
 /**
@@ -75,8 +98,10 @@ const ImportParams = v.looseObject({
  * @example const req = readSimRequest('completions', { model: 'sim', prompt: 'hi', max_tokens: 4 });
  */
 export function readSimRequest(kind: SimKind, body: unknown): SimRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw SimError.badRequest('request body must be a JSON object', null);
-  const parsed = kind === 'chat' ? v.safeParse(ChatBody, body, { abortEarly: false }) : v.safeParse(CompletionsBody, body, { abortEarly: false });
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw SimError.badRequest('request body must be a JSON object', null);
+  const parsed =
+    kind === 'chat' ? v.safeParse(ChatBody, body, { abortEarly: false }) : v.safeParse(CompletionsBody, body, { abortEarly: false });
   if (!parsed.success) throw SimError.invalid(toFieldIssues(parsed.issues));
   const out = parsed.output;
   let tokens: number[];
@@ -106,7 +131,9 @@ function kvIntent(params: Record<string, unknown> | undefined): KvIntent {
   if (params['do_remote_prefill'] !== true) return { kind: 'none' };
   const parsed = v.safeParse(ImportParams, params, { abortEarly: false });
   if (!parsed.success) {
-    throw SimError.invalid(toFieldIssues(parsed.issues).map((i) => ({ ...i, path: i.path === '' ? 'kv_transfer_params' : `kv_transfer_params.${i.path}` })));
+    throw SimError.invalid(
+      toFieldIssues(parsed.issues).map((i) => ({ ...i, path: i.path === '' ? 'kv_transfer_params' : `kv_transfer_params.${i.path}` })),
+    );
   }
   const p = parsed.output;
   return {

@@ -27,9 +27,12 @@ describe('simulated tokenizer', () => {
   });
 
   test('chat template wraps each message and opens the assistant turn', () => {
-    expect(chatTemplate([{ role: 'system', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'hi' }] }])).toBe(
-      '<|system|>\nbe brief\n<|user|>\nhi\n<|assistant|>\n',
-    );
+    expect(
+      chatTemplate([
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+      ]),
+    ).toBe('<|system|>\nbe brief\n<|user|>\nhi\n<|assistant|>\n');
     expect(chatTemplate([{ role: 'user', content: null }])).toBe('<|user|>\n\n<|assistant|>\n');
   });
 

@@ -15,9 +15,38 @@ export const VOCAB_SIZE = 32_000;
 export const BYTES_PER_SIM_TOKEN = 4;
 
 const WORDS = [
-  'the', 'cache', 'block', 'link', 'prefill', 'decode', 'token', 'stream', 'device', 'cluster',
-  'engine', 'request', 'bytes', 'pull', 'lease', 'pair', 'route', 'answer', 'model', 'prompt',
-  'ready', 'role', 'peer', 'kv', 'fast', 'small', 'warm', 'quiet', 'bright', 'steady', 'river', 'stone',
+  'the',
+  'cache',
+  'block',
+  'link',
+  'prefill',
+  'decode',
+  'token',
+  'stream',
+  'device',
+  'cluster',
+  'engine',
+  'request',
+  'bytes',
+  'pull',
+  'lease',
+  'pair',
+  'route',
+  'answer',
+  'model',
+  'prompt',
+  'ready',
+  'role',
+  'peer',
+  'kv',
+  'fast',
+  'small',
+  'warm',
+  'quiet',
+  'bright',
+  'steady',
+  'river',
+  'stone',
 ] as const;
 
 const encoder = new TextEncoder();
@@ -58,7 +87,8 @@ export interface ChatMessage {
 export function chatTemplate(messages: readonly ChatMessage[]): string {
   let text = '';
   for (const m of messages) {
-    const content = typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => (typeof p.text === 'string' ? p.text : '')).join('');
+    const content =
+      typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => (typeof p.text === 'string' ? p.text : '')).join('');
     text += `<|${m.role}|>\n${content}\n`;
   }
   return `${text}<|assistant|>\n`;

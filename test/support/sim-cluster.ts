@@ -59,7 +59,9 @@ export interface LegRecord {
  */
 export async function legs(cluster: SimCluster, requestId: string): Promise<LegRecord[]> {
   const live = cluster.engines.filter((e) => e.process.running());
-  const lists = await Promise.all(live.map(async (e) => (await cluster.requests(e.name, requestId)).map((r) => ({ ...(r as unknown as LegRecord), engine: e.name }))));
+  const lists = await Promise.all(
+    live.map(async (e) => (await cluster.requests(e.name, requestId)).map((r) => ({ ...(r as unknown as LegRecord), engine: e.name }))),
+  );
   return lists.flat();
 }
 
@@ -83,7 +85,9 @@ export function legsWhen(cluster: SimCluster, requestId: string, done: (records:
 /** What the Coordinator holds for requests: active ledger records and reserved slots/blocks. */
 export async function reservations(cluster: SimCluster): Promise<{ active: number; slots: number; blocks: number }> {
   const transfers = (await (await fetch(`${cluster.coordinatorUrl}/v1/transfers`)).json()) as { active: unknown[] };
-  const info = (await (await fetch(`${cluster.coordinatorUrl}/v1/coordinator_info`)).json()) as { schedule_info: { allocated_slots: number; allocated_blocks: number }[] };
+  const info = (await (await fetch(`${cluster.coordinatorUrl}/v1/coordinator_info`)).json()) as {
+    schedule_info: { allocated_slots: number; allocated_blocks: number }[];
+  };
   return {
     active: transfers.active.length,
     slots: info.schedule_info.reduce((n, i) => n + i.allocated_slots, 0),
@@ -100,7 +104,11 @@ export async function settled(cluster: SimCluster): Promise<void> {
   await until(
     async () => {
       const held = await reservations(cluster);
-      const engines = await Promise.all(cluster.engines.filter((e) => e.process.running()).map(async (e) => [e.name, (await cluster.simStatus(e.name)).kv['blocks_used']] as const));
+      const engines = await Promise.all(
+        cluster.engines
+          .filter((e) => e.process.running())
+          .map(async (e) => [e.name, (await cluster.simStatus(e.name)).kv['blocks_used']] as const),
+      );
       last = JSON.stringify({ coordinator: held, engineBlocksUsed: Object.fromEntries(engines) });
       return held.active === 0 && held.slots === 0 && held.blocks === 0 && engines.every(([, used]) => used === 0) ? true : undefined;
     },
