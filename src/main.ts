@@ -9,6 +9,7 @@ const USAGE = `Usage: pdlink <command> [options]
 Commands:
   coordinator   serve the Coordinator (topology refresh, scheduling, PD proxy)
   instance      serve the instance agent beside one inference engine (role API, links, KV transfers)
+  sim-engine    engine simulator for tests, benchmarks and demos (not an inference engine)
 
 Run 'pdlink <command> --help' for a command's options.
 `;
@@ -18,6 +19,7 @@ type Command = (argv: string[]) => Promise<void>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   coordinator: async () => (await import('./cli/coordinator.ts')).runCoordinator,
   instance: async () => (await import('./cli/instance.ts')).runInstance,
+  'sim-engine': async () => (await import('./cli/sim-engine.ts')).runSimEngine,
 };
 
 async function main(argv: string[]): Promise<number> {
