@@ -46,7 +46,15 @@ afterAll(async () => {
 }, TEST_TIMEOUT_MS);
 
 const pull = (signal?: AbortSignal) =>
-  d.transfers.pullBlocks({ remoteClusterId: p.clusterId, remoteCacheId: 1n, srcBlocks: ALL, dstCacheId: 2n, dstBlocks: ALL, timeoutMs: 30_000, ...(signal === undefined ? {} : { signal }) });
+  d.transfers.pullBlocks({
+    remoteClusterId: p.clusterId,
+    remoteCacheId: 1n,
+    srcBlocks: ALL,
+    dstCacheId: 2n,
+    dstBlocks: ALL,
+    timeoutMs: 30_000,
+    ...(signal === undefined ? {} : { signal }),
+  });
 
 /** Stops P, starts a pull and waits until its first chunk is inside the runtime (wrapped: not awaited). */
 async function stalledPull(signal?: AbortSignal) {
@@ -56,45 +64,87 @@ async function stalledPull(signal?: AbortSignal) {
   return { result };
 }
 
-test('an abort during a large pull stops it after the chunk in flight, and frees the only worker', async () => {
-  const controller = new AbortController();
-  const { result } = await stalledPull(controller.signal);
-  // A second pull queues behind it on the single transfer thread.
-  const queued = d.transfers.pullBlocks({ remoteClusterId: p.clusterId, remoteCacheId: 1n, srcBlocks: [7, 8], dstCacheId: 2n, dstBlocks: [100, 101], timeoutMs: 30_000 });
-  controller.abort();
-  process.kill(p.pid, 'SIGCONT');
-  expect(await result).toMatchObject({ ret: 0xffffffff | 0, retName: 'LLM_FAILED', aborted: true, blocks: CHUNK_BLOCKS, bytes: CHUNK_BYTES });
-  // The thread went straight to the queued pull instead of moving the other 31 MiB.
-  expect(await queued).toMatchObject({ ret: 0, blocks: 2 });
-  expect(d.transfers.active()).toEqual([]);
-  const read = await d.transfers.readBlocks('0', 2n, [0, 1, 2, 3, 4, 100, 101]);
-  expect(Buffer.from(read.data!).equals(Buffer.concat([patternOf(5, [0, 1, 2, 3], BLOCK), Buffer.alloc(BLOCK), patternOf(5, [7, 8], BLOCK)]))).toBe(true);
-}, TEST_TIMEOUT_MS);
+test(
+  'an abort during a large pull stops it after the chunk in flight, and frees the only worker',
+  async () => {
+    const controller = new AbortController();
+    const { result } = await stalledPull(controller.signal);
+    // A second pull queues behind it on the single transfer thread.
+    const queued = d.transfers.pullBlocks({
+      remoteClusterId: p.clusterId,
+      remoteCacheId: 1n,
+      srcBlocks: [7, 8],
+      dstCacheId: 2n,
+      dstBlocks: [100, 101],
+      timeoutMs: 30_000,
+    });
+    controller.abort();
+    process.kill(p.pid, 'SIGCONT');
+    expect(await result).toMatchObject({
+      ret: 0xffffffff | 0,
+      retName: 'LLM_FAILED',
+      aborted: true,
+      blocks: CHUNK_BLOCKS,
+      bytes: CHUNK_BYTES,
+    });
+    // The thread went straight to the queued pull instead of moving the other 31 MiB.
+    expect(await queued).toMatchObject({ ret: 0, blocks: 2 });
+    expect(d.transfers.active()).toEqual([]);
+    const read = await d.transfers.readBlocks('0', 2n, [0, 1, 2, 3, 4, 100, 101]);
+    expect(
+      Buffer.from(read.data!).equals(Buffer.concat([patternOf(5, [0, 1, 2, 3], BLOCK), Buffer.alloc(BLOCK), patternOf(5, [7, 8], BLOCK)])),
+    ).toBe(true);
+  },
+  TEST_TIMEOUT_MS,
+);
 
-test('an abort of a pull still queued answers at once, without waiting for the busy worker', async () => {
-  const { result: first } = await stalledPull();
-  const controller = new AbortController();
-  const queued = d.transfers.pullBlocks({ remoteClusterId: p.clusterId, remoteCacheId: 1n, srcBlocks: ALL, dstCacheId: 2n, dstBlocks: ALL, timeoutMs: 30_000, signal: controller.signal });
-  controller.abort();
-  // P is still stopped and the only thread still waits in the runtime for the first pull.
-  expect(await queued).toMatchObject({ retName: 'LLM_FAILED', aborted: true, blocks: 0, bytes: 0 });
-  expect(d.transfers.active()).toHaveLength(1);
-  process.kill(p.pid, 'SIGCONT');
-  expect(await first).toMatchObject({ ret: 0, blocks: NBLOCKS, bytes: NBLOCKS * BLOCK });
-}, TEST_TIMEOUT_MS);
+test(
+  'an abort of a pull still queued answers at once, without waiting for the busy worker',
+  async () => {
+    const { result: first } = await stalledPull();
+    const controller = new AbortController();
+    const queued = d.transfers.pullBlocks({
+      remoteClusterId: p.clusterId,
+      remoteCacheId: 1n,
+      srcBlocks: ALL,
+      dstCacheId: 2n,
+      dstBlocks: ALL,
+      timeoutMs: 30_000,
+      signal: controller.signal,
+    });
+    controller.abort();
+    // P is still stopped and the only thread still waits in the runtime for the first pull.
+    expect(await queued).toMatchObject({ retName: 'LLM_FAILED', aborted: true, blocks: 0, bytes: 0 });
+    expect(d.transfers.active()).toHaveLength(1);
+    process.kill(p.pid, 'SIGCONT');
+    expect(await first).toMatchObject({ ret: 0, blocks: NBLOCKS, bytes: NBLOCKS * BLOCK });
+  },
+  TEST_TIMEOUT_MS,
+);
 
-test('over HTTP, a client that goes away aborts its pull', async () => {
-  await stop(p.pid);
-  const controller = new AbortController();
-  const response = d.managementApp.request('/v1/kv/pull', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ remote_cluster_id: Number(p.clusterId), remote_cache_id: 1, src_blocks: ALL, dst_cache_id: 2, dst_blocks: ALL, timeout: 30_000 }),
-    signal: controller.signal,
-  });
-  await until(() => (d.transfers.active()[0]?.inRuntime === true ? true : undefined), 'the HTTP pull in the runtime');
-  controller.abort();
-  process.kill(p.pid, 'SIGCONT');
-  expect(await (await response).json()).toMatchObject({ ret_name: 'LLM_FAILED', aborted: true, blocks: CHUNK_BLOCKS });
-  expect(await d.metrics.metrics()).toContain('pdlink_runtime_transfers_total{op="pull",code="aborted"} 3');
-}, TEST_TIMEOUT_MS);
+test(
+  'over HTTP, a client that goes away aborts its pull',
+  async () => {
+    await stop(p.pid);
+    const controller = new AbortController();
+    const response = d.managementApp.request('/v1/kv/pull', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        remote_cluster_id: Number(p.clusterId),
+        remote_cache_id: 1,
+        src_blocks: ALL,
+        dst_cache_id: 2,
+        dst_blocks: ALL,
+        timeout: 30_000,
+      }),
+      signal: controller.signal,
+    });
+    await until(() => (d.transfers.active()[0]?.inRuntime === true ? true : undefined), 'the HTTP pull in the runtime');
+    controller.abort();
+    process.kill(p.pid, 'SIGCONT');
+    expect(await (await response).json()).toMatchObject({ ret_name: 'LLM_FAILED', aborted: true, blocks: CHUNK_BLOCKS });
+    expect(await d.metrics.metrics()).toContain('pdlink_runtime_transfers_total{op="pull",code="aborted"} 3');
+  },
+  TEST_TIMEOUT_MS,
+);

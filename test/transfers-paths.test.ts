@@ -18,7 +18,11 @@ let shm: Agent;
 let tcp: Agent;
 
 beforeAll(async () => {
-  [p, shm, tcp] = await Promise.all([startAgent('127.0.0.2', { sameHost: true }), startAgent('127.0.0.3', { sameHost: true }), startAgent('127.0.0.4', { sameHost: false })]);
+  [p, shm, tcp] = await Promise.all([
+    startAgent('127.0.0.2', { sameHost: true }),
+    startAgent('127.0.0.3', { sameHost: true }),
+    startAgent('127.0.0.4', { sameHost: false }),
+  ]);
   await prepareCache(p, P_CACHE, NBLOCKS, BLOCK, 5);
   for (const d of [shm, tcp]) {
     await prepareCache(d, D_CACHE, NBLOCKS, BLOCK);
@@ -62,7 +66,16 @@ describe.each([
 ])('D pulls from P over %s', (_, agent, sameHost) => {
   test('the runtime reports the path the link takes', async () => {
     const { links } = await agent().get('/v1/kv/links');
-    expect(links).toEqual([{ endpoint: '0', remote_cluster_id: Number(p.clusterId), side: 'client', state: 'linked', same_host: sameHost, transfers_in_flight: 0 }]);
+    expect(links).toEqual([
+      {
+        endpoint: '0',
+        remote_cluster_id: Number(p.clusterId),
+        side: 'client',
+        state: 'linked',
+        same_host: sameHost,
+        transfers_in_flight: 0,
+      },
+    ]);
   });
 
   test('an arbitrary non-contiguous list: every destination block holds its source bytes, the rest stay zero', async () => {
@@ -73,26 +86,40 @@ describe.each([
     const untouched = Array.from({ length: NBLOCKS }, (_, b) => b).filter((b) => !dst.includes(b));
     expect((await readBack(d, D_CACHE, untouched)).every((byte) => byte === 0)).toBe(true);
     // Clean up for the next test: zeros over what we pulled.
-    expect((await d.post('/v1/kv/write', { cache_id: D_CACHE, blocks: dst, data: Buffer.alloc(dst.length * BLOCK).toString('base64') })).ret).toBe(0);
+    expect(
+      (await d.post('/v1/kv/write', { cache_id: D_CACHE, blocks: dst, data: Buffer.alloc(dst.length * BLOCK).toString('base64') })).ret,
+    ).toBe(0);
   });
 
-  test('a push writes D\'s blocks into P', async () => {
+  test("a push writes D's blocks into P", async () => {
     const d = agent();
     const blocks = [3, 200, 17];
     expect((await d.post('/v1/kv/write', { cache_id: D_CACHE, blocks, data: patternOf(9, blocks, BLOCK).toString('base64') })).ret).toBe(0);
     const target = sameHost ? [250, 251, 252] : [253, 254, 255];
-    const res = await d.post('/v1/kv/push', { remote_cluster_id: p.clusterId.toString(), src_cache_id: D_CACHE, src_blocks: blocks, remote_cache_id: P_CACHE, dst_blocks: target, timeout: 10_000 });
+    const res = await d.post('/v1/kv/push', {
+      remote_cluster_id: p.clusterId.toString(),
+      src_cache_id: D_CACHE,
+      src_blocks: blocks,
+      remote_cache_id: P_CACHE,
+      dst_blocks: target,
+      timeout: 10_000,
+    });
     expect(res).toEqual({ ret: 0, ret_name: 'LLM_SUCCESS', bytes: 3 * BLOCK, blocks: 3 });
     expect((await readBack(p, P_CACHE, target)).equals(patternOf(9, blocks, BLOCK))).toBe(true);
     // Restore P's pattern on those blocks.
-    expect((await p.post('/v1/kv/write', { cache_id: P_CACHE, blocks: target, data: patternOf(5, target, BLOCK).toString('base64') })).ret).toBe(0);
+    expect(
+      (await p.post('/v1/kv/write', { cache_id: P_CACHE, blocks: target, data: patternOf(5, target, BLOCK).toString('base64') })).ret,
+    ).toBe(0);
   });
 
   test('a block or cache P does not hold → KV_CACHE_NOT_EXIST, and nothing lands', async () => {
     const d = agent();
     const beyond = await d.post('/v1/kv/pull', pullBody([0, NBLOCKS], [40, 41]));
     expect(beyond).toMatchObject({ ret: 0x5010b002, ret_name: 'LLM_KV_CACHE_NOT_EXIST', bytes: 0 });
-    expect(await d.post('/v1/kv/pull', pullBody([0], [40], { remote_cache_id: 77 }))).toMatchObject({ ret_name: 'LLM_KV_CACHE_NOT_EXIST', bytes: 0 });
+    expect(await d.post('/v1/kv/pull', pullBody([0], [40], { remote_cache_id: 77 }))).toMatchObject({
+      ret_name: 'LLM_KV_CACHE_NOT_EXIST',
+      bytes: 0,
+    });
     expect(await d.post('/v1/kv/pull', pullBody([0], [NBLOCKS]))).toMatchObject({ ret_name: 'LLM_KV_CACHE_NOT_EXIST', bytes: 0 });
     expect((await readBack(d, D_CACHE, [40, 41])).every((byte) => byte === 0)).toBe(true);
     // The link is still fine afterwards.
@@ -107,12 +134,25 @@ describe.each([
   });
 });
 
-test('P (the link server) can pull from D over the same link', async () => {
-  // Either side of a link may pull: here P reads D's blocks over the TCP link D made.
-  const blocks = [5, 6];
-  expect((await tcp.post('/v1/kv/write', { cache_id: D_CACHE, blocks, data: patternOf(3, blocks, BLOCK).toString('base64') })).ret).toBe(0);
-  await prepareCache(p, 9, 4, BLOCK);
-  const res = await p.post('/v1/kv/pull', { remote_cluster_id: tcp.clusterId.toString(), remote_cache_id: D_CACHE, src_blocks: blocks, dst_cache_id: 9, dst_blocks: [3, 0], timeout: 10_000 });
-  expect(res).toMatchObject({ ret: 0, bytes: 2 * BLOCK });
-  expect((await readBack(p, 9, [3, 0])).equals(patternOf(3, blocks, BLOCK))).toBe(true);
-}, TEST_TIMEOUT_MS);
+test(
+  'P (the link server) can pull from D over the same link',
+  async () => {
+    // Either side of a link may pull: here P reads D's blocks over the TCP link D made.
+    const blocks = [5, 6];
+    expect((await tcp.post('/v1/kv/write', { cache_id: D_CACHE, blocks, data: patternOf(3, blocks, BLOCK).toString('base64') })).ret).toBe(
+      0,
+    );
+    await prepareCache(p, 9, 4, BLOCK);
+    const res = await p.post('/v1/kv/pull', {
+      remote_cluster_id: tcp.clusterId.toString(),
+      remote_cache_id: D_CACHE,
+      src_blocks: blocks,
+      dst_cache_id: 9,
+      dst_blocks: [3, 0],
+      timeout: 10_000,
+    });
+    expect(res).toMatchObject({ ret: 0, bytes: 2 * BLOCK });
+    expect((await readBack(p, 9, [3, 0])).equals(patternOf(3, blocks, BLOCK))).toBe(true);
+  },
+  TEST_TIMEOUT_MS,
+);

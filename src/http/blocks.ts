@@ -9,7 +9,16 @@ import * as v from 'valibot';
 import { errors } from '../errors.ts';
 import type { CallStatus, TransferResult, Transfers } from '../instance/transfers.ts';
 import { clusterIdToWire, type IpPort } from '../links/endpoint.ts';
-import { CacheIdSchema, MAX_BLOCKS_PER_REQUEST, MAX_COPY_BYTES, PullSchema, PushSchema, ReadBlocksSchema, RegisterCacheSchema, WriteBlocksSchema } from '../schema/blocks.ts';
+import {
+  CacheIdSchema,
+  MAX_BLOCKS_PER_REQUEST,
+  MAX_COPY_BYTES,
+  PullSchema,
+  PushSchema,
+  ReadBlocksSchema,
+  RegisterCacheSchema,
+  WriteBlocksSchema,
+} from '../schema/blocks.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import { LocalIpInfoSchema } from '../schema/links.ts';
 import { readJsonBody } from './body.ts';
@@ -49,11 +58,20 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
     const body = parse(RegisterCacheSchema, await readJsonBody(c, { limitBytes: SMALL_BODY_LIMIT_BYTES }));
     const endpoint = endpointOf(body.local_ip_info);
     const result = await t.registerCache(endpoint, { cacheId: body.cache_id, numBlocks: body.num_blocks, blockBytes: body.block_bytes });
-    return c.json({ ...statusBody(result), cache_id: clusterIdToWire(body.cache_id), num_blocks: body.num_blocks, block_bytes: body.block_bytes });
+    return c.json({
+      ...statusBody(result),
+      cache_id: clusterIdToWire(body.cache_id),
+      num_blocks: body.num_blocks,
+      block_bytes: body.block_bytes,
+    });
   });
 
   app.get('/v1/kv/caches', (c) =>
-    c.json({ caches: t.caches().map((x) => ({ endpoint: x.endpoint, cache_id: clusterIdToWire(x.cacheId), num_blocks: x.numBlocks, block_bytes: x.blockBytes })) }),
+    c.json({
+      caches: t
+        .caches()
+        .map((x) => ({ endpoint: x.endpoint, cache_id: clusterIdToWire(x.cacheId), num_blocks: x.numBlocks, block_bytes: x.blockBytes })),
+    }),
   );
 
   app.delete('/v1/kv/caches/:cache_id', async (c) => {
@@ -61,7 +79,8 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
     if (!id.success) throw errors.unprocessable([{ path: 'cache_id', message: id.issues[0]?.message ?? 'invalid' }]);
     const localText = c.req.query('local_ip_info');
     const local = localText === undefined ? undefined : v.safeParse(LocalIpInfoSchema, localText);
-    if (local !== undefined && !local.success) throw errors.unprocessable([{ path: 'local_ip_info', message: local.issues[0]?.message ?? 'invalid' }]);
+    if (local !== undefined && !local.success)
+      throw errors.unprocessable([{ path: 'local_ip_info', message: local.issues[0]?.message ?? 'invalid' }]);
     return c.json(statusBody(await t.unregisterCache(endpointOf(local?.output), id.output)));
   });
 
@@ -71,7 +90,12 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
     const data = decodeBase64(body.data);
     const cache = t.caches().find((x) => x.cacheId === body.cache_id && (endpoint === undefined || x.endpoint === endpoint));
     if (cache !== undefined && data.byteLength !== body.blocks.length * cache.blockBytes) {
-      throw errors.unprocessable([{ path: 'data', message: `must hold ${body.blocks.length} × ${cache.blockBytes} = ${body.blocks.length * cache.blockBytes} bytes, got ${data.byteLength}` }]);
+      throw errors.unprocessable([
+        {
+          path: 'data',
+          message: `must hold ${body.blocks.length} × ${cache.blockBytes} = ${body.blocks.length * cache.blockBytes} bytes, got ${data.byteLength}`,
+        },
+      ]);
     }
     return c.json(statusBody(await t.writeBlocks(endpoint, body.cache_id, body.blocks, data)));
   });
@@ -81,10 +105,20 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
     const endpoint = endpointOf(body.local_ip_info);
     const cache = t.caches().find((x) => x.cacheId === body.cache_id && (endpoint === undefined || x.endpoint === endpoint));
     if (cache !== undefined && body.blocks.length * cache.blockBytes > MAX_COPY_BYTES) {
-      throw errors.unprocessable([{ path: 'blocks', message: `reads at most ${MAX_COPY_BYTES} bytes per call (${Math.floor(MAX_COPY_BYTES / cache.blockBytes)} blocks of ${cache.blockBytes})` }]);
+      throw errors.unprocessable([
+        {
+          path: 'blocks',
+          message: `reads at most ${MAX_COPY_BYTES} bytes per call (${Math.floor(MAX_COPY_BYTES / cache.blockBytes)} blocks of ${cache.blockBytes})`,
+        },
+      ]);
     }
     const result = await t.readBlocks(endpoint, body.cache_id, body.blocks);
-    return c.json({ ...statusBody(result), ...(result.data === undefined ? {} : { data: Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength).toString('base64') }) });
+    return c.json({
+      ...statusBody(result),
+      ...(result.data === undefined
+        ? {}
+        : { data: Buffer.from(result.data.buffer, result.data.byteOffset, result.data.byteLength).toString('base64') }),
+    });
   });
 
   app.post('/v1/kv/pull', async (c) => {

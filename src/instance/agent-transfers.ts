@@ -42,9 +42,17 @@ export interface AgentTransfers {
 export async function startTransfers(
   handles: ReadonlyMap<string, number>,
   settings: TransferSettings = {},
-  context: { readonly registry?: Registry; readonly filename?: string | URL; readonly env?: Record<string, string | undefined>; readonly listPool?: WorkerPool } = {},
+  context: {
+    readonly registry?: Registry;
+    readonly filename?: string | URL;
+    readonly env?: Record<string, string | undefined>;
+    readonly listPool?: WorkerPool;
+  } = {},
 ): Promise<AgentTransfers> {
-  const pool = new WorkerPool({ threads: settings.threads ?? DEFAULT_POOL_THREADS, ...(context.filename === undefined ? {} : { filename: context.filename }) });
+  const pool = new WorkerPool({
+    threads: settings.threads ?? DEFAULT_POOL_THREADS,
+    ...(context.filename === undefined ? {} : { filename: context.filename }),
+  });
   const fastpath = settings.sameHostFastpath ?? fastpathFromEnv(context.env ?? process.env);
   if (!fastpath) {
     for (const [endpoint, handle] of handles) {

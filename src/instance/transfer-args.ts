@@ -26,7 +26,9 @@ export class ArgumentRefused {
  * @example const id = u64(request.dstCacheId, 'dstCacheId');
  */
 export function u64(value: bigint, field: string): bigint | ArgumentRefused {
-  return typeof value === 'bigint' && value >= 0n && value <= MAX_U64 ? value : new ArgumentRefused(`${field}: must be a bigint in [0, 2^64-1]`);
+  return typeof value === 'bigint' && value >= 0n && value <= MAX_U64
+    ? value
+    : new ArgumentRefused(`${field}: must be a bigint in [0, 2^64-1]`);
 }
 
 /**
@@ -35,7 +37,9 @@ export function u64(value: bigint, field: string): bigint | ArgumentRefused {
  */
 export function timeoutArg(value: number | undefined): number | ArgumentRefused {
   const t = value ?? DEFAULT_TRANSFER_TIMEOUT_MS;
-  return Number.isInteger(t) && t >= 1 && t <= MAX_TIMEOUT_MS ? t : new ArgumentRefused(`timeoutMs: must be an integer in [1, ${MAX_TIMEOUT_MS}]`);
+  return Number.isInteger(t) && t >= 1 && t <= MAX_TIMEOUT_MS
+    ? t
+    : new ArgumentRefused(`timeoutMs: must be an integer in [1, ${MAX_TIMEOUT_MS}]`);
 }
 
 /**
@@ -54,7 +58,12 @@ export function sharedList(list: BlockList, field: string): Uint32Array | Argume
  * The remote list then the local list, `n` u32 each, in one SharedArrayBuffer.
  * @example const { lists, n } = pairedLists(request.srcBlocks, 'srcBlocks', request.dstBlocks, 'dstBlocks');
  */
-export function pairedLists(remote: BlockList, remoteField: string, local: BlockList, localField: string): { lists: SharedArrayBuffer; n: number } | ArgumentRefused {
+export function pairedLists(
+  remote: BlockList,
+  remoteField: string,
+  local: BlockList,
+  localField: string,
+): { lists: SharedArrayBuffer; n: number } | ArgumentRefused {
   const n = lengthOf(remote, remoteField);
   if (n instanceof ArgumentRefused) return n;
   const m = lengthOf(local, localField);
@@ -66,7 +75,8 @@ export function pairedLists(remote: BlockList, remoteField: string, local: Block
 }
 
 function lengthOf(list: BlockList, field: string): number | ArgumentRefused {
-  if (!(list instanceof Uint32Array) && !Array.isArray(list)) return new ArgumentRefused(`${field}: must be a Uint32Array or an array of block indices`);
+  if (!(list instanceof Uint32Array) && !Array.isArray(list))
+    return new ArgumentRefused(`${field}: must be a Uint32Array or an array of block indices`);
   if (list.length === 0) return new ArgumentRefused(`${field}: must list at least one block`);
   if (list.length > MAX_BLOCKS_PER_TRANSFER) return new ArgumentRefused(`${field}: at most ${MAX_BLOCKS_PER_TRANSFER} blocks per call`);
   return list.length;
@@ -79,7 +89,8 @@ function fill(out: Uint32Array, at: number, list: BlockList, field: string): Arg
   }
   for (let i = 0; i < list.length; i++) {
     const v: unknown = list[i];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff) return new ArgumentRefused(`${field}[${i}]: must be an integer in [0, 2^32-1]`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff)
+      return new ArgumentRefused(`${field}[${i}]: must be an integer in [0, 2^32-1]`);
     out[at + i] = v;
   }
   return undefined;

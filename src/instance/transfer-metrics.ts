@@ -20,11 +20,24 @@ const NOOP: TransferMetrics = { observe: () => {} };
  * Registers the transfer metrics on `registry` (no-op metrics without one); `running` is read at scrape time.
  * @example const metrics = createTransferMetrics(registry, () => transfers.active());
  */
-export function createTransferMetrics(registry: Registry | undefined, running: () => readonly { readonly op: TransferOp }[]): TransferMetrics {
+export function createTransferMetrics(
+  registry: Registry | undefined,
+  running: () => readonly { readonly op: TransferOp }[],
+): TransferMetrics {
   if (registry === undefined) return NOOP;
   const registers = [registry];
-  const bytes = new Counter({ name: `${METRIC_PREFIX}runtime_transfer_bytes_total`, help: 'KV-cache bytes moved by pulls and pushes through the device runtime', labelNames: ['op'], registers });
-  const blocks = new Counter({ name: `${METRIC_PREFIX}runtime_transfer_blocks_total`, help: 'KV-cache blocks moved by pulls and pushes through the device runtime', labelNames: ['op'], registers });
+  const bytes = new Counter({
+    name: `${METRIC_PREFIX}runtime_transfer_bytes_total`,
+    help: 'KV-cache bytes moved by pulls and pushes through the device runtime',
+    labelNames: ['op'],
+    registers,
+  });
+  const blocks = new Counter({
+    name: `${METRIC_PREFIX}runtime_transfer_blocks_total`,
+    help: 'KV-cache blocks moved by pulls and pushes through the device runtime',
+    labelNames: ['op'],
+    registers,
+  });
   const ended = new Counter({
     name: `${METRIC_PREFIX}runtime_transfers_total`,
     help: 'Pulls and pushes ended, by status code (or "aborted")',

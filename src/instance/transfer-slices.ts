@@ -45,7 +45,8 @@ export function runSlices(run: SliceRun): Promise<SliceOutcome> {
       resolve(outcome);
     };
     const end = (): SliceOutcome => {
-      if (failure !== undefined) return { rc: failure.rc, moved: moved(), aborted: false, ...(failure.message === undefined ? {} : { message: failure.message }) };
+      if (failure !== undefined)
+        return { rc: failure.rc, moved: moved(), aborted: false, ...(failure.message === undefined ? {} : { message: failure.message }) };
       if (moved() < task.n) return { rc: LLM_STATUS.LLM_FAILED, moved: moved(), aborted: true, message: ABORTED };
       return { rc: LLM_STATUS.LLM_SUCCESS, moved: moved(), aborted: false };
     };
@@ -53,7 +54,8 @@ export function runSlices(run: SliceRun): Promise<SliceOutcome> {
       Atomics.store(control, CONTROL.abort, 1);
       // No slice is running, so none will start a chunk: answer without waiting for the queue
       // (a queued slice, when its turn comes, returns at once).
-      if (Atomics.load(control, CONTROL.inSlice) === 0) finish({ rc: LLM_STATUS.LLM_FAILED, moved: moved(), aborted: true, message: ABORTED });
+      if (Atomics.load(control, CONTROL.inSlice) === 0)
+        finish({ rc: LLM_STATUS.LLM_FAILED, moved: moved(), aborted: true, message: ABORTED });
     }
     const launch = (): void => {
       running++;
@@ -64,7 +66,10 @@ export function runSlices(run: SliceRun): Promise<SliceOutcome> {
           Atomics.store(control, CONTROL.failed, 1);
           failure ??= { rc: reply.code, message: reply.message };
         } else if (reply.value.rc !== LLM_STATUS.LLM_SUCCESS) {
-          failure ??= { rc: normalizeStatus(reply.value.rc), ...(reply.value.message === undefined ? {} : { message: reply.value.message }) };
+          failure ??= {
+            rc: normalizeStatus(reply.value.rc),
+            ...(reply.value.message === undefined ? {} : { message: reply.value.message }),
+          };
         } else if (reply.value.end === 'sliced' && failure === undefined && Atomics.load(control, CONTROL.abort) === 0) {
           launch();
           return;

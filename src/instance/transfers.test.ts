@@ -43,7 +43,10 @@ const ds: InstanceAgent[] = [];
 
 beforeAll(async () => {
   p = await agentOn('127.0.0.2', 1n, true);
-  expect(await p.transfers.registerCache('0', { cacheId: 1n, numBlocks: NBLOCKS, blockBytes: BLOCK })).toEqual({ ret: 0, retName: 'LLM_SUCCESS' });
+  expect(await p.transfers.registerCache('0', { cacheId: 1n, numBlocks: NBLOCKS, blockBytes: BLOCK })).toEqual({
+    ret: 0,
+    retName: 'LLM_SUCCESS',
+  });
   expect((await p.transfers.writeBlocks(undefined, 1n, all, blocksOf(5, all))).ret).toBe(0);
 });
 
@@ -70,7 +73,14 @@ describe.each([
   test('a non-contiguous list lands where it should, and nothing else changes', async () => {
     const src = [63, 0, 17, 17, 40, 41, 2, 9];
     const dst = [1, 2, 3, 60, 10, 30, 20, 11];
-    const result = await d.transfers.pullBlocks({ remoteClusterId: 1n, remoteCacheId: 1n, srcBlocks: src, dstCacheId: 2n, dstBlocks: new Uint32Array(dst), timeoutMs: 5000 });
+    const result = await d.transfers.pullBlocks({
+      remoteClusterId: 1n,
+      remoteCacheId: 1n,
+      srcBlocks: src,
+      dstCacheId: 2n,
+      dstBlocks: new Uint32Array(dst),
+      timeoutMs: 5000,
+    });
     expect(result).toEqual({ ret: 0, retName: 'LLM_SUCCESS', bytes: src.length * BLOCK, blocks: src.length, aborted: false });
     const read = await d.transfers.readBlocks('0', 2n, [...dst, 4]);
     expect(read.ret).toBe(0);
@@ -81,7 +91,14 @@ describe.each([
 
   test('a push writes our blocks into the peer', async () => {
     expect((await d.transfers.writeBlocks('0', 2n, [50, 51], blocksOf(9, [0, 1]))).ret).toBe(0);
-    const result = await d.transfers.pushBlocks({ remoteClusterId: 1n, srcCacheId: 2n, srcBlocks: [50, 51], remoteCacheId: 1n, dstBlocks: [62, 61], timeoutMs: 5000 });
+    const result = await d.transfers.pushBlocks({
+      remoteClusterId: 1n,
+      srcCacheId: 2n,
+      srcBlocks: [50, 51],
+      remoteCacheId: 1n,
+      dstBlocks: [62, 61],
+      timeoutMs: 5000,
+    });
     expect(result).toMatchObject({ ret: 0, bytes: 2 * BLOCK, blocks: 2 });
     const back = await p.transfers.readBlocks('0', 1n, [62, 61]);
     expect(back.data).toEqual(blocksOf(9, [0, 1]));
@@ -90,8 +107,21 @@ describe.each([
   });
 
   test('runtime refusals come back as codes: unknown block or cache, no link', async () => {
-    const pull = (over: object) => d.transfers.pullBlocks({ remoteClusterId: 1n, remoteCacheId: 1n, srcBlocks: [0, 1], dstCacheId: 2n, dstBlocks: [0, 1], timeoutMs: 2000, ...over });
-    expect(await pull({ srcBlocks: [0, NBLOCKS] })).toMatchObject({ ret: S.LLM_KV_CACHE_NOT_EXIST, retName: 'LLM_KV_CACHE_NOT_EXIST', bytes: 0 });
+    const pull = (over: object) =>
+      d.transfers.pullBlocks({
+        remoteClusterId: 1n,
+        remoteCacheId: 1n,
+        srcBlocks: [0, 1],
+        dstCacheId: 2n,
+        dstBlocks: [0, 1],
+        timeoutMs: 2000,
+        ...over,
+      });
+    expect(await pull({ srcBlocks: [0, NBLOCKS] })).toMatchObject({
+      ret: S.LLM_KV_CACHE_NOT_EXIST,
+      retName: 'LLM_KV_CACHE_NOT_EXIST',
+      bytes: 0,
+    });
     expect(await pull({ remoteCacheId: 99n })).toMatchObject({ retName: 'LLM_KV_CACHE_NOT_EXIST' });
     expect(await pull({ dstCacheId: 98n })).toMatchObject({ retName: 'LLM_KV_CACHE_NOT_EXIST' });
     expect(await pull({ dstBlocks: [0, NBLOCKS] })).toMatchObject({ retName: 'LLM_KV_CACHE_NOT_EXIST' });
@@ -102,7 +132,8 @@ describe.each([
   });
 
   test('bad arguments are PARAM_INVALID naming the field, before any worker is involved', async () => {
-    const pull = (over: object) => d.transfers.pullBlocks({ remoteClusterId: 1n, remoteCacheId: 1n, srcBlocks: [0, 1], dstCacheId: 2n, dstBlocks: [0, 1], ...over });
+    const pull = (over: object) =>
+      d.transfers.pullBlocks({ remoteClusterId: 1n, remoteCacheId: 1n, srcBlocks: [0, 1], dstCacheId: 2n, dstBlocks: [0, 1], ...over });
     const cases: [object, string][] = [
       [{ dstBlocks: [0] }, 'dstBlocks: must list as many blocks as srcBlocks (2), got 1'],
       [{ srcBlocks: [] }, 'srcBlocks: must list at least one block'],
@@ -123,7 +154,14 @@ describe.each([
   test('an aborted signal stops the pull before it moves anything', async () => {
     const controller = new AbortController();
     controller.abort();
-    const result = await d.transfers.pullBlocks({ remoteClusterId: 1n, remoteCacheId: 1n, srcBlocks: all, dstCacheId: 2n, dstBlocks: all, signal: controller.signal });
+    const result = await d.transfers.pullBlocks({
+      remoteClusterId: 1n,
+      remoteCacheId: 1n,
+      srcBlocks: all,
+      dstCacheId: 2n,
+      dstBlocks: all,
+      signal: controller.signal,
+    });
     expect(result).toMatchObject({ ret: S.LLM_FAILED, aborted: true, bytes: 0 });
   });
 

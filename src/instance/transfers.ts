@@ -6,7 +6,7 @@
  * once, and hand the thread back every `sliceMs`, so a huge pull neither starves others nor
  * ignores an abort for long.
  */
-import { LLM_STATUS, normalizeStatus, statusName, type StatusName } from '../links/status.ts';
+import { LLM_STATUS, normalizeStatus, statusName } from '../links/status.ts';
 import type { Registry } from '../metrics.ts';
 import { CONTROL, CONTROL_SLOTS, type BlockReply, type TransferTask } from '../workers/block-protocol.ts';
 import type { WorkerPool } from '../workers/pool.ts';
@@ -14,6 +14,18 @@ import type { RuntimeLink } from '../workers/protocol.ts';
 import { ArgumentRefused, pairedLists, sharedList, timeoutArg, u64, type BlockList } from './transfer-args.ts';
 import { createTransferMetrics, type TransferMetrics, type TransferOp } from './transfer-metrics.ts';
 import { runSlices } from './transfer-slices.ts';
+import type {
+  ActiveTransfer,
+  CacheInfo,
+  CacheSpec,
+  CallStatus,
+  PullRequest,
+  PushRequest,
+  TransferCommon,
+  TransferResult,
+} from './transfer-types.ts';
+
+export type { ActiveTransfer, CacheInfo, CacheSpec, CallStatus, PullRequest, PushRequest, TransferResult } from './transfer-types.ts';
 
 /**
  * Bytes per runtime call of a transfer: a few ms of copying (bench/results/transfer.md), so an
@@ -24,69 +36,6 @@ export const DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_SLICE_MS = 50;
 /** Slices of one transfer running at once (two workers copy about twice what one does, see bench). */
 export const DEFAULT_PARALLEL_SLICES = 2;
-
-export interface CacheSpec {
-  readonly cacheId: bigint;
-  readonly numBlocks: number;
-  readonly blockBytes: number;
-}
-
-export interface CacheInfo extends CacheSpec {
-  readonly endpoint: string;
-}
-
-/** A runtime status as data; `message` says more when there is more to say. */
-export interface CallStatus {
-  readonly ret: number;
-  readonly retName: StatusName;
-  readonly message?: string;
-}
-
-export interface TransferResult extends CallStatus {
-  /** Bytes and blocks moved, also when the transfer failed or was aborted part way. */
-  readonly bytes: number;
-  readonly blocks: number;
-  /** The caller's signal stopped it (ret is then LLM_FAILED). */
-  readonly aborted: boolean;
-}
-
-interface Common {
-  /** Local device endpoint (default: the first). */
-  readonly endpoint?: string;
-  readonly remoteClusterId: bigint;
-  /** int32 > 0, default 1000 (LLM-DataDist's sync_kv_timeout); queueing counts against it. */
-  readonly timeoutMs?: number;
-  readonly signal?: AbortSignal;
-}
-
-/** Peer's blocks `srcBlocks` of `remoteCacheId` → our blocks `dstBlocks` of `dstCacheId`. */
-export interface PullRequest extends Common {
-  readonly remoteCacheId: bigint;
-  readonly srcBlocks: BlockList;
-  readonly dstCacheId: bigint;
-  readonly dstBlocks: BlockList;
-}
-
-/** Our blocks `srcBlocks` of `srcCacheId` → the peer's blocks `dstBlocks` of `remoteCacheId`. */
-export interface PushRequest extends Common {
-  readonly srcCacheId: bigint;
-  readonly srcBlocks: BlockList;
-  readonly remoteCacheId: bigint;
-  readonly dstBlocks: BlockList;
-}
-
-/** A transfer in progress, as `active()` lists it. */
-export interface ActiveTransfer {
-  readonly id: number;
-  readonly op: TransferOp;
-  readonly endpoint: string;
-  readonly remoteClusterId: bigint;
-  readonly blocks: number;
-  readonly blocksDone: number;
-  /** A worker is inside a runtime call for it right now. */
-  readonly inRuntime: boolean;
-  readonly startedAt: number;
-}
 
 export interface TransfersOptions {
   readonly pool: WorkerPool;
@@ -112,7 +61,11 @@ interface Running {
   readonly done: Promise<TransferResult>;
 }
 
-const status = (ret: number, message?: string): CallStatus => ({ ret, retName: statusName(ret), ...(message === undefined ? {} : { message }) });
+const status = (ret: number, message?: string): CallStatus => ({
+  ret,
+  retName: statusName(ret),
+  ...(message === undefined ? {} : { message }),
+});
 
 export class Transfers {
   readonly #pool: WorkerPool;
@@ -151,9 +104,20 @@ export class Transfers {
     if (where instanceof ArgumentRefused) return status(where.code, where.message);
     const id = u64(spec.cacheId, 'cacheId');
     if (id instanceof ArgumentRefused) return status(id.code, id.message);
-    const result = await this.#call({ op: 'kv-register', handle: where.handle, cacheId: id, numBlocks: spec.numBlocks, blockBytes: spec.blockBytes });
+    const result = await this.#call({
+      op: 'kv-register',
+      handle: where.handle,
+      cacheId: id,
+      numBlocks: spec.numBlocks,
+      blockBytes: spec.blockBytes,
+    });
     if (result.ret === LLM_STATUS.LLM_SUCCESS) {
-      this.#caches.set(cacheKey(where.endpoint, id), { endpoint: where.endpoint, cacheId: id, numBlocks: spec.numBlocks, blockBytes: spec.blockBytes });
+      this.#caches.set(cacheKey(where.endpoint, id), {
+        endpoint: where.endpoint,
+        cacheId: id,
+        numBlocks: spec.numBlocks,
+        blockBytes: spec.blockBytes,
+      });
     }
     return result;
   }
@@ -201,7 +165,8 @@ export class Transfers {
     const list = sharedList(blocks, 'blocks');
     if (list instanceof ArgumentRefused) return status(list.code, list.message);
     const cache = this.#caches.get(cacheKey(where.endpoint, id));
-    if (cache === undefined) return status(LLM_STATUS.LLM_KV_CACHE_NOT_EXIST, `cache ${id} is not registered on endpoint ${where.endpoint}`);
+    if (cache === undefined)
+      return status(LLM_STATUS.LLM_KV_CACHE_NOT_EXIST, `cache ${id} is not registered on endpoint ${where.endpoint}`);
     const data = new Uint8Array(new SharedArrayBuffer(list.length * cache.blockBytes));
     const result = await this.#call({ op: 'kv-read', handle: where.handle, cacheId: id, blocks: list, data });
     return result.ret === LLM_STATUS.LLM_SUCCESS ? { ...result, data } : result;
@@ -212,7 +177,16 @@ export class Transfers {
    * @example const { ret, bytes } = await transfers.pullBlocks({ remoteClusterId: 7n, remoteCacheId: 1n, srcBlocks: [3, 8], dstCacheId: 2n, dstBlocks: [0, 1], timeoutMs: 1000 });
    */
   pullBlocks(request: PullRequest): Promise<TransferResult> {
-    return this.#transfer('pull', request, request.remoteCacheId, request.srcBlocks, 'srcBlocks', request.dstCacheId, request.dstBlocks, 'dstBlocks');
+    return this.#transfer(
+      'pull',
+      request,
+      request.remoteCacheId,
+      request.srcBlocks,
+      'srcBlocks',
+      request.dstCacheId,
+      request.dstBlocks,
+      'dstBlocks',
+    );
   }
 
   /**
@@ -220,7 +194,16 @@ export class Transfers {
    * @example await transfers.pushBlocks({ remoteClusterId: 7n, srcCacheId: 2n, srcBlocks: [0], remoteCacheId: 1n, dstBlocks: [5] });
    */
   pushBlocks(request: PushRequest): Promise<TransferResult> {
-    return this.#transfer('push', request, request.remoteCacheId, request.dstBlocks, 'dstBlocks', request.srcCacheId, request.srcBlocks, 'srcBlocks');
+    return this.#transfer(
+      'push',
+      request,
+      request.remoteCacheId,
+      request.dstBlocks,
+      'dstBlocks',
+      request.srcCacheId,
+      request.srcBlocks,
+      'srcBlocks',
+    );
   }
 
   /** Caches registered through this API and not unregistered since. */
@@ -283,7 +266,7 @@ export class Transfers {
 
   async #transfer(
     op: TransferOp,
-    request: Common,
+    request: TransferCommon,
     remoteCacheId: bigint,
     remoteBlocks: BlockList,
     remoteField: string,
@@ -291,11 +274,20 @@ export class Transfers {
     localBlocks: BlockList,
     localField: string,
   ): Promise<TransferResult> {
-    const refused = (r: ArgumentRefused | CallStatus): TransferResult => ({ ...(r instanceof ArgumentRefused ? status(r.code, r.message) : r), bytes: 0, blocks: 0, aborted: false });
+    const refused = (r: ArgumentRefused | CallStatus): TransferResult => ({
+      ...(r instanceof ArgumentRefused ? status(r.code, r.message) : r),
+      bytes: 0,
+      blocks: 0,
+      aborted: false,
+    });
     if (this.#closed) return refused(status(LLM_STATUS.LLM_FAILED, 'the transfer API is closed'));
     const where = this.#endpoint(request.endpoint);
     if (where instanceof ArgumentRefused) return refused(where);
-    const ids = [u64(request.remoteClusterId, 'remoteClusterId'), u64(remoteCacheId, 'remoteCacheId'), u64(localCacheId, op === 'pull' ? 'dstCacheId' : 'srcCacheId')];
+    const ids = [
+      u64(request.remoteClusterId, 'remoteClusterId'),
+      u64(remoteCacheId, 'remoteCacheId'),
+      u64(localCacheId, op === 'pull' ? 'dstCacheId' : 'srcCacheId'),
+    ];
     const bad = ids.find((x) => x instanceof ArgumentRefused);
     if (bad instanceof ArgumentRefused) return refused(bad);
     const timeoutMs = timeoutArg(request.timeoutMs);
@@ -303,7 +295,8 @@ export class Transfers {
     const paired = pairedLists(remoteBlocks, remoteField, localBlocks, localField);
     if (paired instanceof ArgumentRefused) return refused(paired);
     const cache = this.#caches.get(cacheKey(where.endpoint, localCacheId));
-    if (cache === undefined) return refused(status(LLM_STATUS.LLM_KV_CACHE_NOT_EXIST, `cache ${localCacheId} is not registered on endpoint ${where.endpoint}`));
+    if (cache === undefined)
+      return refused(status(LLM_STATUS.LLM_KV_CACHE_NOT_EXIST, `cache ${localCacheId} is not registered on endpoint ${where.endpoint}`));
 
     const id = this.#nextId++;
     const control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * 4));
@@ -322,10 +315,27 @@ export class Transfers {
       timeoutMs,
       control: control.buffer as SharedArrayBuffer,
     };
-    const done = runSlices({ pool: this.#pool, task, parallel: Math.min(this.#parallel, this.#pool.threads), ...(request.signal === undefined ? {} : { signal: request.signal }) }).then(
-      (o): TransferResult => ({ ...status(o.rc, o.message), bytes: o.moved * cache.blockBytes, blocks: o.moved, aborted: o.aborted }),
-    );
-    this.#running.set(id, { id, op, endpoint: where.endpoint, remoteClusterId: request.remoteClusterId, n: paired.n, control, startedAt: Date.now(), done });
+    const done = runSlices({
+      pool: this.#pool,
+      task,
+      parallel: Math.min(this.#parallel, this.#pool.threads),
+      ...(request.signal === undefined ? {} : { signal: request.signal }),
+    }).then((o): TransferResult => ({
+      ...status(o.rc, o.message),
+      bytes: o.moved * cache.blockBytes,
+      blocks: o.moved,
+      aborted: o.aborted,
+    }));
+    this.#running.set(id, {
+      id,
+      op,
+      endpoint: where.endpoint,
+      remoteClusterId: request.remoteClusterId,
+      n: paired.n,
+      control,
+      startedAt: Date.now(),
+      done,
+    });
     try {
       const result = await done;
       const outcome = result.aborted ? 'aborted' : result.ret === LLM_STATUS.LLM_SUCCESS ? 'success' : 'failure';

@@ -34,7 +34,10 @@ export const BlockListSchema = v.pipe(
     let reported = 0;
     for (let i = 0; i < list.length && reported < MAX_LIST_ISSUES; i++) {
       if (isU32(list[i])) continue;
-      addIssue({ message: `must be an integer in [0, ${MAX_U32}]`, path: [{ type: 'array', origin: 'value', input: list, key: i, value: list[i] }] });
+      addIssue({
+        message: `must be an integer in [0, ${MAX_U32}]`,
+        path: [{ type: 'array', origin: 'value', input: list, key: i, value: list[i] }],
+      });
       reported++;
     }
   }),
@@ -42,7 +45,12 @@ export const BlockListSchema = v.pipe(
 );
 
 const U32Positive = (what: string) =>
-  v.pipe(v.number(`must be an integer number of ${what}`), v.integer(`must be an integer number of ${what}`), v.minValue(1, 'must be > 0'), v.maxValue(MAX_U32, `must be at most ${MAX_U32}`));
+  v.pipe(
+    v.number(`must be an integer number of ${what}`),
+    v.integer(`must be an integer number of ${what}`),
+    v.minValue(1, 'must be > 0'),
+    v.maxValue(MAX_U32, `must be at most ${MAX_U32}`),
+  );
 
 const TimeoutSchema = v.optional(
   v.pipe(
@@ -59,7 +67,10 @@ const Local = { local_ip_info: v.optional(LocalIpInfoSchema) };
 
 // Valibot's object schema takes arrays for objects; a top-level array is off-spec as a whole.
 const jsonObject = () =>
-  v.custom<Record<string, unknown>>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), 'must be a JSON object');
+  v.custom<Record<string, unknown>>(
+    (value) => typeof value === 'object' && value !== null && !Array.isArray(value),
+    'must be a JSON object',
+  );
 
 /** Adds an issue on `dst_blocks` when the two lists differ in length. */
 function sameLength<T extends { readonly src_blocks: Uint32Array; readonly dst_blocks: Uint32Array }>() {
@@ -113,7 +124,10 @@ const Base64Schema = v.pipe(
 );
 
 /** Body of `POST /v1/kv/write`: `data` holds blocks.length × block_bytes bytes, block after block. */
-export const WriteBlocksSchema = v.pipe(jsonObject(), v.object({ cache_id: CacheIdSchema, blocks: BlockListSchema, data: Base64Schema, ...Local }));
+export const WriteBlocksSchema = v.pipe(
+  jsonObject(),
+  v.object({ cache_id: CacheIdSchema, blocks: BlockListSchema, data: Base64Schema, ...Local }),
+);
 
 /** Body of `POST /v1/kv/read`. */
 export const ReadBlocksSchema = v.pipe(jsonObject(), v.object({ cache_id: CacheIdSchema, blocks: BlockListSchema, ...Local }));

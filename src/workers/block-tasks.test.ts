@@ -7,11 +7,13 @@ import { runBlockTask } from './block-tasks.ts';
 /** A runtime that records every chunk and answers from a script. */
 function recording(answer: (chunk: ChunkSpec, index: number) => Status = () => ({ rc: 0 }), onChunk?: (index: number) => void) {
   const chunks: { remote: number[]; local: number[]; timeoutMs: number; op: string }[] = [];
-  const record = (op: string) => (_handle: number, chunk: ChunkSpec): Status => {
-    chunks.push({ remote: Array.from(chunk.remoteBlocks), local: Array.from(chunk.localBlocks), timeoutMs: chunk.timeoutMs, op });
-    onChunk?.(chunks.length - 1);
-    return answer(chunk, chunks.length - 1);
-  };
+  const record =
+    (op: string) =>
+    (_handle: number, chunk: ChunkSpec): Status => {
+      chunks.push({ remote: Array.from(chunk.remoteBlocks), local: Array.from(chunk.localBlocks), timeoutMs: chunk.timeoutMs, op });
+      onChunk?.(chunks.length - 1);
+      return answer(chunk, chunks.length - 1);
+    };
   const runtime: BlockRuntime = {
     register: () => ({ rc: 0 }),
     unregister: () => ({ rc: S.LLM_KV_CACHE_NOT_EXIST, message: 'no such cache' }),
@@ -147,11 +149,22 @@ describe('transfer slices', () => {
 describe('cache tasks', () => {
   test('statuses come back as data, with the runtime message', () => {
     const { runtime } = recording();
-    expect(runBlockTask(runtime, { op: 'kv-register', handle: 1, cacheId: 1n, numBlocks: 4, blockBytes: 4 })).toEqual({ rc: 0, done: 0, end: 'complete' });
-    expect(runBlockTask(runtime, { op: 'kv-unregister', handle: 1, cacheId: 9n })).toEqual({ rc: S.LLM_KV_CACHE_NOT_EXIST, done: 0, end: 'complete', message: 'no such cache' });
+    expect(runBlockTask(runtime, { op: 'kv-register', handle: 1, cacheId: 1n, numBlocks: 4, blockBytes: 4 })).toEqual({
+      rc: 0,
+      done: 0,
+      end: 'complete',
+    });
+    expect(runBlockTask(runtime, { op: 'kv-unregister', handle: 1, cacheId: 9n })).toEqual({
+      rc: S.LLM_KV_CACHE_NOT_EXIST,
+      done: 0,
+      end: 'complete',
+      message: 'no such cache',
+    });
     expect(runBlockTask(runtime, { op: 'kv-fastpath', handle: 1, enabled: false }).rc).toBe(0);
     const blocks = new Uint32Array(new SharedArrayBuffer(8)).fill(3);
-    expect(runBlockTask(runtime, { op: 'kv-write', handle: 1, cacheId: 1n, blocks, data: new Uint8Array(new SharedArrayBuffer(7)) }).rc).toBe(S.LLM_PARAM_INVALID);
+    expect(
+      runBlockTask(runtime, { op: 'kv-write', handle: 1, cacheId: 1n, blocks, data: new Uint8Array(new SharedArrayBuffer(7)) }).rc,
+    ).toBe(S.LLM_PARAM_INVALID);
     const data = new Uint8Array(new SharedArrayBuffer(8));
     expect(runBlockTask(runtime, { op: 'kv-read', handle: 1, cacheId: 1n, blocks, data }).rc).toBe(0);
     expect(Array.from(data)).toEqual([3, 3, 3, 3, 3, 3, 3, 3]);

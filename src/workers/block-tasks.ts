@@ -9,7 +9,12 @@ import { LLM_STATUS } from '../links/status.ts';
 import { CONTROL, type BlockReply, type BlockTask, type TransferTask } from './block-protocol.ts';
 import type { BlockRuntime, ChunkSpec, Status } from './block-runtime.ts';
 
-const complete = (s: Status): BlockReply => ({ rc: s.rc, done: 0, end: 'complete', ...(s.message === undefined ? {} : { message: s.message }) });
+const complete = (s: Status): BlockReply => ({
+  rc: s.rc,
+  done: 0,
+  end: 'complete',
+  ...(s.message === undefined ? {} : { message: s.message }),
+});
 
 /**
  * Runs one block task; a runtime refusal is a reply, only a broken runtime throws.
@@ -53,7 +58,8 @@ function chunks(runtime: BlockRuntime, task: TransferTask, control: Int32Array):
   for (;;) {
     if (Atomics.load(control, CONTROL.abort) !== 0) return { rc: LLM_STATUS.LLM_SUCCESS, done: moved, end: 'aborted' };
     // Another slice failed, or every chunk is claimed: this slice has nothing more to do.
-    if (Atomics.load(control, CONTROL.failed) !== 0 || Atomics.load(control, CONTROL.next) >= task.n) return { rc: LLM_STATUS.LLM_SUCCESS, done: moved, end: 'complete' };
+    if (Atomics.load(control, CONTROL.failed) !== 0 || Atomics.load(control, CONTROL.next) >= task.n)
+      return { rc: LLM_STATUS.LLM_SUCCESS, done: moved, end: 'complete' };
     if (moved > 0 && Date.now() - started >= task.sliceMs) return { rc: LLM_STATUS.LLM_SUCCESS, done: moved, end: 'sliced' };
     const left = Math.floor(task.deadline - Date.now());
     if (left < 1) {
@@ -61,7 +67,12 @@ function chunks(runtime: BlockRuntime, task: TransferTask, control: Int32Array):
       // link stays usable; the caller still gets the timeout it asked for.
       Atomics.store(control, CONTROL.failed, 1);
       const remaining = task.n - Atomics.load(control, CONTROL.done);
-      return { rc: LLM_STATUS.LLM_TIMEOUT, done: moved, end: 'complete', message: `deadline passed with ${remaining} of ${task.n} blocks not moved` };
+      return {
+        rc: LLM_STATUS.LLM_TIMEOUT,
+        done: moved,
+        end: 'complete',
+        message: `deadline passed with ${remaining} of ${task.n} blocks not moved`,
+      };
     }
     const at = Atomics.add(control, CONTROL.next, task.chunkBlocks);
     if (at >= task.n) continue;
