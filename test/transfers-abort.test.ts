@@ -123,6 +123,30 @@ test(
 );
 
 test(
+  'a pull queued behind a busy worker answers TIMEOUT by its own deadline, leaving its link usable',
+  async () => {
+    const { result: first } = await stalledPull();
+    const started = Date.now();
+    const queued = await d.transfers.pullBlocks({
+      remoteClusterId: p.clusterId,
+      remoteCacheId: 1n,
+      srcBlocks: [1],
+      dstCacheId: 2n,
+      dstBlocks: [1],
+      timeoutMs: 300,
+    });
+    expect(queued).toMatchObject({ retName: 'LLM_TIMEOUT', aborted: false, blocks: 0 });
+    expect(Date.now() - started).toBeLessThan(300 + 2000);
+    process.kill(p.pid, 'SIGCONT');
+    expect(await first).toMatchObject({ ret: 0, blocks: NBLOCKS });
+    // It never reached the runtime, so the link was not marked unusable.
+    expect(d.linkManager.get('0', p.clusterId)).toMatchObject({ state: 'linked' });
+    expect(await pull()).toMatchObject({ ret: 0, blocks: NBLOCKS });
+  },
+  TEST_TIMEOUT_MS,
+);
+
+test(
   'over HTTP, a client that goes away aborts its pull',
   async () => {
     await stop(p.pid);

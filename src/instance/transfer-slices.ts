@@ -37,26 +37,46 @@ export function runSlices(run: SliceRun): Promise<SliceOutcome> {
     let running = 0;
     let failure: { rc: number; message?: string } | undefined;
     let settled = false;
+    /** Why the abort flag was set: the caller's signal, or the deadline passing with slices still queued. */
+    let stoppedBy: 'caller' | 'deadline' | undefined;
     const moved = (): number => Atomics.load(control, CONTROL.done);
+    // Every block moved before the stop took effect: that is a success.
+    const stopped = (): SliceOutcome =>
+      moved() >= task.n
+        ? { rc: LLM_STATUS.LLM_SUCCESS, moved: moved(), aborted: false }
+        : stoppedBy === 'deadline'
+          ? {
+              rc: LLM_STATUS.LLM_TIMEOUT,
+              moved: moved(),
+              aborted: false,
+              message: `deadline passed with ${task.n - moved()} of ${task.n} blocks not moved`,
+            }
+          : { rc: LLM_STATUS.LLM_FAILED, moved: moved(), aborted: true, message: ABORTED };
     const finish = (outcome: SliceOutcome): void => {
       if (settled) return;
       settled = true;
+      clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       resolve(outcome);
     };
     const end = (): SliceOutcome => {
       if (failure !== undefined)
         return { rc: failure.rc, moved: moved(), aborted: false, ...(failure.message === undefined ? {} : { message: failure.message }) };
-      if (moved() < task.n) return { rc: LLM_STATUS.LLM_FAILED, moved: moved(), aborted: true, message: ABORTED };
-      return { rc: LLM_STATUS.LLM_SUCCESS, moved: moved(), aborted: false };
+      return stopped();
     };
-    function onAbort(): void {
+    const stop = (by: 'caller' | 'deadline'): void => {
+      stoppedBy ??= by;
       Atomics.store(control, CONTROL.abort, 1);
       // No slice is running, so none will start a chunk: answer without waiting for the queue
-      // (a queued slice, when its turn comes, returns at once).
-      if (Atomics.load(control, CONTROL.inSlice) === 0)
-        finish({ rc: LLM_STATUS.LLM_FAILED, moved: moved(), aborted: true, message: ABORTED });
+      // (a queued slice, when its turn comes, returns at once). A running slice returns by the
+      // deadline anyway: each runtime call gets only the time left.
+      if (Atomics.load(control, CONTROL.inSlice) === 0) finish(stopped());
+    };
+    function onAbort(): void {
+      stop('caller');
     }
+    // Slices stuck behind other work in the queue must not outlive the caller's timeout.
+    const timer = setTimeout(() => stop('deadline'), Math.max(0, task.deadline - Date.now()));
     const launch = (): void => {
       running++;
       void pool.run<BlockReply>(task).then((reply) => {
