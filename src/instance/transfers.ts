@@ -28,13 +28,14 @@ import type {
 export type { ActiveTransfer, CacheInfo, CacheSpec, CallStatus, PullRequest, PushRequest, TransferResult } from './transfer-types.ts';
 
 /**
- * Bytes per runtime call of a transfer: a few ms of copying (bench/results/transfer.md), so an
- * abort lands that fast, and a 32 MiB pull already splits across parallel slices.
+ * Bytes per runtime call of a transfer: about 1 ms of copying over shared memory and 5 ms over
+ * loopback TCP at the rates of bench/results/transfer.md, so an abort lands that fast, and a 32 MiB
+ * pull already splits across parallel slices.
  */
 export const DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024;
 /** Time a transfer holds a worker before it queues again behind others. */
 export const DEFAULT_SLICE_MS = 50;
-/** Slices of one transfer running at once (two workers copy about twice what one does, see bench). */
+/** Slices of one transfer running at once: the 1 MiB rows of bench/results/transfer.md compare one and two. */
 export const DEFAULT_PARALLEL_SLICES = 2;
 
 export interface TransfersOptions {
