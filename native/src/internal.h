@@ -95,8 +95,8 @@ typedef struct link {
     int listed;
     int refs;
     int ctl_fd;
-    int watched;                     /* the I/O thread polls ctl_fd */
-    uint8_t rbuf[16];                /* partial control message (I/O thread only) */
+    int watched;                     /* ctl_fd is in the epoll set and ctl_by_fd */
+    uint8_t rbuf[16];                /* partial control message (whoever reads ctl_fd) */
     size_t rlen;
     int same_host;
     int32_t peer_pid;
