@@ -56,20 +56,34 @@ async function loopLag(work: () => Promise<unknown>): Promise<number[]> {
 /** A child process with a listener that accepts connections and never answers. */
 async function startBlackhole(ip: string) {
   const child = Bun.spawn(
-    [process.execPath, '-e', `require('node:net').createServer(() => {}).listen({ port: 0, host: '${ip}', backlog: 4096 }, function () { console.log(this.address().port); });`],
+    [
+      process.execPath,
+      '-e',
+      `require('node:net').createServer(() => {}).listen({ port: 0, host: '${ip}', backlog: 4096 }, function () { console.log(this.address().port); });`,
+    ],
     { stdout: 'pipe', stderr: 'inherit' },
   );
   const reader = child.stdout.getReader();
   const { value } = await reader.read();
   const port = Number(new TextDecoder().decode(value).trim());
-  return { port, close: async () => { child.kill(); await child.exited; } };
+  return {
+    port,
+    close: async () => {
+      child.kill();
+      await child.exited;
+    },
+  };
 }
 
 const server = await startServerSide('127.0.0.2', 16, '127.0.0.3');
 try {
   // (1) Throughput: alternating rounds, each round PAIRS / ROUNDS pairs per side.
   const perRound = Math.ceil(PAIRS / ROUNDS);
-  const throughput = await alternate(ROUNDS, () => pairsPerSecond(server, 1, perRound), () => pairsPerSecond(server, 16, perRound));
+  const throughput = await alternate(
+    ROUNDS,
+    () => pairsPerSecond(server, 1, perRound),
+    () => pairsPerSecond(server, 16, perRound),
+  );
   const ratio = spread(throughput.ratios);
   console.log(`batched vs one task per link: ${times(ratio.median)} (rounds ${throughput.ratios.map(times).join(', ')})`);
 
@@ -82,11 +96,15 @@ try {
   let busyLags: number[] = [];
   try {
     idleLags = await loopLag(() => new Promise((r) => setTimeout(r, DEAD_TIMEOUT_MS)));
-    const dead: EndpointTarget[] = Array.from({ length: DEAD_LINKS }, (_, i) => ({ remoteClusterId: BigInt(900_000 + i), remote: { ip: '127.0.0.4', port: hole.port } }));
+    const dead: EndpointTarget[] = Array.from({ length: DEAD_LINKS }, (_, i) => ({
+      remoteClusterId: BigInt(900_000 + i),
+      remote: { ip: '127.0.0.4', port: hole.port },
+    }));
     const started = performance.now();
     busyLags = await loopLag(async () => {
       const calls = [];
-      for (let i = 0; i < dead.length; i += 16) calls.push(stack.manager.linkClusters(dead.slice(i, i + 16), { timeoutMs: DEAD_TIMEOUT_MS }));
+      for (let i = 0; i < dead.length; i += 16)
+        calls.push(stack.manager.linkClusters(dead.slice(i, i + 16), { timeoutMs: DEAD_TIMEOUT_MS }));
       codes = (await Promise.all(calls)).flatMap((r) => [...r.rets]);
     });
     waitMs = performance.now() - started;
@@ -97,7 +115,9 @@ try {
   const timeouts = codes.filter((c) => c === LLM_STATUS.LLM_TIMEOUT).length;
   const lagP99 = percentile(busyLags, 99);
   const idleP99 = percentile(idleLags, 99);
-  console.log(`event-loop lag p99: ${lagP99.toFixed(2)} ms busy, ${idleP99.toFixed(2)} ms idle; ${timeouts}/${codes.length} TIMEOUT in ${waitMs.toFixed(0)} ms`);
+  console.log(
+    `event-loop lag p99: ${lagP99.toFixed(2)} ms busy, ${idleP99.toFixed(2)} ms idle; ${timeouts}/${codes.length} TIMEOUT in ${waitMs.toFixed(0)} ms`,
+  );
 
   const summary = [
     `Batched pool (≤ 16 clusters per runtime call) vs one task per link, ${DEFAULT_POOL_THREADS} threads, ${PAIRS} link+unlink pairs per side: ` +
@@ -108,17 +128,33 @@ try {
   ].join('\n\n');
   writeResults('links', {
     json: {
-      question: 'batched pool vs one task per link (link+unlink pairs/s, same run); event-loop lag p99 under 1,000 links waiting on timeouts',
+      question:
+        'batched pool vs one task per link (link+unlink pairs/s, same run); event-loop lag p99 under 1,000 links waiting on timeouts',
       pairsPerSide: PAIRS,
       rounds: ROUNDS,
       threads: DEFAULT_POOL_THREADS,
       throughput: { onePerLink: throughput.baseline, batched: throughput.subject, ratios: throughput.ratios, ratio },
-      lag: { deadLinks: DEAD_LINKS, timeoutMs: DEAD_TIMEOUT_MS, p50: percentile(busyLags, 50), p99: lagP99, max: Math.max(...busyLags), idleP99, timeouts, answered: codes.length, waitMs },
+      lag: {
+        deadLinks: DEAD_LINKS,
+        timeoutMs: DEAD_TIMEOUT_MS,
+        p50: percentile(busyLags, 50),
+        p99: lagP99,
+        max: Math.max(...busyLags),
+        idleP99,
+        timeouts,
+        answered: codes.length,
+        waitMs,
+      },
     },
     markdownTable: markdownTable(
       ['measure', 'baseline', 'pdlink', 'ratio / goal'],
       [
-        ['link+unlink pairs/s (median)', `${Math.round(percentile(throughput.baseline, 50))} (one task per link)`, `${Math.round(percentile(throughput.subject, 50))} (batched)`, `${times(ratio.median)} / ≥ 10×`],
+        [
+          'link+unlink pairs/s (median)',
+          `${Math.round(percentile(throughput.baseline, 50))} (one task per link)`,
+          `${Math.round(percentile(throughput.subject, 50))} (batched)`,
+          `${times(ratio.median)} / ≥ 10×`,
+        ],
         ['event-loop lag p99, ms', `${idleP99.toFixed(2)} (idle)`, `${lagP99.toFixed(2)} (1,000 links waiting)`, '≤ 10 ms'],
       ],
     ),

@@ -36,12 +36,19 @@ interface Setting {
 }
 
 const WINDOWS = [0, 1, 2];
-const label = (s: Setting) => `t${s.threads} b${s.batch} ${s.encoding} ${s.atomics}${s.windowMs === undefined ? '' : ` window ${s.windowMs} ms, staggered`}`;
+const label = (s: Setting) =>
+  `t${s.threads} b${s.batch} ${s.encoding} ${s.atomics}${s.windowMs === undefined ? '' : ` window ${s.windowMs} ms, staggered`}`;
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Link+unlink pairs per second for one setting. */
 async function measure(server: ServerSide, s: Setting): Promise<number> {
-  const stack = await startClientStack({ threads: s.threads, maxBatch: s.batch, encoding: s.encoding, atomics: s.atomics, batchWindowMs: s.windowMs ?? 0 });
+  const stack = await startClientStack({
+    threads: s.threads,
+    maxBatch: s.batch,
+    encoding: s.encoding,
+    atomics: s.atomics,
+    batchWindowMs: s.windowMs ?? 0,
+  });
   const staggered = s.windowMs !== undefined;
   const spread = async <T>(make: (i: number) => Promise<T>): Promise<T[]> => {
     const calls: Promise<T>[] = [];
@@ -55,7 +62,8 @@ async function measure(server: ServerSide, s: Setting): Promise<number> {
     const cycle = async () => {
       const linked = await spread((i) => stack.manager.linkClusters([server.targets[i]!], { timeoutMs: 3000 }));
       const unlinked = await spread((i) => stack.manager.unlinkClusters([server.targets[i]!], { timeoutMs: 3000 }));
-      for (const r of [...linked, ...unlinked]) if (r.ret !== LLM_STATUS.LLM_SUCCESS) throw new Error(`${label(s)}: call failed with ${r.rets}`);
+      for (const r of [...linked, ...unlinked])
+        if (r.ret !== LLM_STATUS.LLM_SUCCESS) throw new Error(`${label(s)}: call failed with ${r.rets}`);
     };
     await cycle(); // warm-up: threads started, code paths compiled
     const start = performance.now();
@@ -89,7 +97,9 @@ ${bars}
 
 const server = await startServerSide('127.0.0.2', 16, '127.0.0.3');
 try {
-  const settings: Setting[] = THREADS.flatMap((threads) => BATCHES.flatMap((batch) => ENCODINGS.map((encoding) => ({ threads, batch, encoding, atomics: 'sync' as PoolAtomics }))));
+  const settings: Setting[] = THREADS.flatMap((threads) =>
+    BATCHES.flatMap((batch) => ENCODINGS.map((encoding) => ({ threads, batch, encoding, atomics: 'sync' as PoolAtomics }))),
+  );
   const samples = new Map<string, number[]>();
   for (let pass = 0; pass < PASSES; pass++) {
     // Alternate the order between passes so drift in the machine's load hits every setting alike.
@@ -120,8 +130,24 @@ try {
   }
   const tuned = (t: Setting) => percentile(samples.get(tuneLabel(t)) ?? [], 50);
   const rows = [
-    ...settings.map((s) => [s.threads, s.batch, s.encoding, s.atomics, '0, same turn', Math.round(median(s)), times(median(s) / baseline(s.threads))]),
-    ...tuning.map((t) => [t.threads, t.batch, t.encoding, t.atomics, t.windowMs === undefined ? '0, same turn' : `${t.windowMs}, staggered`, Math.round(tuned(t)), times(tuned(t) / baseline(t.threads))]),
+    ...settings.map((s) => [
+      s.threads,
+      s.batch,
+      s.encoding,
+      s.atomics,
+      '0, same turn',
+      Math.round(median(s)),
+      times(median(s) / baseline(s.threads)),
+    ]),
+    ...tuning.map((t) => [
+      t.threads,
+      t.batch,
+      t.encoding,
+      t.atomics,
+      t.windowMs === undefined ? '0, same turn' : `${t.windowMs}, staggered`,
+      Math.round(tuned(t)),
+      times(tuned(t) / baseline(t.threads)),
+    ]),
   ];
   const summary =
     `Sweep best: ${label(best)} at ${Math.round(median(best))} link+unlink pairs/s, ` +
@@ -137,7 +163,10 @@ try {
       samples: Object.fromEntries(samples),
       best,
     },
-    markdownTable: markdownTable(['threads', 'batch', 'encoding', 'atomics', 'window ms, callers', 'pairs/s (median)', 'vs batch 1, same threads'], rows),
+    markdownTable: markdownTable(
+      ['threads', 'batch', 'encoding', 'atomics', 'window ms, callers', 'pairs/s (median)', 'vs batch 1, same threads'],
+      rows,
+    ),
     summary: `${summary}\n\n![pairs per second by setting](pool.svg)`,
   });
   writeFileSync(

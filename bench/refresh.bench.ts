@@ -58,12 +58,40 @@ async function main(): Promise<void> {
     `(b) validate + apply / JSON.parse: ${apply.map((r) => `${r.size} → ${times(r.ratio.median)}`).join(', ')}; goal ≤ 2×: ${applyOk ? 'met' : 'NOT met'}.`,
   ].join('\n');
   const rows: (string | number)[][] = [
-    ['(a) HTTP, 2 instances', 'req/s', fmt(spread(http.baseline).median), fmt(spread(http.subject).median), times(http.ratio.median), `${times(http.ratio.p10)}–${times(http.ratio.p90)}`],
+    [
+      '(a) HTTP, 2 instances',
+      'req/s',
+      fmt(spread(http.baseline).median),
+      fmt(spread(http.subject).median),
+      times(http.ratio.median),
+      `${times(http.ratio.p10)}–${times(http.ratio.p90)}`,
+    ],
   ];
   for (const r of apply) {
-    rows.push([`(b) validate + apply, ${r.size}`, 'ms/op', fmt(r.parseMs, 4), fmt(r.applyMs, 4), times(r.ratio.median), `${times(r.ratio.p10)}–${times(r.ratio.p90)}`]);
-    rows.push([`    readJsonBody parse, ${r.size}`, 'ms/op', fmt(r.exactBaselineMs, 4), fmt(r.exactMs, 4), times(r.exactRatio.median), `${times(r.exactRatio.p10)}–${times(r.exactRatio.p90)}`]);
-    rows.push([`    Valibot alone, ${r.size}`, 'ms/op', fmt(r.valibotBaselineMs, 4), fmt(r.valibotMs, 4), times(r.valibotRatio.median), `${times(r.valibotRatio.p10)}–${times(r.valibotRatio.p90)}`]);
+    rows.push([
+      `(b) validate + apply, ${r.size}`,
+      'ms/op',
+      fmt(r.parseMs, 4),
+      fmt(r.applyMs, 4),
+      times(r.ratio.median),
+      `${times(r.ratio.p10)}–${times(r.ratio.p90)}`,
+    ]);
+    rows.push([
+      `    readJsonBody parse, ${r.size}`,
+      'ms/op',
+      fmt(r.exactBaselineMs, 4),
+      fmt(r.exactMs, 4),
+      times(r.exactRatio.median),
+      `${times(r.exactRatio.p10)}–${times(r.exactRatio.p90)}`,
+    ]);
+    rows.push([
+      `    Valibot alone, ${r.size}`,
+      'ms/op',
+      fmt(r.valibotBaselineMs, 4),
+      fmt(r.valibotMs, 4),
+      times(r.valibotRatio.median),
+      `${times(r.valibotRatio.p10)}–${times(r.valibotRatio.p90)}`,
+    ]);
   }
   const table = markdownTable(['measurement', 'unit', 'baseline (median)', 'subject (median)', 'ratio (median)', 'ratio p10–p90'], rows);
   console.log(`${summary}\n\n${table}`);
@@ -95,7 +123,11 @@ async function benchHttp() {
     const pdlink = request(ports.pdlink);
     await load(ports.raw, raw, 300); // warm-up of both servers and of the client
     await load(ports.pdlink, pdlink, 300);
-    const r = await alternate(HTTP_ROUNDS, () => load(ports.raw, raw, HTTP_ROUND_MS), () => load(ports.pdlink, pdlink, HTTP_ROUND_MS));
+    const r = await alternate(
+      HTTP_ROUNDS,
+      () => load(ports.raw, raw, HTTP_ROUND_MS),
+      () => load(ports.pdlink, pdlink, HTTP_ROUND_MS),
+    );
     return { baseline: r.baseline, subject: r.subject, ratios: r.ratios, ratio: spread(r.ratios) };
   } finally {
     child.stdin.end();
@@ -143,7 +175,8 @@ async function load(port: number, request: Uint8Array, durationMs: number): Prom
               const status = head.slice(9, 12);
               const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
               if (pending.length < headerEnd + 4 + length) return;
-              if (status !== '200') return reject(new Error(`port ${port} answered ${head.split('\r\n')[0]}: ${pending.slice(headerEnd + 4)}`));
+              if (status !== '200')
+                return reject(new Error(`port ${port} answered ${head.split('\r\n')[0]}: ${pending.slice(headerEnd + 4)}`));
               pending = pending.slice(headerEnd + 4 + length);
               completed++;
               if (performance.now() >= deadline) {

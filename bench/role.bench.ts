@@ -19,7 +19,10 @@ const DEVICES = 4;
 const ROUNDS = Number(process.env.ROLE_BENCH_ROUNDS ?? 12);
 const FARM = new URL('../test/fixtures/role/p-farm.ts', import.meta.url).pathname;
 
-const node = (ip: string) => ({ server_ip: ip, device: Array.from({ length: DEVICES }, (_, d) => ({ device_ip: ip, device_logical_id: String(d) })) });
+const node = (ip: string) => ({
+  server_ip: ip,
+  device: Array.from({ length: DEVICES }, (_, d) => ({ device_ip: ip, device_logical_id: String(d) })),
+});
 const peers = Array.from({ length: NODES }, (_, n) => node(`127.0.8.${n + 1}`));
 
 async function startFarm(): Promise<{ base: number; close(): Promise<void> }> {
@@ -33,18 +36,33 @@ async function startFarm(): Promise<{ base: number; close(): Promise<void> }> {
     const match = /pdlink: farm ready (\d+)/.exec(text);
     if (match !== null) {
       reader.releaseLock();
-      return { base: Number(match[1]), close: async () => { child.kill('SIGTERM'); await child.exited; } };
+      return {
+        base: Number(match[1]),
+        close: async () => {
+          child.kill('SIGTERM');
+          await child.exited;
+        },
+      };
     }
   }
 }
 
 async function startDecode(ip: string, base: number, maxBatch: number): Promise<InstanceAgent> {
-  const devices = Array.from({ length: DEVICES }, (_, d) => ({ endpoint: String(d), ip, port: base + d, clusterId: clusterIdFor(ip, base + d) }));
+  const devices = Array.from({ length: DEVICES }, (_, d) => ({
+    endpoint: String(d),
+    ip,
+    port: base + d,
+    clusterId: clusterIdFor(ip, base + d),
+  }));
   return createInstanceAgent({ devices, linkBasePort: base, maxBatch });
 }
 
 async function post(agent: InstanceAgent, body: unknown): Promise<void> {
-  const res = await agent.managementApp.request('/v1/role/decode', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await agent.managementApp.request('/v1/role/decode', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (res.status !== 200) throw new Error(`role post answered ${res.status}: ${await res.text()}`);
 }
 
@@ -70,11 +88,17 @@ try {
   // One warm-up round each: thread start-up and first connections are not the question.
   await roundMs(batched, localOf('127.0.8.100'));
   await roundMs(perLink, localOf('127.0.8.101'));
-  const result = await alternate(ROUNDS, () => roundMs(batched, localOf('127.0.8.100')), () => roundMs(perLink, localOf('127.0.8.101')));
+  const result = await alternate(
+    ROUNDS,
+    () => roundMs(batched, localOf('127.0.8.100')),
+    () => roundMs(perLink, localOf('127.0.8.101')),
+  );
   const ratio = spread(result.ratios);
   const batchedMs = percentile(result.baseline, 50);
   const perLinkMs = percentile(result.subject, 50);
-  console.log(`200 → RoleReady, 64 links: batched ${batchedMs.toFixed(1)} ms, one task per link ${perLinkMs.toFixed(1)} ms; one-per-link / batched = ${times(ratio.median)}`);
+  console.log(
+    `200 → RoleReady, 64 links: batched ${batchedMs.toFixed(1)} ms, one task per link ${perLinkMs.toFixed(1)} ms; one-per-link / batched = ${times(ratio.median)}`,
+  );
   const summary =
     `Time from the 200 of POST /v1/role/decode to RoleReady, 1 decode node × ${NODES} prefill nodes × ${DEVICES} devices (${NODES * DEVICES} links over loopback), ` +
     `${DEFAULT_POOL_THREADS} pool threads: batched pool (≤ 16 clusters per runtime call) median ${batchedMs.toFixed(1)} ms, one task per link ${perLinkMs.toFixed(1)} ms; ` +
@@ -95,7 +119,12 @@ try {
     markdownTable: markdownTable(
       ['pool', '200 → RoleReady, median ms', 'p10 ms', 'p90 ms'],
       [
-        ['batched (≤ 16 clusters per call)', batchedMs.toFixed(1), percentile(result.baseline, 10).toFixed(1), percentile(result.baseline, 90).toFixed(1)],
+        [
+          'batched (≤ 16 clusters per call)',
+          batchedMs.toFixed(1),
+          percentile(result.baseline, 10).toFixed(1),
+          percentile(result.baseline, 90).toFixed(1),
+        ],
         ['one task per link', perLinkMs.toFixed(1), percentile(result.subject, 10).toFixed(1), percentile(result.subject, 90).toFixed(1)],
         ['ratio (one per link / batched)', times(ratio.median), times(ratio.p10), times(ratio.p90)],
       ],

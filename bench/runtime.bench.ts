@@ -39,14 +39,17 @@ function run(command: string, args: string[]): string {
 }
 
 run('make', ['-s', '-C', NATIVE, 'bench']);
-const report = JSON.parse(run(join(NATIVE, 'build', 'link_cost'), ['--rounds', String(ROUNDS), '--pairs', String(PAIRS), '--json'])) as Report;
+const report = JSON.parse(
+  run(join(NATIVE, 'build', 'link_cost'), ['--rounds', String(ROUNDS), '--pairs', String(PAIRS), '--json']),
+) as Report;
 const { kinds } = report;
 
 const perRound = (values: (k: KindSamples) => number[], kind: Kind) => values(kinds[kind]).map((v, i) => v / values(kinds.tcp)[i]!);
 const wallRatio = { link1: spread(perRound((k) => k.wallUs, 'link1')), link16: spread(perRound((k) => k.wallUs, 'link16')) };
 const cpuRatio = { link1: spread(perRound((k) => k.cpuUs, 'link1')), link16: spread(perRound((k) => k.cpuUs, 'link16')) };
 const median = (kind: Kind, field: keyof KindSamples) => percentile(kinds[kind][field], 50);
-for (const kind of KINDS) console.log(`${kind}: ${median(kind, 'wallUs').toFixed(1)} µs wall, ${median(kind, 'cpuUs').toFixed(1)} µs CPU per pair`);
+for (const kind of KINDS)
+  console.log(`${kind}: ${median(kind, 'wallUs').toFixed(1)} µs wall, ${median(kind, 'cpuUs').toFixed(1)} µs CPU per pair`);
 
 const summary =
   `A pdrt link+unlink pair costs ${times(wallRatio.link1.median)} the wall time of a bare loopback TCP exchange (connect, 96 B → 40 B, close) ` +
@@ -65,7 +68,8 @@ const row = (kind: Kind, label: string) => [
 
 writeResults('runtime', {
   json: {
-    question: 'pdrt link+unlink pair vs a bare loopback TCP exchange (connect, 96 B request, 40 B answer, close), same process, alternating rounds',
+    question:
+      'pdrt link+unlink pair vs a bare loopback TCP exchange (connect, 96 B request, 40 B answer, close), same process, alternating rounds',
     rounds: report.rounds,
     pairsPerKind: report.pairs,
     kinds,

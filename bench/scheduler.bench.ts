@@ -63,7 +63,8 @@ function workload(size: number, policy: PolicyName, kind: Workload): { step: () 
   const inFlight: [number, number][] = [];
   let n = 0;
   const step = (): void => {
-    const request = policy === 'cache_affinity' ? { promptTokens: PROMPTS[n++ % PROMPTS.length] as number[], promptBlocks: 8 } : { promptBlocks: 8 };
+    const request =
+      policy === 'cache_affinity' ? { promptTokens: PROMPTS[n++ % PROMPTS.length] as number[], promptBlocks: 8 } : { promptBlocks: 8 };
     const result = scheduler.pick(request);
     if (!result.ok) throw new Error(`pick failed at ${size} instances: ${result.message}`);
     if (policy === 'cache_affinity') scheduler.recordPrefill(result.p.id, request);
@@ -113,7 +114,9 @@ async function main(): Promise<void> {
           ratio: spread(result.ratios),
         };
         rows.push(row);
-        console.log(`${policy.padEnd(15)} ${kind.padEnd(11)} ${String(size).padStart(5)}: ${row.subjectUs.toFixed(3)} µs vs ${row.baseUs.toFixed(3)} µs at ${BASE_SIZE} → ${times(row.ratio.median)}`);
+        console.log(
+          `${policy.padEnd(15)} ${kind.padEnd(11)} ${String(size).padStart(5)}: ${row.subjectUs.toFixed(3)} µs vs ${row.baseUs.toFixed(3)} µs at ${BASE_SIZE} → ${times(row.ratio.median)}`,
+        );
         subject.scheduler.close();
       }
       base.scheduler.close();
@@ -132,14 +135,31 @@ async function main(): Promise<void> {
   ].join('\n');
   const table = markdownTable(
     ['policy', 'workload', 'instances', `µs per pick`, `µs at ${BASE_SIZE}`, `cost / cost at ${BASE_SIZE} (median)`, 'p10–p90'],
-    rows.map((r) => [r.policy, r.workload, r.size, r.subjectUs.toFixed(3), r.baseUs.toFixed(3), times(r.ratio.median), `${times(r.ratio.p10)}–${times(r.ratio.p90)}`]),
+    rows.map((r) => [
+      r.policy,
+      r.workload,
+      r.size,
+      r.subjectUs.toFixed(3),
+      r.baseUs.toFixed(3),
+      times(r.ratio.median),
+      `${times(r.ratio.p10)}–${times(r.ratio.p90)}`,
+    ]),
   );
   console.log(`\n${summary}\n\n${table}`);
   if (QUICK) return;
   writeResults('scheduler', {
     json: {
       question: `Does a pick's cost stay flat from ${BASE_SIZE} to 4096 instances? Goal: cost(4096) ≤ ${GOAL}× cost(${BASE_SIZE}).`,
-      setup: { groupSize: 16, prefillPerGroup: 8, decodePerGroup: 8, rounds: ROUNDS, roundMs: ROUND_MS, inFlight: IN_FLIGHT, promptBlocks: 8, blockSize: BLOCK },
+      setup: {
+        groupSize: 16,
+        prefillPerGroup: 8,
+        decodePerGroup: 8,
+        rounds: ROUNDS,
+        roundMs: ROUND_MS,
+        inFlight: IN_FLIGHT,
+        promptBlocks: 8,
+        blockSize: BLOCK,
+      },
       goalMet: met,
       rows,
     },

@@ -14,7 +14,14 @@ import { proxyRoutes, type ProxyApp } from './proxy/routes.ts';
 import { resolveProxySettings, type ProxySettings } from './proxy/settings.ts';
 import { createRegistry } from './metrics.ts';
 import { BODY_LIMIT_MB } from './schema/coordinator-config.ts';
-import { createHealth, createScheduler, ledgerLoads, type CircuitBreakers, type PdScheduler, type PolicyChoice } from './scheduler/index.ts';
+import {
+  createHealth,
+  createScheduler,
+  ledgerLoads,
+  type CircuitBreakers,
+  type PdScheduler,
+  type PolicyChoice,
+} from './scheduler/index.ts';
 
 export interface CoordinatorOptions {
   /** Largest accepted management request body, in bytes (default 8 MiB: a 4096-instance snapshot fits). */
@@ -66,7 +73,13 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => notReadyReason(registry), metrics }));
 
-  const proxy: ProxyApp = proxyRoutes({ scheduler, ledger, health, metrics, settings: resolveProxySettings({}, { bodyLimitBytes, ...options.proxy }) });
+  const proxy: ProxyApp = proxyRoutes({
+    scheduler,
+    ledger,
+    health,
+    metrics,
+    settings: resolveProxySettings({}, { bodyLimitBytes, ...options.proxy }),
+  });
   const inferenceApp = new Hono();
   inferenceApp.onError(onError);
   inferenceApp.notFound(onNotFound);

@@ -86,8 +86,7 @@ export const errors = {
     new PdlinkError('unsupported_media_type', `content-type must be application/json, got ${got ? JSON.stringify(got) : 'none'}`, {
       issues: [{ path: '', message: 'content-type must be application/json' }],
     }),
-  bodyTooLarge: (limitBytes: number) =>
-    new PdlinkError('payload_too_large', `request body exceeds the limit of ${limitBytes} bytes`),
+  bodyTooLarge: (limitBytes: number) => new PdlinkError('payload_too_large', `request body exceeds the limit of ${limitBytes} bytes`),
   invalidBody: (issues: readonly FieldIssue[]) =>
     new PdlinkError('invalid_body', `invalid request body: ${describeIssues(issues)}`, { issues }),
   unprocessable: (issues: readonly FieldIssue[]) =>

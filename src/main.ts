@@ -34,7 +34,9 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    await (await load())(rest);
+    await (
+      await load()
+    )(rest);
     return 0;
   } catch (err) {
     if (err instanceof CliError) {

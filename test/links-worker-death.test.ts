@@ -14,7 +14,11 @@ let stack: ClientStack;
 let hole: Awaited<ReturnType<typeof startBlackhole>>;
 
 beforeAll(async () => {
-  [server, stack, hole] = await Promise.all([startServerSide('127.0.0.2', 2, '127.0.0.3'), startClientStack({ threads: 2, maxBatch: 16 }), startBlackhole('127.0.0.5')]);
+  [server, stack, hole] = await Promise.all([
+    startServerSide('127.0.0.2', 2, '127.0.0.3'),
+    startClientStack({ threads: 2, maxBatch: 16 }),
+    startBlackhole('127.0.0.5'),
+  ]);
 }, TEST_TIMEOUT_MS);
 
 afterAll(async () => {
@@ -33,26 +37,30 @@ async function runningTask(deadlineMs = 10000): Promise<number> {
   }
 }
 
-test('a worker killed mid-call fails only its items; the pool goes on', async () => {
-  const [first, second] = server.targets;
-  const hanging = stack.manager.linkClusters(
-    [
-      { remoteClusterId: 77n, remote: { ip: '127.0.0.5', port: hole.port } },
-      { remoteClusterId: 78n, remote: { ip: '127.0.0.5', port: hole.port } },
-    ],
-    { timeoutMs: 4000 },
-  );
-  const victim = await runningTask();
-  // The other worker still serves while the first one is stuck in the runtime.
-  expect((await stack.manager.linkClusters([first!])).ret).toBe(S.LLM_SUCCESS);
-  expect(await stack.pool.terminateThreadOf(victim)).toBe(true);
-  const started = Date.now();
-  expect(await hanging).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_FAILED, S.LLM_FAILED] });
-  // Killing the thread cannot interrupt the native call; the call's own timeout bounds it.
-  expect(Date.now() - started).toBeLessThan(4000 + 2000);
-  expect(stack.manager.get('0', 77n)).toMatchObject({ state: 'failed', code: S.LLM_FAILED });
-  expect(stack.manager.get('0', first!.remoteClusterId)?.state).toBe('linked');
-  const again = await stack.manager.linkClusters([second!]);
-  expect(again.ret).toBe(S.LLM_SUCCESS);
-  expect((await stack.manager.unlinkClusters([first!, second!])).ret).toBe(S.LLM_SUCCESS);
-}, TEST_TIMEOUT_MS);
+test(
+  'a worker killed mid-call fails only its items; the pool goes on',
+  async () => {
+    const [first, second] = server.targets;
+    const hanging = stack.manager.linkClusters(
+      [
+        { remoteClusterId: 77n, remote: { ip: '127.0.0.5', port: hole.port } },
+        { remoteClusterId: 78n, remote: { ip: '127.0.0.5', port: hole.port } },
+      ],
+      { timeoutMs: 4000 },
+    );
+    const victim = await runningTask();
+    // The other worker still serves while the first one is stuck in the runtime.
+    expect((await stack.manager.linkClusters([first!])).ret).toBe(S.LLM_SUCCESS);
+    expect(await stack.pool.terminateThreadOf(victim)).toBe(true);
+    const started = Date.now();
+    expect(await hanging).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_FAILED, S.LLM_FAILED] });
+    // Killing the thread cannot interrupt the native call; the call's own timeout bounds it.
+    expect(Date.now() - started).toBeLessThan(4000 + 2000);
+    expect(stack.manager.get('0', 77n)).toMatchObject({ state: 'failed', code: S.LLM_FAILED });
+    expect(stack.manager.get('0', first!.remoteClusterId)?.state).toBe('linked');
+    const again = await stack.manager.linkClusters([second!]);
+    expect(again.ret).toBe(S.LLM_SUCCESS);
+    expect((await stack.manager.unlinkClusters([first!, second!])).ret).toBe(S.LLM_SUCCESS);
+  },
+  TEST_TIMEOUT_MS,
+);

@@ -27,11 +27,16 @@ describe('pdlink mounted in another Hono app', () => {
     const refreshed = await gateway.request('/pd/v1/instances/refresh', { method: 'POST', headers: json, body: seedBody });
     expect(refreshed.status).toBe(200);
     expect((await gateway.request('/pd/v1/readiness')).status).toBe(200);
-    expect(pdlink.registry.all().map((i) => i.id).sort()).toEqual([0, 1]);
+    expect(
+      pdlink.registry
+        .all()
+        .map((i) => i.id)
+        .sort(),
+    ).toEqual([0, 1]);
     expect(await (await gateway.request('/pd/metrics')).text()).toContain('pdlink_refresh_total');
   });
 
-  test('errors keep pdlink\'s envelope under the prefix', async () => {
+  test("errors keep pdlink's envelope under the prefix", async () => {
     pdlink = createPdlink();
     const gateway = new Hono();
     gateway.route('/pd', pdlink.managementApp);

@@ -134,7 +134,15 @@ describe('streaming', () => {
   });
 
   test('P’s kv_transfer_params reach D verbatim, whatever they hold', async () => {
-    const odd = { remote_block_ids: [], remote_engine_id: 'e', remote_request_id: 'r', remote_host: '10.0.0.1', remote_port: 5600, tp_size: 2, extra: { nested: [1, null] } };
+    const odd = {
+      remote_block_ids: [],
+      remote_engine_id: 'e',
+      remote_request_id: 'r',
+      remote_host: '10.0.0.1',
+      remote_port: 5600,
+      tp_size: 2,
+      extra: { nested: [1, null] },
+    };
     h = await startHarness({ prefillResponder: () => ({ kind: 'json', body: { choices: [], kv_transfer_params: odd } }) });
     const res = await h.post('/v1/completions', { ...completion, stream: true });
     await res.text();
@@ -149,12 +157,21 @@ describe('concurrency', () => {
     const ids = Array.from({ length: 40 }, (_, i) => `c-${i}`);
     const texts = await Promise.all(
       ids.map(async (id, i) => {
-        const res = await h!.post(i % 2 === 0 ? '/v1/completions' : '/v1/chat/completions', i % 2 === 0 ? { ...completion, stream: true } : chat, { 'x-request-id': id });
+        const res = await h!.post(
+          i % 2 === 0 ? '/v1/completions' : '/v1/chat/completions',
+          i % 2 === 0 ? { ...completion, stream: true } : chat,
+          { 'x-request-id': id },
+        );
         expect(res.status).toBe(200);
         return res.text();
       }),
     );
-    const decoded = new Map([...h.ds[0]!.requests.map((r) => [r, h!.ds[0]!] as const), ...h.ds[1]!.requests.map((r) => [r, h!.ds[1]!] as const)].map(([r, e]) => [r.headers['x-request-id'], decodeChunks(e, r).join('')]));
+    const decoded = new Map(
+      [...h.ds[0]!.requests.map((r) => [r, h!.ds[0]!] as const), ...h.ds[1]!.requests.map((r) => [r, h!.ds[1]!] as const)].map(([r, e]) => [
+        r.headers['x-request-id'],
+        decodeChunks(e, r).join(''),
+      ]),
+    );
     expect(decoded.size).toBe(ids.length);
     ids.forEach((id, i) => expect(texts[i]).toBe(decoded.get(id)!));
     expect(h.ds[0]!.requests.length).toBeGreaterThan(0);

@@ -32,7 +32,10 @@ interface ErrorBody {
 
 describe('prefill failures', () => {
   test('P answers 500 once: the request is retried on the other P and succeeds', async () => {
-    h = await startHarness({ prefill: 2, prefillResponder: failFirst({ kind: 'json', status: 500, body: { error: { message: 'engine crashed' } } }) });
+    h = await startHarness({
+      prefill: 2,
+      prefillResponder: failFirst({ kind: 'json', status: 500, body: { error: { message: 'engine crashed' } } }),
+    });
     const res = await h.post('/v1/completions', body, { 'x-request-id': 'retry-1' });
     expect(res.status).toBe(200);
     await res.json();
@@ -82,7 +85,11 @@ describe('prefill failures', () => {
   });
 
   test('every attempt fails: 502 with an OpenAI error body after max retries', async () => {
-    h = await startHarness({ prefill: 2, settings: { maxRetries: 3 }, prefillResponder: () => ({ kind: 'json', status: 503, body: { error: 'overloaded' } }) });
+    h = await startHarness({
+      prefill: 2,
+      settings: { maxRetries: 3 },
+      prefillResponder: () => ({ kind: 'json', status: 503, body: { error: 'overloaded' } }),
+    });
     const res = await h.post('/v1/chat/completions', { model: 'test-model', messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(502);
     const error = ((await res.json()) as ErrorBody).error;
@@ -96,7 +103,10 @@ describe('prefill failures', () => {
   });
 
   test('P answers 200 without a JSON body: treated as a failed attempt and retried', async () => {
-    h = await startHarness({ prefill: 2, prefillResponder: failFirst({ kind: 'raw', status: 200, contentType: 'text/plain', body: 'not json' }) });
+    h = await startHarness({
+      prefill: 2,
+      prefillResponder: failFirst({ kind: 'raw', status: 200, contentType: 'text/plain', body: 'not json' }),
+    });
     const res = await h.post('/v1/completions', body);
     expect(res.status).toBe(200);
     await res.json();
@@ -180,7 +190,10 @@ describe('decode failures', () => {
       decodeResponder: (request, engine) => {
         chunks = decodeChunks(engine, request);
         // The second event is torn: D dies halfway through writing it.
-        return { kind: 'stream', steps: [{ write: chunks[0]! }, { write: chunks[1]!.slice(0, 20) }, { wait: dying.promise }, { destroy: true }] };
+        return {
+          kind: 'stream',
+          steps: [{ write: chunks[0]! }, { write: chunks[1]!.slice(0, 20) }, { wait: dying.promise }, { destroy: true }],
+        };
       },
     });
     const res = await h.post('/v1/completions', { ...body, stream: true }, { 'x-request-id': 'mid' });

@@ -67,7 +67,10 @@ describe('in-flight limit', () => {
     const release = gate();
     h = await startHarness({
       settings: { maxInFlight: 1 },
-      decodeResponder: (request, engine) => ({ kind: 'stream', steps: [...decodeChunks(engine, request).map((write) => ({ write })), { wait: release.promise }] }),
+      decodeResponder: (request, engine) => ({
+        kind: 'stream',
+        steps: [...decodeChunks(engine, request).map((write) => ({ write })), { wait: release.promise }],
+      }),
     });
     const first = await h.post('/v1/completions', { ...body, stream: true });
     expect(first.status).toBe(200);
@@ -120,7 +123,11 @@ describe('rejected requests', () => {
     h = await startHarness({ settings: { bodyLimitBytes: 1024 } });
     expect((await h.post('/v1/completions', '{"model":')).status).toBe(400);
     expect((await h.post('/v1/completions', '')).status).toBe(400);
-    const plain = await fetch(`${h.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify(body) });
+    const plain = await fetch(`${h.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: JSON.stringify(body),
+    });
     expect(plain.status).toBe(400);
     expect((await errorOf(plain)).message).toContain('content-type');
     const big = await h.post('/v1/completions', { ...body, prompt: 'x'.repeat(2048) });
@@ -140,7 +147,10 @@ describe('rejected requests', () => {
   test('a request id already in flight: 409 for the second, the first unharmed', async () => {
     const release = gate();
     h = await startHarness({
-      decodeResponder: (request, engine) => ({ kind: 'stream', steps: [...decodeChunks(engine, request).map((write) => ({ write })), { wait: release.promise }] }),
+      decodeResponder: (request, engine) => ({
+        kind: 'stream',
+        steps: [...decodeChunks(engine, request).map((write) => ({ write })), { wait: release.promise }],
+      }),
     });
     const first = await h.post('/v1/completions', { ...body, stream: true }, { 'x-request-id': 'twice' });
     expect(first.status).toBe(200);
@@ -162,7 +172,9 @@ describe('client disconnect', () => {
     const text = JSON.stringify(payload);
     return new Promise((resolve, reject) => {
       const socket = net.connect(port, '127.0.0.1', () => {
-        socket.write(`POST ${path} HTTP/1.1\r\nhost: proxy\r\ncontent-type: application/json\r\nx-request-id: gone\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`);
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nhost: proxy\r\ncontent-type: application/json\r\nx-request-id: gone\r\ncontent-length: ${Buffer.byteLength(text)}\r\n\r\n${text}`,
+        );
       });
       let received = '';
       socket.on('error', reject);
@@ -197,7 +209,9 @@ describe('client disconnect', () => {
     const socket = net.connect(h.port, '127.0.0.1');
     socket.on('error', () => {});
     const text = JSON.stringify(body);
-    socket.write(`POST /v1/completions HTTP/1.1\r\nhost: proxy\r\ncontent-type: application/json\r\nx-request-id: gone\r\ncontent-length: ${text.length}\r\n\r\n${text}`);
+    socket.write(
+      `POST /v1/completions HTTP/1.1\r\nhost: proxy\r\ncontent-type: application/json\r\nx-request-id: gone\r\ncontent-length: ${text.length}\r\n\r\n${text}`,
+    );
     const [p] = await h.ps[0]!.waitForRequests(1);
     await until(() => h!.ledger.get('gone')?.state === 'prefilling', 'the reservation to be prefilling');
     socket.destroy();

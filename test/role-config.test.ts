@@ -33,7 +33,10 @@ interface ServerConfig {
 
 function writeConfig(server: ServerConfig, base = randomBase()): string {
   const path = join(dir, `config-${files++}.json`);
-  writeFileSync(path, JSON.stringify({ ServerConfig: server, pdlink: { link_base_port: base, devices: [{ device_logical_id: 0, device_ip: DEVICE_IP }] } }));
+  writeFileSync(
+    path,
+    JSON.stringify({ ServerConfig: server, pdlink: { link_base_port: base, devices: [{ device_logical_id: 0, device_ip: DEVICE_IP }] } }),
+  );
   return path;
 }
 
@@ -44,7 +47,10 @@ const port = () => 20000 + Math.floor(Math.random() * 30000);
  * is taken; returns the management URL it printed, after checking the role API answers there and
  * that SIGTERM stops it with status 0.
  */
-async function listeningUrl(server: (ports: { port: number; managementPort: number }) => ServerConfig, env: Record<string, string> = {}): Promise<{ url: string; ports: { port: number; managementPort: number } }> {
+async function listeningUrl(
+  server: (ports: { port: number; managementPort: number }) => ServerConfig,
+  env: Record<string, string> = {},
+): Promise<{ url: string; ports: { port: number; managementPort: number } }> {
   let lastError: unknown;
   for (let attempt = 0; attempt < 5; attempt++) {
     const ports = { port: port(), managementPort: port() };
@@ -83,7 +89,9 @@ describe('management IP (resolved settings)', () => {
   });
   test('an empty env value counts as absent; a value that is not an IP is refused, naming the variable', () => {
     expect(resolveInstanceSettings({ config: writeConfig(all) }, { [ENV]: '' }).manage.ip).toBe(MANAGEMENT_IP);
-    expect(() => resolveInstanceSettings({ config: writeConfig(all) }, { [ENV]: 'controller.local' })).toThrow(`${ENV}: must be an IPv4 or IPv6 address`);
+    expect(() => resolveInstanceSettings({ config: writeConfig(all) }, { [ENV]: 'controller.local' })).toThrow(
+      `${ENV}: must be an IPv4 or IPv6 address`,
+    );
   });
 });
 
@@ -97,34 +105,62 @@ describe('management port (resolved settings)', () => {
 });
 
 describe('where pdlink instance listens', () => {
-  test(`IP: env ${ENV} over managementIpAddress and ipAddress`, async () => {
-    const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, managementIpAddress: MANAGEMENT_IP, ...p }), { [ENV]: ENV_IP });
-    expect(url).toBe(`http://${ENV_IP}:${ports.managementPort}`);
-  }, TEST_TIMEOUT_MS);
+  test(
+    `IP: env ${ENV} over managementIpAddress and ipAddress`,
+    async () => {
+      const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, managementIpAddress: MANAGEMENT_IP, ...p }), {
+        [ENV]: ENV_IP,
+      });
+      expect(url).toBe(`http://${ENV_IP}:${ports.managementPort}`);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  test('IP: managementIpAddress when the env is absent', async () => {
-    const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, managementIpAddress: MANAGEMENT_IP, ...p }));
-    expect(url).toBe(`http://${MANAGEMENT_IP}:${ports.managementPort}`);
-  }, TEST_TIMEOUT_MS);
+  test(
+    'IP: managementIpAddress when the env is absent',
+    async () => {
+      const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, managementIpAddress: MANAGEMENT_IP, ...p }));
+      expect(url).toBe(`http://${MANAGEMENT_IP}:${ports.managementPort}`);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  test('IP: ipAddress when neither the env nor managementIpAddress is there', async () => {
-    const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, ...p }));
-    expect(url).toBe(`http://${SERVER_IP}:${ports.managementPort}`);
-  }, TEST_TIMEOUT_MS);
+  test(
+    'IP: ipAddress when neither the env nor managementIpAddress is there',
+    async () => {
+      const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, ...p }));
+      expect(url).toBe(`http://${SERVER_IP}:${ports.managementPort}`);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  test('port: managementPort over port', async () => {
-    const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, ...p }));
-    expect(url).toBe(`http://${SERVER_IP}:${ports.managementPort}`);
-  }, TEST_TIMEOUT_MS);
+  test(
+    'port: managementPort over port',
+    async () => {
+      const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, ...p }));
+      expect(url).toBe(`http://${SERVER_IP}:${ports.managementPort}`);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  test('port: port when managementPort is absent', async () => {
-    const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, port: p.port }));
-    expect(url).toBe(`http://${SERVER_IP}:${ports.port}`);
-  }, TEST_TIMEOUT_MS);
+  test(
+    'port: port when managementPort is absent',
+    async () => {
+      const { url, ports } = await listeningUrl((p) => ({ ipAddress: SERVER_IP, port: p.port }));
+      expect(url).toBe(`http://${SERVER_IP}:${ports.port}`);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  test(`an env ${ENV} that is not an IP exits 2 naming it`, async () => {
-    const { code, stderr } = await runPdlink(['instance', '--config', writeConfig({ ipAddress: SERVER_IP, managementPort: port() })], { env: { [ENV]: 'not-an-ip' } });
-    expect(code).toBe(2);
-    expect(stderr).toContain(`${ENV}: must be an IPv4 or IPv6 address, got "not-an-ip"`);
-  }, TEST_TIMEOUT_MS);
+  test(
+    `an env ${ENV} that is not an IP exits 2 naming it`,
+    async () => {
+      const { code, stderr } = await runPdlink(['instance', '--config', writeConfig({ ipAddress: SERVER_IP, managementPort: port() })], {
+        env: { [ENV]: 'not-an-ip' },
+      });
+      expect(code).toBe(2);
+      expect(stderr).toContain(`${ENV}: must be an IPv4 or IPv6 address, got "not-an-ip"`);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

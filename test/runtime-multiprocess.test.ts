@@ -118,69 +118,81 @@ const pullArgs = (timeoutMs: number) => ({
 });
 
 describe('runtime across processes', () => {
-  test('D links from its own address; bytes P wrote are pulled by D over TCP and over shared memory', async () => {
-    const { peer: p, port } = await prompt('1', '127.0.0.2');
-    const overTcp = await decoder('2', false);
-    const overShm = await decoder('3', true);
-    expect(await overTcp.ok('link', linkTo(port, '127.0.0.3'))).toMatchObject({ ret: 0, rets: [0] });
-    expect(await overShm.ok('link', linkTo(port, '127.0.0.4'))).toMatchObject({ ret: 0, rets: [0] });
-    expect((await waitEvent(p, EVENT_KIND.peerLinked, '2'))['side']).toBe(SIDE.server);
-    await waitEvent(p, EVENT_KIND.peerLinked, '3');
-    const links = (await p.ok('links'))['links'] as { remoteClusterId: string; remoteIp: string; sameHost: boolean }[];
-    expect(links.map((l) => [l.remoteClusterId, l.remoteIp, l.sameHost]).sort()).toEqual([
-      ['2', '127.0.0.3', false],
-      ['3', '127.0.0.4', true],
-    ]);
+  test(
+    'D links from its own address; bytes P wrote are pulled by D over TCP and over shared memory',
+    async () => {
+      const { peer: p, port } = await prompt('1', '127.0.0.2');
+      const overTcp = await decoder('2', false);
+      const overShm = await decoder('3', true);
+      expect(await overTcp.ok('link', linkTo(port, '127.0.0.3'))).toMatchObject({ ret: 0, rets: [0] });
+      expect(await overShm.ok('link', linkTo(port, '127.0.0.4'))).toMatchObject({ ret: 0, rets: [0] });
+      expect((await waitEvent(p, EVENT_KIND.peerLinked, '2'))['side']).toBe(SIDE.server);
+      await waitEvent(p, EVENT_KIND.peerLinked, '3');
+      const links = (await p.ok('links'))['links'] as { remoteClusterId: string; remoteIp: string; sameHost: boolean }[];
+      expect(links.map((l) => [l.remoteClusterId, l.remoteIp, l.sameHost]).sort()).toEqual([
+        ['2', '127.0.0.3', false],
+        ['3', '127.0.0.4', true],
+      ]);
 
-    for (const [d, sameHost] of [
-      [overTcp, false],
-      [overShm, true],
-    ] as const) {
-      expect(((await d.ok('links'))['links'] as { sameHost: boolean }[])[0]?.sameHost).toBe(sameHost);
+      for (const [d, sameHost] of [
+        [overTcp, false],
+        [overShm, true],
+      ] as const) {
+        expect(((await d.ok('links'))['links'] as { sameHost: boolean }[])[0]?.sameHost).toBe(sameHost);
+        expect(await d.call('pull', pullArgs(3000))).toMatchObject({ ok: true });
+        const { base64 } = await d.ok('read', { cacheId: '2', blocks: [1, 2, 3, 60, 4], blockBytes: BLOCK });
+        const got = Buffer.from(base64 as string, 'base64');
+        expect(got.subarray(0, 4 * BLOCK)).toEqual(Buffer.concat([pattern(5, 63), pattern(5, 0), pattern(5, 17), pattern(5, 17)]));
+        expect(got.subarray(4 * BLOCK).every((b) => b === 0)).toBe(true);
+      }
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    'kill -9 D: P gets PEER_LOST, its link is gone, and a new D with the same cluster id links again',
+    async () => {
+      const { peer: p, port } = await prompt('1', '127.0.0.2');
+      const d = await decoder('2', true);
+      expect(await d.ok('link', linkTo(port, '127.0.0.3'))).toMatchObject({ ret: 0 });
+      await waitEvent(p, EVENT_KIND.peerLinked, '2');
+      await d.kill();
+      const lost = await waitEvent(p, EVENT_KIND.peerLost, '2');
+      expect(lost).toMatchObject({ side: SIDE.server, code: LLM_STATUS.LLM_LINK_FAILED });
+      expect((await p.ok('links'))['links']).toEqual([]);
+
+      const again = await decoder('2', true);
+      expect(await again.ok('link', linkTo(port, '127.0.0.3'))).toMatchObject({ ret: 0, rets: [0] });
+      await waitEvent(p, EVENT_KIND.peerLinked, '2');
+      expect(await again.call('pull', pullArgs(3000))).toMatchObject({ ok: true });
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
+    'kill -9 P mid-pull: D gets a code back within its timeout, and PEER_LOST',
+    async () => {
+      const { peer: p, port } = await prompt('1', '127.0.0.2');
+      const d = await decoder('2', false);
+      expect(await d.ok('link', linkTo(port, '127.0.0.3'))).toMatchObject({ ret: 0 });
       expect(await d.call('pull', pullArgs(3000))).toMatchObject({ ok: true });
-      const { base64 } = await d.ok('read', { cacheId: '2', blocks: [1, 2, 3, 60, 4], blockBytes: BLOCK });
-      const got = Buffer.from(base64 as string, 'base64');
-      expect(got.subarray(0, 4 * BLOCK)).toEqual(Buffer.concat([pattern(5, 63), pattern(5, 0), pattern(5, 17), pattern(5, 17)]));
-      expect(got.subarray(4 * BLOCK).every((b) => b === 0)).toBe(true);
-    }
-  }, TEST_TIMEOUT_MS);
 
-  test('kill -9 D: P gets PEER_LOST, its link is gone, and a new D with the same cluster id links again', async () => {
-    const { peer: p, port } = await prompt('1', '127.0.0.2');
-    const d = await decoder('2', true);
-    expect(await d.ok('link', linkTo(port, '127.0.0.3'))).toMatchObject({ ret: 0 });
-    await waitEvent(p, EVENT_KIND.peerLinked, '2');
-    await d.kill();
-    const lost = await waitEvent(p, EVENT_KIND.peerLost, '2');
-    expect(lost).toMatchObject({ side: SIDE.server, code: LLM_STATUS.LLM_LINK_FAILED });
-    expect((await p.ok('links'))['links']).toEqual([]);
-
-    const again = await decoder('2', true);
-    expect(await again.ok('link', linkTo(port, '127.0.0.3'))).toMatchObject({ ret: 0, rets: [0] });
-    await waitEvent(p, EVENT_KIND.peerLinked, '2');
-    expect(await again.call('pull', pullArgs(3000))).toMatchObject({ ok: true });
-  }, TEST_TIMEOUT_MS);
-
-  test('kill -9 P mid-pull: D gets a code back within its timeout, and PEER_LOST', async () => {
-    const { peer: p, port } = await prompt('1', '127.0.0.2');
-    const d = await decoder('2', false);
-    expect(await d.ok('link', linkTo(port, '127.0.0.3'))).toMatchObject({ ret: 0 });
-    expect(await d.call('pull', pullArgs(3000))).toMatchObject({ ok: true });
-
-    // A stopped P keeps its sockets but answers nothing: the next pull stays in flight.
-    process.kill(p.pid, 'SIGSTOP');
-    await until('P stopped', () => readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1]?.startsWith('T') ?? false);
-    const timeoutMs = 15_000;
-    const pull = d.call('pull', pullArgs(timeoutMs), timeoutMs + 5000);
-    await until('pull in flight', async () => {
-      const links = (await d.ok('links'))['links'] as { transfersInFlight: number }[];
-      return (links[0]?.transfersInFlight ?? 0) > 0;
-    });
-    await p.kill();
-    const reply = await pull;
-    expect(reply).toMatchObject({ ok: false, code: LLM_STATUS.LLM_LINK_FAILED });
-    expect(reply['elapsedMs'] as number).toBeLessThan(timeoutMs);
-    expect(await waitEvent(d, EVENT_KIND.peerLost, '1')).toMatchObject({ side: SIDE.client });
-    expect((await d.ok('links'))['links']).toEqual([]);
-  }, TEST_TIMEOUT_MS);
+      // A stopped P keeps its sockets but answers nothing: the next pull stays in flight.
+      process.kill(p.pid, 'SIGSTOP');
+      await until('P stopped', () => readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1]?.startsWith('T') ?? false);
+      const timeoutMs = 15_000;
+      const pull = d.call('pull', pullArgs(timeoutMs), timeoutMs + 5000);
+      await until('pull in flight', async () => {
+        const links = (await d.ok('links'))['links'] as { transfersInFlight: number }[];
+        return (links[0]?.transfersInFlight ?? 0) > 0;
+      });
+      await p.kill();
+      const reply = await pull;
+      expect(reply).toMatchObject({ ok: false, code: LLM_STATUS.LLM_LINK_FAILED });
+      expect(reply['elapsedMs'] as number).toBeLessThan(timeoutMs);
+      expect(await waitEvent(d, EVENT_KIND.peerLost, '1')).toMatchObject({ side: SIDE.client });
+      expect((await d.ok('links'))['links']).toEqual([]);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

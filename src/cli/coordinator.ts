@@ -71,10 +71,29 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     return;
   }
   const settings = resolveCoordinatorSettings(args, process.env, process.cwd());
-  const coordinator = createCoordinator({ bodyLimitBytes: settings.bodyLimitBytes, policy: settings.policy, proxy: settings.proxy, processMetrics: true });
+  const coordinator = createCoordinator({
+    bodyLimitBytes: settings.bodyLimitBytes,
+    policy: settings.policy,
+    proxy: settings.proxy,
+    processMetrics: true,
+  });
   const listeners = await startListeners([
-    { name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: coordinator.managementApp.fetch, ...(settings.manage.tls ? { tls: settings.manage.tls } : {}), idleTimeoutSeconds: settings.keepAliveSeconds },
-    { name: 'inference', hostname: settings.predict.ip, port: settings.predict.port, fetch: coordinator.inferenceApp.fetch, ...(settings.predict.tls ? { tls: settings.predict.tls } : {}), idleTimeoutSeconds: settings.keepAliveSeconds },
+    {
+      name: 'management',
+      hostname: settings.manage.ip,
+      port: settings.manage.port,
+      fetch: coordinator.managementApp.fetch,
+      ...(settings.manage.tls ? { tls: settings.manage.tls } : {}),
+      idleTimeoutSeconds: settings.keepAliveSeconds,
+    },
+    {
+      name: 'inference',
+      hostname: settings.predict.ip,
+      port: settings.predict.port,
+      fetch: coordinator.inferenceApp.fetch,
+      ...(settings.predict.tls ? { tls: settings.predict.tls } : {}),
+      idleTimeoutSeconds: settings.keepAliveSeconds,
+    },
   ]);
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));

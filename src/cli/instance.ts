@@ -61,7 +61,8 @@ export function parseInstanceArgs(argv: string[]): InstanceArgs & { help: boolea
   const args: InstanceArgs & { help: boolean } = { help: values.help === true };
   if (values.config !== undefined) args.config = values.config;
   if (values.manage_ip !== undefined) {
-    if (isIP(values.manage_ip) === 0) throw new CliError(`--manage_ip: must be an IPv4 or IPv6 address, got ${JSON.stringify(values.manage_ip)}`);
+    if (isIP(values.manage_ip) === 0)
+      throw new CliError(`--manage_ip: must be an IPv4 or IPv6 address, got ${JSON.stringify(values.manage_ip)}`);
     args.manageIp = values.manage_ip;
   }
   if (values.manage_port !== undefined) args.managePort = parseCliPort('manage_port', values.manage_port);
@@ -78,7 +79,12 @@ export async function runInstance(argv: string[]): Promise<void> {
   const settings = resolveInstanceSettings(args, process.env);
   let agent;
   try {
-    agent = await createInstanceAgent({ devices: settings.devices, linkBasePort: settings.linkBasePort, processMetrics: true, ...settings.pool });
+    agent = await createInstanceAgent({
+      devices: settings.devices,
+      linkBasePort: settings.linkBasePort,
+      processMetrics: true,
+      ...settings.pool,
+    });
   } catch (err) {
     if (err instanceof PdlinkError) throw new CliError(err.message);
     throw err;
@@ -91,7 +97,9 @@ export async function runInstance(argv: string[]): Promise<void> {
   }
   let listeners;
   try {
-    listeners = await startListeners([{ name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: agent.managementApp.fetch }]);
+    listeners = await startListeners([
+      { name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: agent.managementApp.fetch },
+    ]);
   } catch (err) {
     await agent.close();
     throw err;

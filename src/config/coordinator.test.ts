@@ -41,7 +41,14 @@ describe('coordinator settings precedence', () => {
 
   test('the MindIE layout is read: http_config ports as strings, request_limit.body_limit in MB', () => {
     const path = writeConfig({
-      http_config: { manage_ip: '127.0.0.5', manage_port: '2026', predict_ip: '127.0.0.6', predict_port: '2025', status_port: '1029', server_name: 'x' },
+      http_config: {
+        manage_ip: '127.0.0.5',
+        manage_port: '2026',
+        predict_ip: '127.0.0.6',
+        predict_port: '2025',
+        status_port: '1029',
+        server_name: 'x',
+      },
       request_limit: { body_limit: 3, max_requests: 500 },
       backup_config: { function_enable: false },
     });
@@ -129,12 +136,21 @@ describe('coordinator settings validation', () => {
     expectCliError(() => resolveCoordinatorSettings({ config: missing }, {}, emptyDir()), missing, 'cannot read');
   });
 
-  test('scheduler policy: pdlink\'s own key, else MindIE\'s algorithm_type for prefill, else load_balance', () => {
+  test("scheduler policy: pdlink's own key, else MindIE's algorithm_type for prefill, else load_balance", () => {
     expect(resolveCoordinatorSettings({}, {}, emptyDir()).policy).toEqual({ prefill: 'load_balance', decode: 'load_balance' });
     const mindie = writeConfig({ digs_scheduler_config: { deploy_mode: 'pd_separate', algorithm_type: 'round_robin' } });
-    expect(resolveCoordinatorSettings({ config: mindie }, {}, emptyDir()).policy).toEqual({ prefill: 'round_robin', decode: 'load_balance' });
-    const own = writeConfig({ digs_scheduler_config: { algorithm_type: 'round_robin' }, scheduler: { policy: { prefill: 'cache_affinity', decode: 'power_of_two' } } });
-    expect(resolveCoordinatorSettings({ config: own }, {}, emptyDir()).policy).toEqual({ prefill: 'cache_affinity', decode: 'power_of_two' });
+    expect(resolveCoordinatorSettings({ config: mindie }, {}, emptyDir()).policy).toEqual({
+      prefill: 'round_robin',
+      decode: 'load_balance',
+    });
+    const own = writeConfig({
+      digs_scheduler_config: { algorithm_type: 'round_robin' },
+      scheduler: { policy: { prefill: 'cache_affinity', decode: 'power_of_two' } },
+    });
+    expect(resolveCoordinatorSettings({ config: own }, {}, emptyDir()).policy).toEqual({
+      prefill: 'cache_affinity',
+      decode: 'power_of_two',
+    });
     const bad = writeConfig({ scheduler: { policy: { decode: 'cache_affinity' } } });
     expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.policy.decode', 'must be one of');
   });

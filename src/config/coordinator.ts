@@ -5,7 +5,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CliError } from '../cli/common.ts';
-import { BODY_LIMIT_MB, CoordinatorConfigFile, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, SINGLE_NODE_MAX_REQUESTS, type TlsItems } from '../schema/coordinator-config.ts';
+import {
+  BODY_LIMIT_MB,
+  CoordinatorConfigFile,
+  HTTP_TIMEOUT_SECONDS,
+  MAX_REQUESTS,
+  SINGLE_NODE_MAX_REQUESTS,
+  type TlsItems,
+} from '../schema/coordinator-config.ts';
 import { loadConfigFile } from './load.ts';
 import { PdlinkError } from '../errors.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
@@ -99,9 +106,14 @@ export function resolveCoordinatorSettings(
     ip: args.predictIp ?? http.predict_ip ?? COORDINATOR_DEFAULTS.predictIp,
     port: args.predictPort ?? http.predict_port ?? COORDINATOR_DEFAULTS.predictPort,
   };
-  for (const [key, listen] of [['manage_ip', manage], ['predict_ip', predict]] as const) {
+  for (const [key, listen] of [
+    ['manage_ip', manage],
+    ['predict_ip', predict],
+  ] as const) {
     if (isAllZero(listen.ip) && !allowAllZeroIp) {
-      throw new CliError(`${key}: ${listen.ip} listens on every interface; set http_config.allow_all_zero_ip_listening to true to allow it`);
+      throw new CliError(
+        `${key}: ${listen.ip} listens on every interface; set http_config.allow_all_zero_ip_listening to true to allow it`,
+      );
     }
   }
   const manageTls = tlsSettings('controller_server', tls.controller_server_tls_enable, tls.controller_server_tls_items);
@@ -156,7 +168,10 @@ function tlsSettings(name: string, enabled: boolean | undefined, items: TlsItems
   if (items?.tls_cert === undefined || items.tls_key === undefined) {
     throw new CliError(`tls_config.${name}_tls_items: tls_cert and tls_key are required when ${name}_tls_enable is true`);
   }
-  const settings: TlsSettings = { cert: readPem(`${name}_tls_items.tls_cert`, items.tls_cert), key: readPem(`${name}_tls_items.tls_key`, items.tls_key) };
+  const settings: TlsSettings = {
+    cert: readPem(`${name}_tls_items.tls_cert`, items.tls_cert),
+    key: readPem(`${name}_tls_items.tls_key`, items.tls_key),
+  };
   if (items.ca_cert !== undefined) settings.ca = readPem(`${name}_tls_items.ca_cert`, items.ca_cert);
   if (items.tls_passwd !== undefined) settings.passphrase = items.tls_passwd;
   return settings;

@@ -24,7 +24,9 @@ describe('resolveInstanceSettings', () => {
     const config = file({ ServerConfig: { ipAddress: '127.0.0.5', managementIpAddress: '127.0.0.6', port: 2000, managementPort: 2001 } });
     expect(resolveInstanceSettings({ config }, {}).manage).toEqual({ ip: '127.0.0.6', port: 2001 });
     expect(resolveInstanceSettings({ config }, { MIES_CONTAINER_MANAGEMENT_IP: '127.0.0.7' }).manage.ip).toBe('127.0.0.7');
-    expect(resolveInstanceSettings({ config, manageIp: '127.0.0.8', managePort: 0 }, { MIES_CONTAINER_MANAGEMENT_IP: '127.0.0.7' }).manage).toEqual({ ip: '127.0.0.8', port: 0 });
+    expect(
+      resolveInstanceSettings({ config, manageIp: '127.0.0.8', managePort: 0 }, { MIES_CONTAINER_MANAGEMENT_IP: '127.0.0.7' }).manage,
+    ).toEqual({ ip: '127.0.0.8', port: 0 });
     const portOnly = file({ ServerConfig: { ipAddress: '127.0.0.5', port: 2000 } });
     expect(resolveInstanceSettings({ config: portOnly }, {}).manage).toEqual({ ip: '127.0.0.5', port: 2000 });
     expect(resolveInstanceSettings({ config: portOnly }, {}).devices[0]?.ip).toBe('127.0.0.5');
@@ -35,7 +37,10 @@ describe('resolveInstanceSettings', () => {
     const config = file({
       pdlink: {
         link_base_port: 27000,
-        devices: [{ device_logical_id: '1', device_ip: '127.0.0.2' }, { device_logical_id: 3, device_ip: '::1', cluster_id: '18446744073709551615' }],
+        devices: [
+          { device_logical_id: '1', device_ip: '127.0.0.2' },
+          { device_logical_id: 3, device_ip: '::1', cluster_id: '18446744073709551615' },
+        ],
         pool: { threads: 2, batch_window_ms: 0, max_batch: 8, encoding: 'shared' },
       },
     });
@@ -54,8 +59,29 @@ describe('resolveInstanceSettings', () => {
       [{ ServerConfig: { ipAddress: 'host' } }, 'ServerConfig.ipAddress'],
       [{ pdlink: { devices: [] } }, 'pdlink.devices'],
       [{ pdlink: { devices: [{ device_logical_id: -1, device_ip: '127.0.0.1' }] } }, 'pdlink.devices[0].device_logical_id'],
-      [{ pdlink: { devices: [{ device_logical_id: 0, device_ip: '127.0.0.1' }, { device_logical_id: 0, device_ip: '127.0.0.2' }] } }, 'duplicate 0'],
-      [{ pdlink: { cluster_id: 1, devices: [{ device_logical_id: 0, device_ip: '127.0.0.1' }, { device_logical_id: 1, device_ip: '127.0.0.1' }] } }, 'pdlink.cluster_id'],
+      [
+        {
+          pdlink: {
+            devices: [
+              { device_logical_id: 0, device_ip: '127.0.0.1' },
+              { device_logical_id: 0, device_ip: '127.0.0.2' },
+            ],
+          },
+        },
+        'duplicate 0',
+      ],
+      [
+        {
+          pdlink: {
+            cluster_id: 1,
+            devices: [
+              { device_logical_id: 0, device_ip: '127.0.0.1' },
+              { device_logical_id: 1, device_ip: '127.0.0.1' },
+            ],
+          },
+        },
+        'pdlink.cluster_id',
+      ],
       [{ pdlink: { link_base_port: 65535, devices: [{ device_logical_id: 1, device_ip: '127.0.0.1' }] } }, 'exceeds 65535'],
       [{ pdlink: { pool: { encoding: 'json' } } }, 'pdlink.pool.encoding'],
       ['{', 'not valid JSON'],

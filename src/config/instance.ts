@@ -80,7 +80,13 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     const port = base + logicalId;
     if (port > 65535) throw new CliError(`config ${source}: pdlink.devices[${i}]: link port ${base} + ${logicalId} exceeds 65535`);
     const explicit = d.cluster_id ?? pd.cluster_id;
-    return { endpoint: String(logicalId), logicalId, ip: d.device_ip, port, clusterId: explicit === undefined ? clusterIdFor(d.device_ip, port) : BigInt(explicit) };
+    return {
+      endpoint: String(logicalId),
+      logicalId,
+      ip: d.device_ip,
+      port,
+      clusterId: explicit === undefined ? clusterIdFor(d.device_ip, port) : BigInt(explicit),
+    };
   });
   const ids = new Set(devices.map((d) => d.clusterId));
   if (ids.size !== devices.length) throw new CliError(`config ${source}: pdlink.devices: two devices share a cluster id`);

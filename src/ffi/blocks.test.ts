@@ -28,7 +28,12 @@ function pattern(seed: number, b: number): Uint8Array {
 function fill(handle: number, cacheId: bigint, seed: number, count: number): void {
   const data = new Uint8Array(count * BLOCK);
   for (let b = 0; b < count; b++) data.set(pattern(seed, b), b * BLOCK);
-  blocks.writeBlocks(handle, cacheId, Array.from({ length: count }, (_, b) => b), data);
+  blocks.writeBlocks(
+    handle,
+    cacheId,
+    Array.from({ length: count }, (_, b) => b),
+    data,
+  );
 }
 
 function read(handle: number, cacheId: bigint, block: number): Uint8Array {

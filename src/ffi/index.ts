@@ -2,7 +2,21 @@
  * The device runtime facade, as src/workers imports it: contexts and links (runtime.ts), block
  * caches and transfers (blocks.ts), C layouts and constants (layout.ts), library loading.
  */
-export { abiVersion, asPointer, create, destroy, link, linkRecords, listenPort, listLinks, pollEvents, setOption, unlink, unlinkRecords, waitEvents } from './runtime.ts';
+export {
+  abiVersion,
+  asPointer,
+  create,
+  destroy,
+  link,
+  linkRecords,
+  listenPort,
+  listLinks,
+  pollEvents,
+  setOption,
+  unlink,
+  unlinkRecords,
+  waitEvents,
+} from './runtime.ts';
 export type { BatchResult, CreateOptions, RuntimeHandle } from './runtime.ts';
 export { pullBlocks, pushBlocks, readBlocks, registerBlocks, unregisterBlocks, writeBlocks } from './blocks.ts';
 export type { BlockList, TransferSpec } from './blocks.ts';

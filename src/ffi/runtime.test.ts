@@ -7,7 +7,11 @@ const { LLM_SUCCESS, LLM_FAILED } = LLM_STATUS;
 const open: number[] = [];
 
 function context(clusterId: bigint, listenIp?: string): number {
-  const handle = rt.create({ clusterId, role: listenIp === undefined ? 'decoder' : 'prompt', ...(listenIp === undefined ? {} : { listenIp }) });
+  const handle = rt.create({
+    clusterId,
+    role: listenIp === undefined ? 'decoder' : 'prompt',
+    ...(listenIp === undefined ? {} : { listenIp }),
+  });
   open.push(handle);
   return handle;
 }
@@ -64,7 +68,9 @@ describe('contexts', () => {
     expect(thrown(() => rt.create({ clusterId: -1n, role: 'prompt' })).message).toContain('clusterId');
     expect(thrown(() => rt.create({ clusterId: 1n, role: 'boss' as 'prompt' })).message).toContain('role');
     expect(thrown(() => rt.create({ clusterId: 1n, role: 'prompt', listenPort: 26000 })).message).toContain('listenIp');
-    expect(thrown(() => rt.create({ clusterId: 1n, role: 'prompt', listenIp: '127.0.0.2', listenPort: 70000 })).message).toContain('listenPort');
+    expect(thrown(() => rt.create({ clusterId: 1n, role: 'prompt', listenIp: '127.0.0.2', listenPort: 70000 })).message).toContain(
+      'listenPort',
+    );
   });
 
   test('a destroyed or bogus handle is refused, not dereferenced', () => {
@@ -87,7 +93,15 @@ describe('links', () => {
     expect(linked.code).toBe(LLM_SUCCESS);
     expect(linked.timeMs).toBeGreaterThan(Date.now() - 60_000);
     expect(rt.listLinks(d)).toEqual([
-      { remoteClusterId: 1n, side: SIDE.client, state: LINK_STATE.linked, transfersInFlight: 0, remoteIp: '127.0.0.2', remotePort: rt.listenPort(p), sameHost: true },
+      {
+        remoteClusterId: 1n,
+        side: SIDE.client,
+        state: LINK_STATE.linked,
+        transfersInFlight: 0,
+        remoteIp: '127.0.0.2',
+        remotePort: rt.listenPort(p),
+        sameHost: true,
+      },
     ]);
     expect(rt.listLinks(p)).toMatchObject([{ remoteClusterId: 2n, side: SIDE.server, state: LINK_STATE.linked }]);
 
@@ -118,7 +132,14 @@ describe('links', () => {
     );
     expect(result).toEqual({
       ret: LLM_FAILED,
-      rets: [LLM_SUCCESS, LLM_STATUS.LLM_PARAM_INVALID, LLM_STATUS.LLM_PROCESSING_LINK, LLM_SUCCESS, LLM_STATUS.LLM_PARAM_INVALID, LLM_STATUS.LLM_LINK_FAILED],
+      rets: [
+        LLM_SUCCESS,
+        LLM_STATUS.LLM_PARAM_INVALID,
+        LLM_STATUS.LLM_PROCESSING_LINK,
+        LLM_SUCCESS,
+        LLM_STATUS.LLM_PARAM_INVALID,
+        LLM_STATUS.LLM_LINK_FAILED,
+      ],
     });
   });
 
@@ -132,7 +153,9 @@ describe('links', () => {
     expect(thrown(() => rt.link(d, [byId(1n)], 1.5)).message).toContain('timeoutMs');
     const long = { remoteClusterId: 1n, remoteIp: '1'.repeat(64), remotePort: 1 };
     expect(thrown(() => rt.link(d, [byId(1n), long], 1000)).message).toContain('clusters[1].remoteIp');
-    expect(thrown(() => rt.link(d, [{ ...long, remoteIp: '127.0.0.2', remotePort: 65536 }], 1000)).message).toContain('clusters[0].remotePort');
+    expect(thrown(() => rt.link(d, [{ ...long, remoteIp: '127.0.0.2', remotePort: 65536 }], 1000)).message).toContain(
+      'clusters[0].remotePort',
+    );
     expect(thrown(() => rt.link(d, [{ ...long, remoteIp: '127.0.0.2', remoteClusterId: 1n << 64n }], 1000)).message).toContain(
       'clusters[0].remoteClusterId',
     );

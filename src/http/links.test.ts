@@ -55,7 +55,9 @@ describe('POST /v1/links/link and /v1/links/unlink', () => {
     executor.refuse.set(1, S.LLM_LINK_FAILED);
     await post('/v1/links/link', { clusters: [cluster(2)] });
     const body = await json(
-      await post('/v1/links/link', { clusters: [cluster('18446744073709551615'), cluster(2), cluster(3, '127.0.0.2:1'), cluster(4, '[::1]:26000')] }),
+      await post('/v1/links/link', {
+        clusters: [cluster('18446744073709551615'), cluster(2), cluster(3, '127.0.0.2:1'), cluster(4, '[::1]:26000')],
+      }),
     );
     expect(body.rets).toEqual([
       { remote_cluster_id: '18446744073709551615', code: 0, name: 'LLM_SUCCESS' },
@@ -73,7 +75,12 @@ describe('POST /v1/links/link and /v1/links/unlink', () => {
 
   test('local_ip_info selects the endpoint', async () => {
     const { post, executor } = setup();
-    await post('/v1/links/link', { clusters: [{ ...cluster(1), local_ip_info: '127.0.0.9' }, { ...cluster(2), local_ip_info: '127.0.0.3:0' }] });
+    await post('/v1/links/link', {
+      clusters: [
+        { ...cluster(1), local_ip_info: '127.0.0.9' },
+        { ...cluster(2), local_ip_info: '127.0.0.3:0' },
+      ],
+    });
     expect(executor.batches.map((b) => `${b.endpoint}:${b.ids.join(',')}`).sort()).toEqual(['0:2', '1:1']);
   });
 
@@ -90,11 +97,20 @@ describe('POST /v1/links/link and /v1/links/unlink', () => {
       expect(res.status).toBe(status);
       expect((await json(res)).error_type).toBeString();
     }
-    const res = await post('/v1/links/unlink', { clusters: [{ remote_cluster_id: -1, remote_ip_info: '127.0.0.2' }], timeout: 0, force: 1 });
+    const res = await post('/v1/links/unlink', {
+      clusters: [{ remote_cluster_id: -1, remote_ip_info: '127.0.0.2' }],
+      timeout: 0,
+      force: 1,
+    });
     expect(res.status).toBe(422);
     const body = await json(res);
     expect(body.error_type).toBe('UnprocessableEntity');
-    expect(body.issues.map((i: { path: string }) => i.path)).toEqual(['clusters[0].remote_cluster_id', 'clusters[0].remote_ip_info', 'timeout', 'force']);
+    expect(body.issues.map((i: { path: string }) => i.path)).toEqual([
+      'clusters[0].remote_cluster_id',
+      'clusters[0].remote_ip_info',
+      'timeout',
+      'force',
+    ]);
     expect((await post('/v1/links/link', { clusters: [] })).status).toBe(422);
     expect((await post('/v1/links/link', [1])).status).toBe(422);
   });
@@ -107,7 +123,9 @@ describe('GET /v1/links', () => {
     await post('/v1/links/link', { clusters: [cluster(7), cluster(8, '127.0.0.2:1')] });
     manager.handleRuntimeEvent('1', { kind: 'peer-linked', side: 'server', remoteClusterId: 9n, code: 0 });
     const body = await json(await app.request('/v1/links'));
-    expect(body.links.map((l: Record<string, unknown>) => [l.endpoint, l.remote_cluster_id, l.remote_ip_info, l.side, l.state, l.code_name])).toEqual([
+    expect(
+      body.links.map((l: Record<string, unknown>) => [l.endpoint, l.remote_cluster_id, l.remote_ip_info, l.side, l.state, l.code_name]),
+    ).toEqual([
       ['0', 7, '127.0.0.2:26000', 'client', 'linked', 'LLM_SUCCESS'],
       ['0', 8, '127.0.0.2:1', 'client', 'failed', 'LLM_LINK_FAILED'],
       ['1', 9, null, 'server', 'linked', 'LLM_SUCCESS'],

@@ -73,15 +73,28 @@ describe('POST /v1/instances/refresh', () => {
     ['65536', 400],
   ])('port %p → %p', async (port, status) => {
     const { app } = setup();
-    const res = await refresh(app, seedWith((b) => (b.instances[0]!.port = port)));
+    const res = await refresh(
+      app,
+      seedWith((b) => (b.instances[0]!.port = port)),
+    );
     expect(res.status).toBe(status);
     if (status === 400) expect(await rejectedPaths(res)).toEqual(['instances[0].port']);
   });
 
   test('max_output_len = max_seq_len - 1 is accepted, = max_seq_len is rejected', async () => {
     const { app } = setup();
-    expect((await refresh(app, seedWith((b) => (b.instances[1]!.static_info.max_output_len = 2047)))).status).toBe(200);
-    const res = await refresh(app, seedWith((b) => (b.instances[1]!.static_info.max_output_len = 2048)));
+    expect(
+      (
+        await refresh(
+          app,
+          seedWith((b) => (b.instances[1]!.static_info.max_output_len = 2047)),
+        )
+      ).status,
+    ).toBe(200);
+    const res = await refresh(
+      app,
+      seedWith((b) => (b.instances[1]!.static_info.max_output_len = 2048)),
+    );
     expect(await rejectedPaths(res)).toEqual(['instances[1].static_info.max_output_len']);
   });
 
@@ -108,7 +121,10 @@ describe('POST /v1/instances/refresh', () => {
     [129, 400],
   ])('block_size %p → %p', async (size, status) => {
     const { app } = setup();
-    const res = await refresh(app, seedWith((b) => (b.instances[0]!.static_info.block_size = size)));
+    const res = await refresh(
+      app,
+      seedWith((b) => (b.instances[0]!.static_info.block_size = size)),
+    );
     expect(res.status).toBe(status);
     if (status === 400) expect(await rejectedPaths(res)).toEqual(['instances[0].static_info.block_size']);
   });
@@ -136,13 +152,19 @@ describe('POST /v1/instances/refresh', () => {
 
   test('a decode instance without peers is rejected', async () => {
     const { app } = setup();
-    const res = await refresh(app, seedWith((b) => delete b.instances[1]!.dynamic_info.peers));
+    const res = await refresh(
+      app,
+      seedWith((b) => delete b.instances[1]!.dynamic_info.peers),
+    );
     expect(await rejectedPaths(res)).toEqual(['instances[1].dynamic_info.peers']);
   });
 
   test('peers naming an unknown or a non-prefill instance are rejected', async () => {
     const { app } = setup();
-    const res = await refresh(app, seedWith((b) => (b.instances[1]!.dynamic_info.peers = [9, 1])));
+    const res = await refresh(
+      app,
+      seedWith((b) => (b.instances[1]!.dynamic_info.peers = [9, 1])),
+    );
     const body = await expectRejected(res, 400, 'InvalidRequestBody');
     expect(body.issues).toEqual([
       { path: 'instances[1].dynamic_info.peers[0]', message: 'peer 9 is not an instance of this snapshot' },
@@ -155,9 +177,30 @@ describe('POST /v1/instances/refresh', () => {
 
   test('ids and instances that disagree, and duplicates, are rejected', async () => {
     const { app } = setup();
-    expect(await rejectedPaths(await refresh(app, seedWith((b) => (b.ids = [0]))))).toEqual(['instances[1].id']);
-    expect(await rejectedPaths(await refresh(app, seedWith((b) => (b.ids = [0, 1, 2]))))).toEqual(['ids[2]']);
-    expect(await rejectedPaths(await refresh(app, seedWith((b) => (b.ids = [0, 1, 1]))))).toEqual(['ids[2]']);
+    expect(
+      await rejectedPaths(
+        await refresh(
+          app,
+          seedWith((b) => (b.ids = [0])),
+        ),
+      ),
+    ).toEqual(['instances[1].id']);
+    expect(
+      await rejectedPaths(
+        await refresh(
+          app,
+          seedWith((b) => (b.ids = [0, 1, 2])),
+        ),
+      ),
+    ).toEqual(['ids[2]']);
+    expect(
+      await rejectedPaths(
+        await refresh(
+          app,
+          seedWith((b) => (b.ids = [0, 1, 1])),
+        ),
+      ),
+    ).toEqual(['ids[2]']);
     const twice = seedWith((b) => b.instances.push(structuredClone(b.instances[0]!)));
     expect(await rejectedPaths(await refresh(app, twice))).toEqual(['instances[2].id']);
   });
@@ -173,7 +216,9 @@ describe('POST /v1/instances/refresh', () => {
 
   test('an id beyond 2^53-1 is rejected by path, never rounded', async () => {
     const { app, registry } = setup();
-    const text = JSON.stringify(seedExample()).replace('"ids":[0,1]', '"ids":[9007199254740993,1]').replace('"id":0', '"id":9007199254740993');
+    const text = JSON.stringify(seedExample())
+      .replace('"ids":[0,1]', '"ids":[9007199254740993,1]')
+      .replace('"id":0', '"id":9007199254740993');
     const body = await expectRejected(await refresh(app, text), 400, 'InvalidRequestBody');
     const unsafe = body.issues!.filter((i) => i.message === 'integer exceeds 2^53-1 and cannot be represented exactly');
     expect(unsafe.map((i) => i.path)).toEqual(['ids[0]', 'instances[0].id']);
@@ -201,7 +246,12 @@ describe('POST /v1/instances/refresh', () => {
         controller.close();
       },
     });
-    const streamed = await app.request('/v1/instances/refresh', { method: 'POST', headers: JSON_HEADERS, body: stream, duplex: 'half' } as RequestInit);
+    const streamed = await app.request('/v1/instances/refresh', {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
     await expectRejected(streamed, 413, 'PayloadTooLarge');
     expect(registry.generation).toBe(0);
   });
@@ -245,7 +295,9 @@ describe('POST /v1/instances/refresh', () => {
     parent.route('/pd', app);
     const res = await parent.request('/pd/v1/instances/refresh', { method: 'POST', headers: JSON_HEADERS, body: '[' });
     await expectRejected(res, 400, 'BadRequest');
-    expect((await parent.request('/pd/v1/instances/refresh', { method: 'POST', headers: JSON_HEADERS, body: SEED_REFRESH_BODY })).status).toBe(200);
+    expect(
+      (await parent.request('/pd/v1/instances/refresh', { method: 'POST', headers: JSON_HEADERS, body: SEED_REFRESH_BODY })).status,
+    ).toBe(200);
   });
 });
 
@@ -304,7 +356,10 @@ describe('metrics', () => {
     expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(0);
     expect(await metricValue(metrics, 'pdlink_instances{role="prefill"}')).toBe(0);
     await refresh(app, seedExample());
-    await refresh(app, seedWith((b) => (b.instances[0]!.port = '1')));
+    await refresh(
+      app,
+      seedWith((b) => (b.instances[0]!.port = '1')),
+    );
     await refresh(app, '{');
     await refresh(app, 'x'.repeat(5000));
     expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(1);

@@ -14,7 +14,10 @@ function setup(bodyLimitBytes?: number) {
   const post = async (path: string, body: unknown, contentType: string | null = 'application/json') => {
     const headers: Record<string, string> = contentType === null ? {} : { 'content-type': contentType };
     const res = await app.request(path, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as { error?: string; error_type?: string; issues?: { path: string; message: string }[]; result?: string } };
+    return {
+      status: res.status,
+      body: (await res.json()) as { error?: string; error_type?: string; issues?: { path: string; message: string }[]; result?: string },
+    };
   };
   return { ...role, app, post };
 }
@@ -27,9 +30,13 @@ function seedWith(change: (body: any) => void): unknown {
 }
 
 describe('POST /v1/role/{role}: 200', () => {
-  test("the seed's own example (loopback addresses) → 200 {\"result\":\"OK\"}, exactly", async () => {
+  test('the seed\'s own example (loopback addresses) → 200 {"result":"OK"}, exactly', async () => {
     const { app, controller } = setup();
-    const res = await app.request('/v1/role/prefill', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(seedExample) });
+    const res = await app.request('/v1/role/prefill', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(seedExample),
+    });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe('{"result":"OK"}');
     await controller.settled();
@@ -43,8 +50,19 @@ describe('POST /v1/role/{role}: 200', () => {
   test('decode with the same body, peers omitted, unknown fields, a +json content type', async () => {
     const { post } = setup();
     expect(await post('/v1/role/decode', seedExample)).toEqual({ status: 200, body: { result: 'OK' } });
-    expect(await post('/v1/role/decode', seedWith((b) => delete b.peers))).toEqual({ status: 200, body: { result: 'OK' } });
-    expect(await post('/v1/role/prefill', seedWith((b) => (b.extra = { x: 1 })), 'application/vnd.mindie+json; charset=utf-8')).toEqual({ status: 200, body: { result: 'OK' } });
+    expect(
+      await post(
+        '/v1/role/decode',
+        seedWith((b) => delete b.peers),
+      ),
+    ).toEqual({ status: 200, body: { result: 'OK' } });
+    expect(
+      await post(
+        '/v1/role/prefill',
+        seedWith((b) => (b.extra = { x: 1 })),
+        'application/vnd.mindie+json; charset=utf-8',
+      ),
+    ).toEqual({ status: 200, body: { result: 'OK' } });
   });
 
   test('answered at once: the 200 comes while the peer has not answered the link', async () => {
@@ -101,7 +119,11 @@ describe('POST /v1/role/{role}: 400 request errors', () => {
 
   test('other methods and paths → 404 with the envelope', async () => {
     const { app } = setup();
-    for (const [method, path] of [['GET', '/v1/role/prefill'], ['POST', '/v1/role'], ['POST', '/v1/role/prefill/x']]) {
+    for (const [method, path] of [
+      ['GET', '/v1/role/prefill'],
+      ['POST', '/v1/role'],
+      ['POST', '/v1/role/prefill/x'],
+    ]) {
       const res = await app.request(path!, { method: method! });
       expect(res.status).toBe(404);
       expect(((await res.json()) as { error_type: string }).error_type).toBe('NotFound');
@@ -118,20 +140,75 @@ describe('POST /v1/role/{role}: 422 off-spec bodies, the field named', () => {
     ['local.server_ip a number', seedWith((b) => (b.local.server_ip = 1234)), 'local.server_ip', 'must be a string'],
     ['local.device missing', seedWith((b) => delete b.local.device), 'local.device', 'is required'],
     ['local.device empty', seedWith((b) => (b.local.device = [])), 'local.device', 'at least one device'],
-    ['device_logical_id a word', seedWith((b) => (b.local.device[1].device_logical_id = 'one')), 'local.device[1].device_logical_id', 'integer string'],
-    ['device_logical_id negative', seedWith((b) => (b.local.device[1].device_logical_id = '-1')), 'local.device[1].device_logical_id', 'integer string'],
-    ['device_logical_id a number', seedWith((b) => (b.local.device[0].device_logical_id = 0)), 'local.device[0].device_logical_id', 'integer string'],
-    ['device_logical_id missing', seedWith((b) => delete b.peers[0].device[0].device_logical_id), 'peers[0].device[0].device_logical_id', 'is required'],
-    ['local device_ip not an IP', seedWith((b) => (b.local.device[0].device_ip = 'xxx.xxx.xxx.xxx')), 'local.device[0].device_ip', 'IPv4 or IPv6'],
-    ['peer device_ip not an IP', seedWith((b) => (b.peers[0].device[1].device_ip = '10.0.0')), 'peers[0].device[1].device_ip', 'IPv4 or IPv6'],
-    ['duplicate local logical ids', seedWith((b) => (b.local.device[1].device_logical_id = '0')), 'local.device[1].device_logical_id', 'duplicate device_logical_id 0'],
+    [
+      'device_logical_id a word',
+      seedWith((b) => (b.local.device[1].device_logical_id = 'one')),
+      'local.device[1].device_logical_id',
+      'integer string',
+    ],
+    [
+      'device_logical_id negative',
+      seedWith((b) => (b.local.device[1].device_logical_id = '-1')),
+      'local.device[1].device_logical_id',
+      'integer string',
+    ],
+    [
+      'device_logical_id a number',
+      seedWith((b) => (b.local.device[0].device_logical_id = 0)),
+      'local.device[0].device_logical_id',
+      'integer string',
+    ],
+    [
+      'device_logical_id missing',
+      seedWith((b) => delete b.peers[0].device[0].device_logical_id),
+      'peers[0].device[0].device_logical_id',
+      'is required',
+    ],
+    [
+      'local device_ip not an IP',
+      seedWith((b) => (b.local.device[0].device_ip = 'xxx.xxx.xxx.xxx')),
+      'local.device[0].device_ip',
+      'IPv4 or IPv6',
+    ],
+    [
+      'peer device_ip not an IP',
+      seedWith((b) => (b.peers[0].device[1].device_ip = '10.0.0')),
+      'peers[0].device[1].device_ip',
+      'IPv4 or IPv6',
+    ],
+    [
+      'duplicate local logical ids',
+      seedWith((b) => (b.local.device[1].device_logical_id = '0')),
+      'local.device[1].device_logical_id',
+      'duplicate device_logical_id 0',
+    ],
     ['a peer with fewer devices', seedWith((b) => b.peers[0].device.pop()), 'peers[0].device', 'has 1 devices, the local node has 2'],
-    ['a peer with more devices', seedWith((b) => b.peers[0].device.push({ device_ip: '127.0.0.3', device_logical_id: '2' })), 'peers[0].device', 'has 3 devices'],
+    [
+      'a peer with more devices',
+      seedWith((b) => b.peers[0].device.push({ device_ip: '127.0.0.3', device_logical_id: '2' })),
+      'peers[0].device',
+      'has 3 devices',
+    ],
     ['a peer equal to the local node', seedWith((b) => (b.peers = [structuredClone(b.local)])), 'peers[0]', 'local node itself'],
     ['peers not an array', seedWith((b) => (b.peers = {})), 'peers', 'array of peers'],
-    ['a local device this agent does not serve', seedWith((b) => (b.local.device[1].device_logical_id = '3')), 'local.device[1].device_logical_id', 'no link endpoint for device 3'],
-    ['a local device on another address', seedWith((b) => (b.local.device[0].device_ip = '127.0.0.9')), 'local.device[0].device_ip', 'device 0 listens on 127.0.0.2'],
-    ['a peer link port beyond 65535', seedWith((b) => (b.peers[0].device[0].device_logical_id = '40000')), 'peers[0].device[0].device_logical_id', 'exceeds 65535'],
+    [
+      'a local device this agent does not serve',
+      seedWith((b) => (b.local.device[1].device_logical_id = '3')),
+      'local.device[1].device_logical_id',
+      'no link endpoint for device 3',
+    ],
+    [
+      'a local device on another address',
+      seedWith((b) => (b.local.device[0].device_ip = '127.0.0.9')),
+      'local.device[0].device_ip',
+      'device 0 listens on 127.0.0.2',
+    ],
+    [
+      'a peer link port beyond 65535',
+      seedWith((b) => (b.peers[0].device[0].device_logical_id = '40000')),
+      'peers[0].device[0].device_logical_id',
+      'exceeds 65535',
+    ],
     ['a JSON array', [seedExample], '', 'must be a JSON object'],
     ['JSON null', null, '', 'must be a JSON object'],
   ];
@@ -155,7 +232,10 @@ describe('GET /v1/status', () => {
     const { app, controller } = setup();
     let res = await app.request('/v1/status');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ service: { roleStatus: 'RoleUnknown', currentRole: 'none', queuedPosts: 0 }, linkStatus: { desired: 0, ok: 0, linking: 0, failed: 0, peers: [] } });
+    expect(await res.json()).toEqual({
+      service: { roleStatus: 'RoleUnknown', currentRole: 'none', queuedPosts: 0 },
+      linkStatus: { desired: 0, ok: 0, linking: 0, failed: 0, peers: [] },
+    });
     controller.submit(request('decode', [peer('127.0.0.10')]));
     await controller.whenReady();
     res = await app.request('/v1/status');

@@ -37,7 +37,8 @@ export function roleRoutes(deps: RoleRouteDeps): Hono {
     // The URL is checked before the body: a wrong role is a request error whatever the body says.
     if (!isRole(role)) throw errors.invalidArgument('role', `must be "prefill" or "decode", got ${JSON.stringify(role)}`);
     const body = await readJsonBody(c, { limitBytes });
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.unprocessable([{ path: '', message: 'must be a JSON object' }]);
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw errors.unprocessable([{ path: '', message: 'must be a JSON object' }]);
     const parsed = v.safeParse(RoleBody, body, { abortEarly: false });
     if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
     deps.controller.submit(toRoleRequest(role, parsed.output));

@@ -15,8 +15,17 @@ test('the agent serves /v1/links and /metrics over its pool and closes cleanly',
   });
   try {
     const post = (body: unknown) =>
-      agent.managementApp.request('/v1/links/link', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const res = await post({ clusters: [{ remote_cluster_id: 9, remote_ip_info: '127.0.0.2:26000', local_ip_info: '127.0.0.4' }, { remote_cluster_id: 10, remote_ip_info: '127.0.0.2:1' }] });
+      agent.managementApp.request('/v1/links/link', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const res = await post({
+      clusters: [
+        { remote_cluster_id: 9, remote_ip_info: '127.0.0.2:26000', local_ip_info: '127.0.0.4' },
+        { remote_cluster_id: 10, remote_ip_info: '127.0.0.2:1' },
+      ],
+    });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { rets: { name: string }[] }).rets.map((r) => r.name)).toEqual(['LLM_SUCCESS', 'LLM_LINK_FAILED']);
     const links = (await (await agent.managementApp.request('/v1/links')).json()) as { links: { endpoint: string; state: string }[] };

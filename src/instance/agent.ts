@@ -84,7 +84,11 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
   const metrics = options.metrics ?? createRegistry();
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const filename = options.workerFilename;
-  const pool = new WorkerPool({ ...(options.threads === undefined ? {} : { threads: options.threads }), ...(options.atomics === undefined ? {} : { atomics: options.atomics }), ...(filename === undefined ? {} : { filename }) });
+  const pool = new WorkerPool({
+    ...(options.threads === undefined ? {} : { threads: options.threads }),
+    ...(options.atomics === undefined ? {} : { atomics: options.atomics }),
+    ...(filename === undefined ? {} : { filename }),
+  });
   // Event waits get a thread of their own so they never delay a link call.
   const eventPool = new WorkerPool({ threads: 1, ...(filename === undefined ? {} : { filename }) });
   const handles = new Map<string, number>();
@@ -101,7 +105,8 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
         listenIp: device.ip,
         listenPort: device.port,
       });
-      if (!reply.ok) throw errors.unavailable(`cannot open link endpoint ${device.endpoint} on ${device.ip}:${device.port}: ${reply.message}`);
+      if (!reply.ok)
+        throw errors.unavailable(`cannot open link endpoint ${device.endpoint} on ${device.ip}:${device.port}: ${reply.message}`);
       handles.set(device.endpoint, reply.value);
     }
   } catch (err) {
@@ -109,7 +114,11 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     await Promise.all([pool.close(), eventPool.close()]);
     throw err;
   }
-  const kv = await startTransfers(handles, options.transfers, { registry: metrics, listPool: pool, ...(filename === undefined ? {} : { filename }) }).catch(async (err: unknown) => {
+  const kv = await startTransfers(handles, options.transfers, {
+    registry: metrics,
+    listPool: pool,
+    ...(filename === undefined ? {} : { filename }),
+  }).catch(async (err: unknown) => {
     await destroyAll();
     await Promise.all([pool.close(), eventPool.close()]);
     throw err;
@@ -152,7 +161,8 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     const reply = await pool.run<RuntimeLink[]>({ op: 'list', handle });
     if (!reply.ok) return;
     for (const link of reply.value) {
-      if (link.side === 1 && link.remoteIp !== '') linkManager.noteRemote(endpoint, link.remoteClusterId, { ip: link.remoteIp, port: link.remotePort });
+      if (link.side === 1 && link.remoteIp !== '')
+        linkManager.noteRemote(endpoint, link.remoteClusterId, { ip: link.remoteIp, port: link.remotePort });
     }
   };
   const noteServerAddresses = async (endpoint: string): Promise<void> => {
@@ -172,9 +182,15 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(onNotFound);
-  managementApp.route('/', linkRoutes({ manager: linkManager, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }));
+  managementApp.route(
+    '/',
+    linkRoutes({ manager: linkManager, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }),
+  );
   managementApp.route('/', roleRoutes({ controller: role }));
-  managementApp.route('/', blockRoutes({ transfers: kv.transfers, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }));
+  managementApp.route(
+    '/',
+    blockRoutes({ transfers: kv.transfers, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }),
+  );
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
 
   let closing: Promise<void> | undefined;

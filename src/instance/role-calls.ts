@@ -14,7 +14,11 @@ export type LinkRef = Pick<LinkInfo, 'endpoint' | 'remoteClusterId' | 'remote'>;
 /** Link outcomes after which the link is up (ALREADY_LINK: the runtime holds it). */
 export const LINK_DONE: ReadonlySet<number> = new Set([LLM_STATUS.LLM_SUCCESS, LLM_STATUS.LLM_ALREADY_LINK]);
 /** Unlink outcomes after which the local end is gone (NOTIFY_PROMPT_UNLINK_FAILED: only the peer still holds it). */
-export const UNLINK_DONE: ReadonlySet<number> = new Set([LLM_STATUS.LLM_SUCCESS, LLM_STATUS.LLM_NOT_YET_LINK, LLM_STATUS.LLM_NOTIFY_PROMPT_UNLINK_FAILED]);
+export const UNLINK_DONE: ReadonlySet<number> = new Set([
+  LLM_STATUS.LLM_SUCCESS,
+  LLM_STATUS.LLM_NOT_YET_LINK,
+  LLM_STATUS.LLM_NOTIFY_PROMPT_UNLINK_FAILED,
+]);
 /** Unlink is keyed by cluster id; a server-side link whose peer address is not known yet has none. */
 const NO_ADDRESS: IpPort = { ip: '', port: 0 };
 
@@ -32,7 +36,11 @@ export function linkAll(manager: LinkManager, refs: readonly LinkRef[], timeoutM
  * held, with their last code.
  * @example for (const { ref, code } of await unlinkAll(manager, stray, 3000)) report(ref, code);
  */
-export async function unlinkAll(manager: LinkManager, refs: readonly LinkRef[], timeoutMs: number): Promise<{ ref: LinkRef; code: number }[]> {
+export async function unlinkAll(
+  manager: LinkManager,
+  refs: readonly LinkRef[],
+  timeoutMs: number,
+): Promise<{ ref: LinkRef; code: number }[]> {
   const normal = await chunked(refs, (targets) => manager.unlinkClusters(targets, { timeoutMs }));
   const stuck = refs.filter((_, i) => !UNLINK_DONE.has(normal[i] ?? LLM_STATUS.LLM_FAILED));
   const forced = await chunked(stuck, (targets) => manager.unlinkClusters(targets, { timeoutMs, force: true }));
@@ -49,7 +57,8 @@ async function chunked(refs: readonly LinkRef[], call: (targets: EndpointTarget[
     else list.push(i);
   });
   const chunks: number[][] = [];
-  for (const list of byEndpoint.values()) for (let i = 0; i < list.length; i += MAX_CLUSTERS_PER_CALL) chunks.push(list.slice(i, i + MAX_CLUSTERS_PER_CALL));
+  for (const list of byEndpoint.values())
+    for (let i = 0; i < list.length; i += MAX_CLUSTERS_PER_CALL) chunks.push(list.slice(i, i + MAX_CLUSTERS_PER_CALL));
   await Promise.all(
     chunks.map(async (chunk) => {
       const targets = chunk.map((i): EndpointTarget => {

@@ -60,7 +60,10 @@ export class DesiredLinks {
     this.#links = new Map(
       plan.map((p) => {
         const old = before.get(p.key);
-        return [p.key, old === undefined ? { plan: p, failures: 0, lastCode: undefined, nextAttemptAt: undefined, stale: false } : { ...old, plan: p }];
+        return [
+          p.key,
+          old === undefined ? { plan: p, failures: 0, lastCode: undefined, nextAttemptAt: undefined, stale: false } : { ...old, plan: p },
+        ];
       }),
     );
     this.#down.clear();
@@ -88,14 +91,17 @@ export class DesiredLinks {
   /** Earliest scheduled retry, if any. */
   nextDue(): number | undefined {
     let due: number | undefined;
-    for (const t of this.#links.values()) if (t.nextAttemptAt !== undefined && (due === undefined || t.nextAttemptAt < due)) due = t.nextAttemptAt;
+    for (const t of this.#links.values())
+      if (t.nextAttemptAt !== undefined && (due === undefined || t.nextAttemptAt < due)) due = t.nextAttemptAt;
     return due;
   }
 
   /** True when the manager's entry is a desired link at the desired address. */
   wants(entry: LinkInfo): boolean {
     const t = this.#links.get(`${entry.endpoint}\u0000${entry.remoteClusterId}`);
-    return t !== undefined && (entry.remote === undefined || (entry.remote.ip === t.plan.remote.ip && entry.remote.port === t.plan.remote.port));
+    return (
+      t !== undefined && (entry.remote === undefined || (entry.remote.ip === t.plan.remote.ip && entry.remote.port === t.plan.remote.port))
+    );
   }
 
   hold(key: string): void {

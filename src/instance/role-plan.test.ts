@@ -19,7 +19,10 @@ describe('planLinks', () => {
   });
 
   test('local devices pair by their position in local.device, whatever their logical ids', () => {
-    const swapped = { ...request('decode', [peer('127.0.0.10')]), local: { serverIp: LOCAL_IP, devices: [1, 0].map((logicalId) => ({ logicalId, deviceIp: LOCAL_IP })) } };
+    const swapped = {
+      ...request('decode', [peer('127.0.0.10')]),
+      local: { serverIp: LOCAL_IP, devices: [1, 0].map((logicalId) => ({ logicalId, deviceIp: LOCAL_IP })) },
+    };
     expect(planLinks(swapped, LOCAL_DEVICES, BASE).links.map((l) => [l.device, l.endpoint, l.peerLogicalId])).toEqual([
       [0, '1', 0],
       [1, '0', 1],
@@ -27,8 +30,19 @@ describe('planLinks', () => {
   });
 
   test('a local device without a context on this agent', () => {
-    const body = { ...request('decode', []), local: { serverIp: LOCAL_IP, devices: [{ logicalId: 0, deviceIp: LOCAL_IP }, { logicalId: 7, deviceIp: LOCAL_IP }] } };
-    expect(issuesOf(body, LOCAL_DEVICES, BASE)).toEqual(['local.device[1].device_logical_id: no link endpoint for device 7 on this agent (it serves 0, 1)']);
+    const body = {
+      ...request('decode', []),
+      local: {
+        serverIp: LOCAL_IP,
+        devices: [
+          { logicalId: 0, deviceIp: LOCAL_IP },
+          { logicalId: 7, deviceIp: LOCAL_IP },
+        ],
+      },
+    };
+    expect(issuesOf(body, LOCAL_DEVICES, BASE)).toEqual([
+      'local.device[1].device_logical_id: no link endpoint for device 7 on this agent (it serves 0, 1)',
+    ]);
   });
 
   test('a local device whose address differs from the one its context listens on', () => {
@@ -60,17 +74,36 @@ describe('planLinks', () => {
   });
 
   test("a peer device that is one of this agent's own devices", () => {
-    expect(issuesOf(request('decode', [peer(LOCAL_IP, [1, 2])]), LOCAL_DEVICES, BASE)).toEqual([`peers[0].device[0]: is this agent's own device 1 (${LOCAL_IP}:${BASE + 1})`]);
+    expect(issuesOf(request('decode', [peer(LOCAL_IP, [1, 2])]), LOCAL_DEVICES, BASE)).toEqual([
+      `peers[0].device[0]: is this agent's own device 1 (${LOCAL_IP}:${BASE + 1})`,
+    ]);
   });
 
   test('two peers asking for the same link', () => {
     const a = peer('127.0.0.10');
-    const b = { serverIp: '127.0.0.11', devices: [{ logicalId: 3, deviceIp: '127.0.0.11' }, { logicalId: 1, deviceIp: '127.0.0.10' }] };
-    expect(issuesOf(request('decode', [a, b]), LOCAL_DEVICES, BASE)).toEqual(['peers[1].device[1]: asks for the same link as peers[0].device[1] (local device 1 to 127.0.0.10:26001)']);
+    const b = {
+      serverIp: '127.0.0.11',
+      devices: [
+        { logicalId: 3, deviceIp: '127.0.0.11' },
+        { logicalId: 1, deviceIp: '127.0.0.10' },
+      ],
+    };
+    expect(issuesOf(request('decode', [a, b]), LOCAL_DEVICES, BASE)).toEqual([
+      'peers[1].device[1]: asks for the same link as peers[0].device[1] (local device 1 to 127.0.0.10:26001)',
+    ]);
   });
 
   test('all problems are reported together and no links are planned', () => {
-    const body = { ...request('decode', [peer('127.0.0.10', [0, 99999])]), local: { serverIp: LOCAL_IP, devices: [{ logicalId: 9, deviceIp: LOCAL_IP }, { logicalId: 1, deviceIp: LOCAL_IP }] } };
+    const body = {
+      ...request('decode', [peer('127.0.0.10', [0, 99999])]),
+      local: {
+        serverIp: LOCAL_IP,
+        devices: [
+          { logicalId: 9, deviceIp: LOCAL_IP },
+          { logicalId: 1, deviceIp: LOCAL_IP },
+        ],
+      },
+    };
     const plan = planLinks(body, LOCAL_DEVICES, BASE);
     expect(plan.issues.map((i) => i.path)).toEqual(['local.device[0].device_logical_id', 'peers[0].device[1].device_logical_id']);
     expect(plan.links).toEqual([]);

@@ -74,14 +74,20 @@ export function planLinks(request: RoleRequest, devices: readonly LocalDevice[],
     const path = `local.device[${i}]`;
     const device = byEndpoint.get(String(spec.logicalId));
     if (device === undefined) {
-      issues.push({ path: `${path}.device_logical_id`, message: `no link endpoint for device ${spec.logicalId} on this agent (it serves ${served})` });
+      issues.push({
+        path: `${path}.device_logical_id`,
+        message: `no link endpoint for device ${spec.logicalId} on this agent (it serves ${served})`,
+      });
       return;
     }
     if (!listensEverywhere(device.ip) && clusterIdFor(spec.deviceIp, device.port) !== clusterIdFor(device.ip, device.port)) {
       issues.push({ path: `${path}.device_ip`, message: `is ${spec.deviceIp}, but device ${spec.logicalId} listens on ${device.ip}` });
     }
     if (device.port !== linkBasePort + spec.logicalId) {
-      issues.push({ path, message: `device ${spec.logicalId} listens on port ${device.port}, not link_base_port ${linkBasePort} + ${spec.logicalId}, where peers look for it` });
+      issues.push({
+        path,
+        message: `device ${spec.logicalId} listens on port ${device.port}, not link_base_port ${linkBasePort} + ${spec.logicalId}, where peers look for it`,
+      });
     }
     const derived = clusterIdFor(device.ip, device.port);
     if (!listensEverywhere(device.ip) && device.clusterId !== derived) {
@@ -99,7 +105,10 @@ export function planLinks(request: RoleRequest, devices: readonly LocalDevice[],
       const path = `peers[${p}].device[${i}]`;
       const port = linkBasePort + spec.logicalId;
       if (port > 65535) {
-        issues.push({ path: `${path}.device_logical_id`, message: `link port ${linkBasePort} + ${spec.logicalId} = ${port} exceeds 65535` });
+        issues.push({
+          path: `${path}.device_logical_id`,
+          message: `link port ${linkBasePort} + ${spec.logicalId} = ${port} exceeds 65535`,
+        });
         return;
       }
       const local = request.local.devices[i];

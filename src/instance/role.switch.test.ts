@@ -8,14 +8,16 @@ const P1 = '127.0.0.10';
 const P2 = '127.0.0.11';
 const P3 = '127.0.0.12';
 /** `op endpoint id` for device pair i of each peer. */
-const linkCalls = (op: string, ...peers: string[]) => ['0', '1'].map((endpoint, i) => `${op} ${endpoint} ${peers.map((ip) => peerId(ip, i)).join(',')}`);
+const linkCalls = (op: string, ...peers: string[]) =>
+  ['0', '1'].map((endpoint, i) => `${op} ${endpoint} ${peers.map((ip) => peerId(ip, i)).join(',')}`);
 
 describe('prefill: the link server', () => {
   const D1 = '127.0.0.20';
   const D2 = '127.0.0.21';
   const D3 = '127.0.0.22';
   const linkFrom = (manager: ReturnType<typeof setupRole>['manager'], ip: string) => {
-    for (const endpoint of ['0', '1']) manager.handleRuntimeEvent(endpoint, { kind: 'peer-linked', side: 'server', remoteClusterId: peerId(ip, Number(endpoint)), code: 0 });
+    for (const endpoint of ['0', '1'])
+      manager.handleRuntimeEvent(endpoint, { kind: 'peer-linked', side: 'server', remoteClusterId: peerId(ip, Number(endpoint)), code: 0 });
   };
 
   test('before its first post a prefill agent accepts any client; the post unlinks clients it does not name', async () => {
@@ -31,7 +33,12 @@ describe('prefill: the link server', () => {
       ['1', peerId(D1, 1)],
     ]);
     // D2 has not linked yet: waiting for it, not failed.
-    expect(controller.status().linkStatus.peers.map((p) => `${p.target}/${p.device}:${p.link}`)).toEqual([`${D1}/0:ok`, `${D1}/1:ok`, `${D2}/0:linking`, `${D2}/1:linking`]);
+    expect(controller.status().linkStatus.peers.map((p) => `${p.target}/${p.device}:${p.link}`)).toEqual([
+      `${D1}/0:ok`,
+      `${D1}/1:ok`,
+      `${D2}/0:linking`,
+      `${D2}/1:linking`,
+    ]);
     expect(controller.roleStatus).toBe('RoleSwitching');
     linkFrom(manager, D2);
     expect(controller.status().service).toEqual({ roleStatus: 'RoleReady', currentRole: 'prefill', queuedPosts: 0 });
@@ -107,7 +114,12 @@ describe('role changes and ordering', () => {
     controller.submit(request('prefill', []));
     controller.submit(request('decode', [peer(P2)]));
     controller.submit(request('decode', [peer(P3)]));
-    expect(controller.status().service).toMatchObject({ roleStatus: 'RoleSwitching', currentRole: 'decode', switchingTo: 'decode', queuedPosts: 2 });
+    expect(controller.status().service).toMatchObject({
+      roleStatus: 'RoleSwitching',
+      currentRole: 'decode',
+      switchingTo: 'decode',
+      queuedPosts: 2,
+    });
     executor.release();
     await controller.settled();
     expect(calls()).toEqual([...linkCalls('link', P1), ...linkCalls('unlink', P1), ...linkCalls('link', P3)]);

@@ -6,7 +6,8 @@ const P1 = '127.0.0.10';
 const P2 = '127.0.0.11';
 const P3 = '127.0.0.12';
 /** `op endpoint id` for device pair i of each peer. */
-const linkCalls = (op: string, ...peers: string[]) => ['0', '1'].map((endpoint, i) => `${op} ${endpoint} ${peers.map((ip) => peerId(ip, i)).join(',')}`);
+const linkCalls = (op: string, ...peers: string[]) =>
+  ['0', '1'].map((endpoint, i) => `${op} ${endpoint} ${peers.map((ip) => peerId(ip, i)).join(',')}`);
 
 describe('decode: the link client', () => {
   test('a post links local device i with device i of every peer, in one batch per device, and reaches RoleReady', async () => {
@@ -42,7 +43,12 @@ describe('decode: the link client', () => {
     const many = Array.from({ length: 20 }, (_, n) => peer(`127.0.1.${n + 1}`));
     controller.submit(request('decode', many));
     await controller.whenReady();
-    expect(executor.batches.map((b) => `${b.op} ${b.endpoint} ${b.ids.length}`).sort()).toEqual(['link 0 16', 'link 0 4', 'link 1 16', 'link 1 4']);
+    expect(executor.batches.map((b) => `${b.op} ${b.endpoint} ${b.ids.length}`).sort()).toEqual([
+      'link 0 16',
+      'link 0 4',
+      'link 1 16',
+      'link 1 4',
+    ]);
     expect(controller.status().linkStatus).toMatchObject({ desired: 40, ok: 40 });
   });
 
@@ -62,7 +68,12 @@ describe('decode: the link client', () => {
     controller.submit(request('decode', [peer(P1), peer(P3)]));
     await controller.settled();
     expect(calls()).toEqual([...linkCalls('unlink', P2), ...linkCalls('link', P3)]);
-    expect(controller.status().linkStatus.peers.map((p) => `${p.target}/${p.device}:${p.link}`)).toEqual([`${P1}/0:ok`, `${P1}/1:ok`, `${P3}/0:ok`, `${P3}/1:ok`]);
+    expect(controller.status().linkStatus.peers.map((p) => `${p.target}/${p.device}:${p.link}`)).toEqual([
+      `${P1}/0:ok`,
+      `${P1}/1:ok`,
+      `${P3}/0:ok`,
+      `${P3}/1:ok`,
+    ]);
     executor.batches.length = 0;
     controller.submit(request('decode', [peer(P1), peer(P3)]));
     await controller.settled();
@@ -88,7 +99,13 @@ describe('decode: the link client', () => {
     expect(status.service.roleStatus).toBe('RoleSwitching');
     expect(status.service.lastError?.message).toContain('LLM_LINK_FAILED');
     expect(status.linkStatus).toMatchObject({ desired: 4, ok: 3, failed: 1 });
-    expect(status.linkStatus.peers[2]).toMatchObject({ target: P2, device: 0, link: 'failed: LLM_LINK_FAILED', failures: 1, retryInMs: 200 });
+    expect(status.linkStatus.peers[2]).toMatchObject({
+      target: P2,
+      device: 0,
+      link: 'failed: LLM_LINK_FAILED',
+      failures: 1,
+      retryInMs: 200,
+    });
 
     const waits: number[] = [];
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -119,7 +136,10 @@ describe('decode: the link client', () => {
     const { controller, executor, manager, clock } = setupRole();
     controller.submit(request('decode', [peer(P1), peer(P2)]));
     await controller.whenReady();
-    for (const [endpoint, id] of [['0', peerId(P2, 0)], ['1', peerId(P2, 1)]] as const) {
+    for (const [endpoint, id] of [
+      ['0', peerId(P2, 0)],
+      ['1', peerId(P2, 1)],
+    ] as const) {
       executor.links.delete(`${endpoint}/${id}`); // the runtime dropped it
       executor.refuse.set(BASE + Number(endpoint), S.LLM_LINK_FAILED);
       manager.handleRuntimeEvent(endpoint, { kind: 'peer-lost', side: 'client', remoteClusterId: id, code: S.LLM_LINK_FAILED });

@@ -77,9 +77,11 @@ export class RoleController {
 
   constructor(options: RoleControllerOptions) {
     const basePort = options.linkBasePort ?? DEFAULT_LINK_BASE_PORT;
-    if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65535) throw new RangeError('linkBasePort must be an integer in [1, 65535]');
+    if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65535)
+      throw new RangeError('linkBasePort must be an integer in [1, 65535]');
     const timeoutMs = options.linkTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1) throw new RangeError('linkTimeoutMs must be an integer in [1, 2^31 - 1]');
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1)
+      throw new RangeError('linkTimeoutMs must be an integer in [1, 2^31 - 1]');
     this.#manager = options.manager;
     this.#devices = options.devices;
     this.#endpoints = new Set(options.devices.map((d) => d.endpoint));
@@ -232,7 +234,9 @@ export class RoleController {
       this.#setPlan(job.plan);
       this.#readySince = job.acceptedAt;
       if (role === 'decode') {
-        await this.#unlink(this.#local().filter((e) => e.side === 'client' && (e.state === 'linked' || e.state === 'failed') && !this.#desired.wants(e)));
+        await this.#unlink(
+          this.#local().filter((e) => e.side === 'client' && (e.state === 'linked' || e.state === 'failed') && !this.#desired.wants(e)),
+        );
         await this.#attempt(this.#desired.all());
       } else {
         const expected = (e: LinkInfo) => this.#desired.get(linkKey(e.endpoint, e.remoteClusterId)) !== undefined;
@@ -254,7 +258,8 @@ export class RoleController {
 
   async #clear(endpoint: string, remoteClusterId: bigint): Promise<void> {
     const entry = this.#manager.get(endpoint, remoteClusterId);
-    if (entry?.side === 'client' && entry.state === 'linked' && this.#desired.get(linkKey(endpoint, remoteClusterId)) === undefined) await this.#unlink([entry]);
+    if (entry?.side === 'client' && entry.state === 'linked' && this.#desired.get(linkKey(endpoint, remoteClusterId)) === undefined)
+      await this.#unlink([entry]);
   }
 
   /** Links every given desired link that is not up, clearing a failed or stale local end first. */
@@ -275,7 +280,11 @@ export class RoleController {
     try {
       await this.#unlink(clear);
       for (const t of link) t.stale = false;
-      const codes = await linkAll(this.#manager, link.map((t) => t.plan), this.#timeoutMs);
+      const codes = await linkAll(
+        this.#manager,
+        link.map((t) => t.plan),
+        this.#timeoutMs,
+      );
       link.forEach((t, i) => {
         const code = codes[i] ?? LLM_STATUS.LLM_FAILED;
         if (LINK_DONE.has(code)) this.#desired.succeeded(t);

@@ -52,7 +52,12 @@ test('the status body: MindIE names, counts, retry countdown, exact cluster ids,
     now: 1000,
   });
   expect(body).toEqual({
-    service: { roleStatus: 'RoleSwitching', currentRole: 'decode', queuedPosts: 0, lastError: { message: 'link to 5.6.7.8 device 1: LLM_TIMEOUT', at: '2026-01-01T00:00:00.000Z' } },
+    service: {
+      roleStatus: 'RoleSwitching',
+      currentRole: 'decode',
+      queuedPosts: 0,
+      lastError: { message: 'link to 5.6.7.8 device 1: LLM_TIMEOUT', at: '2026-01-01T00:00:00.000Z' },
+    },
     linkStatus: {
       desired: 3,
       ok: 1,
@@ -60,12 +65,41 @@ test('the status body: MindIE names, counts, retry countdown, exact cluster ids,
       failed: 1,
       peers: [
         { target: '5.6.7.8', device: 0, link: 'ok', localDevice: 0, peerDevice: 0, remote: '[::1]:26000', remoteClusterId: 7, failures: 0 },
-        { target: '5.6.7.8', device: 1, link: 'failed: LLM_TIMEOUT', localDevice: 1, peerDevice: 0, remote: '[::1]:26000', remoteClusterId: '9223372036854775808', failures: 2, retryInMs: 400 },
-        { target: '5.6.7.8', device: 2, link: 'linking', localDevice: 2, peerDevice: 0, remote: '[::1]:26000', remoteClusterId: 9, failures: 0 },
+        {
+          target: '5.6.7.8',
+          device: 1,
+          link: 'failed: LLM_TIMEOUT',
+          localDevice: 1,
+          peerDevice: 0,
+          remote: '[::1]:26000',
+          remoteClusterId: '9223372036854775808',
+          failures: 2,
+          retryInMs: 400,
+        },
+        {
+          target: '5.6.7.8',
+          device: 2,
+          link: 'linking',
+          localDevice: 2,
+          peerDevice: 0,
+          remote: '[::1]:26000',
+          remoteClusterId: 9,
+          failures: 0,
+        },
       ],
     },
   });
-  expect(statusBody({ roleStatus: 'RoleUnknown', currentRole: undefined, switchingTo: 'prefill', queuedPosts: 1, lastError: undefined, links: [], now: 0 }).service).toEqual({
+  expect(
+    statusBody({
+      roleStatus: 'RoleUnknown',
+      currentRole: undefined,
+      switchingTo: 'prefill',
+      queuedPosts: 1,
+      lastError: undefined,
+      links: [],
+      now: 0,
+    }).service,
+  ).toEqual({
     roleStatus: 'RoleUnknown',
     currentRole: 'none',
     switchingTo: 'prefill',

@@ -112,7 +112,9 @@ export function statusBody(input: StatusInput): StatusBody {
       currentRole: input.currentRole ?? 'none',
       ...(input.switchingTo === undefined ? {} : { switchingTo: input.switchingTo }),
       queuedPosts: input.queuedPosts,
-      ...(input.lastError === undefined ? {} : { lastError: { message: input.lastError.message, at: new Date(input.lastError.at).toISOString() } }),
+      ...(input.lastError === undefined
+        ? {}
+        : { lastError: { message: input.lastError.message, at: new Date(input.lastError.at).toISOString() } }),
     },
     linkStatus: { desired: peers.length, ok, linking: peers.length - ok - failed, failed, peers },
   };

@@ -33,20 +33,49 @@ const instanceId = fc.constantFrom(...INSTANCE_IDS);
 /** Ids 0–1 are prefill and 2–3 decode, except for an occasional role change (a removal plus an addition). */
 const roleOf = (id: number): fc.Arbitrary<InstanceRole> => {
   const usual: InstanceRole = id < 2 ? 'prefill' : 'decode';
-  return fc.oneof({ weight: 9, arbitrary: fc.constant(usual) }, { weight: 1, arbitrary: fc.constant<InstanceRole>(usual === 'prefill' ? 'decode' : 'prefill') });
+  return fc.oneof(
+    { weight: 9, arbitrary: fc.constant(usual) },
+    { weight: 1, arbitrary: fc.constant<InstanceRole>(usual === 'prefill' ? 'decode' : 'prefill') },
+  );
 };
 
 /** A full snapshot: each instance present most of the time, so removals happen but do not dominate. */
 const topologyArb: fc.Arbitrary<FakeInstanceSpec[]> = fc
-  .tuple(...INSTANCE_IDS.map((id) => fc.option(fc.record({ id: fc.constant(id), role: roleOf(id), availSlots: fc.nat(6), availBlocks: fc.nat(80) }), { freq: 10 })))
+  .tuple(
+    ...INSTANCE_IDS.map((id) =>
+      fc.option(fc.record({ id: fc.constant(id), role: roleOf(id), availSlots: fc.nat(6), availBlocks: fc.nat(80) }), { freq: 10 }),
+    ),
+  )
   .map((specs) => specs.filter((s) => s !== null));
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('reserve' as const), id: requestId, p: instanceId, d: instanceId, slots: fc.nat(3), pBlocks: fc.nat(30), dBlocks: fc.nat(30), leaseMs: fc.integer({ min: 1, max: MAX_LEASE }) }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('begin' as const), id: requestId, phase: fc.constantFrom<TransferPhase>('prefilling', 'transferring') }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('reserve' as const),
+      id: requestId,
+      p: instanceId,
+      d: instanceId,
+      slots: fc.nat(3),
+      pBlocks: fc.nat(30),
+      dBlocks: fc.nat(30),
+      leaseMs: fc.integer({ min: 1, max: MAX_LEASE }),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('begin' as const),
+      id: requestId,
+      phase: fc.constantFrom<TransferPhase>('prefilling', 'transferring'),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('complete' as const), id: requestId, bytes: fc.nat(1 << 20) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('fail' as const), id: requestId }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('release' as const), id: requestId, reason: fc.constantFrom(...RELEASE_REASONS) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('release' as const), id: requestId, reason: fc.constantFrom(...RELEASE_REASONS) }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('extend' as const), id: requestId, ms: fc.integer({ min: 1, max: MAX_LEASE }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.nat(3_000) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('refresh' as const), instances: topologyArb }) },
@@ -107,7 +136,8 @@ class Model {
       const held = this.reserved(spec.id);
       return slots <= Math.max(0, spec.availSlots - held.slots) && blocks <= Math.max(0, spec.availBlocks - held.blocks);
     };
-    const ok = op.p === op.d ? fits(p, 2 * op.slots, op.pBlocks + op.dBlocks) : fits(p, op.slots, op.pBlocks) && fits(d, op.slots, op.dBlocks);
+    const ok =
+      op.p === op.d ? fits(p, 2 * op.slots, op.pBlocks + op.dBlocks) : fits(p, op.slots, op.pBlocks) && fits(d, op.slots, op.dBlocks);
     return ok ? null : 'insufficient_capacity';
   }
 }
@@ -187,7 +217,15 @@ function step(op: Op, ledger: KvLedger, clock: ManualClock, cluster: FakeCluster
   try {
     switch (op.kind) {
       case 'reserve':
-        ledger.reserve({ requestId: op.id, p: op.p, d: op.d, slots: op.slots, pBlocks: op.pBlocks, dBlocks: op.dBlocks, leaseMs: op.leaseMs });
+        ledger.reserve({
+          requestId: op.id,
+          p: op.p,
+          d: op.d,
+          slots: op.slots,
+          pBlocks: op.pBlocks,
+          dBlocks: op.dBlocks,
+          leaseMs: op.leaseMs,
+        });
         break;
       case 'begin':
         ledger.begin(op.id, op.phase);
@@ -282,32 +320,37 @@ function checkInvariants(ledger: KvLedger, clock: ManualClock, model: Model): vo
 
 test('random interleavings never over-allocate, keep totals exact, and return to zero', () => {
   fc.assert(
-    fc.property(topologyArb, fc.array(opArb, { minLength: 10, maxLength: 120, size: 'max' }), fc.boolean(), (initial, ops, finishByExpiry) => {
-      const cluster = new FakeCluster();
-      const clock = new ManualClock(0);
-      const ledger = new KvLedger({ cluster, clock, recentCapacity: 1_000 });
-      const model = new Model();
-      step({ kind: 'refresh', instances: initial }, ledger, clock, cluster, model);
-      let events = 0;
-      ledger.onRecord(() => events++);
-      for (const op of ops) {
-        step(op, ledger, clock, cluster, model);
-        checkInvariants(ledger, clock, model);
-      }
-      expect(events).toBe(model.reserves + model.ended + countBegins(ledger));
+    fc.property(
+      topologyArb,
+      fc.array(opArb, { minLength: 10, maxLength: 120, size: 'max' }),
+      fc.boolean(),
+      (initial, ops, finishByExpiry) => {
+        const cluster = new FakeCluster();
+        const clock = new ManualClock(0);
+        const ledger = new KvLedger({ cluster, clock, recentCapacity: 1_000 });
+        const model = new Model();
+        step({ kind: 'refresh', instances: initial }, ledger, clock, cluster, model);
+        let events = 0;
+        ledger.onRecord(() => events++);
+        for (const op of ops) {
+          step(op, ledger, clock, cluster, model);
+          checkInvariants(ledger, clock, model);
+        }
+        expect(events).toBe(model.reserves + model.ended + countBegins(ledger));
 
-      if (finishByExpiry) clock.advance(MAX_LEASE);
-      else ledger.close();
-      const totals = ledger.totals();
-      expect(totals).toMatchObject({ active: 0, reservedSlots: 0, reservedBlocks: 0 });
-      for (const id of INSTANCE_IDS) {
-        const load = ledger.instanceLoad(id);
-        if (load !== undefined) expect([load.reservedSlots, load.reservedBlocks]).toEqual([0, 0]);
-      }
-      if (!finishByExpiry) expect(clock.pendingTimers).toBe(0);
-      clock.advance(MAX_LEASE);
-      expect(clock.pendingTimers).toBe(0);
-    }),
+        if (finishByExpiry) clock.advance(MAX_LEASE);
+        else ledger.close();
+        const totals = ledger.totals();
+        expect(totals).toMatchObject({ active: 0, reservedSlots: 0, reservedBlocks: 0 });
+        for (const id of INSTANCE_IDS) {
+          const load = ledger.instanceLoad(id);
+          if (load !== undefined) expect([load.reservedSlots, load.reservedBlocks]).toEqual([0, 0]);
+        }
+        if (!finishByExpiry) expect(clock.pendingTimers).toBe(0);
+        clock.advance(MAX_LEASE);
+        expect(clock.pendingTimers).toBe(0);
+      },
+    ),
     { numRuns: 400, includeErrorInReport: true },
   );
 });

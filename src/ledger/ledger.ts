@@ -366,6 +366,7 @@ export class KvLedger {
     const account = this.#accounts.get(id);
     if (account === undefined) return;
     this.#accounts.delete(id);
-    for (const record of [...account.records]) this.#endIfActive(record, 'failed', INSTANCE_REMOVED, `instance ${id} was removed by a refresh`);
+    for (const record of [...account.records])
+      this.#endIfActive(record, 'failed', INSTANCE_REMOVED, `instance ${id} was removed by a refresh`);
   }
 }

@@ -90,13 +90,20 @@ export class Batcher {
   async #runBatch(key: BatchKey, batch: Pending[]): Promise<void> {
     let outcome: BatchOutcome;
     try {
-      outcome = await this.#options.run(key, batch.map((p) => p.target));
+      outcome = await this.#options.run(
+        key,
+        batch.map((p) => p.target),
+      );
     } catch (cause) {
       // Executors must not throw; if one does, its items fail rather than hang.
       outcome = { rets: [], indeterminate: true, message: `executor failed: ${(cause as Error)?.message ?? String(cause)}` };
     }
     batch.forEach((p, i) =>
-      p.resolve({ code: outcome.rets[i] ?? LLM_STATUS.LLM_FAILED, indeterminate: outcome.indeterminate === true, message: outcome.message }),
+      p.resolve({
+        code: outcome.rets[i] ?? LLM_STATUS.LLM_FAILED,
+        indeterminate: outcome.indeterminate === true,
+        message: outcome.message,
+      }),
     );
   }
 }

@@ -14,7 +14,13 @@ const target = (id: number, port = 26000, endpoint?: string): EndpointTarget => 
 function setup(options: { endpoints?: string[]; maxBatch?: number; batchWindowMs?: number } = {}) {
   const executor = new FakeExecutor();
   const registry = new Registry();
-  const manager = new LinkManager({ executor, endpoints: options.endpoints ?? ['0'], registry, batchWindowMs: options.batchWindowMs ?? 0, ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }) });
+  const manager = new LinkManager({
+    executor,
+    endpoints: options.endpoints ?? ['0'],
+    registry,
+    batchWindowMs: options.batchWindowMs ?? 0,
+    ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }),
+  });
   const events: LinkEvent[] = [];
   manager.onChange((e) => events.push(e));
   return { executor, manager, events, registry };
@@ -27,7 +33,12 @@ describe('linkClusters / unlinkClusters', () => {
     expect(manager.get('0', 1n)).toMatchObject({ state: 'linked', side: 'client', remote: { ip: '127.0.0.2', port: 26000 } });
     expect(await manager.unlinkClusters([target(1)])).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
     expect(manager.list()).toEqual([]);
-    expect(events.map((e) => `${e.from}>${e.to}`)).toEqual(['unlinked>linking', 'linking>linked', 'linked>unlinking', 'unlinking>unlinked']);
+    expect(events.map((e) => `${e.from}>${e.to}`)).toEqual([
+      'unlinked>linking',
+      'linking>linked',
+      'linked>unlinking',
+      'unlinking>unlinked',
+    ]);
   });
 
   test('link twice → ALREADY_LINK; unlink unknown → NOT_YET_LINK', async () => {
@@ -49,9 +60,13 @@ describe('linkClusters / unlinkClusters', () => {
 
   test('bad timeouts, empty calls and unknown endpoints → PARAM_INVALID', async () => {
     const { manager, executor } = setup();
-    for (const timeoutMs of [0, -1, 1.5, 2 ** 31]) expect((await manager.linkClusters([target(1)], { timeoutMs })).ret).toBe(S.LLM_PARAM_INVALID);
+    for (const timeoutMs of [0, -1, 1.5, 2 ** 31])
+      expect((await manager.linkClusters([target(1)], { timeoutMs })).ret).toBe(S.LLM_PARAM_INVALID);
     expect(await manager.linkClusters([])).toEqual({ ret: S.LLM_PARAM_INVALID, rets: [] });
-    expect(await manager.linkClusters([target(1, 26000, 'nope'), target(2)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_PARAM_INVALID, S.LLM_SUCCESS] });
+    expect(await manager.linkClusters([target(1, 26000, 'nope'), target(2)])).toEqual({
+      ret: S.LLM_FAILED,
+      rets: [S.LLM_PARAM_INVALID, S.LLM_SUCCESS],
+    });
     expect(executor.batches.map((b) => b.ids)).toEqual([[2n]]);
   });
 
@@ -82,13 +97,19 @@ describe('linkClusters / unlinkClusters', () => {
     const executor = new FakeExecutor();
     const seen: unknown[] = [];
     const manager = new LinkManager({
-      executor: { link: (e, c, t) => (seen.push(...c.map((x) => x.local)), executor.link(e, c, t)), unlink: (e, c, t, f) => executor.unlink(e, c, t, f) },
+      executor: {
+        link: (e, c, t) => (seen.push(...c.map((x) => x.local)), executor.link(e, c, t)),
+        unlink: (e, c, t, f) => executor.unlink(e, c, t, f),
+      },
       endpoints: ['0'],
       batchWindowMs: 0,
       localAddresses: new Map([['0', { ip: '127.0.0.3', port: 0 }]]),
     });
     await manager.linkClusters([target(1), { ...target(2), local: { ip: '127.0.0.9', port: 5 } }]);
-    expect(seen).toEqual([{ ip: '127.0.0.3', port: 0 }, { ip: '127.0.0.9', port: 5 }]);
+    expect(seen).toEqual([
+      { ip: '127.0.0.3', port: 0 },
+      { ip: '127.0.0.9', port: 5 },
+    ]);
   });
 
   test('force unlink is passed through and clears the local entry', async () => {
@@ -154,7 +175,11 @@ describe('failures of the executor', () => {
   });
 
   test('an executor that throws fails its items instead of hanging', async () => {
-    const manager = new LinkManager({ executor: { link: () => Promise.reject(new Error('boom')), unlink: () => Promise.reject(new Error('boom')) }, endpoints: ['0'], batchWindowMs: 0 });
+    const manager = new LinkManager({
+      executor: { link: () => Promise.reject(new Error('boom')), unlink: () => Promise.reject(new Error('boom')) },
+      endpoints: ['0'],
+      batchWindowMs: 0,
+    });
     expect((await manager.linkClusters([target(1)])).rets).toEqual([S.LLM_FAILED]);
   });
 });
@@ -236,7 +261,12 @@ describe('reconcile', () => {
     const next = await manager.reconcile(second);
     expect(next.unlinked.map((r) => r.remoteClusterId).sort()).toEqual([0n, 1n, 2n, 3n, 4n]);
     expect(next.linked.map((r) => r.remoteClusterId)).toEqual([100n]);
-    expect(manager.list().map((l) => l.remoteClusterId).sort((a, b) => Number(a - b))).toEqual(second.map((t) => t.remoteClusterId));
+    expect(
+      manager
+        .list()
+        .map((l) => l.remoteClusterId)
+        .sort((a, b) => Number(a - b)),
+    ).toEqual(second.map((t) => t.remoteClusterId));
   });
 
   test('relinks failed links after clearing the local end, and moved peers', async () => {
@@ -246,8 +276,15 @@ describe('reconcile', () => {
     executor.links.delete('0/1');
     executor.batches.length = 0;
     await manager.reconcile([target(1), target(2, 26001)]);
-    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}:${b.ids.join(',')}`).sort()).toEqual(['link:1,2', 'unlink!:1', 'unlink:2']);
-    expect(manager.list().map((l) => [l.remoteClusterId, l.state, l.remote?.port])).toEqual([[1n, 'linked', 26000], [2n, 'linked', 26001]]);
+    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}:${b.ids.join(',')}`).sort()).toEqual([
+      'link:1,2',
+      'unlink!:1',
+      'unlink:2',
+    ]);
+    expect(manager.list().map((l) => [l.remoteClusterId, l.state, l.remote?.port])).toEqual([
+      [1n, 'linked', 26000],
+      [2n, 'linked', 26001],
+    ]);
   });
 
   test('leaves server-side links alone and rejects unknown endpoints', async () => {

@@ -112,8 +112,10 @@ export class LinkManager {
         desired: desired.map((t) => ({ ...t, endpoint: t.endpoint ?? this.#defaultEndpoint })),
         current: this.#table.list(),
         isEndpoint: (e) => this.#endpoints.has(e),
-        link: (endpoint, targets) => this.#group(targets, (t) => this.#linkOne(t, endpoint, { endpoint, op: 'link', timeoutMs, force: false })),
-        unlink: (endpoint, targets, force) => this.#group(targets, (t) => this.#unlinkOne(t, endpoint, { endpoint, op: 'unlink', timeoutMs, force })),
+        link: (endpoint, targets) =>
+          this.#group(targets, (t) => this.#linkOne(t, endpoint, { endpoint, op: 'link', timeoutMs, force: false })),
+        unlink: (endpoint, targets, force) =>
+          this.#group(targets, (t) => this.#unlinkOne(t, endpoint, { endpoint, op: 'unlink', timeoutMs, force })),
       });
     });
     this.#reconcileChain = run.catch(() => undefined);
@@ -143,11 +145,14 @@ export class LinkManager {
         if (entry === undefined) return;
         // The runtime has already dropped the link; a server forgets the peer, a client keeps a
         // failed entry so the owner of the desired set sees it and relinks.
-        if (entry.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
-        else if (entry.state === 'linked') this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
+        if (entry.side === 'server')
+          this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
+        else if (entry.state === 'linked')
+          this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
         return;
       case 'link-unusable':
-        if (entry?.state === 'linked') this.#table.set(endpoint, id, { state: 'failed', reason: 'link-unusable', code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT });
+        if (entry?.state === 'linked')
+          this.#table.set(endpoint, id, { state: 'failed', reason: 'link-unusable', code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT });
         return;
     }
   }
@@ -158,7 +163,8 @@ export class LinkManager {
    */
   noteRemote(endpoint: string, remoteClusterId: bigint, remote: IpPort): void {
     const entry = this.#table.get(endpoint, remoteClusterId);
-    if (entry?.side === 'server' && entry.remote === undefined) this.#table.set(endpoint, remoteClusterId, { state: entry.state, code: entry.code, remote, reason: 'peer-address' });
+    if (entry?.side === 'server' && entry.remote === undefined)
+      this.#table.set(endpoint, remoteClusterId, { state: entry.state, code: entry.code, remote, reason: 'peer-address' });
   }
 
   /** Every link the manager knows, client and server side. */
@@ -242,7 +248,8 @@ export class LinkManager {
     if (entry !== undefined) this.#table.set(endpoint, id, { state: 'unlinking', reason: 'unlink', code: entry.code });
     const outcome = await this.#batcher.push(key, target);
     const code = outcome.code;
-    if (outcome.indeterminate) console.error(`pdlink: unlink of cluster ${id} on endpoint ${endpoint} failed: ${outcome.message ?? 'outcome unknown'}`);
+    if (outcome.indeterminate)
+      console.error(`pdlink: unlink of cluster ${id} on endpoint ${endpoint} failed: ${outcome.message ?? 'outcome unknown'}`);
     if (entry === undefined) {
       if (code === LLM_STATUS.LLM_SUCCESS) this.#table.set(endpoint, id, { state: 'unlinked', reason: 'unlink' });
     } else if (
@@ -274,7 +281,8 @@ export class LinkManager {
 function callError(count: number, timeoutMs: number | undefined): number | undefined {
   if (count > MAX_CLUSTERS_PER_CALL) return LLM_STATUS.LLM_CLUSTER_NUM_EXCEED_LIMIT;
   if (count === 0) return LLM_STATUS.LLM_PARAM_INVALID;
-  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1)) return LLM_STATUS.LLM_PARAM_INVALID;
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1))
+    return LLM_STATUS.LLM_PARAM_INVALID;
   return undefined;
 }
 

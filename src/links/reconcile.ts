@@ -83,7 +83,11 @@ async function applyGrouped(
   const results = await Promise.all(
     [...groups.values()].map(async (g) => {
       const codes = await run(g.endpoint, g.force, g.targets);
-      return g.targets.map((t, i) => ({ endpoint: g.endpoint, remoteClusterId: t.remoteClusterId, code: codes[i] ?? LLM_STATUS.LLM_FAILED }));
+      return g.targets.map((t, i) => ({
+        endpoint: g.endpoint,
+        remoteClusterId: t.remoteClusterId,
+        code: codes[i] ?? LLM_STATUS.LLM_FAILED,
+      }));
     }),
   );
   return results.flat();

@@ -36,7 +36,15 @@ export class LinkTable {
   /** Every entry, sorted by endpoint then cluster id, so listings are stable. */
   list(): LinkInfo[] {
     return [...this.#entries.values()].sort((a, b) =>
-      a.endpoint === b.endpoint ? (a.remoteClusterId < b.remoteClusterId ? -1 : a.remoteClusterId > b.remoteClusterId ? 1 : 0) : a.endpoint < b.endpoint ? -1 : 1,
+      a.endpoint === b.endpoint
+        ? a.remoteClusterId < b.remoteClusterId
+          ? -1
+          : a.remoteClusterId > b.remoteClusterId
+            ? 1
+            : 0
+        : a.endpoint < b.endpoint
+          ? -1
+          : 1,
     );
   }
 
@@ -64,8 +72,23 @@ export class LinkTable {
       if (before === undefined) return;
       this.#entries.delete(key);
     } else {
-      if (before !== undefined && before.state === change.state && before.code === code && before.side === side && change.remote === undefined) return;
-      this.#entries.set(key, { endpoint, remoteClusterId, remote: change.remote ?? before?.remote, side, state: change.state, code, since: this.#now() });
+      if (
+        before !== undefined &&
+        before.state === change.state &&
+        before.code === code &&
+        before.side === side &&
+        change.remote === undefined
+      )
+        return;
+      this.#entries.set(key, {
+        endpoint,
+        remoteClusterId,
+        remote: change.remote ?? before?.remote,
+        side,
+        state: change.state,
+        code,
+        since: this.#now(),
+      });
     }
     this.#emit({ endpoint, remoteClusterId, side, from, to: change.state, code, reason: change.reason });
   }

@@ -35,7 +35,12 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
 
   let res: Response;
   try {
-    res = await postLeg(engineUrl(prefilled.pair.d, kind), legHeaders(clientHeaders, requestId), stringifyBody(decodeBody(body, prefilled.kvTransferParams)), exchange.signal);
+    res = await postLeg(
+      engineUrl(prefilled.pair.d, kind),
+      legHeaders(clientHeaders, requestId),
+      stringifyBody(decodeBody(body, prefilled.kvTransferParams)),
+      exchange.signal,
+    );
   } catch (err) {
     throw broken(err, 'could not be reached');
   }
@@ -100,8 +105,15 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
           return null;
         }
         health?.recordFailure(d);
-        const failure = cause !== null ? exchange.timeoutError(cause, d) : errors.upstreamFailed(`decode instance ${d} failed mid-stream: ${transportMessage(err)}`);
-        exchange.end(cause !== null ? 'timeout' : 'stream_failed', { kind: 'fail', code: cause !== null ? 'timeout' : 'decode_failed', detail: failure.message });
+        const failure =
+          cause !== null
+            ? exchange.timeoutError(cause, d)
+            : errors.upstreamFailed(`decode instance ${d} failed mid-stream: ${transportMessage(err)}`);
+        exchange.end(cause !== null ? 'timeout' : 'stream_failed', {
+          kind: 'fail',
+          code: cause !== null ? 'timeout' : 'decode_failed',
+          detail: failure.message,
+        });
         return failure;
       },
       onCancel() {

@@ -4,10 +4,17 @@ import { errorResponse, openAiErrorBody, sseErrorEvent } from './errors.ts';
 
 describe('OpenAI-style errors', () => {
   test('type follows the status; code is pdlink’s; param names the first field', () => {
-    expect(openAiErrorBody(errors.tooManyRequests(3))).toEqual({ error: { message: 'more than 3 requests in flight', type: 'rate_limit_error', code: 'too_many_requests', param: null } });
+    expect(openAiErrorBody(errors.tooManyRequests(3))).toEqual({
+      error: { message: 'more than 3 requests in flight', type: 'rate_limit_error', code: 'too_many_requests', param: null },
+    });
     expect(openAiErrorBody(errors.timeout('late')).error.type).toBe('server_error');
     const invalid = openAiErrorBody(errors.invalidBody([{ path: 'prompt', message: 'is required' }]));
-    expect(invalid.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_body', param: 'prompt', issues: [{ path: 'prompt', message: 'is required' }] });
+    expect(invalid.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'invalid_body',
+      param: 'prompt',
+      issues: [{ path: 'prompt', message: 'is required' }],
+    });
   });
 
   test('responses carry the status, JSON and the request id', async () => {

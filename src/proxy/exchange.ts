@@ -176,8 +176,10 @@ export class Exchange {
   timeoutError(cause: AbortCause, instanceId: number | undefined): PdlinkError {
     const { settings } = this.deps;
     const on = instanceId === undefined ? '' : ` (instance ${instanceId})`;
-    if (cause === 'prefill_timeout') return errors.timeout(`prefill instance ${instanceId} did not answer within ${settings.prefillTimeoutMs} ms`);
-    if (cause === 'first_token_timeout') return errors.timeout(`no first token within ${settings.firstTokenTimeoutMs} ms (first_token_timeout)${on}`);
+    if (cause === 'prefill_timeout')
+      return errors.timeout(`prefill instance ${instanceId} did not answer within ${settings.prefillTimeoutMs} ms`);
+    if (cause === 'first_token_timeout')
+      return errors.timeout(`no first token within ${settings.firstTokenTimeoutMs} ms (first_token_timeout)${on}`);
     return errors.timeout(`the request did not complete within ${settings.inferTimeoutMs} ms (infer_timeout)${on}`);
   }
 
@@ -217,7 +219,11 @@ export class Exchange {
       if (result.kind === 'rejected') {
         // P judged the request itself: another P would answer the same, and P is healthy.
         health?.recordSuccess(p);
-        this.end('upstream_rejected', { kind: 'fail', code: 'prefill_rejected', detail: `prefill instance ${p} answered ${result.status}` });
+        this.end('upstream_rejected', {
+          kind: 'fail',
+          code: 'prefill_rejected',
+          detail: `prefill instance ${p} answered ${result.status}`,
+        });
         throw new Stop(result.response);
       }
       health?.recordFailure(p);
@@ -261,12 +267,24 @@ export class Exchange {
     this.#attemptTimer = this.#arm(settings.prefillTimeoutMs, 'prefill_timeout');
     const p = pair.p.id;
     try {
-      const res = await postLeg(engineUrl(pair.p, kind), legHeaders(clientHeaders, requestId), stringifyBody(prefillBody(body)), this.signal);
+      const res = await postLeg(
+        engineUrl(pair.p, kind),
+        legHeaders(clientHeaders, requestId),
+        stringifyBody(prefillBody(body)),
+        this.signal,
+      );
       // Read the whole answer: it is small, and a drained body returns the connection to the pool.
       const text = await res.text();
-      if (res.status >= 500) return { kind: 'retry', reason: 'status_5xx', message: `prefill instance ${p} answered ${res.status}: ${quoteError(text)}` };
-      if (res.status >= 400) return { kind: 'rejected', status: res.status, response: passthrough(res.status, res.headers.get('content-type'), text, requestId) };
-      if (res.status < 200 || res.status >= 300) return { kind: 'retry', reason: 'bad_answer', message: `prefill instance ${p} answered ${res.status}` };
+      if (res.status >= 500)
+        return { kind: 'retry', reason: 'status_5xx', message: `prefill instance ${p} answered ${res.status}: ${quoteError(text)}` };
+      if (res.status >= 400)
+        return {
+          kind: 'rejected',
+          status: res.status,
+          response: passthrough(res.status, res.headers.get('content-type'), text, requestId),
+        };
+      if (res.status < 200 || res.status >= 300)
+        return { kind: 'retry', reason: 'bad_answer', message: `prefill instance ${p} answered ${res.status}` };
       let answer: unknown;
       try {
         answer = parseJsonExact(text);
@@ -274,7 +292,11 @@ export class Exchange {
         return { kind: 'retry', reason: 'bad_answer', message: `prefill instance ${p} answered ${res.status} without a JSON body` };
       }
       if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
-        return { kind: 'retry', reason: 'bad_answer', message: `prefill instance ${p} answered ${res.status} with a body that is not a JSON object` };
+        return {
+          kind: 'retry',
+          reason: 'bad_answer',
+          message: `prefill instance ${p} answered ${res.status} with a body that is not a JSON object`,
+        };
       }
       const params = (answer as { kv_transfer_params?: unknown }).kv_transfer_params;
       return { kind: 'ok', kvTransferParams: params === null ? undefined : params };
@@ -309,4 +331,3 @@ function promptFields(prompt: PromptInfo): { promptText?: string; promptTokens?:
   if (prompt.text !== undefined) return { promptText: prompt.text };
   return {};
 }
-

@@ -3,8 +3,26 @@ import { decodeBody, engineUrl, legHeaders, PREFILL_KV_REQUEST, prefillBody } fr
 
 describe('prefillBody', () => {
   test('one token, not streamed, no stream options or minimum lengths, KV kept for a remote decoder', () => {
-    const body = { model: 'm', prompt: 'p', stream: true, stream_options: { include_usage: true }, max_tokens: 99, max_completion_tokens: 99, min_tokens: 5, min_completion_tokens: 5, top_p: 0.9 };
-    expect(prefillBody(body)).toEqual({ model: 'm', prompt: 'p', stream: false, max_tokens: 1, max_completion_tokens: 1, top_p: 0.9, kv_transfer_params: { ...PREFILL_KV_REQUEST } });
+    const body = {
+      model: 'm',
+      prompt: 'p',
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 99,
+      max_completion_tokens: 99,
+      min_tokens: 5,
+      min_completion_tokens: 5,
+      top_p: 0.9,
+    };
+    expect(prefillBody(body)).toEqual({
+      model: 'm',
+      prompt: 'p',
+      stream: false,
+      max_tokens: 1,
+      max_completion_tokens: 1,
+      top_p: 0.9,
+      kv_transfer_params: { ...PREFILL_KV_REQUEST },
+    });
   });
 
   test('does not add max_completion_tokens when the client did not send it, and leaves the client body alone', () => {

@@ -48,17 +48,37 @@ export class ProxyMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     const p = `${METRIC_PREFIX}pd_`;
-    this.#requests = new Counter({ name: `${p}requests_total`, help: 'Proxied inference requests by API and outcome.', labelNames: ['api', 'outcome'], registers });
+    this.#requests = new Counter({
+      name: `${p}requests_total`,
+      help: 'Proxied inference requests by API and outcome.',
+      labelNames: ['api', 'outcome'],
+      registers,
+    });
     this.#inFlight = new Gauge({ name: `${p}requests_in_flight`, help: 'Inference requests in flight through the proxy.', registers });
-    this.#prefill = new Histogram({ name: `${p}prefill_duration_seconds`, help: 'P leg: request sent to complete answer, successful attempts.', buckets: DURATION_BUCKETS, registers });
+    this.#prefill = new Histogram({
+      name: `${p}prefill_duration_seconds`,
+      help: 'P leg: request sent to complete answer, successful attempts.',
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
     this.#transfer = new Histogram({
       name: `${p}kv_transfer_duration_seconds`,
       help: "P's answer to the first byte of D's stream (KV pull plus first decode step), streaming requests.",
       buckets: DURATION_BUCKETS,
       registers,
     });
-    this.#decode = new Histogram({ name: `${p}decode_duration_seconds`, help: "D leg: first byte to end (streaming), request to answer (non-streaming).", buckets: DURATION_BUCKETS, registers });
-    this.#retries = new Counter({ name: `${p}retries_total`, help: 'Prefill attempts retried on another instance, by reason.', labelNames: ['reason'], registers });
+    this.#decode = new Histogram({
+      name: `${p}decode_duration_seconds`,
+      help: 'D leg: first byte to end (streaming), request to answer (non-streaming).',
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#retries = new Counter({
+      name: `${p}retries_total`,
+      help: 'Prefill attempts retried on another instance, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
   }
 
   requestStarted(): void {

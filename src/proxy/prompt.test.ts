@@ -18,7 +18,13 @@ describe('promptOf', () => {
     const info = promptOf('chat', {
       messages: [
         { role: 'system', content: 'abc' },
-        { role: 'user', content: [{ type: 'text', text: 'def' }, { type: 'image_url', image_url: { url: 'x' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'def' },
+            { type: 'image_url', image_url: { url: 'x' } },
+          ],
+        },
         null,
       ],
     });

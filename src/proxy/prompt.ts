@@ -39,7 +39,10 @@ export function promptOf(kind: CompletionKind, body: Readonly<Record<string, unk
     const count = (prompt as unknown[][]).reduce((sum, p) => sum + p.length, 0);
     return { tokenCount: count, estimated: false };
   }
-  return textPrompt(prompt.filter((p): p is string => typeof p === 'string'), 0);
+  return textPrompt(
+    prompt.filter((p): p is string => typeof p === 'string'),
+    0,
+  );
 }
 
 /**

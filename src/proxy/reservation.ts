@@ -69,11 +69,15 @@ export class RequestReservation {
     if (how.kind === 'none' || !this.#owned) return;
     this.#owned = false;
     const id = this.#requestId;
-    this.#guard('settle', () => {
-      if (how.kind === 'complete') this.#ledger.complete(id);
-      else if (how.kind === 'release') this.#ledger.release(id, 'client_abort');
-      else this.#ledger.fail(id, how.code, how.detail);
-    }, true);
+    this.#guard(
+      'settle',
+      () => {
+        if (how.kind === 'complete') this.#ledger.complete(id);
+        else if (how.kind === 'release') this.#ledger.release(id, 'client_abort');
+        else this.#ledger.fail(id, how.code, how.detail);
+      },
+      true,
+    );
   }
 
   /**

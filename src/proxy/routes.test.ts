@@ -10,7 +10,11 @@ const noPair: PairPicker = { pick: () => ({ ok: false, message: 'no decode insta
 function app(picker: PairPicker = noPair) {
   const { ledger } = ledgerFixture();
   const metrics = createRegistry();
-  return { proxy: proxyRoutes({ scheduler: picker, ledger, metrics, settings: resolveProxySettings({}, { maxInFlight: 8 }) }), ledger, metrics };
+  return {
+    proxy: proxyRoutes({ scheduler: picker, ledger, metrics, settings: resolveProxySettings({}, { maxInFlight: 8 }) }),
+    ledger,
+    metrics,
+  };
 }
 
 function post(proxy: ReturnType<typeof app>['proxy'], path: string, body: unknown, headers: Record<string, string> = {}) {
@@ -27,7 +31,9 @@ describe('proxyRoutes without sockets', () => {
       const res = await post(proxy, path, body, { 'x-request-id': 'r' });
       expect(res.status).toBe(503);
       expect(res.headers.get('x-request-id')).toBe('r');
-      expect(await res.json()).toEqual({ error: { message: 'no decode instance is registered', type: 'server_error', code: 'unavailable', param: null } });
+      expect(await res.json()).toEqual({
+        error: { message: 'no decode instance is registered', type: 'server_error', code: 'unavailable', param: null },
+      });
     }
     expect(proxy.inFlight()).toBe(0);
     expect(ledger.totals().active).toBe(0);
@@ -70,7 +76,11 @@ describe('proxyRoutes without sockets', () => {
 test('the Coordinator mounts the proxy over its own scheduler, ledger and circuit breakers', async () => {
   const { createCoordinator } = await import('../coordinator.ts');
   const coordinator = createCoordinator();
-  const res = await coordinator.inferenceApp.request('/v1/completions', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","prompt":"p"}' });
+  const res = await coordinator.inferenceApp.request('/v1/completions', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"model":"m","prompt":"p"}',
+  });
   expect(res.status).toBe(503);
   expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unavailable');
   expect(await coordinator.metrics.metrics()).toContain('pdlink_pd_requests_total{api="completions",outcome="unavailable"} 1');

@@ -50,7 +50,9 @@ describe('relayStream', () => {
     const { log, handlers } = recorder();
     const stream = relayStream(enc.encode('data: 1\n\n'), scriptedReader(['data: {"tor'], new Error('reset')), handlers, true);
     const text = await new Response(stream).text();
-    expect(text).toBe(`data: 1\n\ndata: {"error":{"message":"decode failed mid-stream","type":"server_error","code":"upstream_failed","param":null}}\n\n`);
+    expect(text).toBe(
+      `data: 1\n\ndata: {"error":{"message":"decode failed mid-stream","type":"server_error","code":"upstream_failed","param":null}}\n\n`,
+    );
     expect(log).toEqual(['error:reset']);
   });
 

@@ -31,12 +31,7 @@ export interface RelayHandlers {
  * A stream that starts with `first`, then relays `reader`, reporting how it ended.
  * @example new Response(relayStream(first, reader, handlers, true), { headers })
  */
-export function relayStream(
-  first: Uint8Array,
-  reader: ChunkReader,
-  handlers: RelayHandlers,
-  sse: boolean,
-): ReadableStream<Uint8Array> {
+export function relayStream(first: Uint8Array, reader: ChunkReader, handlers: RelayHandlers, sse: boolean): ReadableStream<Uint8Array> {
   let held: Uint8Array | null = null;
   let finished = false;
 

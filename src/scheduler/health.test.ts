@@ -60,7 +60,12 @@ describe('CircuitBreakers', () => {
     health.recordFailure(2);
     clock.now += 10;
     health.poll();
-    expect(events.filter((e) => e.state === 'half_open').map((e) => e.id).sort()).toEqual([1, 2]);
+    expect(
+      events
+        .filter((e) => e.state === 'half_open')
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([1, 2]);
   });
 
   test('half-open admits one trial at a time', () => {

@@ -65,7 +65,11 @@ describe('scheduler metrics', () => {
     ]);
     createScheduler({ cluster, metrics: a }).pick();
     createScheduler({ cluster, metrics: b });
-    expect((await series(a, 'pdlink_pd_pair_selections_total'))[JSON.stringify({ policy: 'load_balance/load_balance', reason: 'least_load' })]).toBe(1);
-    expect((await series(b, 'pdlink_pd_pair_selections_total'))[JSON.stringify({ policy: 'load_balance/load_balance', reason: 'least_load' })]).toBe(0);
+    expect(
+      (await series(a, 'pdlink_pd_pair_selections_total'))[JSON.stringify({ policy: 'load_balance/load_balance', reason: 'least_load' })],
+    ).toBe(1);
+    expect(
+      (await series(b, 'pdlink_pd_pair_selections_total'))[JSON.stringify({ policy: 'load_balance/load_balance', reason: 'least_load' })],
+    ).toBe(0);
   });
 });

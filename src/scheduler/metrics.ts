@@ -38,7 +38,10 @@ export class SchedulerMetrics {
     const policyLabel = `${policy.prefill}/${policy.decode}`;
     // Children resolved once, so a pick does no label hashing; the series a policy can produce,
     // and every failure reason, are shown from the start at 0.
-    this.#selections = Object.fromEntries(PICK_REASONS.map((r) => [r, selections.labels(policyLabel, r)])) as Record<PickReason, CounterChild>;
+    this.#selections = Object.fromEntries(PICK_REASONS.map((r) => [r, selections.labels(policyLabel, r)])) as Record<
+      PickReason,
+      CounterChild
+    >;
     for (const reason of REASONS_BY_POLICY[policy.prefill]) this.#selections[reason].inc(0);
     this.#failures = Object.fromEntries(PICK_FAILURES.map((r) => [r, failures.labels(r)])) as Record<PickFailureReason, CounterChild>;
     for (const reason of PICK_FAILURES) this.#failures[reason].inc(0);

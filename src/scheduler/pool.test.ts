@@ -60,7 +60,11 @@ describe('Pool', () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('add' as const), id: fc.nat(30), load: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }) }),
       fc.record({ kind: fc.constant('delete' as const), id: fc.nat(30) }),
-      fc.record({ kind: fc.constant('load' as const), id: fc.nat(30), load: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }) }),
+      fc.record({
+        kind: fc.constant('load' as const),
+        id: fc.nat(30),
+        load: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+      }),
     );
     fc.assert(
       fc.property(fc.array(op, { maxLength: 200 }), (ops) => {

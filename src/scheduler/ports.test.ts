@@ -26,6 +26,10 @@ describe('the scheduler and the circuit breakers fit the proxy’s ports', () =>
     reporter.recordFailure(0);
     reporter.recordSuccess(1);
     const none = picker.pick({ ...request, excludeP: new Set([0]) });
-    expect(none as unknown).toEqual({ ok: false, reason: 'excluded', message: 'every prefill/decode pair with room is excluded by the request' });
+    expect(none as unknown).toEqual({
+      ok: false,
+      reason: 'excluded',
+      message: 'every prefill/decode pair with room is excluded by the request',
+    });
   });
 });

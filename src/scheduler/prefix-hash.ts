@@ -18,7 +18,10 @@ const MAX_TOKEN_ID = 0xffff_ffff;
  * @throws PdlinkError `bad_request` naming `promptTokens[i]` for a token id that is not an integer in [0, 2^32).
  * @example prefixHashes({ promptTokens: tokens }, 128).length // Math.floor(tokens.length / 128)
  */
-export function prefixHashes(prompt: { readonly promptTokens?: readonly number[]; readonly promptText?: string }, blockSize: number): number[] {
+export function prefixHashes(
+  prompt: { readonly promptTokens?: readonly number[]; readonly promptText?: string },
+  blockSize: number,
+): number[] {
   if (prompt.promptTokens !== undefined) return hashTokens(prompt.promptTokens, blockSize);
   if (prompt.promptText !== undefined) return hashText(prompt.promptText, blockSize);
   return [];

@@ -22,7 +22,8 @@ export interface CheckedRequest extends PickRequest {
 export function checkPickRequest(request: PickRequest): CheckedRequest {
   if (typeof request !== 'object' || request === null) throw errors.invalidArgument('request', 'must be an object');
   const { promptTokens, promptText, promptBlocks, excludeP, excludeD } = request;
-  if (promptTokens !== undefined && !Array.isArray(promptTokens)) throw errors.invalidArgument('promptTokens', 'must be an array of token ids');
+  if (promptTokens !== undefined && !Array.isArray(promptTokens))
+    throw errors.invalidArgument('promptTokens', 'must be an array of token ids');
   if (promptText !== undefined && typeof promptText !== 'string') throw errors.invalidArgument('promptText', 'must be a string');
   if (promptBlocks !== undefined && (!Number.isSafeInteger(promptBlocks) || promptBlocks < 0)) {
     throw errors.invalidArgument('promptBlocks', 'must be a non-negative integer');

@@ -30,13 +30,7 @@ function failure(result: PickResult): PickFailure {
 describe('pick: the group/peer rule', () => {
   test('D is chosen only inside P’s group and only among D’s that list P', () => {
     // P0's least-loaded candidates by load are D12 (other group) and D13 (does not list P0): both ineligible.
-    const { scheduler } = setup([
-      P(0),
-      D(11, [0], { availSlots: 10 }),
-      D(12, [0], { group: 1 }),
-      D(13, [1]),
-      P(1),
-    ]);
+    const { scheduler } = setup([P(0), D(11, [0], { availSlots: 10 }), D(12, [0], { group: 1 }), D(13, [1]), P(1)]);
     expect(pair(scheduler.pick({ excludeP: new Set([1]) }))).toEqual([0, 11]);
   });
 
@@ -51,7 +45,10 @@ describe('pick: the group/peer rule', () => {
   });
 
   test('role-undefined instances are never scheduled', () => {
-    const { scheduler } = setup([{ id: 0, role: 'undefined' }, { id: 1, role: 'undefined' }]);
+    const { scheduler } = setup([
+      { id: 0, role: 'undefined' },
+      { id: 1, role: 'undefined' },
+    ]);
     expect(failure(scheduler.pick()).reason).toBe('no_prefill');
     const other = setup([P(0), { id: 1, role: 'undefined', peers: [0] }]);
     expect(failure(other.scheduler.pick()).reason).toBe('no_decode');
@@ -60,7 +57,12 @@ describe('pick: the group/peer rule', () => {
 
 describe('pick: load_balance (default)', () => {
   test('least-loaded P, then least-loaded eligible D', () => {
-    const { scheduler } = setup([P(0, { availSlots: 50 }), P(1, { availSlots: 80 }), D(10, [0, 1], { availBlocks: 100 }), D(11, [0, 1], { availBlocks: 900 })]);
+    const { scheduler } = setup([
+      P(0, { availSlots: 50 }),
+      P(1, { availSlots: 80 }),
+      D(10, [0, 1], { availBlocks: 100 }),
+      D(11, [0, 1], { availBlocks: 900 }),
+    ]);
     const result = scheduler.pick() as Pair;
     expect(pair(result)).toEqual([1, 11]);
     expect(result.policy).toEqual({ prefill: 'load_balance', decode: 'load_balance' });
@@ -106,7 +108,12 @@ describe('pick: exclusions', () => {
 
 describe('pick: capacity', () => {
   test('promptBlocks skips instances with fewer free blocks', () => {
-    const { scheduler } = setup([P(0, { availBlocks: 900 }), P(1, { availBlocks: 500 }), D(10, [0, 1], { availBlocks: 100 }), D(11, [0, 1], { availBlocks: 40 })]);
+    const { scheduler } = setup([
+      P(0, { availBlocks: 900 }),
+      P(1, { availBlocks: 500 }),
+      D(10, [0, 1], { availBlocks: 100 }),
+      D(11, [0, 1], { availBlocks: 40 }),
+    ]);
     // P0 is least loaded; its D's by load: D10, then D11 (too small for 60 blocks).
     expect(pair(scheduler.pick({ promptBlocks: 60 }))).toEqual([0, 10]);
     const none = failure(scheduler.pick({ promptBlocks: 200 }));

@@ -68,12 +68,14 @@ export class PdScheduler {
 
   constructor(options: SchedulerOptions) {
     if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
-    if (typeof options.cluster?.onChange !== 'function') throw errors.invalidArgument('cluster', 'must be a cluster view (get, all, byRole, onChange)');
+    if (typeof options.cluster?.onChange !== 'function')
+      throw errors.invalidArgument('cluster', 'must be a cluster view (get, all, byRole, onChange)');
     const prefill = policyName(options.policy?.prefill, 'policy.prefill', POLICY_NAMES);
     const decode = policyName(options.policy?.decode, 'policy.decode', DECODE_POLICY_NAMES) as DecodePolicyName;
     this.policy = Object.freeze({ prefill, decode });
     this.#blockSize = blockSizeArg(options.blockSize);
-    if (options.rng !== undefined && typeof options.rng !== 'function') throw errors.invalidArgument('rng', 'must be a function returning a number in [0, 1)');
+    if (options.rng !== undefined && typeof options.rng !== 'function')
+      throw errors.invalidArgument('rng', 'must be a function returning a number in [0, 1)');
     this.#rng = options.rng ?? Math.random;
     this.health = options.health ?? createHealth();
     this.#prefix = prefill === 'cache_affinity' ? new PrefixIndex(options.prefix) : undefined;
@@ -83,12 +85,18 @@ export class PdScheduler {
       health: this.health,
       onRemove: (node) => this.#prefix?.forget(node.id),
     });
-    this.#prefill = this.#prefix === undefined ? SIMPLE_POLICIES[prefill as DecodePolicyName] : cacheAffinity(this.#prefix, (id) => this.#topology.get(id));
+    this.#prefill =
+      this.#prefix === undefined
+        ? SIMPLE_POLICIES[prefill as DecodePolicyName]
+        : cacheAffinity(this.#prefix, (id) => this.#topology.get(id));
     this.#decode = SIMPLE_POLICIES[decode];
     this.#metrics =
       options.metrics === undefined
         ? undefined
-        : new SchedulerMetrics(options.metrics, this.policy, { ids: () => [...this.#topology.nodes()].map((n) => n.id), health: this.health });
+        : new SchedulerMetrics(options.metrics, this.policy, {
+            ids: () => [...this.#topology.nodes()].map((n) => n.id),
+            health: this.health,
+          });
   }
 
   /**

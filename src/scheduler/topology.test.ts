@@ -19,7 +19,13 @@ function setup(specs: NodeSpec[]) {
 }
 
 const P = (id: number, group = 0, extra: Partial<NodeSpec> = {}): NodeSpec => ({ id, role: 'prefill', group, ...extra });
-const D = (id: number, peers: number[], group = 0, extra: Partial<NodeSpec> = {}): NodeSpec => ({ id, role: 'decode', group, peers, ...extra });
+const D = (id: number, peers: number[], group = 0, extra: Partial<NodeSpec> = {}): NodeSpec => ({
+  id,
+  role: 'decode',
+  group,
+  peers,
+  ...extra,
+});
 
 describe('Topology links (MindIE rule: same group and D lists P)', () => {
   test('links only P/D pairs of one group where D lists P', () => {
@@ -266,7 +272,12 @@ function fc_spec() {
     fc.record({ kind: fc.constant('upsert' as const), spec: instance.map(sized) }),
     fc.record({ kind: fc.constant('upsert' as const), spec: instance.map(sized) }),
     fc.record({ kind: fc.constant('remove' as const), id }),
-    fc.record({ kind: fc.constant('reserve' as const), id, slots: fc.integer({ min: -1, max: 2 }), blocks: fc.integer({ min: -1, max: 2 }) }),
+    fc.record({
+      kind: fc.constant('reserve' as const),
+      id,
+      slots: fc.integer({ min: -1, max: 2 }),
+      blocks: fc.integer({ min: -1, max: 2 }),
+    }),
     fc.record({ kind: fc.constant('fail' as const), id }),
     fc.record({ kind: fc.constant('succeed' as const), id }),
     fc.record({ kind: fc.constant('admit' as const), id }),
@@ -287,7 +298,8 @@ function expectConsistent(
     const r = reserved.get(id) ?? { slots: 0, blocks: 0 };
     return { slots: Math.max(0, i.availSlots - r.slots), blocks: Math.max(0, i.availBlocks - r.blocks) };
   };
-  const load = (id: number) => capacityOf(cluster.get(id)!, { reservedSlots: reserved.get(id)?.slots ?? 0, reservedBlocks: reserved.get(id)?.blocks ?? 0 }).load;
+  const load = (id: number) =>
+    capacityOf(cluster.get(id)!, { reservedSlots: reserved.get(id)?.slots ?? 0, reservedBlocks: reserved.get(id)?.blocks ?? 0 }).load;
   const byLoad = (ids: number[]) => [...ids].sort((a, b) => load(a) - load(b) || a - b);
   const viable = (id: number) => health.admissible(id) && free(id).slots > 0 && free(id).blocks > 0;
   const prefills = instances.filter((i) => i.role === 'prefill');

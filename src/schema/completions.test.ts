@@ -25,7 +25,8 @@ describe('parseCompletionBody', () => {
   });
 
   test('prompt may be text, texts, token ids or batches of them', () => {
-    for (const prompt of ['x', ['x', 'y'], [1, 2, 3], [[1], [2, 3]]]) expect(() => parseCompletionBody('completions', { model: 'm', prompt })).not.toThrow();
+    for (const prompt of ['x', ['x', 'y'], [1, 2, 3], [[1], [2, 3]]])
+      expect(() => parseCompletionBody('completions', { model: 'm', prompt })).not.toThrow();
   });
 
   test('names every offending field at once', () => {
@@ -40,12 +41,16 @@ describe('parseCompletionBody', () => {
   });
 
   test('a body that is not an object is named as the whole body', () => {
-    for (const body of [null, [], 'text', 3]) expect(issuesOf(() => parseCompletionBody('completions', body))).toEqual([{ path: '', message: 'must be a JSON object' }]);
+    for (const body of [null, [], 'text', 3])
+      expect(issuesOf(() => parseCompletionBody('completions', body))).toEqual([{ path: '', message: 'must be a JSON object' }]);
   });
 
   test('max_tokens beyond 2^53 is rejected, not rounded', () => {
     const body = parseJsonExact('{"model":"m","prompt":"p","max_tokens":99999999999999999999}');
-    expect(issuesOf(() => parseCompletionBody('completions', body))[0]).toEqual({ path: 'max_tokens', message: 'must be a positive integer' });
+    expect(issuesOf(() => parseCompletionBody('completions', body))[0]).toEqual({
+      path: 'max_tokens',
+      message: 'must be a positive integer',
+    });
   });
 });
 

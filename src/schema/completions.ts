@@ -50,7 +50,8 @@ export type CompletionBody = Record<string, unknown> & { model: string; stream?:
  */
 export function parseCompletionBody(kind: CompletionKind, body: unknown): CompletionBody {
   // Valibot's object schemas accept arrays; a request body must be a plain JSON object.
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.invalidBody([{ path: '', message: 'must be a JSON object' }]);
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw errors.invalidBody([{ path: '', message: 'must be a JSON object' }]);
   const schema = kind === 'chat' ? ChatRequest : CompletionsRequest;
   const result = v.safeParse(schema, body, { abortEarly: false });
   if (!result.success) {

@@ -16,7 +16,10 @@ export const HTTP_TIMEOUT_SECONDS = { min: 0, max: 3600, default: 600 } as const
 
 /** A port as MindIE writes it (a decimal string) or as a plain integer. */
 export const ConfigPort = v.pipe(
-  v.union([v.pipe(v.string(), v.regex(/^\d{1,5}$/, 'must be a decimal port number')), v.pipe(v.number(), v.integer())], 'must be a port number (string or integer)'),
+  v.union(
+    [v.pipe(v.string(), v.regex(/^\d{1,5}$/, 'must be a decimal port number')), v.pipe(v.number(), v.integer())],
+    'must be a port number (string or integer)',
+  ),
   v.transform(Number),
   v.minValue(MIN_PORT, `must be in [${MIN_PORT}, ${MAX_PORT}]`),
   v.maxValue(MAX_PORT, `must be in [${MIN_PORT}, ${MAX_PORT}]`),
@@ -25,7 +28,12 @@ export const ConfigPort = v.pipe(
 export const ConfigIp = v.pipe(v.string(), v.ip('must be an IPv4 or IPv6 address'));
 
 const intIn = (min: number, max: number) =>
-  v.pipe(v.number(), v.integer('must be an integer'), v.minValue(min, `must be in [${min}, ${max}]`), v.maxValue(max, `must be in [${min}, ${max}]`));
+  v.pipe(
+    v.number(),
+    v.integer('must be an integer'),
+    v.minValue(min, `must be in [${min}, ${max}]`),
+    v.maxValue(max, `must be in [${min}, ${max}]`),
+  );
 
 const TlsItems = v.looseObject({
   ca_cert: v.optional(v.string()),

@@ -10,19 +10,38 @@ export const DEFAULT_LINK_BASE_PORT = 26000;
 /** Devices one agent drives at most (LLM-DataDist's per-host device count is far below). */
 export const MAX_DEVICES = 64;
 
-const Ip = v.pipe(v.string('must be an IP address'), v.check((s) => isIP(s) !== 0, 'must be an IPv4 or IPv6 address'));
-const Port = v.pipe(v.number('must be an integer port'), v.integer('must be an integer port'), v.minValue(1024, 'must be in [1024, 65535]'), v.maxValue(65535, 'must be in [1024, 65535]'));
+const Ip = v.pipe(
+  v.string('must be an IP address'),
+  v.check((s) => isIP(s) !== 0, 'must be an IPv4 or IPv6 address'),
+);
+const Port = v.pipe(
+  v.number('must be an integer port'),
+  v.integer('must be an integer port'),
+  v.minValue(1024, 'must be in [1024, 65535]'),
+  v.maxValue(65535, 'must be in [1024, 65535]'),
+);
 const Uint64 = v.union(
   [
     v.pipe(v.number(), v.safeInteger(), v.minValue(0)),
-    v.pipe(v.string(), v.regex(/^\d{1,20}$/), v.check((s) => BigInt(s) < 1n << 64n)),
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,20}$/),
+      v.check((s) => BigInt(s) < 1n << 64n),
+    ),
   ],
   'must be an unsigned 64-bit integer (number or decimal string)',
 );
 
 const Device = v.object({
   device_logical_id: v.union(
-    [v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535)), v.pipe(v.string(), v.regex(/^\d{1,5}$/), v.check((s) => Number(s) <= 65535))],
+    [
+      v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535)),
+      v.pipe(
+        v.string(),
+        v.regex(/^\d{1,5}$/),
+        v.check((s) => Number(s) <= 65535),
+      ),
+    ],
     'must be an integer in [0, 65535] (number or decimal string)',
   ),
   device_ip: Ip,
@@ -44,7 +63,13 @@ export const InstanceConfigFile = v.pipe(
       v.object({
         /** Only with a single device: that device's cluster id instead of the computed one. */
         cluster_id: v.optional(Uint64),
-        devices: v.optional(v.pipe(v.array(Device), v.minLength(1, 'must name at least one device'), v.maxLength(MAX_DEVICES, `at most ${MAX_DEVICES} devices`))),
+        devices: v.optional(
+          v.pipe(
+            v.array(Device),
+            v.minLength(1, 'must name at least one device'),
+            v.maxLength(MAX_DEVICES, `at most ${MAX_DEVICES} devices`),
+          ),
+        ),
         link_base_port: v.optional(Port),
         pool: v.optional(
           v.object({

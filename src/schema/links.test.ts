@@ -28,7 +28,8 @@ describe('LinkRequestSchema', () => {
     }
   });
   test('local_ip_info accepts ip or ip:port, IPv6 too', () => {
-    const parse = (local: string) => v.parse(LinkRequestSchema, { clusters: [{ ...cluster, local_ip_info: local }] }).clusters[0]?.local_ip_info;
+    const parse = (local: string) =>
+      v.parse(LinkRequestSchema, { clusters: [{ ...cluster, local_ip_info: local }] }).clusters[0]?.local_ip_info;
     expect(parse('127.0.0.3')).toEqual({ ip: '127.0.0.3', port: 0 });
     expect(parse('127.0.0.3:26001')).toEqual({ ip: '127.0.0.3', port: 26001 });
     expect(parse('::1')).toEqual({ ip: '::1', port: 0 });
@@ -45,7 +46,8 @@ describe('LinkRequestSchema', () => {
     expect(issues(LinkRequestSchema, { clusters: [] })).toEqual(['clusters']);
     expect(issues(LinkRequestSchema, {})).toEqual(['clusters']);
     expect(issues(LinkRequestSchema, [])).toEqual(['']);
-    for (const timeout of [1.5, 2 ** 31, -5, '3000']) expect(issues(LinkRequestSchema, { clusters: [cluster], timeout })).toEqual(['timeout']);
+    for (const timeout of [1.5, 2 ** 31, -5, '3000'])
+      expect(issues(LinkRequestSchema, { clusters: [cluster], timeout })).toEqual(['timeout']);
   });
   test('accepts more than 16 clusters: the limit is an API status, not a schema error', () => {
     expect(v.parse(LinkRequestSchema, { clusters: new Array(17).fill(cluster) }).clusters).toHaveLength(17);

@@ -35,7 +35,10 @@ export const ClusterIdSchema = v.pipe(
 /** `"ip:port"`, IPv6 as `"[::1]:port"`, port 1..65535. */
 export const RemoteIpInfoSchema = v.pipe(
   v.string('must be a string "ip:port"'),
-  v.check((text) => parseIpPort(text) !== undefined, 'must be "ip:port" with an IPv4 address or a bracketed IPv6 address and a port in 1..65535'),
+  v.check(
+    (text) => parseIpPort(text) !== undefined,
+    'must be "ip:port" with an IPv4 address or a bracketed IPv6 address and a port in 1..65535',
+  ),
   v.transform((text) => parseIpPort(text)!),
 );
 
@@ -68,10 +71,7 @@ const TimeoutSchema = v.optional(
   DEFAULT_LINK_TIMEOUT_MS,
 );
 
-const ClustersSchema = v.pipe(
-  v.array(ClusterSchema, 'must be an array of clusters'),
-  v.minLength(1, 'must name at least one cluster'),
-);
+const ClustersSchema = v.pipe(v.array(ClusterSchema, 'must be an array of clusters'), v.minLength(1, 'must name at least one cluster'));
 
 /** Body of `POST /v1/links/link`. More than 16 clusters is valid here: the API answers CLUSTER_NUM_EXCEED_LIMIT. */
 export const LinkRequestSchema = v.pipe(jsonObject(), v.object({ clusters: ClustersSchema, timeout: TimeoutSchema }));

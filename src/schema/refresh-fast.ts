@@ -61,13 +61,7 @@ function isValidInstance(x: unknown): x is Obj {
   const s = x.static_info;
   const d = x.dynamic_info;
   if (!isObject(s) || !isObject(d)) return false;
-  if (
-    !isUint64(x.id) ||
-    !isIpString(x.ip) ||
-    !isPortString(x.port) ||
-    !isPortString(x.metric_port) ||
-    !isNonEmptyString(x.model_name)
-  ) {
+  if (!isUint64(x.id) || !isIpString(x.ip) || !isPortString(x.port) || !isPortString(x.metric_port) || !isNonEmptyString(x.model_name)) {
     return false;
   }
   const maxSeqLen = s.max_seq_len;

@@ -53,20 +53,39 @@ describe('port and metric_port: decimal strings in ["1024", "65535"]', () => {
     expect(issuesOf(seedWith((b) => (b.instances[D]!.metric_port = port)))).toEqual([]);
   });
   test.each(['1023', '65536', ' 1025', '1025 ', '1025.0', '0x401', '+1025', '01025', '', '1e3', '99999999'])('%p is rejected', (port) => {
-    expectOneIssue(seedWith((b) => (b.instances[P]!.port = port)), 'instances[0].port', 'must be a decimal integer string in ["1024", "65535"]');
-    expectOneIssue(seedWith((b) => (b.instances[D]!.metric_port = port)), 'instances[1].metric_port', 'decimal integer string');
+    expectOneIssue(
+      seedWith((b) => (b.instances[P]!.port = port)),
+      'instances[0].port',
+      'must be a decimal integer string in ["1024", "65535"]',
+    );
+    expectOneIssue(
+      seedWith((b) => (b.instances[D]!.metric_port = port)),
+      'instances[1].metric_port',
+      'decimal integer string',
+    );
   });
   test.each([[1025], [null], [true], [['1025']]])('%p (not a string) is rejected', (port) => {
-    expectOneIssue(seedWith((b) => (b.instances[P]!.port = port)), 'instances[0].port', 'expected a string such as "1025"');
+    expectOneIssue(
+      seedWith((b) => (b.instances[P]!.port = port)),
+      'instances[0].port',
+      'expected a string such as "1025"',
+    );
   });
 });
 
 describe('ip: IPv4 or IPv6 text', () => {
-  test.each(['0.0.0.0', '127.0.0.1', '255.255.255.255', '::1', 'fe80::1', '2001:db8::8a2e:370:7334', '::ffff:10.0.0.1'])('%p is accepted', (ip) => {
-    expect(issuesOf(seedWith((b) => (b.instances[P]!.ip = ip)))).toEqual([]);
-  });
+  test.each(['0.0.0.0', '127.0.0.1', '255.255.255.255', '::1', 'fe80::1', '2001:db8::8a2e:370:7334', '::ffff:10.0.0.1'])(
+    '%p is accepted',
+    (ip) => {
+      expect(issuesOf(seedWith((b) => (b.instances[P]!.ip = ip)))).toEqual([]);
+    },
+  );
   test.each(['256.0.0.1', '10.0.0', '010.0.0.1', 'node-1.example', '', ' 10.0.0.1', '1::2::3', 10])('%p is rejected', (ip) => {
-    expectOneIssue(seedWith((b) => (b.instances[P]!.ip = ip)), 'instances[0].ip', 'expected an IPv4 or IPv6 address');
+    expectOneIssue(
+      seedWith((b) => (b.instances[P]!.ip = ip)),
+      'instances[0].ip',
+      'expected an IPv4 or IPv6 address',
+    );
   });
 });
 
@@ -75,7 +94,11 @@ describe('model_name: a non-empty string', () => {
     expect(issuesOf(seedWith((b) => (b.instances[P]!.model_name = 'm')))).toEqual([]);
   });
   test.each(['', 7, null])('%p is rejected', (name) => {
-    expectOneIssue(seedWith((b) => (b.instances[P]!.model_name = name)), 'instances[0].model_name', 'expected a non-empty string');
+    expectOneIssue(
+      seedWith((b) => (b.instances[P]!.model_name = name)),
+      'instances[0].model_name',
+      'expected a non-empty string',
+    );
   });
 });
 
@@ -97,10 +120,16 @@ describe('uint64 ids', () => {
     [null, 'expected an integer, got null'],
     [2 ** 53, UNSAFE_INTEGER_MESSAGE],
   ])('group_id %p is rejected', (value, message) => {
-    expectOneIssue(seedWith((b) => (b.instances[P]!.static_info.group_id = value)), 'instances[0].static_info.group_id', message);
+    expectOneIssue(
+      seedWith((b) => (b.instances[P]!.static_info.group_id = value)),
+      'instances[0].static_info.group_id',
+      message,
+    );
   });
   test('an integer literal beyond 2^53-1 is rejected where it stands, never rounded', () => {
-    const text = JSON.stringify(seedExample()).replace('"ids":[0,1]', '"ids":[9007199254740993,1]').replace('"id":0', '"id":9007199254740993');
+    const text = JSON.stringify(seedExample())
+      .replace('"ids":[0,1]', '"ids":[9007199254740993,1]')
+      .replace('"id":0', '"id":9007199254740993');
     const issues = issuesOf(parseJsonExact(text));
     expect(issues.filter((i) => i.message === UNSAFE_INTEGER_MESSAGE).map((i) => i.path)).toEqual(['ids[0]', 'instances[0].id']);
   });
@@ -115,48 +144,100 @@ describe('static_info ranges', () => {
   const path = (field: string) => `instances[0].static_info.${field}`;
 
   test('max_seq_len > 0 and ≤ uint32', () => {
-    expectOneIssue(staticOf(P, (s) => (s.max_seq_len = 0)), path('max_seq_len'), 'must be in [1, 4294967295], got 0');
+    expectOneIssue(
+      staticOf(P, (s) => (s.max_seq_len = 0)),
+      path('max_seq_len'),
+      'must be in [1, 4294967295], got 0',
+    );
     expect(issuesOf(staticOf(P, (s) => (s.max_seq_len = UINT32_MAX)))).toEqual([]);
-    expectOneIssue(staticOf(P, (s) => (s.max_seq_len = UINT32_MAX + 1)), path('max_seq_len'), 'got 4294967296');
+    expectOneIssue(
+      staticOf(P, (s) => (s.max_seq_len = UINT32_MAX + 1)),
+      path('max_seq_len'),
+      'got 4294967296',
+    );
   });
   test('max_output_len in [1, max_seq_len - 1]', () => {
-    expectOneIssue(staticOf(P, (s) => (s.max_output_len = 0)), path('max_output_len'), 'got 0');
+    expectOneIssue(
+      staticOf(P, (s) => (s.max_output_len = 0)),
+      path('max_output_len'),
+      'got 0',
+    );
     expect(issuesOf(staticOf(P, (s) => (s.max_output_len = 1)))).toEqual([]);
     expect(issuesOf(staticOf(P, (s) => (s.max_output_len = 2047)))).toEqual([]);
-    expectOneIssue(staticOf(P, (s) => (s.max_output_len = 2048)), path('max_output_len'), 'must be in [1, max_seq_len - 1] = [1, 2047], got 2048');
+    expectOneIssue(
+      staticOf(P, (s) => (s.max_output_len = 2048)),
+      path('max_output_len'),
+      'must be in [1, max_seq_len - 1] = [1, 2047], got 2048',
+    );
   });
   test('max_seq_len = 1 leaves no valid max_output_len', () => {
-    expectOneIssue(staticOf(P, (s) => ((s.max_seq_len = 1), (s.max_output_len = 1))), path('max_output_len'), '[1, 0]');
+    expectOneIssue(
+      staticOf(P, (s) => ((s.max_seq_len = 1), (s.max_output_len = 1))),
+      path('max_output_len'),
+      '[1, 0]',
+    );
   });
   test('total_slots_num in [1, 5000]', () => {
-    expectOneIssue(staticOf(P, (s) => (s.total_slots_num = 0)), path('total_slots_num'), 'must be in [1, 5000], got 0');
+    expectOneIssue(
+      staticOf(P, (s) => (s.total_slots_num = 0)),
+      path('total_slots_num'),
+      'must be in [1, 5000], got 0',
+    );
     const one = seedWith((b) => ((b.instances[P]!.static_info.total_slots_num = 1), (b.instances[P]!.dynamic_info.avail_slots_num = 1)));
     expect(issuesOf(one)).toEqual([]);
     expect(issuesOf(staticOf(P, (s) => (s.total_slots_num = 5000)))).toEqual([]);
-    expectOneIssue(staticOf(P, (s) => (s.total_slots_num = 5001)), path('total_slots_num'), 'got 5001');
+    expectOneIssue(
+      staticOf(P, (s) => (s.total_slots_num = 5001)),
+      path('total_slots_num'),
+      'got 5001',
+    );
   });
   test('total_block_num > 0 and ≤ uint32', () => {
-    expectOneIssue(staticOf(P, (s) => (s.total_block_num = 0)), path('total_block_num'), 'got 0');
+    expectOneIssue(
+      staticOf(P, (s) => (s.total_block_num = 0)),
+      path('total_block_num'),
+      'got 0',
+    );
     const one = seedWith((b) => ((b.instances[P]!.static_info.total_block_num = 1), (b.instances[P]!.dynamic_info.avail_block_num = 1)));
     expect(issuesOf(one)).toEqual([]);
     expect(issuesOf(staticOf(P, (s) => (s.total_block_num = UINT32_MAX)))).toEqual([]);
-    expectOneIssue(staticOf(P, (s) => (s.total_block_num = UINT32_MAX + 1)), path('total_block_num'), 'got 4294967296');
+    expectOneIssue(
+      staticOf(P, (s) => (s.total_block_num = UINT32_MAX + 1)),
+      path('total_block_num'),
+      'got 4294967296',
+    );
   });
   test('block_size in [1, 128]', () => {
-    expectOneIssue(staticOf(P, (s) => (s.block_size = 0)), path('block_size'), 'must be in [1, 128], got 0');
+    expectOneIssue(
+      staticOf(P, (s) => (s.block_size = 0)),
+      path('block_size'),
+      'must be in [1, 128], got 0',
+    );
     expect(issuesOf(staticOf(P, (s) => (s.block_size = 1)))).toEqual([]);
     expect(issuesOf(staticOf(P, (s) => (s.block_size = 128)))).toEqual([]);
-    expectOneIssue(staticOf(P, (s) => (s.block_size = 129)), path('block_size'), 'got 129');
+    expectOneIssue(
+      staticOf(P, (s) => (s.block_size = 129)),
+      path('block_size'),
+      'got 129',
+    );
   });
   test.each([1, 4, 0, '2', null])('label %p is rejected', (label) => {
-    expectOneIssue(staticOf(P, (s) => (s.label = label)), path('label'), 'must be one of 2 (prefill), 3 (decode)');
+    expectOneIssue(
+      staticOf(P, (s) => (s.label = label)),
+      path('label'),
+      'must be one of 2 (prefill), 3 (decode)',
+    );
   });
   test('label 2 and 3 are accepted, not cross-checked against role', () => {
     expect(issuesOf(staticOf(P, (s) => (s.label = 3)))).toEqual([]);
     expect(issuesOf(staticOf(D, (s) => (s.label = 2)))).toEqual([]);
   });
   test.each([0, 79, 81, 67, 69, 84, 86, '80'])('role %p is rejected', (role) => {
-    expectOneIssue(staticOf(D, (s) => (s.role = role)), 'instances[1].static_info.role', 'must be one of 80 (prefill), 68 (decode), 85 (undefined)');
+    expectOneIssue(
+      staticOf(D, (s) => (s.role = role)),
+      'instances[1].static_info.role',
+      'must be one of 80 (prefill), 68 (decode), 85 (undefined)',
+    );
   });
   test('role 85 is accepted', () => {
     expect(issuesOf(staticOf(D, (s) => (s.role = 85)))).toEqual([]);
@@ -168,13 +249,25 @@ describe('dynamic_info', () => {
   test('avail_slots_num in [0, total_slots_num]', () => {
     expect(issuesOf(dynamicOf((d) => (d.avail_slots_num = 0)))).toEqual([]);
     expect(issuesOf(dynamicOf((d) => (d.avail_slots_num = 200)))).toEqual([]);
-    expectOneIssue(dynamicOf((d) => (d.avail_slots_num = 201)), 'instances[0].dynamic_info.avail_slots_num', 'must be in [0, total_slots_num] = [0, 200], got 201');
-    expectOneIssue(dynamicOf((d) => (d.avail_slots_num = -1)), 'instances[0].dynamic_info.avail_slots_num', 'got -1');
+    expectOneIssue(
+      dynamicOf((d) => (d.avail_slots_num = 201)),
+      'instances[0].dynamic_info.avail_slots_num',
+      'must be in [0, total_slots_num] = [0, 200], got 201',
+    );
+    expectOneIssue(
+      dynamicOf((d) => (d.avail_slots_num = -1)),
+      'instances[0].dynamic_info.avail_slots_num',
+      'got -1',
+    );
   });
   test('avail_block_num in [0, total_block_num]', () => {
     expect(issuesOf(dynamicOf((d) => (d.avail_block_num = 0)))).toEqual([]);
     expect(issuesOf(dynamicOf((d) => (d.avail_block_num = 1024)))).toEqual([]);
-    expectOneIssue(dynamicOf((d) => (d.avail_block_num = 1025)), 'instances[0].dynamic_info.avail_block_num', '[0, total_block_num] = [0, 1024], got 1025');
+    expectOneIssue(
+      dynamicOf((d) => (d.avail_block_num = 1025)),
+      'instances[0].dynamic_info.avail_block_num',
+      '[0, total_block_num] = [0, 1024], got 1025',
+    );
   });
   test('avail is not compared with an invalid total: only the total is reported', () => {
     const body = seedWith((b) => ((b.instances[P]!.static_info.total_slots_num = 0), (b.instances[P]!.dynamic_info.avail_slots_num = 100)));
@@ -185,22 +278,42 @@ describe('dynamic_info', () => {
 describe('peers', () => {
   const peersPath = 'instances[1].dynamic_info.peers';
   test('a decode instance without peers is rejected', () => {
-    expectOneIssue(seedWith((b) => delete b.instances[D]!.dynamic_info.peers), peersPath, 'required for a decode instance (role 68)');
+    expectOneIssue(
+      seedWith((b) => delete b.instances[D]!.dynamic_info.peers),
+      peersPath,
+      'required for a decode instance (role 68)',
+    );
   });
   test('a decode instance with an empty peers list is accepted (nothing linked yet)', () => {
     expect(issuesOf(seedWith((b) => (b.instances[D]!.dynamic_info.peers = [])))).toEqual([]);
   });
   test('a peer that is not in the snapshot is rejected', () => {
-    expectOneIssue(seedWith((b) => (b.instances[D]!.dynamic_info.peers = [0, 7])), `${peersPath}[1]`, 'peer 7 is not an instance of this snapshot');
+    expectOneIssue(
+      seedWith((b) => (b.instances[D]!.dynamic_info.peers = [0, 7])),
+      `${peersPath}[1]`,
+      'peer 7 is not an instance of this snapshot',
+    );
   });
   test("a decode instance's peer must be prefill", () => {
-    expectOneIssue(seedWith((b) => (b.instances[D]!.dynamic_info.peers = [1])), `${peersPath}[0]`, 'peer 1 has role 68 (decode); the peers of a decode instance must be prefill instances (role 80)');
+    expectOneIssue(
+      seedWith((b) => (b.instances[D]!.dynamic_info.peers = [1])),
+      `${peersPath}[0]`,
+      'peer 1 has role 68 (decode); the peers of a decode instance must be prefill instances (role 80)',
+    );
     const toUndefined = seedWith((b) => (b.instances[P]!.static_info.role = 85));
-    expectOneIssue(toUndefined, `${peersPath}[0]`, 'peer 0 has role 85 (undefined); the peers of a decode instance must be prefill instances (role 80)');
+    expectOneIssue(
+      toUndefined,
+      `${peersPath}[0]`,
+      'peer 0 has role 85 (undefined); the peers of a decode instance must be prefill instances (role 80)',
+    );
   });
   test('a prefill instance may list decode peers, only decode ones', () => {
     expect(issuesOf(seedWith((b) => (b.instances[P]!.dynamic_info.peers = [1])))).toEqual([]);
-    expectOneIssue(seedWith((b) => (b.instances[P]!.dynamic_info.peers = [0])), 'instances[0].dynamic_info.peers[0]', 'peer 0 has role 80 (prefill); the peers of a prefill instance must be decode instances (role 68)');
+    expectOneIssue(
+      seedWith((b) => (b.instances[P]!.dynamic_info.peers = [0])),
+      'instances[0].dynamic_info.peers[0]',
+      'peer 0 has role 80 (prefill); the peers of a prefill instance must be decode instances (role 68)',
+    );
   });
   test('an undefined-role instance may list any existing instance', () => {
     const body = seedWith((b) => ((b.instances[D]!.static_info.role = 85), (b.instances[D]!.dynamic_info.peers = [0, 1])));
@@ -209,7 +322,11 @@ describe('peers', () => {
     expectOneIssue(unknown, `${peersPath}[0]`, 'not an instance of this snapshot');
   });
   test('a duplicate in a peers list names the duplicate', () => {
-    expectOneIssue(seedWith((b) => (b.instances[D]!.dynamic_info.peers = [0, 0])), `${peersPath}[1]`, 'duplicate peer id 0 (first at peers[0])');
+    expectOneIssue(
+      seedWith((b) => (b.instances[D]!.dynamic_info.peers = [0, 0])),
+      `${peersPath}[1]`,
+      'duplicate peer id 0 (first at peers[0])',
+    );
   });
   test('long peer lists are checked for duplicates too', () => {
     // The 65th instance is alone in its group, so nobody lists it as a peer.
@@ -219,10 +336,18 @@ describe('peers', () => {
     expectOneIssue(body, 'instances[64].dynamic_info.peers[40]', 'duplicate peer id 3 (first at peers[3])');
   });
   test.each([[[-1]], [['0']], [[0.5]]])('peer %p is rejected as an id', (peers) => {
-    expectOneIssue(seedWith((b) => (b.instances[D]!.dynamic_info.peers = peers)), `${peersPath}[0]`, /integer/);
+    expectOneIssue(
+      seedWith((b) => (b.instances[D]!.dynamic_info.peers = peers)),
+      `${peersPath}[0]`,
+      /integer/,
+    );
   });
   test('peers that are not an array are rejected', () => {
-    expectOneIssue(seedWith((b) => (b.instances[D]!.dynamic_info.peers = 0)), peersPath, 'expected an array, got number 0');
+    expectOneIssue(
+      seedWith((b) => (b.instances[D]!.dynamic_info.peers = 0)),
+      peersPath,
+      'expected an array, got number 0',
+    );
   });
 });
 
@@ -314,7 +439,9 @@ describe('several problems at once', () => {
   });
   test('an oversized array is refused by its length before any item is checked', () => {
     const started = performance.now();
-    expect(issuesOf({ ids: Array(2_000_000).fill('x'), instances: [] })).toEqual([{ path: 'ids', message: 'at most 4096 ids, got 2000000' }]);
+    expect(issuesOf({ ids: Array(2_000_000).fill('x'), instances: [] })).toEqual([
+      { path: 'ids', message: 'at most 4096 ids, got 2000000' },
+    ]);
     const peers = seedWith((b) => (b.instances[1]!.dynamic_info.peers = Array(MAX_INSTANCES + 1).fill(0)));
     expect(issuesOf(peers)).toEqual([{ path: 'instances[1].dynamic_info.peers', message: 'at most 4096 peers, got 4097' }]);
     expect(performance.now() - started).toBeLessThan(5000); // generous: the point is no per-item work

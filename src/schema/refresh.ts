@@ -181,7 +181,10 @@ type AvailMessage = (issue: v.PartialCheckIssue<InstanceShape>) => string;
 function availWithin(...[avail, total]: AvailPair) {
   return v.forward(
     v.partialCheck<InstanceShape, AvailPaths, InstanceShape, AvailMessage>(
-      [['static_info', total], ['dynamic_info', avail]],
+      [
+        ['static_info', total],
+        ['dynamic_info', avail],
+      ],
       (i) => !numbers(i.dynamic_info[avail], i.static_info[total]) || i.dynamic_info[avail] <= i.static_info[total],
       ({ input }) => `must be in [0, ${total}] = [0, ${input.static_info[total]}], got ${input.dynamic_info[avail]}`,
     ),
@@ -196,7 +199,10 @@ const instanceSchema = v.pipe(
   availWithin('avail_block_num', 'total_block_num'),
   v.forward(
     v.partialCheck(
-      [['static_info', 'role'], ['dynamic_info', 'peers']],
+      [
+        ['static_info', 'role'],
+        ['dynamic_info', 'peers'],
+      ],
       (i) => i.static_info.role !== ROLE_DECODE || i.dynamic_info.peers !== undefined,
       'required for a decode instance (role 68): the prefill instances it is linked to',
     ),
@@ -261,6 +267,12 @@ function capIssues(issues: FieldIssue[], skipped: number): FieldIssue[] {
 }
 
 function toPathItems(at: readonly (string | number)[]): [v.IssuePathItem, ...v.IssuePathItem[]] {
-  const [first, ...rest] = at.map((key): v.IssuePathItem => ({ type: 'unknown', origin: 'value', input: undefined, key, value: undefined }));
+  const [first, ...rest] = at.map((key): v.IssuePathItem => ({
+    type: 'unknown',
+    origin: 'value',
+    input: undefined,
+    key,
+    value: undefined,
+  }));
   return [first!, ...rest];
 }

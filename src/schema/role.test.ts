@@ -41,7 +41,13 @@ describe('role body', () => {
   test('the seed example passes, its repeated peer logical id included', () => {
     expect(issuesOf(seedExample())).toEqual([]);
     const request = toRoleRequest('prefill', v.parse(RoleBody, seedExample()));
-    expect(request.local).toEqual({ serverIp: '127.0.0.4', devices: [{ logicalId: 0, deviceIp: '127.0.0.4' }, { logicalId: 1, deviceIp: '127.0.0.4' }] });
+    expect(request.local).toEqual({
+      serverIp: '127.0.0.4',
+      devices: [
+        { logicalId: 0, deviceIp: '127.0.0.4' },
+        { logicalId: 1, deviceIp: '127.0.0.4' },
+      ],
+    });
     expect(request.peers[0]!.devices.map((d) => d.logicalId)).toEqual([0, 0]);
   });
 

@@ -31,7 +31,9 @@ const Node = v.looseObject({
 type NodeOutput = v.InferOutput<typeof Node>;
 
 function sameNode(a: NodeOutput, b: NodeOutput): boolean {
-  return a.server_ip === b.server_ip && a.device.length === b.device.length && a.device.every((d, i) => d.device_ip === b.device[i]!.device_ip);
+  return (
+    a.server_ip === b.server_ip && a.device.length === b.device.length && a.device.every((d, i) => d.device_ip === b.device[i]!.device_ip)
+  );
 }
 
 export const RoleBody = v.pipe(

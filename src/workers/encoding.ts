@@ -20,7 +20,10 @@ const utf8Decoder = new TextDecoder();
  * Encodes clusters for a task; the result's transferables go in the task's transfer list.
  * @example const { batch, transfer } = encodeClusters('shared', clusters);
  */
-export function encodeClusters(encoding: Encoding, clusters: readonly WorkerCluster[]): { batch: EncodedClusters; transfer: ArrayBuffer[] } {
+export function encodeClusters(
+  encoding: Encoding,
+  clusters: readonly WorkerCluster[],
+): { batch: EncodedClusters; transfer: ArrayBuffer[] } {
   switch (encoding) {
     case 'clone':
       return { batch: { enc: 'clone', clusters }, transfer: [] };
@@ -44,13 +47,15 @@ export function decodeClusters(batch: EncodedClusters): WorkerCluster[] {
     case 'clone':
       return [...batch.clusters];
     case 'msgpack':
-      return (packr.unpack(batch.packed) as [bigint | number, string, number, string, number][]).map(([id, ip, port, localIp, localPort]) => ({
-        id: BigInt(id),
-        ip,
-        port,
-        localIp,
-        localPort,
-      }));
+      return (packr.unpack(batch.packed) as [bigint | number, string, number, string, number][]).map(
+        ([id, ip, port, localIp, localPort]) => ({
+          id: BigInt(id),
+          ip,
+          port,
+          localIp,
+          localPort,
+        }),
+      );
     case 'shared':
       return readRecords(batch.buffer, batch.n);
   }

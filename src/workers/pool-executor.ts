@@ -45,7 +45,13 @@ export class PoolLinkExecutor implements LinkExecutor {
     return this.#run('unlink', endpoint, clusters, timeoutMs, force);
   }
 
-  async #run(op: 'link' | 'unlink', endpoint: string, clusters: readonly ClusterTarget[], timeoutMs: number, force: boolean): Promise<BatchOutcome> {
+  async #run(
+    op: 'link' | 'unlink',
+    endpoint: string,
+    clusters: readonly ClusterTarget[],
+    timeoutMs: number,
+    force: boolean,
+  ): Promise<BatchOutcome> {
     const handle = this.#handles.get(endpoint);
     if (handle === undefined) return { rets: clusters.map(() => LLM_STATUS.LLM_PARAM_INVALID), message: `unknown endpoint ${endpoint}` };
     const { batch, transfer } = encodeClusters(this.#encoding, clusters.map(toWorkerCluster));

@@ -96,9 +96,21 @@ describe('PoolLinkExecutor', () => {
   });
 
   test('through the link manager: a killed worker fails only its batch, with LLM_FAILED', async () => {
-    const executor = new PoolLinkExecutor({ pool, handles: new Map([['0', 20], ['1', 21]]) });
+    const executor = new PoolLinkExecutor({
+      pool,
+      handles: new Map([
+        ['0', 20],
+        ['1', 21],
+      ]),
+    });
     const manager = new LinkManager({ executor, endpoints: ['0', '1'], batchWindowMs: 0 });
-    const hanging = manager.linkClusters([{ ...target(1, 2), endpoint: '0' }, { ...target(2), endpoint: '0' }], { timeoutMs: 20000 });
+    const hanging = manager.linkClusters(
+      [
+        { ...target(1, 2), endpoint: '0' },
+        { ...target(2), endpoint: '0' },
+      ],
+      { timeoutMs: 20000 },
+    );
     // The hanging batch occupies one thread; find it by elimination once it has started.
     await until(() => manager.get('0', 1n)?.state === 'linking');
     const healthy = await manager.linkClusters([{ ...target(3), endpoint: '1' }]);

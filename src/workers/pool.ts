@@ -90,7 +90,8 @@ export class WorkerPool {
    */
   submit<T>(task: PoolTask, options: RunOptions = {}): SubmittedTask<T> {
     const taskId = this.#nextTaskId++;
-    if (this.#closed) return { taskId, reply: Promise.resolve({ ok: false, code: LLM_STATUS.LLM_FAILED, message: 'worker pool is closed' }) };
+    if (this.#closed)
+      return { taskId, reply: Promise.resolve({ ok: false, code: LLM_STATUS.LLM_FAILED, message: 'worker pool is closed' }) };
     const runOptions = {
       signal: options.signal ?? null,
       ...(options.transfer !== undefined && options.transfer.length > 0 ? { transferList: [...options.transfer] } : {}),

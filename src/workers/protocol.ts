@@ -64,7 +64,8 @@ export interface EchoTask {
 
 export type WorkerTask = (LinkTask | CreateTask | HandleTask | EventsTask | EchoTask | BlockTask) & { readonly taskId: number };
 
-export type TaskReply<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: number; readonly message: string };
+export type TaskReply<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: number; readonly message: string };
 
 /** Value of a link/unlink reply; with the shared encoding `rets` is empty and the codes are in the buffer. */
 export interface LinkReply {

@@ -53,10 +53,16 @@ export const ffiRuntime: DeviceRuntime = {
     );
   },
   linkRecords(handle, records, n, timeoutMs, rets) {
-    return statusOf(() => ffi.linkRecords(handle, records, n, timeoutMs, rets), (rc) => rc);
+    return statusOf(
+      () => ffi.linkRecords(handle, records, n, timeoutMs, rets),
+      (rc) => rc,
+    );
   },
   unlinkRecords(handle, records, n, timeoutMs, force, rets) {
-    return statusOf(() => ffi.unlinkRecords(handle, records, n, timeoutMs, force, rets), (rc) => rc);
+    return statusOf(
+      () => ffi.unlinkRecords(handle, records, n, timeoutMs, force, rets),
+      (rc) => rc,
+    );
   },
   waitEvents: (handle, timeoutMs) => ffi.waitEvents(handle, timeoutMs),
   pollEvents: (handle, cap) => ffi.pollEvents(handle, cap),

@@ -25,7 +25,8 @@ export function runTask(runtime: DeviceRuntime, task: WorkerTask, board: Int32Ar
   try {
     return { ok: true, value: dispatch(runtime, task) };
   } catch (cause) {
-    const code = typeof (cause as { code?: unknown })?.code === 'number' ? normalizeStatus((cause as { code: number }).code) : LLM_STATUS.LLM_FAILED;
+    const code =
+      typeof (cause as { code?: unknown })?.code === 'number' ? normalizeStatus((cause as { code: number }).code) : LLM_STATUS.LLM_FAILED;
     return { ok: false, code, message: cause instanceof Error ? cause.message : String(cause) };
   } finally {
     if (board !== undefined) Atomics.compareExchange(board, slot, threadId, 0);

@@ -54,7 +54,10 @@ export async function startPdlink(args: readonly string[], options: StartOptions
       out += chunk.toString();
     });
     exited.then((code) => reject(new Error(`pdlink ${args.join(' ')} exited (${code}) before listening:\n${out}`)));
-    setTimeout(() => reject(new Error(`pdlink ${args.join(' ')} did not listen within ${options.deadlineMs ?? 20000} ms:\n${out}`)), options.deadlineMs ?? 20000).unref();
+    setTimeout(
+      () => reject(new Error(`pdlink ${args.join(' ')} did not listen within ${options.deadlineMs ?? 20000} ms:\n${out}`)),
+      options.deadlineMs ?? 20000,
+    ).unref();
   });
   const handle: PdlinkChild = {
     process: child,

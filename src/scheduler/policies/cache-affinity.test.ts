@@ -16,7 +16,13 @@ function setup(specs: NodeSpec[]) {
   const loads = new TestLoads();
   const clock = { now: 0 };
   const health = createHealth({ clock: () => clock.now, failureThreshold: 1 });
-  const scheduler = createScheduler({ cluster, loads, health, blockSize: BLOCK, policy: { prefill: 'cache_affinity', decode: 'load_balance' } });
+  const scheduler = createScheduler({
+    cluster,
+    loads,
+    health,
+    blockSize: BLOCK,
+    policy: { prefill: 'cache_affinity', decode: 'load_balance' },
+  });
   const pick = (request: PickRequest) => scheduler.pick(request) as Pair;
   return { cluster, loads, health, scheduler, pick };
 }

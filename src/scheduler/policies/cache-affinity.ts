@@ -29,7 +29,8 @@ export function cacheAffinity(prefix: PrefixIndex, lookup: (id: number) => Sched
         for (const id of prefix.holders(hashes[level] as number)) {
           const node = lookup(id);
           // A holder that is unhealthy, has no healthy D, or is excluded does not count as a match.
-          if (node === undefined || node.role !== 'prefill' || !node.admissible || node.healthyLinks === 0 || context.excluded(node)) continue;
+          if (node === undefined || node.role !== 'prefill' || !node.admissible || node.healthyLinks === 0 || context.excluded(node))
+            continue;
           if (pool.has(node) && context.fits(node)) best.push(node);
           else overloaded = true;
         }
