@@ -262,6 +262,8 @@ int32_t pdrt_destroy(pdrt_ctx *ctx) {
     ctx->detached.n = 0;
     cache_free_all(ctx);
     pthread_mutex_unlock(&ctx->mu);
+    /* A serving thread that set threads to 0 may still be unlocking ctx->mu: joined before the free. */
+    serve_join_last(ctx);
     ctx_free(ctx);
     return PDRT_SUCCESS;
 }

@@ -182,6 +182,11 @@ struct pdrt_ctx {
     uint64_t next_gen;
     serve *serves;
     int threads;                     /* live serving threads */
+    /* The serving thread that ended last, not joined yet: the next one to end joins it, and
+     * pdrt_destroy joins the final one, so no serving thread still runs (even inside the unlock of
+     * ctx->mu) when the context is freed. */
+    pthread_t serve_last;
+    int serve_last_set;
 
     int fastpath;
     char boot_id[BOOT_ID_LEN];
@@ -245,6 +250,8 @@ void io_stop(pdrt_ctx *ctx);
 /* ---- serving (serve.c) ---- */
 /* Starts a serving thread; takes ownership of s. Under ctx->mu. 0 = started. */
 int serve_spawn(pdrt_ctx *ctx, serve *s);
+/* Joins the serving thread that ended last. Once ctx->threads is 0, without ctx->mu. */
+void serve_join_last(pdrt_ctx *ctx);
 void serve_shutdown_session(pdrt_ctx *ctx, uint64_t session);
 void serve_shutdown_all(pdrt_ctx *ctx);
 

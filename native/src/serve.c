@@ -157,11 +157,25 @@ static void *serve_main(void *arg) {
     while (*pp != s) pp = &(*pp)->next;
     *pp = s->next;
     if (s->fd >= 0) close(s->fd);
+    /* pdrt_destroy may free ctx as soon as it sees threads at 0, which can be while this thread is
+     * still inside the unlock below: it joins this thread first, found in serve_last. The thread
+     * that ended before this one is joined here, so at most one waits to be joined. */
+    pthread_t prev = ctx->serve_last;
+    int joins_prev = ctx->serve_last_set;
+    ctx->serve_last = pthread_self();
+    ctx->serve_last_set = 1;
     ctx->threads--;
     pthread_cond_broadcast(&ctx->cv);
     pthread_mutex_unlock(&ctx->mu);
     free(s);
+    if (joins_prev) pthread_join(prev, NULL);
     return NULL;
+}
+
+void serve_join_last(pdrt_ctx *ctx) {
+    if (!ctx->serve_last_set) return;
+    pthread_join(ctx->serve_last, NULL);
+    ctx->serve_last_set = 0;
 }
 
 int serve_spawn(pdrt_ctx *ctx, serve *s) {
@@ -174,8 +188,7 @@ int serve_spawn(pdrt_ctx *ctx, serve *s) {
     ctx->serves = s;
     ctx->threads++;
     pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_init(&attr); /* joinable: see the end of serve_main */
     pthread_attr_setstacksize(&attr, SERVE_STACK);
     pthread_t t;
     int err = pthread_create(&t, &attr, serve_main, s);
