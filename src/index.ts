@@ -32,6 +32,8 @@ export type { TransferRecord, TransferState, LedgerSnapshot, ReserveRequest, Ins
 export { createInstanceAgent } from './instance/agent.ts';
 export type { InstanceAgent, InstanceAgentOptions, AgentDevice } from './instance/agent.ts';
 export { LinkManager } from './links/manager.ts';
+export type { Transfers } from './instance/transfers.ts';
+export type { TransferResult, CallStatus } from './instance/transfer-types.ts';
 export { RoleController } from './instance/role.ts';
 export type { StatusBody, RoleStatusName } from './instance/status.ts';
 export { createScheduler, createHealth } from './scheduler/index.ts';

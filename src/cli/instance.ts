@@ -4,7 +4,7 @@
  */
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { resolveInstanceSettings, type InstanceArgs, MANAGEMENT_IP_ENV } from '../config/instance.ts';
+import { agentOptionsOf, resolveInstanceSettings, type InstanceArgs, MANAGEMENT_IP_ENV } from '../config/instance.ts';
 import { PdlinkError } from '../errors.ts';
 import { createInstanceAgent } from '../instance/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
@@ -79,12 +79,7 @@ export async function runInstance(argv: string[]): Promise<void> {
   const settings = resolveInstanceSettings(args, process.env);
   let agent;
   try {
-    agent = await createInstanceAgent({
-      devices: settings.devices,
-      linkBasePort: settings.linkBasePort,
-      processMetrics: true,
-      ...settings.pool,
-    });
+    agent = await createInstanceAgent({ ...agentOptionsOf(settings), processMetrics: true });
   } catch (err) {
     if (err instanceof PdlinkError) throw new CliError(err.message);
     throw err;

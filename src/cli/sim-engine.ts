@@ -5,7 +5,7 @@
  * OpenAI-compatible inference listener. Runs until SIGINT/SIGTERM.
  */
 import { Hono } from 'hono';
-import { resolveInstanceSettings } from '../config/instance.ts';
+import { agentOptionsOf, resolveInstanceSettings } from '../config/instance.ts';
 import { loadConfigFile } from '../config/load.ts';
 import { PdlinkError } from '../errors.ts';
 import { onError, onNotFound } from '../http/envelope.ts';
@@ -46,12 +46,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
 
   let agent: InstanceAgent;
   try {
-    agent = await createInstanceAgent({
-      devices: settings.devices,
-      linkBasePort: settings.linkBasePort,
-      processMetrics: true,
-      ...settings.pool,
-    });
+    agent = await createInstanceAgent({ ...agentOptionsOf(settings), processMetrics: true });
   } catch (err) {
     if (err instanceof PdlinkError) throw new CliError(err.message);
     throw err;

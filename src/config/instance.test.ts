@@ -53,8 +53,19 @@ describe('resolveInstanceSettings', () => {
     expect(resolveInstanceSettings({ config: file({ pdlink: { cluster_id: 5 } }) }, {}).devices[0]?.clusterId).toBe(5n);
   });
 
+  test('transfers: pdlink.transfers tunes the transfer pool and the same-host path', () => {
+    expect(resolveInstanceSettings({}, {}).transfers).toEqual({});
+    const s = resolveInstanceSettings(
+      { config: file({ pdlink: { transfers: { threads: 3, same_host_fastpath: false, chunk_mib: 8, parallel_slices: 1 } } }) },
+      {},
+    );
+    expect(s.transfers).toEqual({ threads: 3, sameHostFastpath: false, chunkBytes: 8 * 1024 * 1024, parallelSlices: 1 });
+  });
+
   test('bad configurations name the file, the key and the reason', () => {
     const cases: [unknown, string][] = [
+      [{ pdlink: { transfers: { same_host_fastpath: 'no' } } }, 'pdlink.transfers.same_host_fastpath'],
+      [{ pdlink: { transfers: { chunk_mib: 0 } } }, 'pdlink.transfers.chunk_mib'],
       [{ ServerConfig: { port: 80 } }, 'ServerConfig.port'],
       [{ ServerConfig: { ipAddress: 'host' } }, 'ServerConfig.ipAddress'],
       [{ pdlink: { devices: [] } }, 'pdlink.devices'],

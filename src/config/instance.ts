@@ -15,6 +15,7 @@ import { clusterIdFor } from '../links/endpoint.ts';
 import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';
 import type { Encoding } from '../workers/protocol.ts';
 import { loadConfigFile } from './load.ts';
+import type { TransferSettings } from '../instance/agent-transfers.ts';
 
 export const MANAGEMENT_IP_ENV = 'MIES_CONTAINER_MANAGEMENT_IP';
 export const DEFAULT_MANAGE_IP = '127.0.0.1';
@@ -46,6 +47,8 @@ export interface InstanceSettings {
   readonly manage: { readonly ip: string; readonly port: number };
   readonly devices: readonly DeviceSettings[];
   readonly pool: PoolSettings;
+  /** KV transfer tuning (`pdlink.transfers`); unset keys take the agent's defaults. */
+  readonly transfers: TransferSettings;
   /** `pdlink.link_base_port`: the role API derives peer link ports from it too. */
   readonly linkBasePort: number;
 }
@@ -97,5 +100,20 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     ...(p.max_batch === undefined ? {} : { maxBatch: p.max_batch }),
     ...(p.encoding === undefined ? {} : { encoding: p.encoding }),
   };
-  return { manage, devices, pool, linkBasePort: base };
+  const t = pd.transfers ?? {};
+  const transfers: TransferSettings = {
+    ...(t.threads === undefined ? {} : { threads: t.threads }),
+    ...(t.same_host_fastpath === undefined ? {} : { sameHostFastpath: t.same_host_fastpath }),
+    ...(t.chunk_mib === undefined ? {} : { chunkBytes: t.chunk_mib * 1024 * 1024 }),
+    ...(t.parallel_slices === undefined ? {} : { parallelSlices: t.parallel_slices }),
+  };
+  return { manage, devices, pool, transfers, linkBasePort: base };
+}
+
+/**
+ * The agent options these settings stand for, shared by `pdlink instance` and `pdlink sim-engine`.
+ * @example const agent = await createInstanceAgent({ ...agentOptionsOf(settings), processMetrics: true });
+ */
+export function agentOptionsOf(settings: InstanceSettings) {
+  return { devices: settings.devices, linkBasePort: settings.linkBasePort, transfers: settings.transfers, ...settings.pool };
 }

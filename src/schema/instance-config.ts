@@ -71,6 +71,15 @@ export const InstanceConfigFile = v.pipe(
           ),
         ),
         link_base_port: v.optional(Port),
+        /** KV transfers: their own worker pool, the same-host shared-memory path, chunking. */
+        transfers: v.optional(
+          v.object({
+            threads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64))),
+            same_host_fastpath: v.optional(v.boolean('must be a boolean')),
+            chunk_mib: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1024))),
+            parallel_slices: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16))),
+          }),
+        ),
         pool: v.optional(
           v.object({
             threads: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(64))),
