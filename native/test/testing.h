@@ -67,5 +67,6 @@ child_t start_child(uint64_t id, const char *ip);
 void test_links(void);
 void test_blocks(void);
 void test_faults(child_t ch);
+void test_lifecycle(void);
 
 #endif /* PDRT_TESTING_H */
