@@ -2,7 +2,8 @@
  * What every pdlink command shares: argument parsing errors (exit status 2), the listening lines,
  * serving Hono apps with Bun.serve, and clean shutdown on SIGINT/SIGTERM.
  */
-import { isIPv6 } from 'node:net';
+import { isIP, isIPv6 } from 'node:net';
+import { parseArgs } from 'node:util';
 
 /** A command-line or configuration problem: the process prints the message and exits with 2. */
 export class CliError extends Error {
@@ -104,4 +105,31 @@ export function parseCliPort(option: string, value: string): number {
     throw new CliError(`--${option}: must be in [1024, 65535] (or 0 for any free port), got ${value}`);
   }
   return port;
+}
+
+/** Parses a command-line IP address (IPv4 or IPv6 text). */
+export function parseCliIp(option: string, value: string): string {
+  if (isIP(value) === 0) throw new CliError(`--${option}: must be an IPv4 or IPv6 address, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/**
+ * Parses `--name value` string options and `-h/--help`; an unknown option or a missing value is a
+ * CliError carrying the command's help text.
+ * @example const { values, help } = parseStringOptions(argv, ['config', 'manage_ip'], HELP);
+ */
+export function parseStringOptions<const K extends string>(
+  argv: string[],
+  names: readonly K[],
+  helpText: string,
+): { values: Partial<Record<K, string>>; help: boolean } {
+  const options: Record<string, { type: 'string' } | { type: 'boolean'; short: string }> = { help: { type: 'boolean', short: 'h' } };
+  for (const name of names) options[name] = { type: 'string' };
+  try {
+    const { values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options });
+    const { help, ...rest } = values as Record<string, string | boolean | undefined>;
+    return { values: rest as Partial<Record<K, string>>, help: help === true };
+  } catch (cause) {
+    throw new CliError(`${(cause as Error).message}\n\n${helpText}`);
+  }
 }

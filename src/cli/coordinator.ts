@@ -1,11 +1,9 @@
 /**
  * `pdlink coordinator`: serves the management and inference listeners until SIGINT/SIGTERM.
  */
-import { parseArgs } from 'node:util';
 import { createCoordinator } from '../coordinator.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
-import { CliError, parseCliPort, startListeners, untilSignal } from './common.ts';
-import { isIP } from 'node:net';
+import { parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
 
 export const COORDINATOR_HELP = `Usage: pdlink coordinator [options]
 
@@ -30,37 +28,14 @@ A command-line value wins over the configuration file, which wins over the defau
  * @example parseCoordinatorArgs(['--manage_port', '0'])
  */
 export function parseCoordinatorArgs(argv: string[]): CoordinatorArgs & { help: boolean } {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        config: { type: 'string' },
-        manage_ip: { type: 'string' },
-        manage_port: { type: 'string' },
-        predict_ip: { type: 'string' },
-        predict_port: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (cause) {
-    throw new CliError(`${(cause as Error).message}\n\n${COORDINATOR_HELP}`);
-  }
-  const values = parsed.values;
-  const args: CoordinatorArgs & { help: boolean } = { help: values.help === true };
+  const { values, help } = parseStringOptions(argv, ['config', 'manage_ip', 'manage_port', 'predict_ip', 'predict_port'], COORDINATOR_HELP);
+  const args: CoordinatorArgs & { help: boolean } = { help };
   if (values.config !== undefined) args.config = values.config;
-  if (values.manage_ip !== undefined) args.manageIp = cliIp('manage_ip', values.manage_ip);
+  if (values.manage_ip !== undefined) args.manageIp = parseCliIp('manage_ip', values.manage_ip);
   if (values.manage_port !== undefined) args.managePort = parseCliPort('manage_port', values.manage_port);
-  if (values.predict_ip !== undefined) args.predictIp = cliIp('predict_ip', values.predict_ip);
+  if (values.predict_ip !== undefined) args.predictIp = parseCliIp('predict_ip', values.predict_ip);
   if (values.predict_port !== undefined) args.predictPort = parseCliPort('predict_port', values.predict_port);
   return args;
-}
-
-function cliIp(option: string, value: string): string {
-  if (isIP(value) === 0) throw new CliError(`--${option}: must be an IPv4 or IPv6 address, got ${JSON.stringify(value)}`);
-  return value;
 }
 
 /** Runs the coordinator command until a signal stops it. */

@@ -2,13 +2,11 @@
  * `pdlink instance`: the agent beside one inference engine. Opens one device-runtime context per
  * local device, serves the management listener, and runs until SIGINT/SIGTERM.
  */
-import { isIP } from 'node:net';
-import { parseArgs } from 'node:util';
 import { agentOptionsOf, resolveInstanceSettings, type InstanceArgs, MANAGEMENT_IP_ENV } from '../config/instance.ts';
 import { PdlinkError } from '../errors.ts';
 import { createInstanceAgent } from '../instance/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
-import { CliError, listeningLine, parseCliPort, startListeners, untilSignal } from './common.ts';
+import { CliError, listeningLine, parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
 
 export const INSTANCE_HELP = `Usage: pdlink instance [options]
 
@@ -41,30 +39,10 @@ peers on one host (default: shared memory where both ends share the host).
  * @example parseInstanceArgs(['--manage_port', '0'])
  */
 export function parseInstanceArgs(argv: string[]): InstanceArgs & { help: boolean } {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        config: { type: 'string' },
-        manage_ip: { type: 'string' },
-        manage_port: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (cause) {
-    throw new CliError(`${(cause as Error).message}\n\n${INSTANCE_HELP}`);
-  }
-  const values = parsed.values;
-  const args: InstanceArgs & { help: boolean } = { help: values.help === true };
+  const { values, help } = parseStringOptions(argv, ['config', 'manage_ip', 'manage_port'], INSTANCE_HELP);
+  const args: InstanceArgs & { help: boolean } = { help };
   if (values.config !== undefined) args.config = values.config;
-  if (values.manage_ip !== undefined) {
-    if (isIP(values.manage_ip) === 0)
-      throw new CliError(`--manage_ip: must be an IPv4 or IPv6 address, got ${JSON.stringify(values.manage_ip)}`);
-    args.manageIp = values.manage_ip;
-  }
+  if (values.manage_ip !== undefined) args.manageIp = parseCliIp('manage_ip', values.manage_ip);
   if (values.manage_port !== undefined) args.managePort = parseCliPort('manage_port', values.manage_port);
   return args;
 }
