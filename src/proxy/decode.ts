@@ -9,7 +9,8 @@ import { stringifyBody } from '../schema/completions.ts';
 import type { Exchange, Prefilled } from './exchange.ts';
 import { decodeBody, engineUrl, legHeaders } from './legs.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
-import { firstChunk, passthrough, postLeg, quoteError, streamHeaders, transportMessage } from './upstream.ts';
+import { sendLeg } from './stale.ts';
+import { firstChunk, passthrough, quoteError, streamHeaders, transportMessage } from './upstream.ts';
 
 /**
  * Runs the D leg of `exchange` and returns the client's response; failures end the exchange and throw its Stop.
@@ -35,11 +36,13 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
 
   let res: Response;
   try {
-    res = await postLeg(
+    res = await sendLeg(
       engineUrl(prefilled.pair.d, kind),
       legHeaders(clientHeaders, requestId),
       stringifyBody(decodeBody(body, prefilled.kvTransferParams)),
       exchange.signal,
+      exchange.deps.origins,
+      () => metrics.staleRetried('decode'),
     );
   } catch (err) {
     throw broken(err, 'could not be reached');

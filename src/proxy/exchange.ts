@@ -19,7 +19,8 @@ import { promptOf, type PromptInfo } from './prompt.ts';
 import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import type { ProxySettings } from './settings.ts';
 import { runDecode } from './decode.ts';
-import { passthrough, postLeg, quoteError, transportMessage } from './upstream.ts';
+import { sendLeg, type PooledOrigins } from './stale.ts';
+import { passthrough, quoteError, transportMessage } from './upstream.ts';
 
 export interface ExchangeRequest {
   readonly kind: CompletionKind;
@@ -38,6 +39,8 @@ export interface ExchangeDeps {
   readonly health: HealthReporter | undefined;
   readonly metrics: ProxyMetrics;
   readonly settings: ProxySettings;
+  /** Origins that answered before: a lost connection to one of them may be a stale pooled one. */
+  readonly origins: PooledOrigins;
 }
 
 export type AbortCause = 'client_abort' | 'prefill_timeout' | 'first_token_timeout' | 'infer_timeout';
@@ -267,11 +270,13 @@ export class Exchange {
     this.#attemptTimer = this.#arm(settings.prefillTimeoutMs, 'prefill_timeout');
     const p = pair.p.id;
     try {
-      const res = await postLeg(
+      const res = await sendLeg(
         engineUrl(pair.p, kind),
         legHeaders(clientHeaders, requestId),
         stringifyBody(prefillBody(body)),
         this.signal,
+        this.deps.origins,
+        () => this.deps.metrics.staleRetried('prefill'),
       );
       // Read the whole answer: it is small, and a drained body returns the connection to the pool.
       const text = await res.text();

@@ -40,6 +40,7 @@ export class ProxyMetrics {
   readonly #transfer: Histogram;
   readonly #decode: Histogram;
   readonly #retries: Counter<'reason'>;
+  readonly #staleRetries: Counter<'leg'>;
 
   /**
    * Registers the proxy's metrics on `registry`.
@@ -79,6 +80,12 @@ export class ProxyMetrics {
       labelNames: ['reason'],
       registers,
     });
+    this.#staleRetries = new Counter({
+      name: `${p}stale_connection_retries_total`,
+      help: 'Legs sent again to the same instance because a pooled keep-alive connection was closed under them, by leg.',
+      labelNames: ['leg'],
+      registers,
+    });
   }
 
   requestStarted(): void {
@@ -109,5 +116,10 @@ export class ProxyMetrics {
 
   retried(reason: RetryReason): void {
     this.#retries.inc({ reason });
+  }
+
+  /** A leg found a stale pooled connection and was sent again to the same instance. */
+  staleRetried(leg: 'prefill' | 'decode'): void {
+    this.#staleRetries.inc({ leg });
   }
 }

@@ -13,6 +13,7 @@ import { Exchange, type ExchangeDeps } from './exchange.ts';
 import { InFlightLimit } from './limiter.ts';
 import { ProxyMetrics } from './metrics.ts';
 import type { HealthReporter, PairPicker, Reservations } from './ports.ts';
+import { PooledOrigins } from './stale.ts';
 import { fetchCapWarning } from './upstream.ts';
 import { checkSettings, resolveProxySettings, type ProxySettings } from './settings.ts';
 
@@ -48,7 +49,14 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   warnOnce(fetchCapWarning(settings.maxInFlight, process.env));
   const metrics = new ProxyMetrics(deps.metrics ?? createRegistry());
   const limit = new InFlightLimit(settings.maxInFlight);
-  const exchangeDeps: ExchangeDeps = { picker: deps.scheduler, ledger: deps.ledger, health: deps.health, metrics, settings };
+  const exchangeDeps: ExchangeDeps = {
+    picker: deps.scheduler,
+    ledger: deps.ledger,
+    health: deps.health,
+    metrics,
+    settings,
+    origins: new PooledOrigins(),
+  };
 
   const serve = async (c: Context, kind: CompletionKind, api: string): Promise<Response> => {
     const given = c.req.header(REQUEST_ID_HEADER);
