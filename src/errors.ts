@@ -106,6 +106,8 @@ export const errors = {
     new PdlinkError('internal', 'ClusterRegistry.apply was called from an onChange listener; apply after the notification returns'),
   insufficientCapacity: (instanceId: number, resource: 'slots' | 'blocks', free: number, requested: number) =>
     new PdlinkError('insufficient_capacity', `instance ${instanceId} has ${free} free ${resource}, ${requested} requested`),
+  /** No instance pair could take a request; `why` names the refusals. */
+  noPairWithRoom: (why: string) => new PdlinkError('insufficient_capacity', `no instance pair has room for this request: ${why}`),
   instanceUnknown: (instanceId: number) => new PdlinkError('unavailable', `instance ${instanceId} is not registered`),
   transferExists: (requestId: string) => new PdlinkError('conflict', `transfer ${JSON.stringify(requestId)} is already active`),
   transferNotFound: (requestId: string) => new PdlinkError('not_found', `transfer ${JSON.stringify(requestId)} not found`),

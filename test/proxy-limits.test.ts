@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, test } from 'bun:test';
 import * as net from 'node:net';
-import { D_ID, startHarness, until, type Harness } from './fixtures/proxy/harness.ts';
+import { D_ID, P_ID, startHarness, until, type Harness } from './fixtures/proxy/harness.ts';
 import { decodeChunks, gate } from './fixtures/proxy/responders.ts';
 
 let h: Harness | undefined;
@@ -59,6 +59,67 @@ describe('capacity', () => {
     expect(tokens.status).toBe(503);
     expect(h.ps[0]!.requests).toHaveLength(0);
     expect(h.idle()).toBe(true);
+  });
+
+  // 3000 bytes of text are estimated at 1000 tokens, 63 blocks of 16: the scheduler, which counts no
+  // blocks for text, may pick a D the ledger then finds short.
+  const longText = { ...body, prompt: 'y'.repeat(3000) };
+
+  /** Holds all but `free` of an instance's 4096 blocks, as other requests would. */
+  function hog(harness: Harness, id: number, free: number): void {
+    const half = (4096 - free) / 2;
+    harness.ledger.reserve({ requestId: `hog-${id}`, p: id, d: id, pBlocks: half, dBlocks: half });
+  }
+
+  test('the ledger refuses the picked D: the scheduler picks again without it, and the request succeeds', async () => {
+    h = await startHarness({ decode: 2 });
+    hog(h, D_ID(0), 6);
+    for (let i = 0; i < 4; i++) {
+      const res = await h.post('/v1/completions', longText, { 'x-request-id': `roomy-${i}` });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    // Round robin offered D 20 again and again (more picks than requests); every request ran on D 21.
+    const picks = (await h.metrics.getSingleMetric('pdlink_pd_pair_selections_total')!.get()).values.reduce((n, v) => n + v.value, 0);
+    expect(picks).toBeGreaterThan(4);
+    expect(h.ds[0]!.requests).toHaveLength(0);
+    expect(h.ds[1]!.requests).toHaveLength(4);
+    expect(h.ps[0]!.requests).toHaveLength(4);
+    h.ledger.release(`hog-${D_ID(0)}`, 'cancelled');
+    await h.settled();
+    expect(h.ledger.totals()).toMatchObject({ done: 4, failed: 0 });
+    expect(await h.metric('pdlink_pd_requests_total', { api: 'completions', outcome: 'ok' })).toBe(4);
+  });
+
+  test('the ledger refuses the picked P: another P is picked, the D kept', async () => {
+    h = await startHarness({ prefill: 2 });
+    hog(h, P_ID(1), 6);
+    for (let i = 0; i < 3; i++) {
+      const res = await h.post('/v1/completions', longText);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    expect(h.ps[0]!.requests).toHaveLength(3);
+    expect(h.ps[1]!.requests).toHaveLength(0);
+    h.ledger.release(`hog-${P_ID(1)}`, 'cancelled');
+    await h.settled();
+  });
+
+  test('no pair has room: 503 naming every refusal, nothing sent, nothing held', async () => {
+    h = await startHarness({ decode: 2 });
+    hog(h, D_ID(0), 6);
+    hog(h, D_ID(1), 10);
+    const res = await h.post('/v1/completions', longText, { 'x-request-id': 'no-room' });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('x-request-id')).toBe('no-room');
+    const error = await errorOf(res);
+    expect(error.code).toBe('insufficient_capacity');
+    expect(error.message).toContain('no instance pair has room for this request');
+    expect(error.message).toContain(`instance ${D_ID(0)} has 6 free blocks, 63 requested`);
+    expect(error.message).toContain(`instance ${D_ID(1)} has 10 free blocks, 63 requested`);
+    expect(h.ps[0]!.requests).toHaveLength(0);
+    expect(h.ledger.totals()).toMatchObject({ active: 2, done: 0, failed: 0 });
+    expect(await h.metric('pdlink_pd_requests_total', { api: 'completions', outcome: 'unavailable' })).toBe(1);
   });
 });
 

@@ -15,6 +15,7 @@ import { errorResponse } from './errors.ts';
 import { decodeBody, engineUrl, legHeaders, prefillBody } from './legs.ts';
 import type { ProxyMetrics, ProxyOutcome, RetryReason } from './metrics.ts';
 import type { HealthReporter, PairPicker, PickedPair, PickRequest, Reservations } from './ports.ts';
+import { MAX_PLACEMENTS, shortInstances, union } from './placement.ts';
 import { promptOf, type PromptInfo } from './prompt.ts';
 import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import type { ProxySettings } from './settings.ts';
@@ -64,8 +65,6 @@ type AttemptResult =
   | { kind: 'rejected'; response: Response; status: number }
   | { kind: 'retry'; reason: RetryReason; message: string }
   | { kind: 'aborted' };
-
-const NO_EXCLUSIONS: ReadonlySet<number> = new Set();
 
 export class Exchange {
   readonly request: ExchangeRequest;
@@ -204,9 +203,7 @@ export class Exchange {
           throw this.stopForAbort(undefined);
         }
       }
-      const request: PickRequest = { excludeP: failedP, excludeD: NO_EXCLUSIONS, ...promptFields(this.prompt) };
-      const pair = this.#pick(request, last);
-      this.#reserve(pair);
+      const { pair, request } = this.#place(failedP, last);
       const started = performance.now();
       const result = await this.#attempt(pair);
       const p = pair.p.id;
@@ -239,24 +236,50 @@ export class Exchange {
     }
   }
 
-  #pick(request: PickRequest, last: PdlinkError | undefined): PickedPair {
+  /**
+   * Picks a pair and reserves its capacity. When the ledger finds an instance of the pair short,
+   * the scheduler picks again without it (it could not know: text prompts are counted by estimate).
+   */
+  #place(failedP: ReadonlySet<number>, last: PdlinkError | undefined): { pair: PickedPair; request: PickRequest } {
+    const shortP = new Set<number>();
+    const shortD = new Set<number>();
+    const refusals: string[] = [];
+    for (let placement = 0; placement < MAX_PLACEMENTS; placement++) {
+      const request: PickRequest = { excludeP: union(failedP, shortP), excludeD: shortD, ...promptFields(this.prompt) };
+      const pair = this.#pick(request, shortP, last, refusals);
+      const refused = this.#reserve(pair);
+      if (refused === undefined) return { pair, request };
+      refusals.push(refused.message);
+      for (const id of shortInstances(pair, this.prompt.tokenCount, this.deps.ledger)) {
+        if (id === pair.p.id) shortP.add(id);
+        if (id === pair.d.id) shortD.add(id);
+      }
+    }
+    throw this.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
+  }
+
+  #pick(request: PickRequest, shortP: ReadonlySet<number>, last: PdlinkError | undefined, refusals: readonly string[]): PickedPair {
     const { picker } = this.deps;
     let result = picker.pick(request);
-    if (!result.ok && request.excludeP.size > 0) {
+    if (!result.ok && request.excludeP.size > shortP.size) {
       // Every P was tried: a transient failure may have passed, so try them again while retries remain.
-      const again = picker.pick({ ...request, excludeP: NO_EXCLUSIONS });
+      const again = picker.pick({ ...request, excludeP: shortP });
       if (again.ok) result = again;
     }
     if (result.ok) return result;
     if (last !== undefined) throw this.fail('upstream_failed', last, { kind: 'none' });
+    if (refusals.length > 0) throw this.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
     throw this.fail('unavailable', errors.unavailable(result.message), { kind: 'none' });
   }
 
-  #reserve(pair: PickedPair): void {
+  /** Reserves the pair's capacity; returns the ledger's refusal when an instance is short, throws Stop on anything else. */
+  #reserve(pair: PickedPair): PdlinkError | undefined {
     try {
       this.#reservation.take(pair, this.prompt.tokenCount);
+      return undefined;
     } catch (err) {
       const known = err instanceof PdlinkError ? err : errors.internal(err);
+      if (known.code === 'insufficient_capacity') return known;
       const outcome: ProxyOutcome = known.status === 503 ? 'unavailable' : known.status === 409 ? 'invalid' : 'internal';
       // A refused reservation leaves nothing to end; one taken but not begun is failed.
       throw this.fail(outcome, known, { kind: 'fail', code: 'reserve_failed', detail: known.message });

@@ -43,6 +43,8 @@ export interface Reservations {
   release(requestId: string, reason: 'client_abort' | 'cancelled'): unknown;
   extend(requestId: string, ms?: number): unknown;
   isActive(requestId: string): boolean;
+  /** What a new reservation may still take on an instance; tells which side of a refused pair was short. */
+  instanceLoad?(id: number): { readonly availSlots: number; readonly availBlocks: number } | undefined;
 }
 
 /** Passive health: every answer of an instance is reported; failures open its circuit. */
