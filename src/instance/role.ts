@@ -11,8 +11,8 @@
  *   judges whatever linked in between.
  * - a role change (prefill ↔ decode) unlinks every link of the agent (normal unlink, force as
  *   fallback), switches, then applies the new desired set.
- * Posts queue behind the one being applied; consecutive queued posts of the same role collapse
- * into the latest, whose desired set wins either way.
+ * Posts queue behind the one being applied (role-queue.ts); consecutive queued posts of the same
+ * role collapse into the latest, whose desired set wins either way.
  */
 import { errors } from '../errors.ts';
 import { systemClock, type LeaseClock } from '../ledger/lease-clock.ts';
@@ -26,11 +26,11 @@ import { LINK_DONE, linkAll, unlinkAll, type LinkRef } from './role-calls.ts';
 import { DesiredLinks, type Tracked } from './role-desired.ts';
 import { createRoleMetrics, type RoleMetrics } from './role-metrics.ts';
 import { linkKey, planLinks, type LocalDevice, type PlannedLink } from './role-plan.ts';
+import { RoleJobQueue, type RoleJob, type RolePostJob } from './role-queue.ts';
 import { retryPolicy, RetryTimer, type RetryPolicy } from './role-retry.ts';
 import { statusBody, type RoleStatusName, type StatusBody } from './status.ts';
 
-/** Posts that may wait behind the one being applied; more answer 429. */
-export const MAX_QUEUED_POSTS = 64;
+export { MAX_QUEUED_POSTS } from './role-queue.ts';
 
 export interface RoleControllerOptions {
   readonly manager: LinkManager;
@@ -47,11 +47,6 @@ export interface RoleControllerOptions {
   readonly metrics?: Registry;
 }
 
-type Job =
-  | { readonly kind: 'post'; readonly request: RoleRequest; readonly plan: readonly PlannedLink[]; readonly acceptedAt: number }
-  | { readonly kind: 'retry' }
-  | { readonly kind: 'clear'; readonly endpoint: string; readonly remoteClusterId: bigint };
-
 const closing = () => errors.unavailable('the instance agent is shutting down');
 
 export class RoleController {
@@ -65,11 +60,10 @@ export class RoleController {
   readonly #desired: DesiredLinks;
   readonly #timer: RetryTimer;
   readonly #unsubscribe: () => void;
-  readonly #queue: Job[] = [];
+  readonly #queue = new RoleJobQueue((job) => this.#run(job));
   readonly #waiters = new Set<{ resolve: () => void; reject: (err: Error) => void }>();
   #role: Role | undefined;
   #applying: Role | undefined;
-  #running: Promise<void> | undefined;
   /** Acceptance time of the last applied post until RoleReady is reached. */
   #readySince: number | undefined;
   #lastError: { message: string; at: number } | undefined;
@@ -90,10 +84,7 @@ export class RoleController {
     this.#clock = options.clock ?? systemClock;
     this.#desired = new DesiredLinks(this.#manager, retryPolicy(options.retry), this.#clock, options.random ?? Math.random);
     this.#metrics = createRoleMetrics(options.metrics, () => ({ desired: this.#desired.size, linked: this.#desired.up }));
-    this.#timer = new RetryTimer(this.#clock, () => {
-      if (!this.#queue.some((j) => j.kind === 'retry')) this.#queue.push({ kind: 'retry' });
-      this.#kick();
-    });
+    this.#timer = new RetryTimer(this.#clock, () => this.#queue.retry());
     this.#unsubscribe = this.#manager.onChange((event) => this.#onLinkEvent(event));
   }
 
@@ -106,13 +97,8 @@ export class RoleController {
     if (this.#closed) throw closing();
     const { links, issues } = planLinks(request, this.#devices, this.#basePort);
     if (issues.length > 0) throw errors.unprocessable(issues);
-    const job: Job = { kind: 'post', request, plan: links, acceptedAt: this.#clock.now() };
-    const last = this.#queue.at(-1);
-    if (last?.kind === 'post' && last.request.role === request.role) this.#queue[this.#queue.length - 1] = job;
-    else if (this.#queuedPosts() >= MAX_QUEUED_POSTS) throw errors.tooManyRequests(MAX_QUEUED_POSTS);
-    else this.#queue.push(job);
+    this.#queue.post({ kind: 'post', request, plan: links, acceptedAt: this.#clock.now() });
     this.#metrics.posted(request.role);
-    this.#kick();
   }
 
   /** The current role, or undefined before the first post has been applied. */
@@ -121,7 +107,7 @@ export class RoleController {
   }
 
   get roleStatus(): RoleStatusName {
-    if (this.#applying !== undefined || this.#queuedPosts() > 0) return 'RoleSwitching';
+    if (this.#applying !== undefined || this.#queue.posts > 0) return 'RoleSwitching';
     if (this.#role === undefined) return 'RoleUnknown';
     return this.#desired.allUp ? 'RoleReady' : 'RoleSwitching';
   }
@@ -135,7 +121,7 @@ export class RoleController {
       roleStatus: this.roleStatus,
       currentRole: this.#role,
       switchingTo: this.#applying,
-      queuedPosts: this.#queuedPosts(),
+      queuedPosts: this.#queue.posts,
       lastError: this.#lastError,
       links: this.#desired.all().map((t) => ({ plan: t.plan, view: this.#desired.view(t), retry: t })),
       now: this.#clock.now(),
@@ -153,8 +139,8 @@ export class RoleController {
   }
 
   /** Resolves when no post or retry is queued or running. */
-  async settled(): Promise<void> {
-    while (this.#running !== undefined) await this.#running;
+  settled(): Promise<void> {
+    return this.#queue.settled();
   }
 
   /**
@@ -172,8 +158,7 @@ export class RoleController {
       this.#desired.refresh(tracked);
       this.#arm();
     } else if (entry?.side === 'client' && entry.state === 'linked') {
-      this.#queue.push({ kind: 'clear', endpoint, remoteClusterId: event.remoteClusterId });
-      this.#kick();
+      this.#queue.clear(endpoint, event.remoteClusterId);
     }
   }
 
@@ -181,41 +166,27 @@ export class RoleController {
   async close(): Promise<void> {
     this.#closed = true;
     this.#timer.clear();
-    this.#queue.length = 0;
+    this.#queue.close();
     this.#unsubscribe();
     await this.settled();
     for (const w of this.#waiters) w.reject(closing());
     this.#waiters.clear();
   }
 
-  #queuedPosts(): number {
-    return this.#queue.filter((j) => j.kind === 'post').length;
-  }
-
-  #kick(): void {
-    if (this.#running !== undefined || this.#queue.length === 0 || this.#closed) return;
-    this.#running = this.#drain().finally(() => {
-      this.#running = undefined;
-      this.#kick();
-    });
-  }
-
-  async #drain(): Promise<void> {
-    for (let job = this.#queue.shift(); job !== undefined; job = this.#queue.shift()) {
-      try {
-        if (job.kind === 'post') await this.#applyPost(job);
-        else if (job.kind === 'retry') await this.#retryDue();
-        else await this.#clear(job.endpoint, job.remoteClusterId);
-      } catch (cause) {
-        // Link calls report failures as codes; anything thrown is a defect, kept visible in the status.
-        this.#error(`${job.kind} failed: ${(cause as Error)?.message ?? String(cause)}`);
-        console.error('pdlink: role driver', cause);
-      }
-      this.#checkReady();
+  async #run(job: RoleJob): Promise<void> {
+    try {
+      if (job.kind === 'post') await this.#applyPost(job);
+      else if (job.kind === 'retry') await this.#retryDue();
+      else await this.#clear(job.endpoint, job.remoteClusterId);
+    } catch (cause) {
+      // Link calls report failures as codes; anything thrown is a defect, kept visible in the status.
+      this.#error(`${job.kind} failed: ${(cause as Error)?.message ?? String(cause)}`);
+      console.error('pdlink: role driver', cause);
     }
+    this.#checkReady();
   }
 
-  async #applyPost(job: Extract<Job, { kind: 'post' }>): Promise<void> {
+  async #applyPost(job: RolePostJob): Promise<void> {
     const role = job.request.role;
     const from = this.#role;
     this.#applying = role;
