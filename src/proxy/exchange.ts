@@ -6,22 +6,21 @@
  * Every wait is bounded: a prefill attempt by `prefillTimeoutMs`, the first byte by
  * `firstTokenTimeoutMs`, the whole request by `inferTimeoutMs`. One AbortController covers the
  * request: a timeout, the client leaving or the end of the exchange aborts whatever leg is running.
+ * The legs run in prefill.ts and decode.ts; this class owns the clocks, the abort and the settling.
  */
 import { errors, PdlinkError } from '../errors.ts';
-import { parseJsonExact } from '../http/body.ts';
-import { stringifyBody, type CompletionBody, type CompletionKind } from '../schema/completions.ts';
-import { abortableDelay, backoffDelay } from './backoff.ts';
+import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
+import type { AttemptClock } from './attempt.ts';
 import { errorResponse } from './errors.ts';
-import { decodeBody, engineUrl, legHeaders, prefillBody } from './legs.ts';
-import type { ProxyMetrics, ProxyOutcome, RetryReason } from './metrics.ts';
-import type { HealthReporter, PairPicker, PickedPair, PickRequest, Reservations } from './ports.ts';
-import { MAX_PLACEMENTS, shortInstances, union } from './placement.ts';
+import type { ProxyMetrics, ProxyOutcome } from './metrics.ts';
+import type { HealthReporter, PairPicker, Reservations } from './ports.ts';
+import { runPrefill } from './prefill.ts';
 import { promptOf, type PromptInfo } from './prompt.ts';
 import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import type { ProxySettings } from './settings.ts';
 import { runDecode } from './decode.ts';
-import { sendLeg, type PooledOrigins } from './stale.ts';
-import { passthrough, quoteError, transportMessage } from './upstream.ts';
+import type { PooledOrigins } from './stale.ts';
+import { Stop } from './stop.ts';
 
 export interface ExchangeRequest {
   readonly kind: CompletionKind;
@@ -47,24 +46,8 @@ export interface ExchangeDeps {
 export type AbortCause = 'client_abort' | 'prefill_timeout' | 'first_token_timeout' | 'infer_timeout';
 
 export type { LedgerEnd } from './reservation.ts';
-
-/** Thrown inside an exchange to answer with `response`; the exchange has already ended. */
-export class Stop {
-  constructor(readonly response: Response) {}
-}
-
-/** P answered: the pair, P's KV parameters for D, and when P answered (performance.now()). */
-export interface Prefilled {
-  readonly pair: PickedPair;
-  readonly kvTransferParams: unknown;
-  readonly answeredAt: number;
-}
-
-type AttemptResult =
-  | { kind: 'ok'; kvTransferParams: unknown }
-  | { kind: 'rejected'; response: Response; status: number }
-  | { kind: 'retry'; reason: RetryReason; message: string }
-  | { kind: 'aborted' };
+export type { Prefilled } from './prefill.ts';
+export { Stop } from './stop.ts';
 
 export class Exchange {
   readonly request: ExchangeRequest;
@@ -79,6 +62,12 @@ export class Exchange {
   #timers: ReturnType<typeof setTimeout>[] = [];
   #firstTokenTimer: ReturnType<typeof setTimeout> | undefined;
   #attemptTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #attemptClock: AttemptClock = {
+    start: () => {
+      this.#attemptTimer = this.#arm(this.deps.settings.prefillTimeoutMs, 'prefill_timeout');
+    },
+    stop: () => this.#clearAttempt(),
+  };
 
   /**
    * Starts the request's clocks; `onEnd` runs once when the exchange has settled.
@@ -116,7 +105,7 @@ export class Exchange {
    */
   async run(): Promise<Response> {
     try {
-      const prefilled = await this.#prefill();
+      const prefilled = await runPrefill(this, { reservation: this.#reservation, attemptClock: this.#attemptClock });
       if (!this.streaming) this.#clearFirstToken();
       return await runDecode(this, prefilled);
     } catch (err) {
@@ -191,151 +180,6 @@ export class Exchange {
     return new Stop(errorResponse(err, this.request.requestId));
   }
 
-  async #prefill(): Promise<Prefilled> {
-    const { settings, metrics, health } = this.deps;
-    const failedP = new Set<number>();
-    let last: PdlinkError | undefined;
-    for (let attempt = 0; ; attempt++) {
-      if (attempt > 0) {
-        try {
-          await abortableDelay(backoffDelay(attempt, settings.backoffBaseMs, settings.backoffCapMs), this.signal);
-        } catch {
-          throw this.stopForAbort(undefined);
-        }
-      }
-      const { pair, request } = this.#place(failedP, last);
-      const started = performance.now();
-      const result = await this.#attempt(pair);
-      const p = pair.p.id;
-      if (result.kind === 'ok') {
-        health?.recordSuccess(p);
-        this.deps.picker.recordPrefill?.(p, request);
-        const answeredAt = performance.now();
-        metrics.prefill((answeredAt - started) / 1000);
-        this.#reservation.transferring();
-        return { pair, kvTransferParams: result.kvTransferParams, answeredAt };
-      }
-      if (result.kind === 'aborted') throw this.stopForAbort(p);
-      if (result.kind === 'rejected') {
-        // P judged the request itself: another P would answer the same, and P is healthy.
-        health?.recordSuccess(p);
-        this.end('upstream_rejected', {
-          kind: 'fail',
-          code: 'prefill_rejected',
-          detail: `prefill instance ${p} answered ${result.status}`,
-        });
-        throw new Stop(result.response);
-      }
-      health?.recordFailure(p);
-      // Give the capacity back now: the next attempt may pick another pair, and backoff takes time.
-      this.#reservation.end({ kind: 'fail', code: 'prefill_failed', detail: result.message });
-      last = errors.upstreamFailed(result.message);
-      failedP.add(p);
-      if (attempt >= settings.maxRetries) throw this.fail('upstream_failed', last, { kind: 'none' });
-      metrics.retried(result.reason);
-    }
-  }
-
-  /**
-   * Picks a pair and reserves its capacity. When the ledger finds an instance of the pair short,
-   * the scheduler picks again without it (it could not know: text prompts are counted by estimate).
-   */
-  #place(failedP: ReadonlySet<number>, last: PdlinkError | undefined): { pair: PickedPair; request: PickRequest } {
-    const shortP = new Set<number>();
-    const shortD = new Set<number>();
-    const refusals: string[] = [];
-    for (let placement = 0; placement < MAX_PLACEMENTS; placement++) {
-      const request: PickRequest = { excludeP: union(failedP, shortP), excludeD: shortD, ...promptFields(this.prompt) };
-      const pair = this.#pick(request, shortP, last, refusals);
-      const refused = this.#reserve(pair);
-      if (refused === undefined) return { pair, request };
-      refusals.push(refused.message);
-      for (const id of shortInstances(pair, this.prompt.tokenCount, this.deps.ledger)) {
-        if (id === pair.p.id) shortP.add(id);
-        if (id === pair.d.id) shortD.add(id);
-      }
-    }
-    throw this.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
-  }
-
-  #pick(request: PickRequest, shortP: ReadonlySet<number>, last: PdlinkError | undefined, refusals: readonly string[]): PickedPair {
-    const { picker } = this.deps;
-    let result = picker.pick(request);
-    if (!result.ok && request.excludeP.size > shortP.size) {
-      // Every P was tried: a transient failure may have passed, so try them again while retries remain.
-      const again = picker.pick({ ...request, excludeP: shortP });
-      if (again.ok) result = again;
-    }
-    if (result.ok) return result;
-    if (last !== undefined) throw this.fail('upstream_failed', last, { kind: 'none' });
-    if (refusals.length > 0) throw this.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
-    throw this.fail('unavailable', errors.unavailable(result.message), { kind: 'none' });
-  }
-
-  /** Reserves the pair's capacity; returns the ledger's refusal when an instance is short, throws Stop on anything else. */
-  #reserve(pair: PickedPair): PdlinkError | undefined {
-    try {
-      this.#reservation.take(pair, this.prompt.tokenCount);
-      return undefined;
-    } catch (err) {
-      const known = err instanceof PdlinkError ? err : errors.internal(err);
-      if (known.code === 'insufficient_capacity') return known;
-      const outcome: ProxyOutcome = known.status === 503 ? 'unavailable' : known.status === 409 ? 'invalid' : 'internal';
-      // A refused reservation leaves nothing to end; one taken but not begun is failed.
-      throw this.fail(outcome, known, { kind: 'fail', code: 'reserve_failed', detail: known.message });
-    }
-  }
-
-  async #attempt(pair: PickedPair): Promise<AttemptResult> {
-    const { settings } = this.deps;
-    const { kind, body, requestId, clientHeaders } = this.request;
-    if (this.signal.aborted) return { kind: 'aborted' };
-    this.#attemptTimer = this.#arm(settings.prefillTimeoutMs, 'prefill_timeout');
-    const p = pair.p.id;
-    try {
-      const res = await sendLeg(
-        engineUrl(pair.p, kind),
-        legHeaders(clientHeaders, requestId),
-        stringifyBody(prefillBody(body)),
-        this.signal,
-        this.deps.origins,
-        () => this.deps.metrics.staleRetried('prefill'),
-      );
-      // Read the whole answer: it is small, and a drained body returns the connection to the pool.
-      const text = await res.text();
-      if (res.status >= 500)
-        return { kind: 'retry', reason: 'status_5xx', message: `prefill instance ${p} answered ${res.status}: ${quoteError(text)}` };
-      if (res.status >= 400)
-        return {
-          kind: 'rejected',
-          status: res.status,
-          response: passthrough(res.status, res.headers.get('content-type'), text, requestId),
-        };
-      if (res.status < 200 || res.status >= 300)
-        return { kind: 'retry', reason: 'bad_answer', message: `prefill instance ${p} answered ${res.status}` };
-      let answer: unknown;
-      try {
-        answer = parseJsonExact(text);
-      } catch {
-        return { kind: 'retry', reason: 'bad_answer', message: `prefill instance ${p} answered ${res.status} without a JSON body` };
-      }
-      if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
-        return {
-          kind: 'retry',
-          reason: 'bad_answer',
-          message: `prefill instance ${p} answered ${res.status} with a body that is not a JSON object`,
-        };
-      }
-      const params = (answer as { kv_transfer_params?: unknown }).kv_transfer_params;
-      return { kind: 'ok', kvTransferParams: params === null ? undefined : params };
-    } catch (err) {
-      if (this.#cause !== null) return { kind: 'aborted' };
-      return { kind: 'retry', reason: 'transport', message: `prefill instance ${p} could not be reached: ${transportMessage(err)}` };
-    } finally {
-      this.#clearAttempt();
-    }
-  }
-
   #arm(ms: number, cause: AbortCause): ReturnType<typeof setTimeout> | undefined {
     if (!Number.isFinite(ms)) return undefined;
     const timer = setTimeout(() => this.abort(cause), ms);
@@ -352,10 +196,4 @@ export class Exchange {
     if (this.#attemptTimer !== undefined) clearTimeout(this.#attemptTimer);
     this.#attemptTimer = undefined;
   }
-}
-
-function promptFields(prompt: PromptInfo): { promptText?: string; promptTokens?: readonly number[] } {
-  if (prompt.tokens !== undefined) return { promptTokens: prompt.tokens };
-  if (prompt.text !== undefined) return { promptText: prompt.text };
-  return {};
 }

@@ -1,11 +1,16 @@
 /**
- * Which instances of a pair the KV ledger refused. The scheduler cannot always know what a prompt
- * needs (a text prompt's token count is an estimate made here, and instances differ in block
- * size), so the ledger may refuse a pair the scheduler picked while another pair has room. The
- * exchange then asks the scheduler again without the instances that were short.
+ * Where a request goes: the scheduler picks a pair, the KV ledger reserves its capacity. The
+ * scheduler cannot always know what a prompt needs (a text prompt's token count is an estimate
+ * made here, and instances differ in block size), so the ledger may refuse a pair the scheduler
+ * picked while another pair has room. The scheduler is then asked again without the instances
+ * that were short.
  */
-import type { PickedPair, Reservations } from './ports.ts';
-import { blocksFor } from './prompt.ts';
+import { errors, PdlinkError } from '../errors.ts';
+import type { ProxyOutcome } from './metrics.ts';
+import type { PairPicker, PickedPair, PickRequest, Reservations } from './ports.ts';
+import { blocksFor, type PromptInfo } from './prompt.ts';
+import type { LedgerEnd, RequestReservation } from './reservation.ts';
+import type { Stop } from './stop.ts';
 
 /** Picks per request at most when the ledger keeps refusing: each refusal excludes at least one instance. */
 export const MAX_PLACEMENTS = 8;
@@ -36,4 +41,81 @@ export function union(base: ReadonlySet<number>, more: ReadonlySet<number>): Rea
   if (more.size === 0) return base;
   if (base.size === 0) return more;
   return new Set([...base, ...more]);
+}
+
+/** What placement sees of its exchange. */
+export interface PlacingExchange {
+  readonly prompt: PromptInfo;
+  readonly deps: { readonly picker: PairPicker; readonly ledger: Reservations };
+  fail(outcome: ProxyOutcome, err: PdlinkError, ledgerEnd: LedgerEnd): Stop;
+}
+
+/**
+ * Picks a pair and reserves its capacity, picking again without the instances the ledger found
+ * short; ends the exchange and throws its Stop when no pair can be had. `failedP` are the P
+ * instances that failed this request, `last` the failure of the latest attempt.
+ * @example const { pair, request } = placePair(exchange, reservation, failedP, last);
+ */
+export function placePair(
+  exchange: PlacingExchange,
+  reservation: Pick<RequestReservation, 'take'>,
+  failedP: ReadonlySet<number>,
+  last: PdlinkError | undefined,
+): { pair: PickedPair; request: PickRequest } {
+  const { prompt } = exchange;
+  const shortP = new Set<number>();
+  const shortD = new Set<number>();
+  const refusals: string[] = [];
+  for (let placement = 0; placement < MAX_PLACEMENTS; placement++) {
+    const request: PickRequest = { excludeP: union(failedP, shortP), excludeD: shortD, ...promptFields(prompt) };
+    const pair = pick(exchange, request, shortP, last, refusals);
+    const refused = reserve(exchange, reservation, pair);
+    if (refused === undefined) return { pair, request };
+    refusals.push(refused.message);
+    for (const id of shortInstances(pair, prompt.tokenCount, exchange.deps.ledger)) {
+      if (id === pair.p.id) shortP.add(id);
+      if (id === pair.d.id) shortD.add(id);
+    }
+  }
+  throw exchange.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
+}
+
+function pick(
+  exchange: PlacingExchange,
+  request: PickRequest,
+  shortP: ReadonlySet<number>,
+  last: PdlinkError | undefined,
+  refusals: readonly string[],
+): PickedPair {
+  const { picker } = exchange.deps;
+  let result = picker.pick(request);
+  if (!result.ok && request.excludeP.size > shortP.size) {
+    // Every P was tried: a transient failure may have passed, so try them again while retries remain.
+    const again = picker.pick({ ...request, excludeP: shortP });
+    if (again.ok) result = again;
+  }
+  if (result.ok) return result;
+  if (last !== undefined) throw exchange.fail('upstream_failed', last, { kind: 'none' });
+  if (refusals.length > 0) throw exchange.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
+  throw exchange.fail('unavailable', errors.unavailable(result.message), { kind: 'none' });
+}
+
+/** Reserves the pair's capacity; returns the ledger's refusal when an instance is short, throws Stop on anything else. */
+function reserve(exchange: PlacingExchange, reservation: Pick<RequestReservation, 'take'>, pair: PickedPair): PdlinkError | undefined {
+  try {
+    reservation.take(pair, exchange.prompt.tokenCount);
+    return undefined;
+  } catch (err) {
+    const known = err instanceof PdlinkError ? err : errors.internal(err);
+    if (known.code === 'insufficient_capacity') return known;
+    const outcome: ProxyOutcome = known.status === 503 ? 'unavailable' : known.status === 409 ? 'invalid' : 'internal';
+    // A refused reservation leaves nothing to end; one taken but not begun is failed.
+    throw exchange.fail(outcome, known, { kind: 'fail', code: 'reserve_failed', detail: known.message });
+  }
+}
+
+function promptFields(prompt: PromptInfo): { promptText?: string; promptTokens?: readonly number[] } {
+  if (prompt.tokens !== undefined) return { promptTokens: prompt.tokens };
+  if (prompt.text !== undefined) return { promptText: prompt.text };
+  return {};
 }
