@@ -11,7 +11,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, platform, release } from 'node:os';
 import { join } from 'node:path';
-import { FakeCluster } from '../src/ledger/fake-cluster.ts';
+import { TestCluster } from '../src/cluster/testing.ts';
 import { KvLedger } from '../src/ledger/ledger.ts';
 import { createRegistry } from '../src/metrics.ts';
 
@@ -30,8 +30,8 @@ interface CaseResult {
   slowdown: { median: number; p10: number; p90: number };
 }
 
-function newCluster(): FakeCluster {
-  const cluster = new FakeCluster();
+function newCluster(): TestCluster {
+  const cluster = new TestCluster();
   cluster.refresh([
     { id: 0, role: 'prefill', availSlots: 1_000_000, availBlocks: 100_000_000 },
     { id: 1, role: 'decode', availSlots: 1_000_000, availBlocks: 100_000_000 },

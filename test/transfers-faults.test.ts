@@ -6,8 +6,8 @@
  * follows a failed transfer: the reservation is released.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
+import { TestCluster } from '../src/cluster/testing.ts';
 import { KvLedger } from '../src/ledger/index.ts';
-import { FakeCluster } from '../src/ledger/fake-cluster.ts';
 import {
   cleanupConfigs,
   link,
@@ -87,7 +87,7 @@ describe.each([
       expect((await d.get('/v1/kv/links')).links[0]).toMatchObject({ same_host: sameHost });
 
       // The Coordinator's side: P 0 and D 1, a reservation moving to `transferring`.
-      const cluster = new FakeCluster();
+      const cluster = new TestCluster();
       cluster.refresh([
         { id: 0, role: 'prefill', availSlots: 4, availBlocks: 1000 },
         { id: 1, role: 'decode', availSlots: 4, availBlocks: 1000 },

@@ -1,17 +1,17 @@
 import { expect, test } from 'bun:test';
-import { FakeCluster } from '../ledger/fake-cluster.ts';
+import { TestCluster } from '../cluster/testing.ts';
 import { ManualClock } from '../ledger/lease-clock.ts';
 import { KvLedger } from '../ledger/ledger.ts';
 import { ledgerRoutes } from './ledger.ts';
 
 function setup() {
-  const cluster = new FakeCluster();
+  const cluster = new TestCluster();
   const clock = new ManualClock(1_700_000_000_000.4);
   const ledger = new KvLedger({ cluster, clock });
   return { cluster, clock, ledger, app: ledgerRoutes({ ledger, cluster }) };
 }
 
-function twoInstances(cluster: FakeCluster): void {
+function twoInstances(cluster: TestCluster): void {
   cluster.refresh([
     { id: 5, role: 'decode', availSlots: 4, availBlocks: 100 },
     { id: 2, role: 'prefill', availSlots: 4, availBlocks: 100 },
@@ -43,7 +43,7 @@ test('coordinator_info reports allocations per instance, by id, in MindIE shape'
 });
 
 test('coordinator_info takes request counters from the supplied source', async () => {
-  const cluster = new FakeCluster();
+  const cluster = new TestCluster();
   const ledger = new KvLedger({ cluster, clock: new ManualClock() });
   const app = ledgerRoutes({ ledger, cluster, requestStats: () => ({ requestNum: 7, inputLen: 512, outputLen: 128 }) });
   cluster.refresh([]);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { FakeCluster } from './fake-cluster.ts';
+import { TestCluster } from '../cluster/testing.ts';
 import { ManualClock } from './lease-clock.ts';
 import { KvLedger } from './ledger.ts';
 import { ledgerFixture, PAIR, thrownBy } from './testing.ts';
@@ -90,13 +90,13 @@ describe('events, snapshot, recent, close', () => {
   });
 
   test('bad options are refused by name', () => {
-    const cluster = new FakeCluster();
+    const cluster = new TestCluster();
     expect(thrownBy(() => new KvLedger({ cluster, defaultLeaseMs: 0 })).issues[0]?.path).toBe('defaultLeaseMs');
     expect(thrownBy(() => new KvLedger({ cluster, recentCapacity: -1 })).issues[0]?.path).toBe('recentCapacity');
   });
 
   test('instances known before the ledger was created are reservable', () => {
-    const cluster = new FakeCluster();
+    const cluster = new TestCluster();
     cluster.refresh([
       { id: 3, role: 'prefill', availSlots: 1, availBlocks: 1 },
       { id: 4, role: 'decode', availSlots: 1, availBlocks: 1 },

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { FakeCluster } from './fake-cluster.ts';
+import { TestCluster } from '../cluster/testing.ts';
 import type { LeaseClock } from './lease-clock.ts';
 import { KvLedger } from './ledger.ts';
 import { ledgerFixture, PAIR } from './testing.ts';
@@ -34,7 +34,7 @@ describe('leases', () => {
   test('expiry is exact even when the timer has not fired yet', () => {
     let now = 0;
     const lazyClock: LeaseClock = { now: () => now, setTimer: () => 'never', clearTimer: () => {} };
-    const cluster = new FakeCluster();
+    const cluster = new TestCluster();
     cluster.refresh([
       { id: 0, role: 'prefill', availSlots: 1, availBlocks: 10 },
       { id: 1, role: 'decode', availSlots: 1, availBlocks: 10 },
@@ -85,7 +85,7 @@ describe('leases', () => {
   });
 
   test('with the system clock, a lease nobody completes expires on its own', async () => {
-    const cluster = new FakeCluster();
+    const cluster = new TestCluster();
     cluster.refresh([
       { id: 0, role: 'prefill', availSlots: 1, availBlocks: 1 },
       { id: 1, role: 'decode', availSlots: 1, availBlocks: 1 },

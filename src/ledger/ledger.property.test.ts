@@ -6,9 +6,9 @@
 import { expect, test } from 'bun:test';
 import fc from 'fast-check';
 import type { InstanceRole } from '../cluster/instance.ts';
+import { TestCluster, type TestInstanceSpec } from '../cluster/testing.ts';
 import { PdlinkError, type ErrorCode } from '../errors.ts';
 import type { InstanceLoad } from './accounts.ts';
-import { FakeCluster, type FakeInstanceSpec } from './fake-cluster.ts';
 import { ManualClock } from './lease-clock.ts';
 import { KvLedger } from './ledger.ts';
 import { RELEASE_REASONS, type ActiveState, type TransferPhase } from './records.ts';
@@ -16,6 +16,9 @@ import { RELEASE_REASONS, type ActiveState, type TransferPhase } from './records
 const INSTANCE_IDS = [0, 1, 2, 3];
 const REQUEST_IDS = ['r0', 'r1', 'r2', 'r3', 'r4'];
 const MAX_LEASE = 5_000;
+
+/** An instance as the model reads it: every field the ledger's accounting depends on is set. */
+type InstanceSpec = Required<Pick<TestInstanceSpec, 'id' | 'role' | 'availSlots' | 'availBlocks'>>;
 
 type Op =
   | { kind: 'reserve'; id: string; p: number; d: number; slots: number; pBlocks: number; dBlocks: number; leaseMs: number }
@@ -25,7 +28,7 @@ type Op =
   | { kind: 'release'; id: string; reason: (typeof RELEASE_REASONS)[number] }
   | { kind: 'extend'; id: string; ms: number }
   | { kind: 'advance'; ms: number }
-  | { kind: 'refresh'; instances: FakeInstanceSpec[] }
+  | { kind: 'refresh'; instances: InstanceSpec[] }
   | { kind: 'linkLost'; p: number; d: number };
 
 const requestId = fc.constantFrom(...REQUEST_IDS);
@@ -40,7 +43,7 @@ const roleOf = (id: number): fc.Arbitrary<InstanceRole> => {
 };
 
 /** A full snapshot: each instance present most of the time, so removals happen but do not dominate. */
-const topologyArb: fc.Arbitrary<FakeInstanceSpec[]> = fc
+const topologyArb: fc.Arbitrary<InstanceSpec[]> = fc
   .tuple(
     ...INSTANCE_IDS.map((id) =>
       fc.option(fc.record({ id: fc.constant(id), role: roleOf(id), availSlots: fc.nat(6), availBlocks: fc.nat(80) }), { freq: 10 }),
@@ -96,7 +99,7 @@ interface ModelRecord {
 /** What the ledger must hold, computed the obvious way (sums over records, no incremental counters). */
 class Model {
   now = 0;
-  instances = new Map<number, FakeInstanceSpec>();
+  instances = new Map<number, InstanceSpec>();
   active = new Map<string, ModelRecord>();
   reserves = 0;
   ended = 0;
@@ -132,7 +135,7 @@ class Model {
     const p = this.instances.get(op.p);
     const d = this.instances.get(op.d);
     if (p === undefined || d === undefined) return 'unavailable';
-    const fits = (spec: FakeInstanceSpec, slots: number, blocks: number): boolean => {
+    const fits = (spec: InstanceSpec, slots: number, blocks: number): boolean => {
       const held = this.reserved(spec.id);
       return slots <= Math.max(0, spec.availSlots - held.slots) && blocks <= Math.max(0, spec.availBlocks - held.blocks);
     };
@@ -145,7 +148,7 @@ class Model {
 const ORDER: Record<ActiveState, number> = { reserved: 0, prefilling: 1, transferring: 2 };
 
 /** Runs one op on ledger and model and checks the ledger threw exactly what the model predicts. */
-function step(op: Op, ledger: KvLedger, clock: ManualClock, cluster: FakeCluster, model: Model): void {
+function step(op: Op, ledger: KvLedger, clock: ManualClock, cluster: TestCluster, model: Model): void {
   model.expireDue();
   let expected: ErrorCode | null = null;
   let apply = (): void => {};
@@ -325,7 +328,7 @@ test('random interleavings never over-allocate, keep totals exact, and return to
       fc.array(opArb, { minLength: 10, maxLength: 120, size: 'max' }),
       fc.boolean(),
       (initial, ops, finishByExpiry) => {
-        const cluster = new FakeCluster();
+        const cluster = new TestCluster();
         const clock = new ManualClock(0);
         const ledger = new KvLedger({ cluster, clock, recentCapacity: 1_000 });
         const model = new Model();

@@ -1,11 +1,11 @@
 import { expect, test } from 'bun:test';
+import { TestCluster } from '../cluster/testing.ts';
 import { createRegistry, type Registry } from '../metrics.ts';
-import { FakeCluster } from './fake-cluster.ts';
 import { ManualClock } from './lease-clock.ts';
 import { KvLedger } from './ledger.ts';
 
 function setup() {
-  const cluster = new FakeCluster();
+  const cluster = new TestCluster();
   cluster.refresh([
     { id: 0, role: 'prefill', availSlots: 8, availBlocks: 100 },
     { id: 1, role: 'decode', availSlots: 8, availBlocks: 100 },
@@ -68,7 +68,7 @@ test('expirations are counted; a removed instance drops out of the per-instance 
 });
 
 test('without a registry the ledger keeps no metrics', () => {
-  const cluster = new FakeCluster();
+  const cluster = new TestCluster();
   cluster.refresh([
     { id: 0, role: 'prefill', availSlots: 1, availBlocks: 1 },
     { id: 1, role: 'decode', availSlots: 1, availBlocks: 1 },

@@ -2,13 +2,13 @@
  * Fixtures shared by the ledger's tests: a two-instance cluster on a manual clock, and a helper
  * that returns the PdlinkError a call throws.
  */
+import { TestCluster } from '../cluster/testing.ts';
 import { PdlinkError } from '../errors.ts';
-import { FakeCluster } from './fake-cluster.ts';
 import { ManualClock } from './lease-clock.ts';
 import { KvLedger } from './ledger.ts';
 
 export interface LedgerFixture {
-  cluster: FakeCluster;
+  cluster: TestCluster;
   clock: ManualClock;
   ledger: KvLedger;
 }
@@ -18,7 +18,7 @@ export interface LedgerFixture {
  * @example const { ledger, clock } = ledgerFixture({ defaultLeaseMs: 1_000 });
  */
 export function ledgerFixture(options: { recentCapacity?: number; defaultLeaseMs?: number } = {}): LedgerFixture {
-  const cluster = new FakeCluster();
+  const cluster = new TestCluster();
   cluster.refresh([
     { id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 },
     { id: 1, role: 'decode', availSlots: 4, availBlocks: 100 },

@@ -1,14 +1,14 @@
 import { describe, expect, test } from 'bun:test';
-import { fakeInstance } from '../ledger/fake-cluster.ts';
+import { testInstance } from '../cluster/testing.ts';
 import { ledgerFixture } from '../ledger/testing.ts';
 import type { PickedPair } from './ports.ts';
 import { RequestReservation } from './reservation.ts';
 
-// The ledger fixture's P 0 and D 1; fakeInstance gives both a block size of 128.
+// The ledger fixture's P 0 and D 1; testInstance gives both a block size of 128.
 const pair: PickedPair = {
   ok: true,
-  p: fakeInstance({ id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 }),
-  d: fakeInstance({ id: 1, role: 'decode', availSlots: 4, availBlocks: 100 }),
+  p: testInstance({ id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 }),
+  d: testInstance({ id: 1, role: 'decode', availSlots: 4, availBlocks: 100 }),
 };
 
 describe('RequestReservation', () => {

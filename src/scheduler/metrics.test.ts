@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
+import { TestCluster } from '../cluster/testing.ts';
 import { createRegistry } from '../metrics.ts';
 import { createHealth } from './health.ts';
 import { createScheduler } from './scheduler.ts';
-import { TestCluster } from './testing.ts';
 
 async function series(registry: ReturnType<typeof createRegistry>, name: string): Promise<Record<string, number>> {
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);

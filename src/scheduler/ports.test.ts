@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
+import { TestCluster } from '../cluster/testing.ts';
 import type { HealthReporter, PairPicker } from '../proxy/ports.ts';
 import { createHealth } from './health.ts';
 import { createScheduler } from './scheduler.ts';
-import { TestCluster } from './testing.ts';
 
 describe('the scheduler and the circuit breakers fit the proxy’s ports', () => {
   test('PairPicker and HealthReporter, structurally, with the proxy’s request shape', () => {

@@ -1,14 +1,21 @@
 import { describe, expect, test } from 'bun:test';
+import { TestCluster, type TestInstanceSpec } from '../cluster/testing.ts';
 import { PdlinkError } from '../errors.ts';
 import { createHealth } from './health.ts';
 import { createScheduler, type SchedulerOptions } from './scheduler.ts';
-import { TestCluster, TestLoads, type NodeSpec } from './testing.ts';
+import { TestLoads } from './testing.ts';
 import type { Pair, PickFailure, PickResult } from './types.ts';
 
-const P = (id: number, extra: Partial<NodeSpec> = {}): NodeSpec => ({ id, role: 'prefill', group: 0, ...extra });
-const D = (id: number, peers: number[], extra: Partial<NodeSpec> = {}): NodeSpec => ({ id, role: 'decode', group: 0, peers, ...extra });
+const P = (id: number, extra: Partial<TestInstanceSpec> = {}): TestInstanceSpec => ({ id, role: 'prefill', group: 0, ...extra });
+const D = (id: number, peers: number[], extra: Partial<TestInstanceSpec> = {}): TestInstanceSpec => ({
+  id,
+  role: 'decode',
+  group: 0,
+  peers,
+  ...extra,
+});
 
-function setup(specs: NodeSpec[], options: Partial<SchedulerOptions> = {}) {
+function setup(specs: TestInstanceSpec[], options: Partial<SchedulerOptions> = {}) {
   const cluster = new TestCluster(specs);
   const loads = new TestLoads();
   const clock = { now: 0 };

@@ -1,11 +1,12 @@
 import { describe, expect, test } from 'bun:test';
 import * as fc from 'fast-check';
+import { TestCluster, type TestInstanceSpec } from '../cluster/testing.ts';
 import { createHealth } from './health.ts';
 import { capacityOf } from './loads.ts';
-import { TestCluster, TestLoads, type NodeSpec } from './testing.ts';
+import { TestLoads } from './testing.ts';
 import { Topology } from './topology.ts';
 
-function setup(specs: NodeSpec[]) {
+function setup(specs: TestInstanceSpec[]) {
   const cluster = new TestCluster(specs);
   const loads = new TestLoads();
   const clock = { now: 0 };
@@ -18,8 +19,8 @@ function setup(specs: NodeSpec[]) {
   return { cluster, loads, clock, health, topology, removed, pool, decodesOf, links };
 }
 
-const P = (id: number, group = 0, extra: Partial<NodeSpec> = {}): NodeSpec => ({ id, role: 'prefill', group, ...extra });
-const D = (id: number, peers: number[], group = 0, extra: Partial<NodeSpec> = {}): NodeSpec => ({
+const P = (id: number, group = 0, extra: Partial<TestInstanceSpec> = {}): TestInstanceSpec => ({ id, role: 'prefill', group, ...extra });
+const D = (id: number, peers: number[], group = 0, extra: Partial<TestInstanceSpec> = {}): TestInstanceSpec => ({
   id,
   role: 'decode',
   group,
@@ -264,7 +265,7 @@ function fc_spec() {
     availSlots: fc.nat(6),
     availBlocks: fc.nat(6),
   });
-  const sized = (i: Omit<NodeSpec, 'totalSlots' | 'totalBlocks'>): NodeSpec => ({ ...i, totalSlots: 6, totalBlocks: 6 });
+  const sized = (i: Omit<TestInstanceSpec, 'totalSlots' | 'totalBlocks'>): TestInstanceSpec => ({ ...i, totalSlots: 6, totalBlocks: 6 });
   const specs = fc.uniqueArray(instance, { selector: (i) => i.id, maxLength: 8 }).map((list) => list.map(sized));
   const op = fc.oneof(
     fc.record({ kind: fc.constant('refresh' as const), specs }),

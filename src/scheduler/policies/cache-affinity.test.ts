@@ -1,17 +1,24 @@
 import { describe, expect, test } from 'bun:test';
+import { TestCluster, type TestInstanceSpec } from '../../cluster/testing.ts';
 import { createHealth } from '../health.ts';
 import { createScheduler } from '../scheduler.ts';
-import { TestCluster, TestLoads, type NodeSpec } from '../testing.ts';
+import { TestLoads } from '../testing.ts';
 import type { Pair, PickRequest } from '../types.ts';
 
 const BLOCK = 4;
-const P = (id: number, extra: Partial<NodeSpec> = {}): NodeSpec => ({ id, role: 'prefill', group: 0, ...extra });
-const D = (id: number, peers: number[], extra: Partial<NodeSpec> = {}): NodeSpec => ({ id, role: 'decode', group: 0, peers, ...extra });
+const P = (id: number, extra: Partial<TestInstanceSpec> = {}): TestInstanceSpec => ({ id, role: 'prefill', group: 0, ...extra });
+const D = (id: number, peers: number[], extra: Partial<TestInstanceSpec> = {}): TestInstanceSpec => ({
+  id,
+  role: 'decode',
+  group: 0,
+  peers,
+  ...extra,
+});
 
 /** A prompt of `blocks` full blocks whose content starts from `seed`. */
 const prompt = (blocks: number, seed = 0): number[] => Array.from({ length: blocks * BLOCK }, (_, i) => seed * 1000 + i);
 
-function setup(specs: NodeSpec[]) {
+function setup(specs: TestInstanceSpec[]) {
   const cluster = new TestCluster(specs);
   const loads = new TestLoads();
   const clock = { now: 0 };

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
+import { testInstance } from '../../cluster/testing.ts';
 import { SchedulerNode } from '../node.ts';
 import { Pool } from '../pool.ts';
-import { node } from '../testing.ts';
 import { loadBalance } from './load-balance.ts';
 import type { Policy, PolicyContext } from './policy.ts';
 import { powerOfTwo } from './power-of-two.ts';
@@ -10,7 +10,7 @@ import { roundRobin } from './round-robin.ts';
 function poolOf(loads: number[]): Pool<SchedulerNode> {
   const pool = new Pool<SchedulerNode>();
   loads.forEach((load, id) => {
-    const n = new SchedulerNode(node({ id, role: 'decode' }), 'decode');
+    const n = new SchedulerNode(testInstance({ id, role: 'decode' }), 'decode');
     n.load = load;
     pool.add(n);
   });
