@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   insufficient_capacity: 503,
   upstream_failed: 502,
   timeout: 504,
+  loop_detected: 508,
   config_invalid: 500,
   internal: 500,
 } as const;
@@ -48,6 +49,7 @@ const ERROR_TYPE: Record<ErrorCode, string> = {
   insufficient_capacity: 'InsufficientCapacity',
   upstream_failed: 'UpstreamFailed',
   timeout: 'Timeout',
+  loop_detected: 'LoopDetected',
   config_invalid: 'ConfigInvalid',
   internal: 'InternalError',
 };
@@ -98,6 +100,11 @@ export const errors = {
   tooManyRequests: (limit: number) => new PdlinkError('too_many_requests', `more than ${limit} requests in flight`),
   upstreamFailed: (what: string, cause?: unknown) => new PdlinkError('upstream_failed', what, { cause }),
   timeout: (what: string) => new PdlinkError('timeout', what),
+  loopDetected: (via: string) =>
+    new PdlinkError(
+      'loop_detected',
+      `request already passed through this proxy (Via: ${via}); an instance's address points back at the Coordinator`,
+    ),
   configInvalid: (issues: readonly FieldIssue[], source: string) =>
     new PdlinkError('config_invalid', `invalid configuration (${source}): ${describeIssues(issues)}`, { issues }),
   internal: (cause?: unknown) => new PdlinkError('internal', 'internal error', { cause }),

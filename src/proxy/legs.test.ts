@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { decodeBody, engineUrl, legHeaders, PREFILL_KV_REQUEST, prefillBody } from './legs.ts';
+import { decodeBody, engineUrl, legHeaders, PREFILL_KV_REQUEST, prefillBody, viaHasHop, viaHeader } from './legs.ts';
 
 describe('prefillBody', () => {
   test('one token, not streamed, no stream options or minimum lengths, KV kept for a remote decoder', () => {
@@ -52,6 +52,16 @@ describe('legHeaders and engineUrl', () => {
   test('JSON, the request id, and the client’s credentials only', () => {
     const headers = legHeaders(new Headers({ authorization: 'Bearer k', cookie: 'c', 'content-length': '5' }), 'r1');
     expect(Object.fromEntries(headers)).toEqual({ authorization: 'Bearer k', 'content-type': 'application/json', 'x-request-id': 'r1' });
+  });
+
+  test("Via: the proxy appends its hop to the client's, and recognises its own hop coming back", () => {
+    expect(viaHeader(undefined, 'pdlink-ab12')).toBe('1.1 pdlink-ab12');
+    expect(viaHeader('1.1 gateway', 'pdlink-ab12')).toBe('1.1 gateway, 1.1 pdlink-ab12');
+    expect(viaHasHop('1.1 gateway, 1.1 pdlink-ab12', 'pdlink-ab12')).toBe(true);
+    expect(viaHasHop('1.1 pdlink-ab123', 'pdlink-ab12')).toBe(false);
+    expect(viaHasHop(undefined, 'pdlink-ab12')).toBe(false);
+    const headers = legHeaders(new Headers({ via: '1.1 pdlink-ab12' }), 'r1');
+    expect(headers.get('via')).toBe('1.1 pdlink-ab12');
   });
 
   test('IPv4 as is, IPv6 in brackets, the API path per kind', () => {

@@ -20,8 +20,22 @@ export const PREFILL_KV_REQUEST = {
 /** Fields P must not see: it generates exactly one token, so a minimum length would contradict it. */
 const PREFILL_DROPPED = ['stream_options', 'min_tokens', 'min_completion_tokens'] as const;
 
-/** Client headers both legs carry unchanged. */
-const FORWARDED_HEADERS = ['authorization'] as const;
+/** Client headers both legs carry unchanged (`via` as the proxy extended it, see `viaHeader`). */
+const FORWARDED_HEADERS = ['authorization', 'via'] as const;
+
+/**
+ * The `Via` the legs carry: the client's, plus this proxy's own hop, so a request that comes back
+ * (an instance address pointing at the Coordinator itself) is recognised instead of looping.
+ * @example viaHeader('1.1 gateway', 'pdlink-1f2e') // '1.1 gateway, 1.1 pdlink-1f2e'
+ */
+export function viaHeader(clientVia: string | undefined, token: string): string {
+  return clientVia === undefined || clientVia === '' ? `1.1 ${token}` : `${clientVia}, 1.1 ${token}`;
+}
+
+/** True when the client's `Via` already names this proxy's hop token. */
+export function viaHasHop(clientVia: string | undefined, token: string): boolean {
+  return clientVia !== undefined && clientVia.split(',').some((hop) => hop.trim().split(/\s+/)[1] === token);
+}
 
 /**
  * The P leg's body: the client's request generating one token, not streamed, asking P to keep the KV cache.

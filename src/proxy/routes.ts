@@ -10,6 +10,7 @@ import { createRegistry, type Registry } from '../metrics.ts';
 import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';
 import { asPdlinkError, errorResponse, REQUEST_ID_HEADER } from './errors.ts';
 import { Exchange, type ExchangeDeps } from './exchange.ts';
+import { viaHasHop, viaHeader } from './legs.ts';
 import { InFlightLimit } from './limiter.ts';
 import { ProxyMetrics } from './metrics.ts';
 import type { HealthReporter, PairPicker, Reservations } from './ports.ts';
@@ -57,6 +58,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     settings,
     origins: new PooledOrigins(),
   };
+  const hopToken = `pdlink-${crypto.randomUUID().slice(0, 8)}`;
 
   const serve = async (c: Context, kind: CompletionKind, api: string): Promise<Response> => {
     const given = c.req.header(REQUEST_ID_HEADER);
@@ -67,6 +69,11 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
       return errorResponse(errors.badRequest(`X-Request-Id: ${message}`, [{ path: 'X-Request-Id', message }]), crypto.randomUUID());
     }
     const requestId = given ?? crypto.randomUUID();
+    const clientVia = c.req.header('via');
+    if (viaHasHop(clientVia, hopToken)) {
+      metrics.requestRefused(api, 'invalid');
+      return errorResponse(errors.loopDetected(clientVia ?? ''), requestId);
+    }
     if (!limit.tryAcquire()) {
       metrics.requestRefused(api, 'rejected');
       return errorResponse(errors.tooManyRequests(settings.maxInFlight), requestId);
@@ -83,7 +90,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     }
     keepConnectionOpen(c);
     const exchange = new Exchange(
-      { kind, api, body, requestId, clientHeaders: c.req.raw.headers, clientSignal: c.req.raw.signal },
+      { kind, api, body, requestId, clientHeaders: forwardedHeaders(c, viaHeader(clientVia, hopToken)), clientSignal: c.req.raw.signal },
       exchangeDeps,
       () => limit.release(),
     );
@@ -95,6 +102,14 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   app.post('/v1/completions', (c) => serve(c, 'completions', 'completions'));
   app.post('/v1/chat/completions', (c) => serve(c, 'chat', 'chat_completions'));
   return Object.assign(app, { inFlight: () => limit.count });
+}
+
+/** The client headers the legs may forward, with this proxy's hop added to `Via`. */
+function forwardedHeaders(c: Context, via: string): Headers {
+  const headers = new Headers({ via });
+  const authorization = c.req.header('authorization');
+  if (authorization !== undefined) headers.set('authorization', authorization);
+  return headers;
 }
 
 const warned = new Set<string>();
