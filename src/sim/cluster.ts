@@ -15,19 +15,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engineConfig, refreshBody, roleBody, type EngineLayout } from './cluster-bodies.ts';
 import { spawnListening, until, type ManagedProcess } from './process.ts';
+import type { SimEngineArgs } from './options.ts';
 
 const REPO_ROOT = join(import.meta.dir, '..', '..');
 
-export interface SimEngineSettings {
-  numBlocks: number;
-  blockBytes: number;
-  blockTokens: number;
-  prefillMsPerToken: number;
-  decodeMsPerToken: number;
-  maxModelLen: number;
-  kvLeaseMs: number;
-  pullTimeoutMs: number;
-}
+/** The numeric engine options a cluster passes to every simulated engine (the CLI's own names). */
+export type SimEngineSettings = Pick<
+  SimEngineArgs,
+  'numBlocks' | 'blockBytes' | 'blockTokens' | 'prefillMsPerToken' | 'decodeMsPerToken' | 'maxModelLen' | 'kvLeaseMs' | 'pullTimeoutMs'
+>;
 
 export interface SimClusterOptions {
   readonly prefill: number;
