@@ -101,3 +101,22 @@ describe('readJsonBody', () => {
     expect(err.errorType).toBe('UnprocessableEntity');
   });
 });
+
+describe('onError', () => {
+  test('an HTTP exception from elsewhere keeps its 4xx status and message', async () => {
+    const app = new Hono();
+    app.onError(onError);
+    app.get('/big', () => {
+      throw Object.assign(new Error('Payload Too Large'), { status: 413 });
+    });
+    app.get('/bad', () => {
+      throw Object.assign(new Error('nope'), { status: 400 });
+    });
+    const big = await app.request('/big');
+    expect(big.status).toBe(413);
+    expect(await big.json()).toEqual({ error: 'Payload Too Large', error_type: 'PayloadTooLarge' });
+    const bad = await app.request('/bad');
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: string }).error).toBe('nope');
+  });
+});

@@ -39,7 +39,7 @@ export function onNotFound(c: Context): Response {
 function toPdlinkError(err: Error): PdlinkError {
   // Hono's own HTTPException (e.g. from its body-limit middleware) carries a status.
   const status = (err as { status?: unknown }).status;
-  if (status === 413) return errors.bodyTooLarge(0);
+  if (status === 413) return new PdlinkError('payload_too_large', err.message || 'request body too large');
   if (typeof status === 'number' && status >= 400 && status < 500) return errors.badRequest(err.message);
   return errors.internal(err);
 }
