@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   invalid_body: 400,
   unprocessable: 422,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 400,
@@ -40,6 +41,7 @@ const ERROR_TYPE: Record<ErrorCode, string> = {
   invalid_body: 'InvalidRequestBody',
   unprocessable: 'UnprocessableEntity',
   not_found: 'NotFound',
+  method_not_allowed: 'MethodNotAllowed',
   conflict: 'Conflict',
   payload_too_large: 'PayloadTooLarge',
   unsupported_media_type: 'UnsupportedMediaType',
@@ -95,6 +97,9 @@ export const errors = {
     new PdlinkError('unprocessable', `request body does not meet the specification: ${describeIssues(issues)}`, { issues }),
   badRequest: (message: string, issues: readonly FieldIssue[] = []) => new PdlinkError('bad_request', message, { issues }),
   notFound: (what: string) => new PdlinkError('not_found', `${what} not found`),
+  /** `allow` is what the Allow header lists. */
+  methodNotAllowed: (method: string, path: string, allow: readonly string[]) =>
+    new PdlinkError('method_not_allowed', `${method} is not served on ${path}; it serves ${allow.join(', ')}`),
   notReady: (why: string) => new PdlinkError('not_ready', why),
   unavailable: (why: string) => new PdlinkError('unavailable', why),
   tooManyRequests: (limit: number) => new PdlinkError('too_many_requests', `more than ${limit} requests in flight`),

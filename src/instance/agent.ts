@@ -6,7 +6,8 @@
 import { Hono } from 'hono';
 import { collectDefaultMetrics } from 'prom-client';
 import { errors } from '../errors.ts';
-import { onError, onNotFound } from '../http/envelope.ts';
+import { onError } from '../http/envelope.ts';
+import { notFoundOf } from '../http/methods.ts';
 import { blockRoutes } from '../http/blocks.ts';
 import { linkRoutes } from '../http/links.ts';
 import { probeRoutes } from '../http/probes.ts';
@@ -181,7 +182,7 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
   const byIp = new Map(options.devices.map((d) => [d.ip, d.endpoint]));
   const managementApp = new Hono();
   managementApp.onError(onError);
-  managementApp.notFound(onNotFound);
+  managementApp.notFound(notFoundOf(managementApp));
   managementApp.route(
     '/',
     linkRoutes({ manager: linkManager, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }),
