@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 400,
+  /** Nobody reads this answer; 400 because the client caused it (nginx would log 499). */
+  client_closed: 400,
   too_many_requests: 429,
   not_ready: 503,
   unavailable: 503,
@@ -45,6 +47,7 @@ const ERROR_TYPE: Record<ErrorCode, string> = {
   conflict: 'Conflict',
   payload_too_large: 'PayloadTooLarge',
   unsupported_media_type: 'UnsupportedMediaType',
+  client_closed: 'ClientClosedRequest',
   too_many_requests: 'TooManyRequests',
   not_ready: 'NotReady',
   unavailable: 'ServiceUnavailable',
@@ -90,6 +93,9 @@ export const errors = {
     new PdlinkError('unsupported_media_type', `content-type must be application/json, got ${got ? JSON.stringify(got) : 'none'}`, {
       issues: [{ path: '', message: 'content-type must be application/json' }],
     }),
+  /** The client closed its connection before its request body was complete. */
+  clientClosed: (cause?: unknown) =>
+    new PdlinkError('client_closed', 'the client closed the connection before the request body was complete', { cause }),
   bodyTooLarge: (limitBytes: number) => new PdlinkError('payload_too_large', `request body exceeds the limit of ${limitBytes} bytes`),
   invalidBody: (issues: readonly FieldIssue[]) =>
     new PdlinkError('invalid_body', `invalid request body: ${describeIssues(issues)}`, { issues }),

@@ -87,7 +87,8 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
       body = parseCompletionBody(kind, await readJsonBody(c, { limitBytes: settings.bodyLimitBytes }));
     } catch (err) {
       limit.release();
-      const gone = c.req.raw.signal.aborted;
+      // Counted as client_abort in pdlink_pd_requests_total, never logged: clients leave all the time.
+      const gone = c.req.raw.signal.aborted || (err instanceof PdlinkError && err.code === 'client_closed');
       metrics.requestEnded(api, gone ? 'client_abort' : err instanceof PdlinkError ? 'invalid' : 'internal');
       return errorResponse(asPdlinkError(err), requestId);
     }
