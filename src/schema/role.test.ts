@@ -104,9 +104,12 @@ describe('role body', () => {
     body.local.device[1]!.device_logical_id = '00';
     expectIssue(body, 'local.device[1].device_logical_id', 'duplicate device_logical_id 00 (also local.device[0])');
     const padded = seedExample();
-    padded.local.device[1]!.device_logical_id = '001';
+    padded.local.device[1]!.device_logical_id = '0000000000001';
     expect(issuesOf(padded)).toEqual([]);
     expect(toRoleRequest('decode', v.parse(RoleBody, padded)).local.devices.map((d) => d.logicalId)).toEqual([0, 1]);
+    const huge = seedExample();
+    huge.local.device[1]!.device_logical_id = '1000000000';
+    expectIssue(huge, 'local.device[1].device_logical_id', 'integer string');
   });
 
   test('a peer without server_ip is valid (Table 2: optional) and keeps no name', () => {

@@ -15,7 +15,7 @@ export const MAX_PEERS = 4096;
 const Ip = v.pipe(v.string('must be a string'), v.ip('must be an IPv4 or IPv6 address'));
 
 const Device = v.looseObject({
-  device_logical_id: v.pipe(v.string('must be an integer string'), v.regex(/^\d{1,9}$/, 'must be an integer string, e.g. "0"')),
+  device_logical_id: v.pipe(v.string('must be an integer string'), v.regex(/^0*\d{1,9}$/, 'must be an integer string, e.g. "0"')),
   device_ip: Ip,
 });
 
