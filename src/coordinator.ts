@@ -5,7 +5,8 @@
 import { Hono } from 'hono';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
 import { ClusterRegistry } from './cluster/registry.ts';
-import { onError, onNotFound } from './http/envelope.ts';
+import { onError } from './http/envelope.ts';
+import { notFoundOf } from './http/methods.ts';
 import { probeRoutes } from './http/probes.ts';
 import { ledgerRoutes } from './http/ledger.ts';
 import { refreshRoutes } from './http/refresh.ts';
@@ -68,7 +69,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
 
   const managementApp = new Hono();
   managementApp.onError(onError);
-  managementApp.notFound(onNotFound);
+  managementApp.notFound(notFoundOf(managementApp));
   managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics }));
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => notReadyReason(registry), metrics }));
@@ -82,7 +83,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   });
   const inferenceApp = new Hono();
   inferenceApp.onError(onError);
-  inferenceApp.notFound(onNotFound);
+  inferenceApp.notFound(notFoundOf(inferenceApp));
   inferenceApp.route('/', proxy);
 
   let closed = false;

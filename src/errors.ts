@@ -18,9 +18,12 @@ export const ERROR_STATUS = {
   invalid_body: 400,
   unprocessable: 422,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 400,
+  /** Nobody reads this answer; 400 because the client caused it (nginx would log 499). */
+  client_closed: 400,
   too_many_requests: 429,
   not_ready: 503,
   unavailable: 503,
@@ -40,9 +43,11 @@ const ERROR_TYPE: Record<ErrorCode, string> = {
   invalid_body: 'InvalidRequestBody',
   unprocessable: 'UnprocessableEntity',
   not_found: 'NotFound',
+  method_not_allowed: 'MethodNotAllowed',
   conflict: 'Conflict',
   payload_too_large: 'PayloadTooLarge',
   unsupported_media_type: 'UnsupportedMediaType',
+  client_closed: 'ClientClosedRequest',
   too_many_requests: 'TooManyRequests',
   not_ready: 'NotReady',
   unavailable: 'ServiceUnavailable',
@@ -88,6 +93,9 @@ export const errors = {
     new PdlinkError('unsupported_media_type', `content-type must be application/json, got ${got ? JSON.stringify(got) : 'none'}`, {
       issues: [{ path: '', message: 'content-type must be application/json' }],
     }),
+  /** The client closed its connection before its request body was complete. */
+  clientClosed: (cause?: unknown) =>
+    new PdlinkError('client_closed', 'the client closed the connection before the request body was complete', { cause }),
   bodyTooLarge: (limitBytes: number) => new PdlinkError('payload_too_large', `request body exceeds the limit of ${limitBytes} bytes`),
   invalidBody: (issues: readonly FieldIssue[]) =>
     new PdlinkError('invalid_body', `invalid request body: ${describeIssues(issues)}`, { issues }),
@@ -95,6 +103,9 @@ export const errors = {
     new PdlinkError('unprocessable', `request body does not meet the specification: ${describeIssues(issues)}`, { issues }),
   badRequest: (message: string, issues: readonly FieldIssue[] = []) => new PdlinkError('bad_request', message, { issues }),
   notFound: (what: string) => new PdlinkError('not_found', `${what} not found`),
+  /** `allow` is what the Allow header lists. */
+  methodNotAllowed: (method: string, path: string, allow: readonly string[]) =>
+    new PdlinkError('method_not_allowed', `${method} is not served on ${path}; it serves ${allow.join(', ')}`),
   notReady: (why: string) => new PdlinkError('not_ready', why),
   unavailable: (why: string) => new PdlinkError('unavailable', why),
   tooManyRequests: (limit: number) => new PdlinkError('too_many_requests', `more than ${limit} requests in flight`),

@@ -101,7 +101,7 @@ describe('streaming', () => {
     expect(d!.body).toEqual({ ...chat, kv_transfer_params: kvParamsOf(h.ps[0]!, p!) });
     expect(d!.headers['x-request-id']).toBe('stream-1');
     await h.settled();
-    expect(h.ledger.get('stream-1')?.state).toBe('done');
+    expect(h.transfer('stream-1')?.state).toBe('done');
     expect(await h.sample('pdlink_pd_kv_transfer_duration_seconds_count')).toBe(1);
     expect(await h.sample('pdlink_pd_decode_duration_seconds_count')).toBe(1);
   });

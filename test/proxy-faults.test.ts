@@ -141,8 +141,8 @@ describe('decode failures', () => {
     expect(error.code).toBe('upstream_failed');
     expect(error.message).toContain(`decode instance ${D_ID(0)}`);
     await h.settled();
-    expect(h.ledger.get('d-dead')?.state).toBe('failed');
-    expect(h.ledger.get('d-dead')?.code).toBe('decode_failed');
+    expect(h.transfer('d-dead')?.state).toBe('failed');
+    expect(h.transfer('d-dead')?.code).toBe('decode_failed');
     expect(h.scheduler.health.state(D_ID(0))).toBe('open');
     expect(h.scheduler.health.state(P_ID(0))).toBe('closed');
   });
@@ -211,7 +211,7 @@ describe('decode failures', () => {
     expect(event.error.code).toBe('upstream_failed');
     expect(event.error.message).toContain('mid-stream');
     await h.settled();
-    expect(h.ledger.get('mid')?.state).toBe('failed');
+    expect(h.transfer('mid')?.state).toBe('failed');
     expect(await h.metric('pdlink_pd_requests_total', { api: 'completions', outcome: 'stream_failed' })).toBe(1);
   });
 });

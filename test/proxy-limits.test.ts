@@ -1,6 +1,6 @@
 /**
  * Requests the proxy turns away or cuts short: no pair (503), over the in-flight limit (429),
- * bodies and headers it rejects (400/409/413), and clients that disconnect — which must abort
+ * bodies and headers it rejects (400/413), and clients that disconnect — which must abort
  * both legs and give the KV reservation back.
  */
 import { afterEach, describe, expect, test } from 'bun:test';
@@ -205,25 +205,45 @@ describe('rejected requests', () => {
     expect((await errorOf(res)).param).toBe('X-Request-Id');
   });
 
-  test('a request id already in flight: 409 for the second, the first unharmed', async () => {
+  test('a request id already in flight: the second runs too, each under its own ledger key, the id forwarded unchanged', async () => {
     const release = gate();
+    let decodes = 0;
     h = await startHarness({
+      // The first answer is held open until the second request has ended.
       decodeResponder: (request, engine) => ({
         kind: 'stream',
-        steps: [...decodeChunks(engine, request).map((write) => ({ write })), { wait: release.promise }],
+        steps: [...decodeChunks(engine, request).map((write) => ({ write })), ...(decodes++ === 0 ? [{ wait: release.promise }] : [])],
       }),
     });
     const first = await h.post('/v1/completions', { ...body, stream: true }, { 'x-request-id': 'twice' });
     expect(first.status).toBe(200);
     const second = await h.post('/v1/completions', body, { 'x-request-id': 'twice' });
-    expect(second.status).toBe(409);
-    expect((await errorOf(second)).code).toBe('conflict');
-    expect(h.ledger.isActive('twice')).toBe(true);
+    expect(second.status).toBe(200);
+    expect(second.headers.get('x-request-id')).toBe('twice');
+    await second.arrayBuffer();
+    const records = h.transfers('twice');
+    expect(records.map((r) => r.state).sort()).toEqual(['done', 'transferring']);
+    expect(new Set(records.map((r) => r.requestId)).size).toBe(2);
+    expect(records.some((r) => r.requestId === 'twice')).toBe(false);
     release.open();
-    const [d] = await h.ds[0]!.waitForRequests(1);
-    expect(await first.text()).toBe(decodeChunks(h.ds[0]!, d!).join(''));
+    expect(await first.text()).toContain('"text"');
     await h.settled();
-    expect(h.ledger.get('twice')?.state).toBe('done');
+    expect(h.transfers('twice').map((r) => r.state)).toEqual(['done', 'done']);
+    // Both legs of both requests carried the client's id as sent.
+    for (const engine of [h.ps[0]!, h.ds[0]!]) expect(engine.requests.map((r) => r.headers['x-request-id'])).toEqual(['twice', 'twice']);
+  });
+
+  test('without X-Request-Id the proxy makes one id: the answer, both legs and the ledger record share it', async () => {
+    h = await startHarness();
+    const res = await h.post('/v1/completions', body);
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const id = res.headers.get('x-request-id')!;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await h.settled();
+    expect(h.transfer(id)).toMatchObject({ requestId: id, clientRequestId: id, state: 'done' });
+    expect(h.ps[0]!.requests[0]!.headers['x-request-id']).toBe(id);
+    expect(h.ds[0]!.requests[0]!.headers['x-request-id']).toBe(id);
   });
 });
 
@@ -254,12 +274,12 @@ describe('client disconnect', () => {
       },
     });
     const socket = await rawRequest(h.port, '/v1/completions', { ...body, stream: true }, '"text"');
-    expect(h.ledger.get('gone')?.state).toBe('transferring');
+    expect(h.transfer('gone')?.state).toBe('transferring');
     socket.destroy();
     await h.ds[0]!.requests[0]!.aborted;
     await h.settled();
-    expect(h.ledger.get('gone')?.state).toBe('released');
-    expect(h.ledger.get('gone')?.code).toBe('client_abort');
+    expect(h.transfer('gone')?.state).toBe('released');
+    expect(h.transfer('gone')?.code).toBe('client_abort');
     expect(await h.metric('pdlink_pd_requests_total', { api: 'completions', outcome: 'client_abort' })).toBe(1);
     // D is not blamed for the client leaving.
     expect(h.scheduler.health.state(D_ID(0))).toBe('closed');
@@ -274,11 +294,11 @@ describe('client disconnect', () => {
       `POST /v1/completions HTTP/1.1\r\nhost: proxy\r\ncontent-type: application/json\r\nx-request-id: gone\r\ncontent-length: ${text.length}\r\n\r\n${text}`,
     );
     const [p] = await h.ps[0]!.waitForRequests(1);
-    await until(() => h!.ledger.get('gone')?.state === 'prefilling', 'the reservation to be prefilling');
+    await until(() => h!.transfer('gone')?.state === 'prefilling', 'the reservation to be prefilling');
     socket.destroy();
     await p!.aborted;
     await h.settled();
-    expect(h.ledger.get('gone')?.state).toBe('released');
+    expect(h.transfer('gone')?.state).toBe('released');
     expect(h.ds[0]!.requests).toHaveLength(0);
   });
 });

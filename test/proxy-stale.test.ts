@@ -118,7 +118,7 @@ describe('proxy', () => {
       d.script.push({ kind: 'destroy' });
       const states: string[] = [];
       h.ledger.onRecord((event) => {
-        if (event.record.requestId === 'stale-d') states.push(event.record.state);
+        if (event.record.clientRequestId === 'stale-d') states.push(event.record.state);
       });
       const res = await h.post('/v1/completions', { ...body, stream }, { 'x-request-id': 'stale-d' });
       expect(res.status).toBe(200);

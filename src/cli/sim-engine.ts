@@ -8,7 +8,8 @@ import { Hono } from 'hono';
 import { agentOptionsOf, resolveInstanceSettings } from '../config/instance.ts';
 import { loadConfigFile } from '../config/load.ts';
 import { PdlinkError } from '../errors.ts';
-import { onError, onNotFound } from '../http/envelope.ts';
+import { onError } from '../http/envelope.ts';
+import { notFoundOf } from '../http/methods.ts';
 import { createInstanceAgent, type InstanceAgent } from '../instance/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
 import { InstanceConfigFile } from '../schema/instance-config.ts';
@@ -61,7 +62,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
 
   const management = new Hono();
   management.onError(onError);
-  management.notFound(onNotFound);
+  management.notFound(notFoundOf(management));
   management.route('/', simControlApp(engine));
   management.route('/', agent.managementApp);
 

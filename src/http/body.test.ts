@@ -120,3 +120,38 @@ describe('onError', () => {
     expect(((await bad.json()) as { error: string }).error).toBe('nope');
   });
 });
+
+describe('a client that closes its connection mid-body', () => {
+  /** A request whose body stream fails the way Bun fails it when the peer goes away. */
+  function abandoned(headers: Record<string, string>): Request {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"instances": ['));
+        controller.error(new DOMException('The connection was closed.', 'AbortError'));
+      },
+    });
+    return new Request('http://pdlink.test/echo', { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
+  }
+
+  for (const [framing, headers] of [
+    ['with a Content-Length', { ...json, 'content-length': '100000' }],
+    ['chunked', json],
+  ] as const) {
+    test(`${framing}: client_closed, and the envelope logs it as one line without a stack`, async () => {
+      const lines: unknown[][] = [];
+      const warn = console.warn;
+      const error = console.error;
+      console.warn = (...args: unknown[]) => void lines.push(args);
+      console.error = (...args: unknown[]) => void lines.push(args);
+      try {
+        const res = await appWithLimit(1 << 20).fetch(abandoned(headers));
+        expect(res.status).toBe(400);
+        expect(((await res.json()) as { error_type: string }).error_type).toBe('ClientClosedRequest');
+      } finally {
+        console.warn = warn;
+        console.error = error;
+      }
+      expect(lines).toEqual([['pdlink: POST /echo: the client closed the connection before the request body was complete']]);
+    });
+  }
+});

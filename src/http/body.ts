@@ -1,7 +1,8 @@
 /**
  * Reads a JSON request body with the checks every pdlink route needs: content type, size limit
  * (counted while streaming, so a lying or missing Content-Length cannot bypass it), empty body,
- * malformed JSON, and integers that JSON numbers cannot carry exactly.
+ * malformed JSON, and integers that JSON numbers cannot carry exactly. A client that closes its
+ * connection mid-body is its own event (`client_closed`), not a fault of the server.
  */
 import type { Context } from 'hono';
 import { errors } from '../errors.ts';
@@ -33,10 +34,20 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions): Promis
   if (declared > options.limitBytes) throw errors.bodyTooLarge(options.limitBytes);
   // A declared length is enforced by the HTTP framing, so the body can be read in one go; without
   // one (chunked), bytes are counted as they stream in.
-  const text = Number.isInteger(declared) ? await c.req.raw.text() : await readTextWithLimit(c.req.raw, options.limitBytes);
+  const text = await readText(c.req.raw, Number.isInteger(declared), options.limitBytes);
   // In-process callers (app.request) are not bound by framing: a short declared length proves nothing.
   if (text.length > options.limitBytes || Buffer.byteLength(text) > options.limitBytes) throw errors.bodyTooLarge(options.limitBytes);
   return parseJsonExact(text);
+}
+
+async function readText(request: Request, framed: boolean, limitBytes: number): Promise<string> {
+  try {
+    return framed ? await request.text() : await readTextWithLimit(request, limitBytes);
+  } catch (err) {
+    // Bun rejects the body read with an AbortError when the peer goes away mid-body.
+    if (request.signal.aborted || (err instanceof Error && err.name === 'AbortError')) throw errors.clientClosed(err);
+    throw err;
+  }
 }
 
 /** Parses JSON text, replacing integers that would lose precision by `UnsafeInteger` markers. */

@@ -1,6 +1,7 @@
 /**
  * The error envelope every pdlink route answers with: `{"error", "error_type", "issues"?}`.
- * Unknown errors are logged and rendered as a generic 500 without details.
+ * Unknown errors are logged and rendered as a generic 500 without details. A client that left
+ * mid-body is one line on stderr, no stack: it happens to every server and says nothing is wrong.
  */
 import type { Context } from 'hono';
 import { errors, PdlinkError } from '../errors.ts';
@@ -24,6 +25,7 @@ export function errorBody(err: PdlinkError): ErrorBody {
  */
 export function onError(err: Error, c: Context): Response {
   const known = err instanceof PdlinkError ? err : toPdlinkError(err);
+  if (known.code === 'client_closed') console.warn(`pdlink: ${c.req.method} ${c.req.path}: ${known.message}`);
   if (known.status >= 500 && known.code === 'internal') {
     console.error('pdlink: unhandled error', err);
   }

@@ -65,6 +65,7 @@ test('transfers lists active and recent records with wire names, and the totals'
   expect(body.active).toEqual([
     {
       request_id: 'live',
+      client_request_id: null,
       p: 2,
       d: 5,
       slots: 1,
@@ -124,4 +125,16 @@ test('a failure inside a route renders the envelope, not a bare 500 page', async
     console.error = originalError;
   }
   expect((await app.request('/v1/coordinator_info')).status).toBe(200);
+});
+
+test("transfers shows both ids of a request: the ledger key and the client's X-Request-Id", async () => {
+  const { app, cluster, ledger } = setup();
+  twoInstances(cluster);
+  ledger.reserve({ requestId: 'coordinator-1', clientRequestId: 'client-7', p: 2, d: 5, pBlocks: 1, dBlocks: 1 });
+  ledger.reserve({ requestId: 'coordinator-2', clientRequestId: 'client-7', p: 2, d: 5, pBlocks: 1, dBlocks: 1 });
+  const body = (await (await app.request('/v1/transfers')).json()) as { active: Record<string, unknown>[] };
+  expect(body.active.map((r) => [r.request_id, r.client_request_id])).toEqual([
+    ['coordinator-1', 'client-7'],
+    ['coordinator-2', 'client-7'],
+  ]);
 });

@@ -2,6 +2,8 @@
  * Read-only routes over the KV ledger: `GET /v1/transfers` (active and recent transfer records,
  * totals) and `GET /v1/coordinator_info` (per-instance allocations, as MindIE's Coordinator reports
  * them to its Controller). Wire names are snake_case; the ledger's camelCase stays inside.
+ * A record's `request_id` is the Coordinator's own id of the request; `client_request_id` is the
+ * `X-Request-Id` the client sent (or the Coordinator made) and the engines saw on both legs.
  */
 import { Hono } from 'hono';
 import type { ClusterView } from '../cluster/instance.ts';
@@ -71,6 +73,7 @@ export function ledgerRoutes(deps: LedgerRouteDeps): Hono {
 export function recordWire(record: TransferRecord): Record<string, unknown> {
   return {
     request_id: record.requestId,
+    client_request_id: record.clientRequestId,
     p: record.p,
     d: record.d,
     slots: record.slots,

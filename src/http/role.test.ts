@@ -65,6 +65,35 @@ describe('POST /v1/role/{role}: 200', () => {
     ).toEqual({ status: 200, body: { result: 'OK' } });
   });
 
+  test('a peer without server_ip → 200; its status rows show target null', async () => {
+    const { post, controller } = setup();
+    expect(
+      await post(
+        '/v1/role/decode',
+        seedWith((b) => delete b.peers[0].server_ip),
+      ),
+    ).toEqual({ status: 200, body: { result: 'OK' } });
+    await controller.settled();
+    expect(controller.status().linkStatus.peers.map((p) => [p.target, p.remote])).toEqual([
+      [null, '127.0.0.3:26000'],
+      [null, '127.0.0.3:26000'],
+    ]);
+  });
+
+  test('a peer on this server and device address with other logical ids → 200, linked to those devices', async () => {
+    const { post, controller } = setup();
+    const body = seedWith((b) => {
+      b.local.server_ip = '127.0.0.2';
+      b.peers = [{ server_ip: '127.0.0.2', device: ['2', '03'].map((id) => ({ device_ip: '127.0.0.2', device_logical_id: id })) }];
+    });
+    expect(await post('/v1/role/decode', body)).toEqual({ status: 200, body: { result: 'OK' } });
+    await controller.whenReady();
+    expect(controller.status().linkStatus.peers.map((p) => [p.localDevice, p.peerDevice, p.remote, p.link])).toEqual([
+      [0, 2, '127.0.0.2:26002', 'ok'],
+      [1, 3, '127.0.0.2:26003', 'ok'],
+    ]);
+  });
+
   test('answered at once: the 200 comes while the peer has not answered the link', async () => {
     const { post, executor, app, controller } = setup();
     executor.hold();
@@ -208,6 +237,12 @@ describe('POST /v1/role/{role}: 422 off-spec bodies, the field named', () => {
       seedWith((b) => (b.peers[0].device[0].device_logical_id = '40000')),
       'peers[0].device[0].device_logical_id',
       'exceeds 65535',
+    ],
+    [
+      'local logical ids "0" and "00" (one device twice)',
+      seedWith((b) => (b.local.device[1].device_logical_id = '00')),
+      'local.device[1].device_logical_id',
+      'duplicate device_logical_id 00',
     ],
     ['a JSON array', [seedExample], '', 'must be a JSON object'],
     ['JSON null', null, '', 'must be a JSON object'],

@@ -6,7 +6,9 @@
 import { Hono } from 'hono';
 import { collectDefaultMetrics } from 'prom-client';
 import { errors } from '../errors.ts';
-import { onError, onNotFound } from '../http/envelope.ts';
+import { onError } from '../http/envelope.ts';
+import { notFoundOf } from '../http/methods.ts';
+import { endpointAt } from './device-lookup.ts';
 import { blockRoutes } from '../http/blocks.ts';
 import { linkRoutes } from '../http/links.ts';
 import { probeRoutes } from '../http/probes.ts';
@@ -178,19 +180,12 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
   };
   pump.start();
 
-  const byIp = new Map(options.devices.map((d) => [d.ip, d.endpoint]));
   const managementApp = new Hono();
   managementApp.onError(onError);
-  managementApp.notFound(onNotFound);
-  managementApp.route(
-    '/',
-    linkRoutes({ manager: linkManager, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }),
-  );
+  managementApp.notFound(notFoundOf(managementApp));
+  managementApp.route('/', linkRoutes({ manager: linkManager, endpointFor: (local) => endpointAt(options.devices, local) }));
   managementApp.route('/', roleRoutes({ controller: role }));
-  managementApp.route(
-    '/',
-    blockRoutes({ transfers: kv.transfers, endpointFor: (local) => (local === undefined ? undefined : byIp.get(local.ip)) }),
-  );
+  managementApp.route('/', blockRoutes({ transfers: kv.transfers, endpointFor: (local) => endpointAt(options.devices, local) }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
 
   let closing: Promise<void> | undefined;

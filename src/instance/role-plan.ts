@@ -30,8 +30,8 @@ export interface LocalDevice {
 export interface PlannedLink {
   /** `endpoint` + NUL + remote cluster id: the link manager's key of this link. */
   readonly key: string;
-  /** Peer's `server_ip`. */
-  readonly target: string;
+  /** Peer's `server_ip`, when the request named one (it is optional). */
+  readonly target: string | undefined;
   /** Position of the device pair in `local.device` and the peer's `device`. */
   readonly device: number;
   /** Local endpoint (logical id as text). */

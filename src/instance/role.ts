@@ -302,7 +302,9 @@ export class RoleController {
 
   #failed(t: Tracked, code: number, why: string): void {
     this.#desired.failed(t, code);
-    this.#error(`link to ${t.plan.target} device ${t.plan.device} (cluster ${t.plan.remoteClusterId}): ${why}: ${statusName(code)}`);
+    this.#error(
+      `link to ${t.plan.target ?? 'peer'} device ${t.plan.device} (cluster ${t.plan.remoteClusterId}): ${why}: ${statusName(code)}`,
+    );
   }
 
   #error(message: string): void {

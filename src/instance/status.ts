@@ -26,7 +26,8 @@ export interface RetryState {
 }
 
 export interface PeerLinkStatus {
-  readonly target: string;
+  /** Peer's `server_ip`; null when the role request left it out. */
+  readonly target: string | null;
   readonly device: number;
   readonly link: LinkView;
   /** Local device (logical id) of the pair. */
@@ -94,7 +95,7 @@ export function statusBody(input: StatusInput): StatusBody {
     if (view === 'ok') ok++;
     else if (view !== 'linking') failed++;
     const row: PeerLinkStatus = {
-      target: plan.target,
+      target: plan.target ?? null,
       device: plan.device,
       link: view,
       localDevice: Number(plan.endpoint),

@@ -21,6 +21,18 @@ describe('reserve', () => {
     expect(ledger.totals()).toMatchObject({ active: 1, reservedSlots: 2, reservedBlocks: 22 });
   });
 
+  test("the client's request id is kept beside the key: many records may share it, a bad one is named", () => {
+    const { ledger } = ledgerFixture();
+    const a = ledger.reserve({ requestId: 'k1', clientRequestId: 'shared', ...PAIR, pBlocks: 1, dBlocks: 1 });
+    const b = ledger.reserve({ requestId: 'k2', clientRequestId: 'shared', ...PAIR, pBlocks: 1, dBlocks: 1 });
+    expect([a.clientRequestId, b.clientRequestId]).toEqual(['shared', 'shared']);
+    expect(ledger.reserve({ requestId: 'k3', ...PAIR, pBlocks: 1, dBlocks: 1 }).clientRequestId).toBeNull();
+    const err = thrownBy(() => ledger.reserve({ requestId: 'k4', clientRequestId: '', ...PAIR, pBlocks: 1, dBlocks: 1 }));
+    expect(err.message).toBe('clientRequestId: must be a non-empty string');
+    expect(ledger.isActive('k4')).toBe(false);
+    expect(ledger.totals().active).toBe(3);
+  });
+
   test('available is reported minus reserved: the last block fits, one more does not', () => {
     const { ledger } = ledgerFixture();
     ledger.reserve({ requestId: 'a', ...PAIR, pBlocks: 60, dBlocks: 1 });

@@ -83,6 +83,7 @@ export class KvLedger {
   reserve(request: ReserveRequest): TransferRecord {
     if (this.#closed) throw errors.unavailable('the KV ledger is closed');
     const requestId = requestIdArg(request.requestId, 'requestId');
+    const clientRequestId = request.clientRequestId === undefined ? null : requestIdArg(request.clientRequestId, 'clientRequestId');
     const p = countArg(request.p, 'p');
     const d = countArg(request.d, 'd');
     const slots = countArg(request.slots ?? 1, 'slots');
@@ -103,7 +104,7 @@ export class KvLedger {
       dAccount.require(d, slots, dBlocks);
     }
     const now = this.#clock.now();
-    const record = new LiveRecord(requestId, p, d, slots, pBlocks, dBlocks, leaseMs, now + leaseMs, now);
+    const record = new LiveRecord(requestId, p, d, slots, pBlocks, dBlocks, leaseMs, now + leaseMs, now, clientRequestId);
     this.#take(record, pAccount, dAccount);
     this.#active.set(requestId, record);
     this.#activeCounts.reserved++;

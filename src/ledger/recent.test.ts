@@ -5,6 +5,7 @@ import type { TransferRecord } from './records.ts';
 function record(requestId: string, state: TransferRecord['state'] = 'done'): TransferRecord {
   return {
     requestId,
+    clientRequestId: null,
     p: 0,
     d: 1,
     slots: 1,

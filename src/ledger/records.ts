@@ -30,6 +30,8 @@ export const INSTANCE_REMOVED = 'instance_removed';
 /** One transfer record as plain data (a copy: holding it does not pin or change the ledger). */
 export interface TransferRecord {
   readonly requestId: string;
+  /** The client's id of the request (`X-Request-Id`), when the reserver gave one; many records may share it. */
+  readonly clientRequestId: string | null;
   readonly p: number;
   readonly d: number;
   /** Slots held on each of P and D. */
@@ -75,6 +77,7 @@ export class LiveRecord implements HeapItem {
     public leaseMs: number,
     public deadline: number,
     readonly reservedAt: number,
+    readonly clientRequestId: string | null = null,
   ) {}
 
   /**
@@ -84,6 +87,7 @@ export class LiveRecord implements HeapItem {
   view(): TransferRecord {
     return {
       requestId: this.requestId,
+      clientRequestId: this.clientRequestId,
       p: this.p,
       d: this.d,
       slots: this.slots,

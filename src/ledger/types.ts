@@ -25,7 +25,10 @@ export interface LedgerOptions {
 }
 
 export interface ReserveRequest {
+  /** The record's key; the proxy makes one per request, so no client can collide with another's. */
   requestId: string;
+  /** The id the client knows the request by (its `X-Request-Id`), kept for correlation only: never a key. */
+  clientRequestId?: string;
   /** Prefill and decode instance ids. */
   p: number;
   d: number;

@@ -27,7 +27,10 @@ export interface ExchangeRequest {
   /** `api` label of the metrics. */
   readonly api: string;
   readonly body: CompletionBody;
+  /** The client's `X-Request-Id` (or one made for it): sent on both legs and echoed to the client. */
   readonly requestId: string;
+  /** Key of the request's ledger record, made by the proxy so that no client id can collide with it. */
+  readonly transferId: string;
   readonly clientHeaders: Headers;
   /** Aborts when the client disconnects. */
   readonly clientSignal: AbortSignal;
@@ -79,7 +82,7 @@ export class Exchange {
     this.#onEnd = onEnd;
     this.prompt = promptOf(request.kind, request.body);
     const { settings } = deps;
-    this.#reservation = new RequestReservation(deps.ledger, request.requestId, settings.leaseMs);
+    this.#reservation = new RequestReservation(deps.ledger, request.transferId, settings.leaseMs, request.requestId);
     this.#firstTokenTimer = this.#arm(settings.firstTokenTimeoutMs, 'first_token_timeout');
     this.#arm(settings.inferTimeoutMs, 'infer_timeout');
     if (request.clientSignal.aborted) this.abort('client_abort');

@@ -36,7 +36,15 @@ export interface PairPicker {
 
 /** The KV ledger's request-facing calls (see src/ledger/ledger.ts). */
 export interface Reservations {
-  reserve(request: { requestId: string; p: number; d: number; pBlocks: number; dBlocks: number; leaseMs?: number }): unknown;
+  reserve(request: {
+    requestId: string;
+    clientRequestId?: string;
+    p: number;
+    d: number;
+    pBlocks: number;
+    dBlocks: number;
+    leaseMs?: number;
+  }): unknown;
   begin(requestId: string, phase: 'prefilling' | 'transferring'): unknown;
   complete(requestId: string, report?: { blocks?: number }): unknown;
   fail(requestId: string, code: string, detail?: string): unknown;

@@ -26,6 +26,21 @@ describe('RequestReservation', () => {
     expect(ledger.totals()).toMatchObject({ active: 0, reservedSlots: 0, reservedBlocks: 0 });
   });
 
+  test("the record is keyed by the proxy's id and carries the client's id beside it", () => {
+    const { ledger } = ledgerFixture();
+    const a = new RequestReservation(ledger, 'key-a', 30_000, 'client-id');
+    const b = new RequestReservation(ledger, 'key-b', 30_000, 'client-id');
+    a.take(pair, 10);
+    b.take(pair, 10);
+    expect(ledger.get('key-a')).toMatchObject({ state: 'prefilling', clientRequestId: 'client-id' });
+    expect(ledger.get('key-b')).toMatchObject({ state: 'prefilling', clientRequestId: 'client-id' });
+    expect(ledger.get('client-id')).toBeUndefined();
+    a.end({ kind: 'release' });
+    b.end({ kind: 'release' });
+    a.close();
+    b.close();
+  });
+
   test('release records the client leaving; fail records the code', () => {
     const { ledger } = ledgerFixture();
     const a = new RequestReservation(ledger, 'a', 30_000);

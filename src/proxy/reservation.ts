@@ -3,9 +3,11 @@
  * before P is asked, prefilling during P, transferring once P answered, and ended exactly once —
  * completed when D's answer ended, failed or released on every other path.
  *
- * The proxy knows the record is its own only after reserving it: another request may hold the
- * same request id, and a record that ended without the proxy (its instance removed by a refresh,
- * its lease run out) is left alone.
+ * The record is keyed by an id the proxy made for this request, never by the client's
+ * `X-Request-Id`: clients choose theirs freely, and one client reusing (or guessing) another's must
+ * not be refused or touch the other's record. The client's id is kept on the record to correlate.
+ * A record that ended without the proxy (its instance removed by a refresh, its lease run out) is
+ * left alone.
  */
 import type { PickedPair, Reservations } from './ports.ts';
 import { blocksFor } from './prompt.ts';
@@ -16,27 +18,31 @@ export type LedgerEnd = { kind: 'complete' } | { kind: 'fail'; code: string; det
 export class RequestReservation {
   readonly #ledger: Reservations;
   readonly #requestId: string;
+  readonly #clientRequestId: string | undefined;
   readonly #leaseMs: number;
   #owned = false;
   #renewal: ReturnType<typeof setInterval> | undefined;
 
   /**
-   * @example const reservation = new RequestReservation(ledger, requestId, settings.leaseMs);
+   * `requestId` keys the ledger record; `clientRequestId` is only shown beside it.
+   * @example const reservation = new RequestReservation(ledger, transferId, settings.leaseMs, clientRequestId);
    */
-  constructor(ledger: Reservations, requestId: string, leaseMs: number) {
+  constructor(ledger: Reservations, requestId: string, leaseMs: number, clientRequestId?: string) {
     this.#ledger = ledger;
     this.#requestId = requestId;
+    this.#clientRequestId = clientRequestId;
     this.#leaseMs = leaseMs;
   }
 
   /**
    * Reserves the prompt's blocks on P and D and marks the record prefilling.
-   * @throws the ledger's PdlinkError (`insufficient_capacity`, `conflict` for an id in use...).
+   * @throws the ledger's PdlinkError (`insufficient_capacity`, `unavailable` for an instance gone...).
    * @example reservation.take(pair, prompt.tokenCount);
    */
   take(pair: PickedPair, promptTokens: number): void {
     this.#ledger.reserve({
       requestId: this.#requestId,
+      ...(this.#clientRequestId === undefined ? {} : { clientRequestId: this.#clientRequestId }),
       p: pair.p.id,
       d: pair.d.id,
       pBlocks: blocksFor(promptTokens, pair.p.blockSize),

@@ -18,7 +18,7 @@ import { PooledOrigins } from './stale.ts';
 import { fetchCapWarning } from './upstream.ts';
 import { checkSettings, resolveProxySettings, type ProxySettings } from './settings.ts';
 
-/** Longest accepted client request id; the KV ledger keys records by it. */
+/** Longest accepted client request id (the KV ledger shows it beside its own key, so both obey its limit). */
 export const MAX_REQUEST_ID_LENGTH = 512;
 const REQUEST_ID = /^[\x21-\x7e]+$/;
 
@@ -68,7 +68,10 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
       // The client's id cannot be echoed; a fresh one still lets the answer be traced.
       return errorResponse(errors.badRequest(`X-Request-Id: ${message}`, [{ path: 'X-Request-Id', message }]), crypto.randomUUID());
     }
-    const requestId = given ?? crypto.randomUUID();
+    // The ledger's key is always the proxy's own; a client without an id gets the same one, so
+    // its answer, both legs and its ledger record carry a single id.
+    const transferId = crypto.randomUUID();
+    const requestId = given ?? transferId;
     const clientVia = c.req.header('via');
     if (viaHasHop(clientVia, hopToken)) {
       metrics.requestRefused(api, 'invalid');
@@ -84,13 +87,22 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
       body = parseCompletionBody(kind, await readJsonBody(c, { limitBytes: settings.bodyLimitBytes }));
     } catch (err) {
       limit.release();
-      const gone = c.req.raw.signal.aborted;
+      // Counted as client_abort in pdlink_pd_requests_total, never logged: clients leave all the time.
+      const gone = c.req.raw.signal.aborted || (err instanceof PdlinkError && err.code === 'client_closed');
       metrics.requestEnded(api, gone ? 'client_abort' : err instanceof PdlinkError ? 'invalid' : 'internal');
       return errorResponse(asPdlinkError(err), requestId);
     }
     keepConnectionOpen(c);
     const exchange = new Exchange(
-      { kind, api, body, requestId, clientHeaders: forwardedHeaders(c, viaHeader(clientVia, hopToken)), clientSignal: c.req.raw.signal },
+      {
+        kind,
+        api,
+        body,
+        requestId,
+        transferId,
+        clientHeaders: forwardedHeaders(c, viaHeader(clientVia, hopToken)),
+        clientSignal: c.req.raw.signal,
+      },
       exchangeDeps,
       () => limit.release(),
     );

@@ -99,6 +99,57 @@ describe('role body', () => {
     expectIssue(body, 'local.device[1].device_logical_id', 'duplicate');
   });
 
+  test('logical ids are integers: "0" and "00" are one device', () => {
+    const body = seedExample();
+    body.local.device[1]!.device_logical_id = '00';
+    expectIssue(body, 'local.device[1].device_logical_id', 'duplicate device_logical_id 00 (also local.device[0])');
+    const padded = seedExample();
+    padded.local.device[1]!.device_logical_id = '0000000000001';
+    expect(issuesOf(padded)).toEqual([]);
+    expect(toRoleRequest('decode', v.parse(RoleBody, padded)).local.devices.map((d) => d.logicalId)).toEqual([0, 1]);
+    const huge = seedExample();
+    huge.local.device[1]!.device_logical_id = '1000000000';
+    expectIssue(huge, 'local.device[1].device_logical_id', 'integer string');
+  });
+
+  test('a peer without server_ip is valid (Table 2: optional) and keeps no name', () => {
+    const body = seedExample() as Record<string, any>;
+    delete body.peers[0].server_ip;
+    expect(issuesOf(body)).toEqual([]);
+    const request = toRoleRequest('prefill', v.parse(RoleBody, body));
+    expect(request.peers[0]!.serverIp).toBeUndefined();
+    expect(request.peers[0]!.devices.map((d) => d.deviceIp)).toEqual(['127.0.0.8', '127.0.0.8']);
+    const badIp = seedExample();
+    badIp.peers[0]!.server_ip = 'nope';
+    expectIssue(badIp, 'peers[0].server_ip', 'IPv4 or IPv6');
+  });
+
+  test('a peer on the same server and device addresses but other logical ids is another node', () => {
+    const body = seedExample();
+    body.peers = [
+      {
+        server_ip: body.local.server_ip,
+        device: [
+          { device_ip: '127.0.0.4', device_logical_id: '2' },
+          { device_ip: '127.0.0.4', device_logical_id: '3' },
+        ],
+      },
+    ];
+    expect(issuesOf(body)).toEqual([]);
+    // The same devices spelled with leading zeros are the local node, and so is an unnamed peer with them.
+    const self = seedExample() as Record<string, any>;
+    self.peers = [{ device: self.local.device.map((d: any) => ({ ...d, device_logical_id: `0${d.device_logical_id}` })) }];
+    expectIssue(self, 'peers[0]', 'local node itself');
+  });
+
+  test('a peer repeated with leading zeros in its logical ids is a duplicate', () => {
+    const body = seedExample();
+    const again = structuredClone(body.peers[0]!);
+    again.device[0]!.device_logical_id = '000';
+    body.peers.push(again);
+    expectIssue(body, 'peers[1]', 'duplicates peers[0]');
+  });
+
   test('a peer whose device count differs from the local count', () => {
     const body = seedExample();
     body.peers[0]!.device.pop();

@@ -5,6 +5,7 @@
 import { Hono, type Context } from 'hono';
 import { PdlinkError } from '../errors.ts';
 import { readJsonBody } from '../http/body.ts';
+import { methodAwareNotFound } from '../http/methods.ts';
 import type { SimEngine } from './engine.ts';
 import type { SimKind } from './request.ts';
 import { SimError } from './sim-error.ts';
@@ -41,7 +42,17 @@ export function simInferenceApp(engine: SimEngine): Hono {
     }),
   );
   app.get('/health', (c) => c.body(null, 200));
-  app.notFound((c) => new SimError(404, `no route ${c.req.method} ${c.req.path}`, 'NotFoundError').toResponse());
+  app.notFound(
+    methodAwareNotFound(app, {
+      notFound: (c) => new SimError(404, `no route ${c.req.method} ${c.req.path}`, 'NotFoundError').toResponse(),
+      methodNotAllowed: (c, allow) =>
+        new SimError(
+          405,
+          `${c.req.method} is not served on ${c.req.path}; it serves ${allow.join(', ')}`,
+          'MethodNotAllowedError',
+        ).toResponse(),
+    }),
+  );
   app.onError((err) => {
     console.error('pdlink sim-engine: inference route failed', err);
     return SimError.server(500, 'internal error').toResponse();
