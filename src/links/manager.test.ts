@@ -121,6 +121,50 @@ describe('linkClusters / unlinkClusters', () => {
   });
 });
 
+describe('forced unlink: the table says what the runtime holds', () => {
+  test("a peer's ALREADY_LINK after a forced unlink here is a failed link; each link asks again until the peer lets go", async () => {
+    const { manager, executor } = setup();
+    await manager.linkClusters([target(1)]);
+    expect((await manager.unlinkClusters([target(1)], { force: true })).ret).toBe(S.LLM_SUCCESS);
+    // The peer still holds its end and refuses a new link from us.
+    executor.refuse.set(26000, S.LLM_ALREADY_LINK);
+    expect(await manager.linkClusters([target(1)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_ALREADY_LINK] });
+    expect(executor.links.has('0/1')).toBe(false);
+    expect(manager.get('0', 1n)).toMatchObject({ side: 'client', state: 'failed', code: S.LLM_ALREADY_LINK });
+    const calls = executor.batches.length;
+    expect((await manager.linkClusters([target(1)])).rets).toEqual([S.LLM_ALREADY_LINK]);
+    expect(executor.batches.length).toBe(calls + 1);
+    // The peer force-unlinks its end too: the next link is made, without unlinking first.
+    executor.refuse.delete(26000);
+    expect(await manager.linkClusters([target(1)])).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
+    expect(manager.get('0', 1n)).toMatchObject({ side: 'client', state: 'linked', code: S.LLM_SUCCESS });
+    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}`)).toEqual(['link', 'unlink!', 'link', 'link', 'link']);
+  });
+
+  test('ALREADY_LINK for a link this runtime holds is linked, on the side the runtime holds it', async () => {
+    const { manager, executor } = setup();
+    // A peer linked to us and the runtime's event is not in yet; a client link the table never saw.
+    executor.serverLinks.add('0/1');
+    executor.links.add('0/2');
+    expect((await manager.linkClusters([target(1), target(2)])).rets).toEqual([S.LLM_ALREADY_LINK, S.LLM_ALREADY_LINK]);
+    expect(manager.list().map((l) => [l.remoteClusterId, l.side, l.state])).toEqual([
+      [1n, 'server', 'linked'],
+      [2n, 'client', 'linked'],
+    ]);
+  });
+
+  test('a peer refusal is retried by reconcile (clear the local end, link again) until the peer lets go', async () => {
+    const { manager, executor } = setup();
+    executor.refuse.set(26000, S.LLM_ALREADY_LINK);
+    expect((await manager.reconcile([target(1)])).linked).toEqual([{ endpoint: '0', remoteClusterId: 1n, code: S.LLM_ALREADY_LINK }]);
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_ALREADY_LINK });
+    executor.refuse.delete(26000);
+    expect((await manager.reconcile([target(1)])).linked).toEqual([{ endpoint: '0', remoteClusterId: 1n, code: S.LLM_SUCCESS }]);
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'linked' });
+    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}`)).toEqual(['link', 'unlink!', 'link']);
+  });
+});
+
 describe('coalescing', () => {
   test('concurrent callers share runtime calls of at most 16 clusters', async () => {
     const { manager, executor } = setup({ batchWindowMs: 5 });

@@ -221,10 +221,14 @@ export class LinkManager {
     const local = target.local ?? this.#localAddresses.get(endpoint);
     const outcome = await this.#batcher.push(key, local === undefined ? target : { ...target, local });
     if (outcome.indeterminate) return this.#abandonLink(target, endpoint, key, outcome);
-    if (outcome.code === LLM_STATUS.LLM_SUCCESS || outcome.code === LLM_STATUS.LLM_ALREADY_LINK) {
-      // ALREADY_LINK from the runtime means it holds the link: the state is linked either way.
+    if (outcome.code === LLM_STATUS.LLM_SUCCESS) {
       this.#table.set(endpoint, id, { state: 'linked', reason: 'link' });
+    } else if (outcome.code === LLM_STATUS.LLM_ALREADY_LINK && outcome.holder !== undefined) {
+      // This runtime holds the link (made by a call or a peer whose news is not in yet): linked.
+      this.#table.set(endpoint, id, { state: 'linked', side: outcome.holder, reason: 'link' });
     } else {
+      // Including ALREADY_LINK from a peer that still holds its end of an earlier link (a forced
+      // unlink here, not there): the peer refused, this runtime holds nothing, the link failed.
       this.#table.set(endpoint, id, { state: 'failed', reason: 'link', code: outcome.code });
     }
     return outcome.code;
