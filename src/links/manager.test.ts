@@ -153,6 +153,22 @@ describe('forced unlink: the table says what the runtime holds', () => {
     ]);
   });
 
+  test('a forced unlink of a listed link the runtime already dropped succeeds; of an unknown one, NOT_YET_LINK', async () => {
+    const { manager, executor } = setup();
+    await manager.linkClusters([target(1), target(2)]);
+    // The peer force-unlinked its end first: the runtime dropped ours and said so.
+    for (const id of [1n, 2n]) {
+      executor.links.delete(`0/${id}`);
+      manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'client', remoteClusterId: id, code: S.LLM_LINK_FAILED });
+    }
+    expect(manager.list().map((l) => l.state)).toEqual(['failed', 'failed']);
+    expect(await manager.unlinkClusters([target(1)], { force: true })).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
+    // A normal unlink promises to tell the peer too, which it could not: it keeps the runtime's answer.
+    expect(await manager.unlinkClusters([target(2)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
+    expect(manager.list()).toEqual([]);
+    expect(await manager.unlinkClusters([target(1)], { force: true })).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
+  });
+
   test('a peer refusal is retried by reconcile (clear the local end, link again) until the peer lets go', async () => {
     const { manager, executor } = setup();
     executor.refuse.set(26000, S.LLM_ALREADY_LINK);

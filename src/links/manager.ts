@@ -262,6 +262,10 @@ export class LinkManager {
     ) {
       // NOTIFY_PROMPT_UNLINK_FAILED: the local end is cleared; only the peer still holds it.
       this.#table.set(endpoint, id, { state: 'unlinked', reason: 'unlink', code });
+      // A forced unlink asks only that the local end be clear. The runtime may have dropped a listed
+      // link already (the peer's own forced unlink or loss closed it, a relink was refused): clear
+      // now, as both ends calling it must find it (seed 003), so the call succeeded.
+      if (key.force && code === LLM_STATUS.LLM_NOT_YET_LINK) return LLM_STATUS.LLM_SUCCESS;
     } else if (!outcome.indeterminate && (code === LLM_STATUS.LLM_LINK_BUSY || code === LLM_STATUS.LLM_PROCESSING_LINK)) {
       this.#table.set(endpoint, id, { state: entry.state, reason: 'unlink', code: entry.code });
     } else {
