@@ -11,7 +11,7 @@ const target = (id: number, port = 26000, endpoint?: string): EndpointTarget => 
   ...(endpoint === undefined ? {} : { endpoint }),
 });
 
-function setup(options: { endpoints?: string[]; maxBatch?: number; batchWindowMs?: number } = {}) {
+function setup(options: { endpoints?: string[]; maxBatch?: number; batchWindowMs?: number; now?: () => number } = {}) {
   const executor = new FakeExecutor();
   const registry = new Registry();
   const manager = new LinkManager({
@@ -20,6 +20,7 @@ function setup(options: { endpoints?: string[]; maxBatch?: number; batchWindowMs
     registry,
     batchWindowMs: options.batchWindowMs ?? 0,
     ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }),
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
   const events: LinkEvent[] = [];
   manager.onChange((e) => events.push(e));
@@ -178,6 +179,39 @@ describe('forced unlink: the table says what the runtime holds', () => {
     expect((await manager.reconcile([target(1)])).linked).toEqual([{ endpoint: '0', remoteClusterId: 1n, code: S.LLM_SUCCESS }]);
     expect(manager.get('0', 1n)).toMatchObject({ state: 'linked' });
     expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}`)).toEqual(['link', 'unlink!', 'link']);
+  });
+});
+
+describe('runtime events that arrive after a call saw their effect', () => {
+  test("P's forced unlink first: the late 'peer lost' of the old link does not fail D's relink; a new one does", async () => {
+    let now = 1000;
+    const { manager, executor } = setup({ now: () => now });
+    await manager.linkClusters([target(1)]);
+    // At 1200 P force-unlinks: D's runtime drops its end and queues the event, not delivered yet.
+    executor.links.delete('0/1');
+    const lost = { kind: 'peer-lost', side: 'client', remoteClusterId: 1n, code: S.LLM_LINK_FAILED } as const;
+    now = 1300;
+    expect(await manager.unlinkClusters([target(1)], { force: true })).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
+    now = 1400;
+    expect((await manager.linkClusters([target(1)])).ret).toBe(S.LLM_SUCCESS);
+    expect(manager.handleRuntimeEvent('0', { ...lost, timeMs: 1200 })).toBe(false);
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'linked' });
+    // The new link's own loss, later than the call that made it, is news.
+    expect(manager.handleRuntimeEvent('0', { ...lost, timeMs: 1500 })).toBe(true);
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_LINK_FAILED });
+  });
+
+  test('a late "peer linked" does not bring back a server link unlinked since; a link made after it does', async () => {
+    let now = 2000;
+    const { manager } = setup({ now: () => now });
+    // The client linked at 1900; its event is still on the way when this end unlinks it.
+    expect(await manager.unlinkClusters([target(7)], { force: true })).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
+    const linked = { kind: 'peer-linked', side: 'server', remoteClusterId: 7n, code: 0 } as const;
+    expect(manager.handleRuntimeEvent('0', { ...linked, timeMs: 1900 })).toBe(false);
+    expect(manager.list()).toEqual([]);
+    // Within the call's own millisecond the order is unknown: the event is taken as news.
+    expect(manager.handleRuntimeEvent('0', { ...linked, timeMs: 2000 })).toBe(true);
+    expect(manager.get('0', 7n)).toMatchObject({ side: 'server', state: 'linked' });
   });
 });
 

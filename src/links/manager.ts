@@ -8,6 +8,7 @@ import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
 import type { IpPort } from './endpoint.ts';
 import { createLinkMetrics, type LinkMetrics } from './metrics.ts';
 import { reconcileOnce, type ReconcileReport } from './reconcile.ts';
+import { SettledLinks } from './settled.ts';
 import { LLM_STATUS } from './status.ts';
 import { LinkTable, type LinkListener } from './table.ts';
 import type { CallResult, ClusterTarget, EndpointTarget, LinkExecutor, LinkInfo, RuntimeLinkEvent } from './types.ts';
@@ -52,6 +53,8 @@ export class LinkManager {
   readonly #metrics: LinkMetrics;
   readonly #inflight = new Set<Promise<unknown>>();
   readonly #localAddresses: ReadonlyMap<string, IpPort>;
+  readonly #now: () => number;
+  readonly #settled = new SettledLinks();
   #reconcileChain: Promise<unknown> = Promise.resolve();
   #reconcileGeneration = 0;
 
@@ -67,7 +70,8 @@ export class LinkManager {
     this.#executor = options.executor;
     this.#endpoints = new Set(options.endpoints);
     this.#defaultEndpoint = first;
-    this.#table = new LinkTable(options.now);
+    this.#now = options.now ?? Date.now;
+    this.#table = new LinkTable(this.#now);
     this.#localAddresses = options.localAddresses ?? new Map();
     this.#metrics = createLinkMetrics(options.registry, this.#table);
     this.#batcher = new Batcher({ maxBatch, windowMs, run: (key, clusters) => this.#runBatch(key, clusters) });
@@ -123,16 +127,19 @@ export class LinkManager {
   }
 
   /**
-   * Applies an event of the runtime (dead peer, server-side link or unlink, unusable link).
+   * Applies an event of the runtime (dead peer, server-side link or unlink, unusable link); false
+   * when the event is older than the last call that settled its link, which already saw its effect
+   * (the event is then ignored, here and by anyone who follows the manager).
    * @example manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'server', remoteClusterId: 7n, code: 0 });
    */
-  handleRuntimeEvent(endpoint: string, event: RuntimeLinkEvent): void {
-    const entry = this.#table.get(endpoint, event.remoteClusterId);
+  handleRuntimeEvent(endpoint: string, event: RuntimeLinkEvent): boolean {
     const id = event.remoteClusterId;
+    if (event.timeMs !== undefined && this.#settled.predates(endpoint, id, event.timeMs)) return false;
+    const entry = this.#table.get(endpoint, id);
     switch (event.kind) {
       case 'peer-linked':
         if (entry?.side !== 'client') this.#table.set(endpoint, id, { state: 'linked', side: 'server', reason: 'peer-linked' });
-        return;
+        return true;
       case 'peer-unlinked':
         if (entry?.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-unlinked' });
         // The server cleaned us up (P-side cleanup): the runtime dropped the link, so a client keeps a
@@ -140,20 +147,20 @@ export class LinkManager {
         else if (entry?.side === 'client' && entry.state === 'linked') {
           this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-unlinked', code: LLM_STATUS.LLM_NOT_YET_LINK });
         }
-        return;
+        return true;
       case 'peer-lost':
-        if (entry === undefined) return;
+        if (entry === undefined) return true;
         // The runtime has already dropped the link; a server forgets the peer, a client keeps a
         // failed entry so the owner of the desired set sees it and relinks.
         if (entry.side === 'server')
           this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
         else if (entry.state === 'linked')
           this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
-        return;
+        return true;
       case 'link-unusable':
         if (entry?.state === 'linked')
           this.#table.set(endpoint, id, { state: 'failed', reason: 'link-unusable', code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT });
-        return;
+        return true;
     }
   }
 
@@ -276,14 +283,30 @@ export class LinkManager {
 
   async #runBatch(key: BatchKey, clusters: readonly ClusterTarget[]) {
     const started = performance.now();
+    const startedAt = this.#now();
     const outcome =
       key.op === 'link'
         ? await this.#executor.link(key.endpoint, clusters, key.timeoutMs)
         : await this.#executor.unlink(key.endpoint, clusters, key.timeoutMs, key.force);
+    if (!outcome.indeterminate) {
+      const settles = key.op === 'link' ? LINK_SETTLED : UNLINK_SETTLED;
+      clusters.forEach((c, i) => {
+        if (settles.has(outcome.rets[i] ?? LLM_STATUS.LLM_FAILED)) this.#settled.record(key.endpoint, c.remoteClusterId, startedAt);
+      });
+    }
     this.#metrics.observeBatch(key.op, clusters.length, (performance.now() - started) / 1000);
     return outcome;
   }
 }
+
+/** Link answers after which the runtime's holding of the link is known (linked, or nothing held). */
+const LINK_SETTLED: ReadonlySet<number> = new Set([LLM_STATUS.LLM_SUCCESS, LLM_STATUS.LLM_ALREADY_LINK]);
+/** Unlink answers after which the runtime holds nothing for that cluster. */
+const UNLINK_SETTLED: ReadonlySet<number> = new Set([
+  LLM_STATUS.LLM_SUCCESS,
+  LLM_STATUS.LLM_NOT_YET_LINK,
+  LLM_STATUS.LLM_NOTIFY_PROMPT_UNLINK_FAILED,
+]);
 
 /** The code that fails a whole call before any cluster is tried, as LLM-DataDist checks them. */
 function callError(count: number, timeoutMs: number | undefined): number | undefined {

@@ -83,4 +83,6 @@ export interface RuntimeLinkEvent {
   readonly side: LinkSide;
   readonly remoteClusterId: bigint;
   readonly code: number;
+  /** Wall-clock epoch ms at which the runtime queued the event (absent: taken as news). */
+  readonly timeMs?: number;
 }
