@@ -31,6 +31,7 @@ export interface LinkManagerOptions {
   readonly maxBatch?: number;
   readonly batchWindowMs?: number;
   readonly registry?: Registry;
+  /** Wall clock in epoch ms (default Date.now): entry times, and call starts compared with the runtime's event stamps. */
   readonly now?: () => number;
   /** Local address an endpoint links from when a target names none (its device address, port 0). */
   readonly localAddresses?: ReadonlyMap<string, IpPort>;
