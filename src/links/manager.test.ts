@@ -201,6 +201,26 @@ describe('runtime events that arrive after a call saw their effect', () => {
     expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_LINK_FAILED });
   });
 
+  test('a link lost while the call that made it is out is failed, not linked; an older loss is not about it', async () => {
+    const now = 5000;
+    const { manager, executor } = setup({ now: () => now });
+    executor.hold();
+    const call = manager.linkClusters([target(1), target(2)]);
+    for (let turns = 0; executor.batches.length === 0 && turns < 1000; turns++) await new Promise((r) => setImmediate(r));
+    expect(executor.batches).toHaveLength(1);
+    const lost = { kind: 'peer-lost', side: 'client', code: S.LLM_LINK_FAILED } as const;
+    // Cluster 1: a loss stamped before the call began, about an earlier link. Cluster 2: the peer
+    // drops the link the call has just made, and says so before the call's answer is in.
+    expect(manager.handleRuntimeEvent('0', { ...lost, remoteClusterId: 1n, timeMs: 4999 })).toBe(true);
+    expect(manager.handleRuntimeEvent('0', { ...lost, remoteClusterId: 2n, timeMs: 5000 })).toBe(true);
+    executor.release();
+    expect((await call).rets).toEqual([S.LLM_SUCCESS, S.LLM_SUCCESS]);
+    expect(manager.list().map((l) => [l.remoteClusterId, l.state, l.code])).toEqual([
+      [1n, 'linked', S.LLM_SUCCESS],
+      [2n, 'failed', S.LLM_LINK_FAILED],
+    ]);
+  });
+
   test('a late "peer linked" does not bring back a server link unlinked since; a link made after it does', async () => {
     let now = 2000;
     const { manager } = setup({ now: () => now });

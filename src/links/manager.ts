@@ -142,6 +142,8 @@ export class LinkManager {
         if (entry?.side !== 'client') this.#table.set(endpoint, id, { state: 'linked', side: 'server', reason: 'peer-linked' });
         return true;
       case 'peer-unlinked':
+        if (entry?.side === 'client' && entry.state === 'linking')
+          this.#settled.dropWhileLinking(endpoint, id, event.timeMs, { code: LLM_STATUS.LLM_NOT_YET_LINK, reason: 'peer-unlinked' });
         if (entry?.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-unlinked' });
         // The server cleaned us up (P-side cleanup): the runtime dropped the link, so a client keeps a
         // failed entry, like a lost peer, for the owner of the desired set to see and relink.
@@ -151,6 +153,11 @@ export class LinkManager {
         return true;
       case 'peer-lost':
         if (entry === undefined) return true;
+        if (entry.side === 'client' && entry.state === 'linking')
+          this.#settled.dropWhileLinking(endpoint, id, event.timeMs, {
+            code: event.code || LLM_STATUS.LLM_LINK_FAILED,
+            reason: 'peer-lost',
+          });
         // The runtime has already dropped the link; a server forgets the peer, a client keeps a
         // failed entry so the owner of the desired set sees it and relinks.
         if (entry.side === 'server')
@@ -159,6 +166,11 @@ export class LinkManager {
           this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
         return true;
       case 'link-unusable':
+        if (entry?.side === 'client' && entry.state === 'linking')
+          this.#settled.dropWhileLinking(endpoint, id, event.timeMs, {
+            code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT,
+            reason: 'link-unusable',
+          });
         if (entry?.state === 'linked')
           this.#table.set(endpoint, id, { state: 'failed', reason: 'link-unusable', code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT });
         return true;
@@ -228,12 +240,17 @@ export class LinkManager {
     this.#table.set(endpoint, id, { state: 'linking', side: 'client', remote: target.remote, reason: 'link' });
     const local = target.local ?? this.#localAddresses.get(endpoint);
     const outcome = await this.#batcher.push(key, local === undefined ? target : { ...target, local });
+    // The runtime may have lost the link the call made before the answer got here.
+    const drop = this.#settled.end(endpoint, id);
     if (outcome.indeterminate) return this.#abandonLink(target, endpoint, key, outcome);
-    if (outcome.code === LLM_STATUS.LLM_SUCCESS) {
-      this.#table.set(endpoint, id, { state: 'linked', reason: 'link' });
-    } else if (outcome.code === LLM_STATUS.LLM_ALREADY_LINK && outcome.holder !== undefined) {
-      // This runtime holds the link (made by a call or a peer whose news is not in yet): linked.
-      this.#table.set(endpoint, id, { state: 'linked', side: outcome.holder, reason: 'link' });
+    // SUCCESS: this call made it. ALREADY_LINK with a holder: this runtime holds it (made by a call
+    // or a peer whose news is not in yet). Either way linked, unless lost since.
+    const holder =
+      outcome.code === LLM_STATUS.LLM_SUCCESS ? 'client' : outcome.code === LLM_STATUS.LLM_ALREADY_LINK ? outcome.holder : undefined;
+    if (holder !== undefined && drop !== undefined) {
+      this.#table.set(endpoint, id, { state: 'failed', reason: drop.reason, code: drop.code });
+    } else if (holder !== undefined) {
+      this.#table.set(endpoint, id, { state: 'linked', side: holder, reason: 'link' });
     } else {
       // Including ALREADY_LINK from a peer that still holds its end of an earlier link (a forced
       // unlink here, not there): the peer refused, this runtime holds nothing, the link failed.
@@ -285,6 +302,7 @@ export class LinkManager {
   async #runBatch(key: BatchKey, clusters: readonly ClusterTarget[]) {
     const started = performance.now();
     const startedAt = this.#now();
+    if (key.op === 'link') for (const c of clusters) this.#settled.begin(key.endpoint, c.remoteClusterId, startedAt);
     const outcome =
       key.op === 'link'
         ? await this.#executor.link(key.endpoint, clusters, key.timeoutMs)

@@ -1,10 +1,11 @@
 /**
- * When a runtime call last settled each link, so that a runtime event older than that call is not
- * applied over its result. Events reach the manager on their own path and may arrive after a call
- * that already saw their effect: a peer's forced unlink drops D's end (event queued), D's own
- * forced unlink and relink follow at once, and the late "peer lost" must not fail the new link.
- * The runtime stamps events with the wall clock in ms; a call's start is taken on the same clock
- * before the call is sent, so an event stamped earlier happened before the call began.
+ * Runtime events against the manager's own calls, in time. Events reach the manager on their own
+ * path, so they may arrive after a call that already saw their effect (a peer's forced unlink drops
+ * D's end and queues "peer lost"; D's forced unlink and relink follow at once; the late event must
+ * not fail the new link), or while a link call is still out (the peer drops the link the call has
+ * just made; the call's success must not list it). The runtime stamps events with the wall clock
+ * in ms; a call's start is taken on the same clock before the call is sent, so an event stamped
+ * earlier happened before the call began, and one stamped later may be about what the call made.
  */
 
 /** How long a settling time is kept: far longer than any event waits for delivery. */
@@ -12,9 +13,46 @@ export const SETTLED_KEEP_MS = 60_000;
 /** Entries between two sweeps of expired ones. */
 const SWEEP_EVERY = 1024;
 
+/** A loss of a link reported while a call to make it was out. */
+export interface Drop {
+  readonly code: number;
+  readonly reason: string;
+}
+
 export class SettledLinks {
   readonly #at = new Map<string, number>();
+  /** Link calls out now: when each began, and a loss reported since. */
+  readonly #linking = new Map<string, { startedAt: number; drop: Drop | undefined }>();
   #sinceSweep = 0;
+
+  /**
+   * Notes that a call to make the link began at `startedAt` (epoch ms).
+   * @example settled.begin('0', 7n, startedAt);
+   */
+  begin(endpoint: string, remoteClusterId: bigint, startedAt: number): void {
+    this.#linking.set(`${endpoint}\u0000${remoteClusterId}`, { startedAt, drop: undefined });
+  }
+
+  /**
+   * Keeps a loss reported while the link call is out, unless stamped before the call began (then
+   * it is about an earlier link). An unstamped loss is kept.
+   * @example settled.dropWhileLinking('0', 7n, event.timeMs, { code: event.code, reason: 'peer-lost' });
+   */
+  dropWhileLinking(endpoint: string, remoteClusterId: bigint, timeMs: number | undefined, drop: Drop): void {
+    const call = this.#linking.get(`${endpoint}\u0000${remoteClusterId}`);
+    if (call !== undefined && (timeMs === undefined || timeMs >= call.startedAt)) call.drop ??= drop;
+  }
+
+  /**
+   * Ends the link call and returns the loss reported while it was out, if any.
+   * @example const drop = settled.end('0', 7n);
+   */
+  end(endpoint: string, remoteClusterId: bigint): Drop | undefined {
+    const key = `${endpoint}\u0000${remoteClusterId}`;
+    const drop = this.#linking.get(key)?.drop;
+    this.#linking.delete(key);
+    return drop;
+  }
 
   /**
    * Notes that a call which began at `startedAt` (epoch ms) settled the link: its answer says
