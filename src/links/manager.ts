@@ -8,7 +8,7 @@ import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
 import type { IpPort } from './endpoint.ts';
 import { createLinkMetrics, type LinkMetrics } from './metrics.ts';
 import { reconcileOnce, type ReconcileReport } from './reconcile.ts';
-import { SettledLinks } from './settled.ts';
+import { CallTimeline } from './call-timeline.ts';
 import { LLM_STATUS } from './status.ts';
 import { LinkTable, type LinkListener } from './table.ts';
 import type { CallResult, ClusterTarget, EndpointTarget, LinkExecutor, LinkInfo, RuntimeLinkEvent } from './types.ts';
@@ -55,7 +55,7 @@ export class LinkManager {
   readonly #inflight = new Set<Promise<unknown>>();
   readonly #localAddresses: ReadonlyMap<string, IpPort>;
   readonly #now: () => number;
-  readonly #settled = new SettledLinks();
+  readonly #timeline = new CallTimeline();
   #reconcileChain: Promise<unknown> = Promise.resolve();
   #reconcileGeneration = 0;
 
@@ -135,7 +135,7 @@ export class LinkManager {
    */
   handleRuntimeEvent(endpoint: string, event: RuntimeLinkEvent): boolean {
     const id = event.remoteClusterId;
-    if (event.timeMs !== undefined && this.#settled.predates(endpoint, id, event.timeMs)) return false;
+    if (event.timeMs !== undefined && this.#timeline.predates(endpoint, id, event.timeMs)) return false;
     const entry = this.#table.get(endpoint, id);
     switch (event.kind) {
       case 'peer-linked':
@@ -143,7 +143,7 @@ export class LinkManager {
         return true;
       case 'peer-unlinked':
         if (entry?.side === 'client' && entry.state === 'linking')
-          this.#settled.dropWhileLinking(endpoint, id, event.timeMs, { code: LLM_STATUS.LLM_NOT_YET_LINK, reason: 'peer-unlinked' });
+          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, { code: LLM_STATUS.LLM_NOT_YET_LINK, reason: 'peer-unlinked' });
         if (entry?.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-unlinked' });
         // The server cleaned us up (P-side cleanup): the runtime dropped the link, so a client keeps a
         // failed entry, like a lost peer, for the owner of the desired set to see and relink.
@@ -154,7 +154,7 @@ export class LinkManager {
       case 'peer-lost':
         if (entry === undefined) return true;
         if (entry.side === 'client' && entry.state === 'linking')
-          this.#settled.dropWhileLinking(endpoint, id, event.timeMs, {
+          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, {
             code: event.code || LLM_STATUS.LLM_LINK_FAILED,
             reason: 'peer-lost',
           });
@@ -167,7 +167,7 @@ export class LinkManager {
         return true;
       case 'link-unusable':
         if (entry?.side === 'client' && entry.state === 'linking')
-          this.#settled.dropWhileLinking(endpoint, id, event.timeMs, {
+          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, {
             code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT,
             reason: 'link-unusable',
           });
@@ -241,7 +241,7 @@ export class LinkManager {
     const local = target.local ?? this.#localAddresses.get(endpoint);
     const outcome = await this.#batcher.push(key, local === undefined ? target : { ...target, local });
     // The runtime may have lost the link the call made before the answer got here.
-    const drop = this.#settled.end(endpoint, id);
+    const drop = this.#timeline.end(endpoint, id);
     if (outcome.indeterminate) return this.#abandonLink(target, endpoint, key, outcome);
     // SUCCESS: this call made it. ALREADY_LINK with a holder: this runtime holds it (made by a call
     // or a peer whose news is not in yet). Either way linked, unless lost since.
@@ -302,7 +302,7 @@ export class LinkManager {
   async #runBatch(key: BatchKey, clusters: readonly ClusterTarget[]) {
     const started = performance.now();
     const startedAt = this.#now();
-    if (key.op === 'link') for (const c of clusters) this.#settled.begin(key.endpoint, c.remoteClusterId, startedAt);
+    if (key.op === 'link') for (const c of clusters) this.#timeline.begin(key.endpoint, c.remoteClusterId, startedAt);
     const outcome =
       key.op === 'link'
         ? await this.#executor.link(key.endpoint, clusters, key.timeoutMs)
@@ -310,7 +310,7 @@ export class LinkManager {
     if (!outcome.indeterminate) {
       const settles = key.op === 'link' ? LINK_SETTLED : UNLINK_SETTLED;
       clusters.forEach((c, i) => {
-        if (settles.has(outcome.rets[i] ?? LLM_STATUS.LLM_FAILED)) this.#settled.record(key.endpoint, c.remoteClusterId, startedAt);
+        if (settles.has(outcome.rets[i] ?? LLM_STATUS.LLM_FAILED)) this.#timeline.record(key.endpoint, c.remoteClusterId, startedAt);
       });
     }
     this.#metrics.observeBatch(key.op, clusters.length, (performance.now() - started) / 1000);

@@ -8,8 +8,10 @@
  * earlier happened before the call began, and one stamped later may be about what the call made.
  */
 
+import { keyOf } from './table.ts';
+
 /** How long a settling time is kept: far longer than any event waits for delivery. */
-export const SETTLED_KEEP_MS = 60_000;
+export const TIMELINE_KEEP_MS = 60_000;
 /** Entries between two sweeps of expired ones. */
 const SWEEP_EVERY = 1024;
 
@@ -19,7 +21,7 @@ export interface Drop {
   readonly reason: string;
 }
 
-export class SettledLinks {
+export class CallTimeline {
   readonly #at = new Map<string, number>();
   /** Link calls out now: when each began, and a loss reported since. */
   readonly #linking = new Map<string, { startedAt: number; drop: Drop | undefined }>();
@@ -27,28 +29,28 @@ export class SettledLinks {
 
   /**
    * Notes that a call to make the link began at `startedAt` (epoch ms).
-   * @example settled.begin('0', 7n, startedAt);
+   * @example timeline.begin('0', 7n, startedAt);
    */
   begin(endpoint: string, remoteClusterId: bigint, startedAt: number): void {
-    this.#linking.set(`${endpoint}\u0000${remoteClusterId}`, { startedAt, drop: undefined });
+    this.#linking.set(keyOf(endpoint, remoteClusterId), { startedAt, drop: undefined });
   }
 
   /**
    * Keeps a loss reported while the link call is out, unless stamped before the call began (then
    * it is about an earlier link). An unstamped loss is kept.
-   * @example settled.dropWhileLinking('0', 7n, event.timeMs, { code: event.code, reason: 'peer-lost' });
+   * @example timeline.dropWhileLinking('0', 7n, event.timeMs, { code: event.code, reason: 'peer-lost' });
    */
   dropWhileLinking(endpoint: string, remoteClusterId: bigint, timeMs: number | undefined, drop: Drop): void {
-    const call = this.#linking.get(`${endpoint}\u0000${remoteClusterId}`);
+    const call = this.#linking.get(keyOf(endpoint, remoteClusterId));
     if (call !== undefined && (timeMs === undefined || timeMs >= call.startedAt)) call.drop ??= drop;
   }
 
   /**
    * Ends the link call and returns the loss reported while it was out, if any.
-   * @example const drop = settled.end('0', 7n);
+   * @example const drop = timeline.end('0', 7n);
    */
   end(endpoint: string, remoteClusterId: bigint): Drop | undefined {
-    const key = `${endpoint}\u0000${remoteClusterId}`;
+    const key = keyOf(endpoint, remoteClusterId);
     const drop = this.#linking.get(key)?.drop;
     this.#linking.delete(key);
     return drop;
@@ -57,10 +59,10 @@ export class SettledLinks {
   /**
    * Notes that a call which began at `startedAt` (epoch ms) settled the link: its answer says
    * what the runtime held at the end of the call.
-   * @example settled.record('0', 7n, startedAt);
+   * @example timeline.record('0', 7n, startedAt);
    */
   record(endpoint: string, remoteClusterId: bigint, startedAt: number): void {
-    const key = `${endpoint}\u0000${remoteClusterId}`;
+    const key = keyOf(endpoint, remoteClusterId);
     this.#at.delete(key); // re-inserted: the map keeps record order, close to time order, for the sweep
     this.#at.set(key, startedAt);
     if (++this.#sinceSweep >= SWEEP_EVERY) this.#sweep(startedAt);
@@ -69,10 +71,10 @@ export class SettledLinks {
   /**
    * True when an event stamped `timeMs` happened before the last call that settled the link began.
    * Within the same millisecond it cannot tell, and the event is taken as news.
-   * @example if (settled.predates('0', 7n, event.timeMs)) return;
+   * @example if (timeline.predates('0', 7n, event.timeMs)) return;
    */
   predates(endpoint: string, remoteClusterId: bigint, timeMs: number): boolean {
-    const at = this.#at.get(`${endpoint}\u0000${remoteClusterId}`);
+    const at = this.#at.get(keyOf(endpoint, remoteClusterId));
     return at !== undefined && timeMs < at;
   }
 
@@ -83,7 +85,7 @@ export class SettledLinks {
   #sweep(now: number): void {
     this.#sinceSweep = 0;
     for (const [key, at] of this.#at) {
-      if (at >= now - SETTLED_KEEP_MS) break;
+      if (at >= now - TIMELINE_KEEP_MS) break;
       this.#at.delete(key);
     }
   }
