@@ -148,7 +148,8 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     pool: eventPool,
     endpoints: new Map([...handles].map(([endpoint, handle]) => [handle, endpoint])),
     onEvent: (endpoint, event) => {
-      linkManager.handleRuntimeEvent(endpoint, event);
+      // An event older than the last call that settled its link tells nothing new to anyone.
+      if (!linkManager.handleRuntimeEvent(endpoint, event)) return;
       role.handleRuntimeEvent(endpoint, event);
       if (event.kind === 'peer-linked') void noteServerAddresses(endpoint);
     },

@@ -11,8 +11,6 @@ import type { CallResult, EndpointTarget, LinkInfo } from '../links/types.ts';
 /** What a link or unlink call needs to name a link. */
 export type LinkRef = Pick<LinkInfo, 'endpoint' | 'remoteClusterId' | 'remote'>;
 
-/** Link outcomes after which the link is up (ALREADY_LINK: the runtime holds it). */
-export const LINK_DONE: ReadonlySet<number> = new Set([LLM_STATUS.LLM_SUCCESS, LLM_STATUS.LLM_ALREADY_LINK]);
 /** Unlink outcomes after which the local end is gone (NOTIFY_PROMPT_UNLINK_FAILED: only the peer still holds it). */
 export const UNLINK_DONE: ReadonlySet<number> = new Set([
   LLM_STATUS.LLM_SUCCESS,

@@ -186,6 +186,41 @@ describe('decode: the link client', () => {
     expect(controller.roleStatus).toBe('RoleReady');
   });
 
+  test("after a local forced unlink the peer's ALREADY_LINK is shown failed and retried with the backoff until the peer lets go", async () => {
+    const { controller, manager, executor, clock, calls } = setupRole({ retry: { baseMs: 200, capMs: 1000 } });
+    controller.submit(request('decode', [peer(P1)]));
+    await controller.whenReady();
+    const id = peerId(P1, 0);
+    expect(
+      (await manager.unlinkClusters([{ endpoint: '0', remoteClusterId: id, remote: { ip: P1, port: BASE } }], { force: true })).ret,
+    ).toBe(S.LLM_SUCCESS);
+    // P still holds its end: it refuses every link from this cluster until it unlinks too.
+    executor.refuse.set(BASE, S.LLM_ALREADY_LINK);
+    const waits: number[] = [];
+    for (let retry = 1; retry <= 3; retry++) {
+      executor.batches.length = 0;
+      waits.push(clock.nextTimerDue! - clock.now());
+      clock.advance(clock.nextTimerDue! - clock.now());
+      await controller.settled();
+      // Nothing is left to clear after the forced unlink; after a refusal the failed entry is.
+      expect(calls()).toEqual(retry === 1 ? [`link 0 ${id}`] : [`unlink 0 ${id}`, `link 0 ${id}`]);
+      const status = controller.status();
+      expect(status.service.roleStatus).toBe('RoleSwitching');
+      expect(status.linkStatus).toMatchObject({ desired: 2, ok: 1, failed: 1 });
+      // The forced unlink was the first failure; each refusal adds one.
+      expect(status.linkStatus.peers[0]).toMatchObject({ link: 'failed: LLM_ALREADY_LINK', failures: retry + 1 });
+      expect(status.service.lastError?.message).toContain('LLM_ALREADY_LINK');
+    }
+    expect(waits).toEqual([200, 400, 800]);
+    expect(manager.get('0', id)).toMatchObject({ state: 'failed', code: S.LLM_ALREADY_LINK });
+    executor.refuse.delete(BASE); // P force-unlinks its end
+    clock.advance(clock.nextTimerDue! - clock.now());
+    await controller.settled();
+    expect(controller.roleStatus).toBe('RoleReady');
+    expect(controller.status().linkStatus.peers[0]).toMatchObject({ link: 'ok', failures: 0 });
+    expect(executor.links.has(`0/${id}`)).toBe(true);
+  });
+
   test('the 200 does not wait for links: a post returns while its peer never answers', async () => {
     const { controller, executor } = setupRole();
     executor.hold();

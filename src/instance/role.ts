@@ -22,7 +22,7 @@ import type { LinkEvent, LinkInfo, RuntimeLinkEvent } from '../links/types.ts';
 import type { Registry } from '../metrics.ts';
 import { DEFAULT_LINK_BASE_PORT } from '../schema/instance-config.ts';
 import type { Role, RoleRequest } from '../schema/role.ts';
-import { LINK_DONE, linkAll, unlinkAll, type LinkRef } from './role-calls.ts';
+import { linkAll, unlinkAll, type LinkRef } from './role-calls.ts';
 import { DesiredLinks, type Tracked } from './role-desired.ts';
 import { createRoleMetrics, type RoleMetrics } from './role-metrics.ts';
 import { linkKey, planLinks, type LocalDevice, type PlannedLink } from './role-plan.ts';
@@ -257,9 +257,13 @@ export class RoleController {
         this.#timeoutMs,
       );
       link.forEach((t, i) => {
+        // Up only when the manager holds it linked: ALREADY_LINK may be a peer that still holds its
+        // end of an earlier link (forced unlink here) and refuses, and a link may be lost at once.
         const code = codes[i] ?? LLM_STATUS.LLM_FAILED;
-        if (LINK_DONE.has(code)) this.#desired.succeeded(t);
-        else this.#failed(t, code, 'link failed');
+        const entry = this.#manager.get(t.plan.endpoint, t.plan.remoteClusterId);
+        if (entry?.state === 'linked') this.#desired.succeeded(t);
+        else if (code !== LLM_STATUS.LLM_SUCCESS) this.#failed(t, code, 'link failed');
+        else this.#failed(t, entry?.state === 'failed' ? entry.code : LLM_STATUS.LLM_NOT_YET_LINK, 'lost after linking');
       });
     } finally {
       for (const t of link) {

@@ -4,7 +4,7 @@
  * `windowMs` share a call; a full batch leaves at once.
  */
 import { LLM_STATUS } from './status.ts';
-import type { BatchOutcome, ClusterTarget } from './types.ts';
+import type { BatchOutcome, ClusterTarget, LinkSide } from './types.ts';
 
 export interface BatchKey {
   readonly endpoint: string;
@@ -16,6 +16,8 @@ export interface BatchKey {
 /** Code of one item plus whether the call's outcome was unknown. */
 export interface ItemOutcome {
   readonly code: number;
+  /** Link calls answered LLM_ALREADY_LINK: the side on which the runtime holds the link, if it does. */
+  readonly holder: LinkSide | undefined;
   readonly indeterminate: boolean;
   readonly message: string | undefined;
 }
@@ -101,6 +103,7 @@ export class Batcher {
     batch.forEach((p, i) =>
       p.resolve({
         code: outcome.rets[i] ?? LLM_STATUS.LLM_FAILED,
+        holder: outcome.holders?.[i],
         indeterminate: outcome.indeterminate === true,
         message: outcome.message,
       }),

@@ -11,7 +11,7 @@ const target = (id: number, port = 26000, endpoint?: string): EndpointTarget => 
   ...(endpoint === undefined ? {} : { endpoint }),
 });
 
-function setup(options: { endpoints?: string[]; maxBatch?: number; batchWindowMs?: number } = {}) {
+function setup(options: { endpoints?: string[]; maxBatch?: number; batchWindowMs?: number; now?: () => number } = {}) {
   const executor = new FakeExecutor();
   const registry = new Registry();
   const manager = new LinkManager({
@@ -20,6 +20,7 @@ function setup(options: { endpoints?: string[]; maxBatch?: number; batchWindowMs
     registry,
     batchWindowMs: options.batchWindowMs ?? 0,
     ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }),
+    ...(options.now === undefined ? {} : { now: options.now }),
   });
   const events: LinkEvent[] = [];
   manager.onChange((e) => events.push(e));
@@ -118,6 +119,119 @@ describe('linkClusters / unlinkClusters', () => {
     expect((await manager.unlinkClusters([target(1)], { force: true, timeoutMs: 500 })).ret).toBe(S.LLM_SUCCESS);
     expect(executor.batches.at(-1)).toMatchObject({ op: 'unlink', force: true, timeoutMs: 500 });
     expect(manager.list()).toEqual([]);
+  });
+});
+
+describe('forced unlink: the table says what the runtime holds', () => {
+  test("a peer's ALREADY_LINK after a forced unlink here is a failed link; each link asks again until the peer lets go", async () => {
+    const { manager, executor } = setup();
+    await manager.linkClusters([target(1)]);
+    expect((await manager.unlinkClusters([target(1)], { force: true })).ret).toBe(S.LLM_SUCCESS);
+    // The peer still holds its end and refuses a new link from us.
+    executor.refuse.set(26000, S.LLM_ALREADY_LINK);
+    expect(await manager.linkClusters([target(1)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_ALREADY_LINK] });
+    expect(executor.links.has('0/1')).toBe(false);
+    expect(manager.get('0', 1n)).toMatchObject({ side: 'client', state: 'failed', code: S.LLM_ALREADY_LINK });
+    const calls = executor.batches.length;
+    expect((await manager.linkClusters([target(1)])).rets).toEqual([S.LLM_ALREADY_LINK]);
+    expect(executor.batches.length).toBe(calls + 1);
+    // The peer force-unlinks its end too: the next link is made, without unlinking first.
+    executor.refuse.delete(26000);
+    expect(await manager.linkClusters([target(1)])).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
+    expect(manager.get('0', 1n)).toMatchObject({ side: 'client', state: 'linked', code: S.LLM_SUCCESS });
+    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}`)).toEqual(['link', 'unlink!', 'link', 'link', 'link']);
+  });
+
+  test('ALREADY_LINK for a link this runtime holds is linked, on the side the runtime holds it', async () => {
+    const { manager, executor } = setup();
+    // A peer linked to us and the runtime's event is not in yet; a client link the table never saw.
+    executor.serverLinks.add('0/1');
+    executor.links.add('0/2');
+    expect((await manager.linkClusters([target(1), target(2)])).rets).toEqual([S.LLM_ALREADY_LINK, S.LLM_ALREADY_LINK]);
+    expect(manager.list().map((l) => [l.remoteClusterId, l.side, l.state])).toEqual([
+      [1n, 'server', 'linked'],
+      [2n, 'client', 'linked'],
+    ]);
+  });
+
+  test('a forced unlink of a listed link the runtime already dropped succeeds; of an unknown one, NOT_YET_LINK', async () => {
+    const { manager, executor } = setup();
+    await manager.linkClusters([target(1), target(2)]);
+    // The peer force-unlinked its end first: the runtime dropped ours and said so.
+    for (const id of [1n, 2n]) {
+      executor.links.delete(`0/${id}`);
+      manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'client', remoteClusterId: id, code: S.LLM_LINK_FAILED });
+    }
+    expect(manager.list().map((l) => l.state)).toEqual(['failed', 'failed']);
+    expect(await manager.unlinkClusters([target(1)], { force: true })).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
+    // A normal unlink promises to tell the peer too, which it could not: it keeps the runtime's answer.
+    expect(await manager.unlinkClusters([target(2)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
+    expect(manager.list()).toEqual([]);
+    expect(await manager.unlinkClusters([target(1)], { force: true })).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
+  });
+
+  test('a peer refusal is retried by reconcile (clear the local end, link again) until the peer lets go', async () => {
+    const { manager, executor } = setup();
+    executor.refuse.set(26000, S.LLM_ALREADY_LINK);
+    expect((await manager.reconcile([target(1)])).linked).toEqual([{ endpoint: '0', remoteClusterId: 1n, code: S.LLM_ALREADY_LINK }]);
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_ALREADY_LINK });
+    executor.refuse.delete(26000);
+    expect((await manager.reconcile([target(1)])).linked).toEqual([{ endpoint: '0', remoteClusterId: 1n, code: S.LLM_SUCCESS }]);
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'linked' });
+    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}`)).toEqual(['link', 'unlink!', 'link']);
+  });
+});
+
+describe('runtime events that arrive after a call saw their effect', () => {
+  test("P's forced unlink first: the late 'peer lost' of the old link does not fail D's relink; a new one does", async () => {
+    let now = 1000;
+    const { manager, executor } = setup({ now: () => now });
+    await manager.linkClusters([target(1)]);
+    // At 1200 P force-unlinks: D's runtime drops its end and queues the event, not delivered yet.
+    executor.links.delete('0/1');
+    const lost = { kind: 'peer-lost', side: 'client', remoteClusterId: 1n, code: S.LLM_LINK_FAILED } as const;
+    now = 1300;
+    expect(await manager.unlinkClusters([target(1)], { force: true })).toEqual({ ret: S.LLM_SUCCESS, rets: [S.LLM_SUCCESS] });
+    now = 1400;
+    expect((await manager.linkClusters([target(1)])).ret).toBe(S.LLM_SUCCESS);
+    expect(manager.handleRuntimeEvent('0', { ...lost, timeMs: 1200 })).toBe(false);
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'linked' });
+    // The new link's own loss, later than the call that made it, is news.
+    expect(manager.handleRuntimeEvent('0', { ...lost, timeMs: 1500 })).toBe(true);
+    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_LINK_FAILED });
+  });
+
+  test('a link lost while the call that made it is out is failed, not linked; an older loss is not about it', async () => {
+    const now = 5000;
+    const { manager, executor } = setup({ now: () => now });
+    executor.hold();
+    const call = manager.linkClusters([target(1), target(2)]);
+    for (let turns = 0; executor.batches.length === 0 && turns < 1000; turns++) await new Promise((r) => setImmediate(r));
+    expect(executor.batches).toHaveLength(1);
+    const lost = { kind: 'peer-lost', side: 'client', code: S.LLM_LINK_FAILED } as const;
+    // Cluster 1: a loss stamped before the call began, about an earlier link. Cluster 2: the peer
+    // drops the link the call has just made, and says so before the call's answer is in.
+    expect(manager.handleRuntimeEvent('0', { ...lost, remoteClusterId: 1n, timeMs: 4999 })).toBe(true);
+    expect(manager.handleRuntimeEvent('0', { ...lost, remoteClusterId: 2n, timeMs: 5000 })).toBe(true);
+    executor.release();
+    expect((await call).rets).toEqual([S.LLM_SUCCESS, S.LLM_SUCCESS]);
+    expect(manager.list().map((l) => [l.remoteClusterId, l.state, l.code])).toEqual([
+      [1n, 'linked', S.LLM_SUCCESS],
+      [2n, 'failed', S.LLM_LINK_FAILED],
+    ]);
+  });
+
+  test('a late "peer linked" does not bring back a server link unlinked since; a link made after it does', async () => {
+    let now = 2000;
+    const { manager } = setup({ now: () => now });
+    // The client linked at 1900; its event is still on the way when this end unlinks it.
+    expect(await manager.unlinkClusters([target(7)], { force: true })).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
+    const linked = { kind: 'peer-linked', side: 'server', remoteClusterId: 7n, code: 0 } as const;
+    expect(manager.handleRuntimeEvent('0', { ...linked, timeMs: 1900 })).toBe(false);
+    expect(manager.list()).toEqual([]);
+    // Within the call's own millisecond the order is unknown: the event is taken as news.
+    expect(manager.handleRuntimeEvent('0', { ...linked, timeMs: 2000 })).toBe(true);
+    expect(manager.get('0', 7n)).toMatchObject({ side: 'server', state: 'linked' });
   });
 });
 

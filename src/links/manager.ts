@@ -8,6 +8,7 @@ import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
 import type { IpPort } from './endpoint.ts';
 import { createLinkMetrics, type LinkMetrics } from './metrics.ts';
 import { reconcileOnce, type ReconcileReport } from './reconcile.ts';
+import { CallTimeline } from './call-timeline.ts';
 import { LLM_STATUS } from './status.ts';
 import { LinkTable, type LinkListener } from './table.ts';
 import type { CallResult, ClusterTarget, EndpointTarget, LinkExecutor, LinkInfo, RuntimeLinkEvent } from './types.ts';
@@ -30,6 +31,7 @@ export interface LinkManagerOptions {
   readonly maxBatch?: number;
   readonly batchWindowMs?: number;
   readonly registry?: Registry;
+  /** Wall clock in epoch ms (default Date.now): entry times, and call starts compared with the runtime's event stamps. */
   readonly now?: () => number;
   /** Local address an endpoint links from when a target names none (its device address, port 0). */
   readonly localAddresses?: ReadonlyMap<string, IpPort>;
@@ -52,6 +54,8 @@ export class LinkManager {
   readonly #metrics: LinkMetrics;
   readonly #inflight = new Set<Promise<unknown>>();
   readonly #localAddresses: ReadonlyMap<string, IpPort>;
+  readonly #now: () => number;
+  readonly #timeline = new CallTimeline();
   #reconcileChain: Promise<unknown> = Promise.resolve();
   #reconcileGeneration = 0;
 
@@ -67,7 +71,8 @@ export class LinkManager {
     this.#executor = options.executor;
     this.#endpoints = new Set(options.endpoints);
     this.#defaultEndpoint = first;
-    this.#table = new LinkTable(options.now);
+    this.#now = options.now ?? Date.now;
+    this.#table = new LinkTable(this.#now);
     this.#localAddresses = options.localAddresses ?? new Map();
     this.#metrics = createLinkMetrics(options.registry, this.#table);
     this.#batcher = new Batcher({ maxBatch, windowMs, run: (key, clusters) => this.#runBatch(key, clusters) });
@@ -123,37 +128,52 @@ export class LinkManager {
   }
 
   /**
-   * Applies an event of the runtime (dead peer, server-side link or unlink, unusable link).
+   * Applies an event of the runtime (dead peer, server-side link or unlink, unusable link); false
+   * when the event is older than the last call that settled its link, which already saw its effect
+   * (the event is then ignored, here and by anyone who follows the manager).
    * @example manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'server', remoteClusterId: 7n, code: 0 });
    */
-  handleRuntimeEvent(endpoint: string, event: RuntimeLinkEvent): void {
-    const entry = this.#table.get(endpoint, event.remoteClusterId);
+  handleRuntimeEvent(endpoint: string, event: RuntimeLinkEvent): boolean {
     const id = event.remoteClusterId;
+    if (event.timeMs !== undefined && this.#timeline.predates(endpoint, id, event.timeMs)) return false;
+    const entry = this.#table.get(endpoint, id);
     switch (event.kind) {
       case 'peer-linked':
         if (entry?.side !== 'client') this.#table.set(endpoint, id, { state: 'linked', side: 'server', reason: 'peer-linked' });
-        return;
+        return true;
       case 'peer-unlinked':
+        if (entry?.side === 'client' && entry.state === 'linking')
+          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, { code: LLM_STATUS.LLM_NOT_YET_LINK, reason: 'peer-unlinked' });
         if (entry?.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-unlinked' });
         // The server cleaned us up (P-side cleanup): the runtime dropped the link, so a client keeps a
         // failed entry, like a lost peer, for the owner of the desired set to see and relink.
         else if (entry?.side === 'client' && entry.state === 'linked') {
           this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-unlinked', code: LLM_STATUS.LLM_NOT_YET_LINK });
         }
-        return;
+        return true;
       case 'peer-lost':
-        if (entry === undefined) return;
+        if (entry === undefined) return true;
+        if (entry.side === 'client' && entry.state === 'linking')
+          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, {
+            code: event.code || LLM_STATUS.LLM_LINK_FAILED,
+            reason: 'peer-lost',
+          });
         // The runtime has already dropped the link; a server forgets the peer, a client keeps a
         // failed entry so the owner of the desired set sees it and relinks.
         if (entry.side === 'server')
           this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
         else if (entry.state === 'linked')
           this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
-        return;
+        return true;
       case 'link-unusable':
+        if (entry?.side === 'client' && entry.state === 'linking')
+          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, {
+            code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT,
+            reason: 'link-unusable',
+          });
         if (entry?.state === 'linked')
           this.#table.set(endpoint, id, { state: 'failed', reason: 'link-unusable', code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT });
-        return;
+        return true;
     }
   }
 
@@ -220,11 +240,20 @@ export class LinkManager {
     this.#table.set(endpoint, id, { state: 'linking', side: 'client', remote: target.remote, reason: 'link' });
     const local = target.local ?? this.#localAddresses.get(endpoint);
     const outcome = await this.#batcher.push(key, local === undefined ? target : { ...target, local });
+    // The runtime may have lost the link the call made before the answer got here.
+    const drop = this.#timeline.end(endpoint, id);
     if (outcome.indeterminate) return this.#abandonLink(target, endpoint, key, outcome);
-    if (outcome.code === LLM_STATUS.LLM_SUCCESS || outcome.code === LLM_STATUS.LLM_ALREADY_LINK) {
-      // ALREADY_LINK from the runtime means it holds the link: the state is linked either way.
-      this.#table.set(endpoint, id, { state: 'linked', reason: 'link' });
+    // SUCCESS: this call made it. ALREADY_LINK with a holder: this runtime holds it (made by a call
+    // or a peer whose news is not in yet). Either way linked, unless lost since.
+    const holder =
+      outcome.code === LLM_STATUS.LLM_SUCCESS ? 'client' : outcome.code === LLM_STATUS.LLM_ALREADY_LINK ? outcome.holder : undefined;
+    if (holder !== undefined && drop !== undefined) {
+      this.#table.set(endpoint, id, { state: 'failed', reason: drop.reason, code: drop.code });
+    } else if (holder !== undefined) {
+      this.#table.set(endpoint, id, { state: 'linked', side: holder, reason: 'link' });
     } else {
+      // Including ALREADY_LINK from a peer that still holds its end of an earlier link (a forced
+      // unlink here, not there): the peer refused, this runtime holds nothing, the link failed.
       this.#table.set(endpoint, id, { state: 'failed', reason: 'link', code: outcome.code });
     }
     return outcome.code;
@@ -258,6 +287,10 @@ export class LinkManager {
     ) {
       // NOTIFY_PROMPT_UNLINK_FAILED: the local end is cleared; only the peer still holds it.
       this.#table.set(endpoint, id, { state: 'unlinked', reason: 'unlink', code });
+      // A forced unlink asks only that the local end be clear. The runtime may have dropped a listed
+      // link already (the peer's own forced unlink or loss closed it, a relink was refused): clear
+      // now, as both ends calling it must find it (seed 003), so the call succeeded.
+      if (key.force && code === LLM_STATUS.LLM_NOT_YET_LINK) return LLM_STATUS.LLM_SUCCESS;
     } else if (!outcome.indeterminate && (code === LLM_STATUS.LLM_LINK_BUSY || code === LLM_STATUS.LLM_PROCESSING_LINK)) {
       this.#table.set(endpoint, id, { state: entry.state, reason: 'unlink', code: entry.code });
     } else {
@@ -268,14 +301,31 @@ export class LinkManager {
 
   async #runBatch(key: BatchKey, clusters: readonly ClusterTarget[]) {
     const started = performance.now();
+    const startedAt = this.#now();
+    if (key.op === 'link') for (const c of clusters) this.#timeline.begin(key.endpoint, c.remoteClusterId, startedAt);
     const outcome =
       key.op === 'link'
         ? await this.#executor.link(key.endpoint, clusters, key.timeoutMs)
         : await this.#executor.unlink(key.endpoint, clusters, key.timeoutMs, key.force);
+    if (!outcome.indeterminate) {
+      const settles = key.op === 'link' ? LINK_SETTLED : UNLINK_SETTLED;
+      clusters.forEach((c, i) => {
+        if (settles.has(outcome.rets[i] ?? LLM_STATUS.LLM_FAILED)) this.#timeline.record(key.endpoint, c.remoteClusterId, startedAt);
+      });
+    }
     this.#metrics.observeBatch(key.op, clusters.length, (performance.now() - started) / 1000);
     return outcome;
   }
 }
+
+/** Link answers after which the runtime's holding of the link is known (linked, or nothing held). */
+const LINK_SETTLED: ReadonlySet<number> = new Set([LLM_STATUS.LLM_SUCCESS, LLM_STATUS.LLM_ALREADY_LINK]);
+/** Unlink answers after which the runtime holds nothing for that cluster. */
+const UNLINK_SETTLED: ReadonlySet<number> = new Set([
+  LLM_STATUS.LLM_SUCCESS,
+  LLM_STATUS.LLM_NOT_YET_LINK,
+  LLM_STATUS.LLM_NOTIFY_PROMPT_UNLINK_FAILED,
+]);
 
 /** The code that fails a whole call before any cluster is tried, as LLM-DataDist checks them. */
 function callError(count: number, timeoutMs: number | undefined): number | undefined {

@@ -8,7 +8,8 @@ import type { LinkEvent, LinkInfo, LinkSide, LinkState } from './types.ts';
 
 export type LinkListener = (event: LinkEvent) => void;
 
-function keyOf(endpoint: string, remoteClusterId: bigint): string {
+/** The key of a link in the manager's maps. */
+export function keyOf(endpoint: string, remoteClusterId: bigint): string {
   return `${endpoint}\u0000${remoteClusterId}`;
 }
 

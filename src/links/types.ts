@@ -51,6 +51,12 @@ export interface LinkEvent {
 /** Per-cluster codes of one runtime call, in batch order. */
 export interface BatchOutcome {
   readonly rets: readonly number[];
+  /**
+   * Link calls: for each cluster answered LLM_ALREADY_LINK, the side on which this runtime holds a
+   * link to it, or `undefined` when it holds none. LLM-DataDist gives the same code whether this end
+   * or the peer still holds the link; only the first is a link. Missing entries mean none.
+   */
+  readonly holders?: readonly (LinkSide | undefined)[];
   /** Set when the call's outcome is unknown (worker died, task aborted): the runtime may hold partial state. */
   readonly indeterminate?: boolean;
   readonly message?: string;
@@ -77,4 +83,6 @@ export interface RuntimeLinkEvent {
   readonly side: LinkSide;
   readonly remoteClusterId: bigint;
   readonly code: number;
+  /** Wall-clock epoch ms at which the runtime queued the event (absent: taken as news). */
+  readonly timeMs?: number;
 }

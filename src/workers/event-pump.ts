@@ -62,7 +62,13 @@ export class EventPump {
     const kind = KINDS[e.kind];
     if (endpoint === undefined || kind === undefined) return;
     try {
-      this.#options.onEvent(endpoint, { kind, side: e.side === 1 ? 'server' : 'client', remoteClusterId: e.remoteClusterId, code: e.code });
+      this.#options.onEvent(endpoint, {
+        kind,
+        side: e.side === 1 ? 'server' : 'client',
+        remoteClusterId: e.remoteClusterId,
+        code: e.code,
+        timeMs: e.timeMs,
+      });
     } catch (cause) {
       console.error('pdlink: runtime event listener failed', cause);
     }

@@ -60,8 +60,9 @@ export class PoolLinkExecutor implements LinkExecutor {
       // The worker died or the task was aborted mid-call: the runtime may hold partial state.
       return { rets: clusters.map(() => reply.code), indeterminate: true, message: reply.message };
     }
-    if (batch.enc === 'shared') return { rets: Array.from(sharedRets(batch.buffer, batch.n)) };
-    return { rets: reply.value.rets };
+    const holders = reply.value.holders === undefined ? {} : { holders: reply.value.holders };
+    if (batch.enc === 'shared') return { rets: Array.from(sharedRets(batch.buffer, batch.n)), ...holders };
+    return { rets: reply.value.rets, ...holders };
   }
 }
 

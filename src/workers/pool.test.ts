@@ -75,6 +75,23 @@ describe('PoolLinkExecutor', () => {
     });
   }
 
+  test('ALREADY_LINK answers say whether this runtime holds the link: a peer that holds its end alone is not a holder', async () => {
+    // One thread: the simulated runtime keeps its links per thread.
+    const single = new WorkerPool({ threads: 1, filename });
+    try {
+      for (const encoding of ENCODINGS) {
+        const executor = new PoolLinkExecutor({ pool: single, handles: new Map([['0', 2000 + ENCODINGS.indexOf(encoding)]]), encoding });
+        expect(await executor.link('0', [target(1)], 1000)).toEqual({ rets: [S.LLM_SUCCESS] });
+        expect(await executor.link('0', [target(2), target(1), target(3, 3)], 1000)).toEqual({
+          rets: [S.LLM_SUCCESS, S.LLM_ALREADY_LINK, S.LLM_ALREADY_LINK],
+          holders: [undefined, 'client', undefined],
+        });
+      }
+    } finally {
+      await single.close();
+    }
+  });
+
   test('a call refused as a whole gives every cluster its code; unknown endpoints are PARAM_INVALID', async () => {
     const executor = new PoolLinkExecutor({ pool, handles: new Map([['0', 7]]) });
     const many = Array.from({ length: 17 }, (_, i) => target(i));

@@ -2,6 +2,7 @@
  * What crosses between the main thread and the pool's workers: tasks as plain data, replies as
  * `{ ok, value }` or `{ ok: false, code, message }`, never Error objects.
  */
+import type { LinkSide } from '../links/types.ts';
 import type { BlockTask } from './block-protocol.ts';
 
 /** How link/unlink batches travel to a worker (tuned by bench/pool.bench.ts). */
@@ -71,6 +72,8 @@ export type TaskReply<T> =
 export interface LinkReply {
   readonly rc: number;
   readonly rets: readonly number[];
+  /** Link calls with LLM_ALREADY_LINK answers: see BatchOutcome.holders. */
+  readonly holders?: readonly (LinkSide | undefined)[];
 }
 
 export interface RuntimeEvent {

@@ -4,10 +4,12 @@
  * worker's thread id while it runs, so the main thread can tell which thread holds a task.
  */
 import { threadId } from 'node:worker_threads';
+import { LINK_STATE, SIDE } from '../ffi/layout.ts';
 import { LLM_STATUS, normalizeStatus } from '../links/status.ts';
 import { runBlockTask } from './block-tasks.ts';
 import type { DeviceRuntime } from './device-runtime.ts';
 import { decodeClusters, sharedRecords, sharedRets } from './encoding.ts';
+import type { LinkSide } from '../links/types.ts';
 import type { EventsTask, LinkReply, LinkTask, RuntimeEvent, TaskReply, WorkerTask } from './protocol.ts';
 
 /** Slots of the shared task board (task id modulo this). */
@@ -75,7 +77,7 @@ function linkOrUnlink(runtime: DeviceRuntime, task: LinkTask): LinkReply {
     );
     if (rc !== LLM_STATUS.LLM_SUCCESS && rc !== LLM_STATUS.LLM_FAILED) rets.fill(rc);
     else for (let i = 0; i < rets.length; i++) rets[i] = normalizeStatus(rets[i] ?? LLM_STATUS.LLM_FAILED);
-    return { rc, rets: [] };
+    return withHolders(runtime, task, rets, { rc, rets: [] });
   }
   const clusters = decodeClusters(batch);
   const remaining = task.deadline - Date.now();
@@ -96,9 +98,35 @@ function linkOrUnlink(runtime: DeviceRuntime, task: LinkTask): LinkReply {
   }
   if (task.batch.enc === 'shared') {
     sharedRets(task.batch.buffer, task.batch.n).set(rets);
-    return { rc, rets: [] };
+    return withHolders(runtime, task, rets, { rc, rets: [] });
   }
-  return { rc, rets };
+  return withHolders(runtime, task, rets, { rc, rets });
+}
+
+/**
+ * Adds, for a link call with LLM_ALREADY_LINK answers, which of those links this runtime holds
+ * linked: the code is the same whether this end or the peer still holds the link, and only the
+ * first is a link (the peer holds its end alone after a forced unlink here). A link held unusable
+ * is not one either: it must be unlinked first. Asked right after the call, on the same thread,
+ * while the manager keeps every other call on these clusters out.
+ */
+function withHolders(runtime: DeviceRuntime, task: LinkTask, rets: ArrayLike<number>, reply: LinkReply): LinkReply {
+  if (task.op !== 'link' || !Array.prototype.some.call(rets, (r) => r === LLM_STATUS.LLM_ALREADY_LINK)) return reply;
+  let held: Map<bigint, LinkSide>;
+  try {
+    held = new Map(
+      runtime
+        .listLinks(task.handle)
+        .filter((l) => l.state === LINK_STATE.linked)
+        .map((l) => [l.remoteClusterId, l.side === SIDE.server ? 'server' : 'client']),
+    );
+  } catch {
+    // Unknown: the refusal stands as a failure, which the owner of the link clears and retries.
+    return reply;
+  }
+  const clusters = decodeClusters(task.batch);
+  const holders = clusters.map((c, i) => (rets[i] === LLM_STATUS.LLM_ALREADY_LINK ? held.get(c.id) : undefined));
+  return { ...reply, holders };
 }
 
 function waitForEvents(runtime: DeviceRuntime, task: EventsTask): RuntimeEvent[] {
