@@ -83,6 +83,11 @@ export function describeIssues(issues: readonly FieldIssue[]): string {
 export const errors = {
   malformedJson: (cause?: unknown) =>
     new PdlinkError('bad_request', 'request body is not valid JSON', { issues: [{ path: '', message: 'malformed JSON' }], cause }),
+  /** `at`: the character offset of the first bracket past the limit. */
+  nestedTooDeep: (limit: number, at: number) =>
+    new PdlinkError('bad_request', `request body nests arrays and objects deeper than ${limit} levels (at character ${at})`, {
+      issues: [{ path: '', message: `nested deeper than ${limit} levels` }],
+    }),
   emptyBody: () => new PdlinkError('bad_request', 'request body is empty', { issues: [{ path: '', message: 'empty body' }] }),
   wrongContentType: (got: string | undefined) =>
     new PdlinkError('unsupported_media_type', `content-type must be application/json, got ${got ? JSON.stringify(got) : 'none'}`, {

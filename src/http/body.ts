@@ -1,10 +1,12 @@
 /**
  * Reads a JSON request body with the checks every pdlink route needs: content type, size limit
  * (counted while streaming, so a lying or missing Content-Length cannot bypass it), empty body,
- * malformed JSON, and integers that JSON numbers cannot carry exactly.
+ * nesting depth (before parsing, see json-depth.ts), malformed JSON, and integers that JSON
+ * numbers cannot carry exactly.
  */
 import type { Context } from 'hono';
 import { errors } from '../errors.ts';
+import { depthOverflowAt, MAX_JSON_DEPTH } from './json-depth.ts';
 
 /** Marker left in place of an integer literal beyond ±(2^53−1), so schemas can reject it by path. */
 export class UnsafeInteger {
@@ -39,8 +41,14 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions): Promis
   return parseJsonExact(text);
 }
 
-/** Parses JSON text, replacing integers that would lose precision by `UnsafeInteger` markers. */
+/**
+ * Parses JSON text, replacing integers that would lose precision by `UnsafeInteger` markers. Text
+ * nested deeper than MAX_JSON_DEPTH is refused before it is parsed, so every value this returns can
+ * be compared and serialised by recursive code.
+ */
 export function parseJsonExact(text: string): unknown {
+  const tooDeepAt = depthOverflowAt(text, MAX_JSON_DEPTH);
+  if (tooDeepAt >= 0) throw errors.nestedTooDeep(MAX_JSON_DEPTH, tooDeepAt);
   try {
     // Only a run of 16+ digits can hold an integer beyond 2^53-1; the reviver costs ~10x, so it
     // runs only when such a run exists.
