@@ -1,11 +1,14 @@
 /**
  * A completion body the client made pathological (100,000 nested arrays in a field the proxy does
  * not read, 200 KB) is the client's error: 400 with an OpenAI error body, no P is asked or charged,
- * nothing is retried, and the next valid request is served as if nothing happened.
+ * nothing is retried, and the next valid request is served as if nothing happened. The same answer
+ * from a P is that P's fault, and only that P's.
  */
 import { afterEach, describe, expect, test } from 'bun:test';
 import { MAX_JSON_DEPTH } from '../src/http/json-depth.ts';
+import type { Responder } from './fixtures/proxy/fake-engine.ts';
 import { D_ID, P_ID, startHarness, type Harness } from './fixtures/proxy/harness.ts';
+import { prefillResponder } from './fixtures/proxy/responders.ts';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -66,6 +69,29 @@ describe('nesting on the inference listener', () => {
     const nested = `${'['.repeat(MAX_JSON_DEPTH - 1)}${']'.repeat(MAX_JSON_DEPTH - 1)}`;
     expect(h.ps[0]!.requests[0]!.text).toContain(`"extra":${nested}`);
     expect(h.ds[0]!.requests[0]!.text).toContain(`"extra":${nested}`);
+    await h.settled();
+  });
+
+  test('a P whose answer nests 100,000 levels is that P’s failure: retried on the other P, D never sees it', async () => {
+    let answered = false;
+    const deepFirst: Responder = (request, engine) => {
+      if (answered) return prefillResponder(request, engine);
+      answered = true;
+      const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+      return { kind: 'raw', status: 200, contentType: 'application/json', body: `{"kv_transfer_params":${deep}}` };
+    };
+    h = await startHarness({ prefill: 2, decode: 1, failureThreshold: 1, prefillResponder: deepFirst });
+    const res = await h.post('/v1/completions', valid);
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(h.ps.map((p) => p.requests.length)).toEqual([1, 1]);
+    expect(h.ds[0]!.requests).toHaveLength(1);
+    expect(h.ds[0]!.requests[0]!.text.length).toBeLessThan(10_000);
+    expect(await h.sample('pdlink_pd_retries_total{reason="bad_answer"}')).toBe(1);
+    // Round robin asked P 0 first: its circuit opened (threshold 1); the other P and D are fine.
+    expect(h.scheduler.health.state(P_ID(0))).toBe('open');
+    expect(h.scheduler.health.state(P_ID(1))).toBe('closed');
+    expect(h.scheduler.health.state(D_ID(0))).toBe('closed');
     await h.settled();
   });
 });
