@@ -4,7 +4,7 @@
  * subscribers receive synchronously.
  */
 import { errors } from '../errors.ts';
-import { UnsafeInteger } from '../http/body.ts';
+import { isMeasuredJson, UnsafeInteger } from '../http/body.ts';
 import { MAX_JSON_DEPTH } from '../http/json-depth.ts';
 import { depthOverflowPath } from '../http/value-depth.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
@@ -70,7 +70,7 @@ export class ClusterRegistry implements ClusterView {
    * mutate them afterwards. An instance object nested deeper than MAX_JSON_DEPTH is refused (a
    * PdlinkError naming its path) and nothing changes: what the registry holds is later compared and
    * serialised by recursive code. HTTP bodies are held to that limit as they are parsed; this
-   * check is for snapshots built by code.
+   * check is for snapshots built by code (see isMeasuredJson).
    * @example const diff = registry.apply(parseRefresh(body)); console.log(diff.added.length);
    */
   apply(snapshot: RefreshSnapshot): RegistryDiff {
@@ -82,6 +82,8 @@ export class ClusterRegistry implements ClusterView {
     const added: Instance[] = [];
     const updated: { before: Instance; after: Instance }[] = [];
     const removed: Instance[] = [];
+    // A body from pdlink's parser was measured as text; only snapshots built by code are walked.
+    const measured = isMeasuredJson(snapshot);
 
     for (let i = 0; i < snapshot.instances.length; i++) {
       const wire = snapshot.instances[i]!;
@@ -89,7 +91,7 @@ export class ClusterRegistry implements ClusterView {
       const role = ROLE_BY_CODE[wire.static_info.role];
       const unchanged = before !== undefined && before.role === role && wireEqual(before.wire, wire);
       // Equal to an accepted object means within the limit; only new and changed objects are measured.
-      if (!unchanged) checkDepth(wire, i);
+      if (!unchanged && !measured) checkDepth(wire, i);
       const instance = unchanged ? before : toInstance(wire);
       if (before === undefined) {
         added.push(instance);

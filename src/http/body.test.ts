@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { PdlinkError } from '../errors.ts';
 import { onError } from './envelope.ts';
-import { parseJsonExact, readJsonBody, UnsafeInteger } from './body.ts';
+import { isMeasuredJson, parseJsonExact, readJsonBody, UnsafeInteger } from './body.ts';
 import { MAX_JSON_DEPTH } from './json-depth.ts';
 
 function appWithLimit(limitBytes: number): Hono {
@@ -105,6 +105,14 @@ describe('readJsonBody', () => {
       `deeper than ${MAX_JSON_DEPTH} levels`,
     );
     expect(parseJsonExact('{"a":[[1]]}')).toEqual({ a: [[1]] });
+  });
+
+  test('what parseJsonExact returned is known to be measured; values from elsewhere are not', () => {
+    expect(isMeasuredJson(parseJsonExact('{"instances":[]}'))).toBe(true);
+    expect(isMeasuredJson(parseJsonExact('[1]'))).toBe(true);
+    expect(isMeasuredJson(JSON.parse('{"instances":[]}'))).toBe(false);
+    expect(isMeasuredJson({ instances: [] })).toBe(false);
+    expect(isMeasuredJson(parseJsonExact('7'))).toBe(false);
   });
 
   test('UnsafeInteger serialises as its original digits', () => {

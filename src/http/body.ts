@@ -49,14 +49,30 @@ export async function readJsonBody(c: Context, options: ReadJsonOptions): Promis
 export function parseJsonExact(text: string): unknown {
   const tooDeepAt = depthOverflowAt(text, MAX_JSON_DEPTH);
   if (tooDeepAt >= 0) throw errors.nestedTooDeep(MAX_JSON_DEPTH, tooDeepAt);
+  let value: unknown;
   try {
     // Only a run of 16+ digits can hold an integer beyond 2^53-1; the reviver costs ~10x, so it
     // runs only when such a run exists.
-    return LONG_DIGIT_RUN.test(text) ? JSON.parse(text, exactReviver) : JSON.parse(text);
+    value = LONG_DIGIT_RUN.test(text) ? JSON.parse(text, exactReviver) : JSON.parse(text);
   } catch (cause) {
     if (text.trim() === '') throw errors.emptyBody();
     throw errors.malformedJson(cause);
   }
+  if (typeof value === 'object' && value !== null) measured.add(value);
+  return value;
+}
+
+/** The values parseJsonExact returned, held weakly: their depth was measured on the text. */
+const measured = new WeakSet<object>();
+
+/**
+ * Whether `value` is one parseJsonExact returned, so nests at most MAX_JSON_DEPTH levels (pdlink
+ * does not modify parsed bodies). Lets code that must bound values built by anyone (the registry)
+ * skip walking the ones it knows.
+ * @example if (!isMeasuredJson(snapshot)) checkEveryInstance(snapshot);
+ */
+export function isMeasuredJson(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && measured.has(value);
 }
 
 const LONG_DIGIT_RUN = /\d{16}/;
