@@ -88,6 +88,17 @@ export function describeIssues(issues: readonly FieldIssue[]): string {
 export const errors = {
   malformedJson: (cause?: unknown) =>
     new PdlinkError('bad_request', 'request body is not valid JSON', { issues: [{ path: '', message: 'malformed JSON' }], cause }),
+  /** `at`: the character offset of the first bracket past the limit. */
+  nestedTooDeep: (limit: number, at: number) =>
+    new PdlinkError('bad_request', `request body nests arrays and objects deeper than ${limit} levels (at character ${at})`, {
+      issues: [{ path: '', message: `nested deeper than ${limit} levels` }],
+    }),
+  /** A body that parsed but cannot be written back as JSON for an engine: the client's request is at fault. */
+  unforwardableBody: (cause: unknown) =>
+    new PdlinkError('bad_request', `request body cannot be forwarded as JSON: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      issues: [{ path: '', message: 'cannot be serialized as JSON' }],
+      cause,
+    }),
   emptyBody: () => new PdlinkError('bad_request', 'request body is empty', { issues: [{ path: '', message: 'empty body' }] }),
   wrongContentType: (got: string | undefined) =>
     new PdlinkError('unsupported_media_type', `content-type must be application/json, got ${got ? JSON.stringify(got) : 'none'}`, {

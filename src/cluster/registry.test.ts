@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'bun:test';
+import { PdlinkError } from '../errors.ts';
 import { UnsafeInteger } from '../http/body.ts';
+import { MAX_JSON_DEPTH } from '../http/json-depth.ts';
 import { exampleSnapshot, type ExampleBody, seedExample } from '../schema/refresh-examples.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import type { RegistryDiff } from './instance.ts';
@@ -305,6 +307,62 @@ describe('wireEqual', () => {
   ])('%p vs %p → %p', (a, b, equal) => {
     expect(wireEqual(a, b)).toBe(equal);
     expect(wireEqual(b, a)).toBe(equal);
+  });
+});
+
+/** `levels` arrays nested in one another, built without recursion. */
+function nestedArrays(levels: number): unknown[] {
+  let value: unknown[] = [];
+  for (let i = 1; i < levels; i++) value = [value];
+  return value;
+}
+
+describe('nesting (snapshots built by code, not parsed from HTTP)', () => {
+  test(`an instance nested deeper than ${MAX_JSON_DEPTH} levels is refused by path, and nothing changes`, () => {
+    const registry = new ClusterRegistry();
+    registry.apply(parseRefresh(seedExample()));
+    const view = JSON.stringify(registry.view());
+    // 50,000 levels: the size of body that once took GET /v1/instances down.
+    const deep = seedWith((body) => Object.assign(body.instances[1]!, { extra: nestedArrays(50_000) }));
+    let thrown: unknown;
+    try {
+      registry.apply(parseRefresh(deep));
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(PdlinkError);
+    const error = thrown as PdlinkError;
+    expect(error.status).toBe(400);
+    expect(error.issues).toEqual([
+      { path: `instances[1].extra${'[0]'.repeat(MAX_JSON_DEPTH - 1)}`, message: `nested deeper than ${MAX_JSON_DEPTH} levels` },
+    ]);
+    expect(registry.generation).toBe(1);
+    expect(JSON.stringify(registry.view())).toBe(view);
+    // The same holds for an instance that is new to the registry.
+    const added = seedWith((body) => {
+      body.ids = [0, 1, 2];
+      body.instances.push({ ...structuredClone(body.instances[1]!), id: 2, extra: nestedArrays(MAX_JSON_DEPTH) } as never);
+    });
+    expect(() => registry.apply(parseRefresh(added))).toThrow(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+    expect(registry.generation).toBe(1);
+    expect(registry.get(2)).toBeUndefined();
+  });
+
+  test(`an instance exactly ${MAX_JSON_DEPTH} levels deep is kept, compared and listed`, () => {
+    const registry = new ClusterRegistry();
+    // The instance object is level 1, `extra` holds the other levels.
+    const body = () => seedWith((b) => Object.assign(b.instances[1]!, { extra: nestedArrays(MAX_JSON_DEPTH - 1) }));
+    expect(ids(registry.apply(parseRefresh(body())).added)).toEqual([0, 1]);
+    const again = registry.apply(parseRefresh(body()));
+    expect(again.updated).toEqual([]);
+    expect(JSON.stringify(registry.view())).toContain('[[[');
+  });
+
+  test('wireEqual stops at the limit instead of walking values deeper than the stack allows', () => {
+    expect(wireEqual(nestedArrays(200_000), nestedArrays(200_000))).toBe(false);
+    expect(wireEqual(nestedArrays(MAX_JSON_DEPTH), nestedArrays(MAX_JSON_DEPTH))).toBe(true);
+    const shared = nestedArrays(200_000);
+    expect(wireEqual(shared, shared)).toBe(true);
   });
 });
 

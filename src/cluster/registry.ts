@@ -4,7 +4,9 @@
  * subscribers receive synchronously.
  */
 import { errors } from '../errors.ts';
-import { UnsafeInteger } from '../http/body.ts';
+import { isMeasuredJson, UnsafeInteger } from '../http/body.ts';
+import { MAX_JSON_DEPTH } from '../http/json-depth.ts';
+import { depthOverflowPath } from '../http/value-depth.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
 import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE, type RoleCode } from './instance.ts';
 
@@ -65,7 +67,10 @@ export class ClusterRegistry implements ClusterView {
    * Replaces the topology by a validated snapshot and returns what changed. An instance counts as
    * updated only when its wire object differs from the last accepted one (unknown fields included);
    * a role change is a removal plus an addition. The registry keeps the snapshot's objects: do not
-   * mutate them afterwards.
+   * mutate them afterwards. An instance object nested deeper than MAX_JSON_DEPTH is refused (a
+   * PdlinkError naming its path) and nothing changes: what the registry holds is later compared and
+   * serialised by recursive code. HTTP bodies are held to that limit as they are parsed; this
+   * check is for snapshots built by code (see isMeasuredJson).
    * @example const diff = registry.apply(parseRefresh(body)); console.log(diff.added.length);
    */
   apply(snapshot: RefreshSnapshot): RegistryDiff {
@@ -77,11 +82,16 @@ export class ClusterRegistry implements ClusterView {
     const added: Instance[] = [];
     const updated: { before: Instance; after: Instance }[] = [];
     const removed: Instance[] = [];
+    // A body from pdlink's parser was measured as text; only snapshots built by code are walked.
+    const measured = isMeasuredJson(snapshot);
 
-    for (const wire of snapshot.instances) {
+    for (let i = 0; i < snapshot.instances.length; i++) {
+      const wire = snapshot.instances[i]!;
       const before = this.#byId.get(wire.id);
       const role = ROLE_BY_CODE[wire.static_info.role];
       const unchanged = before !== undefined && before.role === role && wireEqual(before.wire, wire);
+      // Equal to an accepted object means within the limit; only new and changed objects are measured.
+      if (!unchanged && !measured) checkDepth(wire, i);
       const instance = unchanged ? before : toInstance(wire);
       if (before === undefined) {
         added.push(instance);
@@ -233,19 +243,33 @@ function toInstance(wire: RefreshInstance): Instance {
   };
 }
 
+/** Throws the error naming where `wire` (instance `index` of a snapshot) nests deeper than MAX_JSON_DEPTH. */
+function checkDepth(wire: RefreshInstance, index: number): void {
+  const path = depthOverflowPath(wire, MAX_JSON_DEPTH);
+  if (path === undefined) return;
+  const at = `instances[${index}]${path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${key}`)).join('')}`;
+  throw errors.invalidBody([{ path: at, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }]);
+}
+
 /**
  * Structural equality of two JSON values as `readJsonBody` produces them (UnsafeInteger markers
- * compare by their digits). Key order does not matter.
+ * compare by their digits). Key order does not matter. Values nested deeper than MAX_JSON_DEPTH
+ * compare unequal rather than being walked to the bottom, so no value can exhaust the stack.
  */
 export function wireEqual(a: unknown, b: unknown): boolean {
+  return equalWithin(a, b, MAX_JSON_DEPTH);
+}
+
+function equalWithin(a: unknown, b: unknown, levels: number): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (a instanceof UnsafeInteger || b instanceof UnsafeInteger) {
     return a instanceof UnsafeInteger && b instanceof UnsafeInteger && a.source === b.source;
   }
+  if (levels === 0) return false;
   if (Array.isArray(a)) {
     if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!wireEqual(a[i], b[i])) return false;
+    for (let i = 0; i < a.length; i++) if (!equalWithin(a[i], b[i], levels - 1)) return false;
     return true;
   }
   if (Array.isArray(b)) return false;
@@ -253,7 +277,7 @@ export function wireEqual(a: unknown, b: unknown): boolean {
   const y = b as Record<string, unknown>;
   let keys = 0;
   for (const key in x) {
-    if (!Object.hasOwn(y, key) || !wireEqual(x[key], y[key])) return false;
+    if (!Object.hasOwn(y, key) || !equalWithin(x[key], y[key], levels - 1)) return false;
     keys++;
   }
   for (const _ in y) if (--keys < 0) return false;

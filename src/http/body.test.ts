@@ -2,7 +2,8 @@ import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { PdlinkError } from '../errors.ts';
 import { onError } from './envelope.ts';
-import { readJsonBody, UnsafeInteger } from './body.ts';
+import { isMeasuredJson, parseJsonExact, readJsonBody, UnsafeInteger } from './body.ts';
+import { MAX_JSON_DEPTH } from './json-depth.ts';
 
 function appWithLimit(limitBytes: number): Hono {
   const app = new Hono();
@@ -74,6 +75,44 @@ describe('readJsonBody', () => {
     const big = JSON.stringify({ pad: 'x'.repeat(200) });
     const res = await app.request('/echo', { method: 'POST', headers: { ...json, 'content-length': '10' }, body: big });
     expect(res.status).toBe(413);
+  });
+
+  test(`nesting: ${MAX_JSON_DEPTH} levels are read, one more is a 400 naming the limit`, async () => {
+    const roomy = appWithLimit(1 << 20);
+    const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+    const at = await roomy.request('/echo', { method: 'POST', headers: json, body: nested(MAX_JSON_DEPTH) });
+    expect(at.status).toBe(200);
+    for (const levels of [MAX_JSON_DEPTH + 1, 100_000]) {
+      const res = await roomy.request('/echo', { method: 'POST', headers: json, body: nested(levels) });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({
+        error: `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (at character ${MAX_JSON_DEPTH})`,
+        error_type: 'BadRequest',
+        issues: [{ path: '', message: `nested deeper than ${MAX_JSON_DEPTH} levels` }],
+      });
+    }
+  });
+
+  test('nesting: brackets inside strings are text, however many', async () => {
+    const roomy = appWithLimit(1 << 20);
+    const body = JSON.stringify({ prompt: '['.repeat(100_000) });
+    const res = await roomy.request('/echo', { method: 'POST', headers: json, body });
+    expect(res.status).toBe(200);
+  });
+
+  test('parseJsonExact refuses deep text before parsing it, whoever sent it', () => {
+    expect(() => parseJsonExact(`{"kv_transfer_params":${'['.repeat(500)}${']'.repeat(500)}}`)).toThrow(
+      `deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+    expect(parseJsonExact('{"a":[[1]]}')).toEqual({ a: [[1]] });
+  });
+
+  test('what parseJsonExact returned is known to be measured; values from elsewhere are not', () => {
+    expect(isMeasuredJson(parseJsonExact('{"instances":[]}'))).toBe(true);
+    expect(isMeasuredJson(parseJsonExact('[1]'))).toBe(true);
+    expect(isMeasuredJson(JSON.parse('{"instances":[]}'))).toBe(false);
+    expect(isMeasuredJson({ instances: [] })).toBe(false);
+    expect(isMeasuredJson(parseJsonExact('7'))).toBe(false);
   });
 
   test('UnsafeInteger serialises as its original digits', () => {

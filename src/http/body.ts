@@ -1,11 +1,13 @@
 /**
  * Reads a JSON request body with the checks every pdlink route needs: content type, size limit
  * (counted while streaming, so a lying or missing Content-Length cannot bypass it), empty body,
- * malformed JSON, and integers that JSON numbers cannot carry exactly. A client that closes its
- * connection mid-body is its own event (`client_closed`), not a fault of the server.
+ * nesting depth (before parsing, see json-depth.ts), malformed JSON, and integers that JSON
+ * numbers cannot carry exactly. A client that closes its connection mid-body is its own event
+ * (`client_closed`), not a fault of the server.
  */
 import type { Context } from 'hono';
 import { errors } from '../errors.ts';
+import { depthOverflowAt, MAX_JSON_DEPTH } from './json-depth.ts';
 
 /** Marker left in place of an integer literal beyond ±(2^53−1), so schemas can reject it by path. */
 export class UnsafeInteger {
@@ -50,16 +52,38 @@ async function readText(request: Request, framed: boolean, limitBytes: number): 
   }
 }
 
-/** Parses JSON text, replacing integers that would lose precision by `UnsafeInteger` markers. */
+/**
+ * Parses JSON text, replacing integers that would lose precision by `UnsafeInteger` markers. Text
+ * nested deeper than MAX_JSON_DEPTH is refused before it is parsed, so every value this returns can
+ * be compared and serialised by recursive code.
+ */
 export function parseJsonExact(text: string): unknown {
+  const tooDeepAt = depthOverflowAt(text, MAX_JSON_DEPTH);
+  if (tooDeepAt >= 0) throw errors.nestedTooDeep(MAX_JSON_DEPTH, tooDeepAt);
+  let value: unknown;
   try {
     // Only a run of 16+ digits can hold an integer beyond 2^53-1; the reviver costs ~10x, so it
     // runs only when such a run exists.
-    return LONG_DIGIT_RUN.test(text) ? JSON.parse(text, exactReviver) : JSON.parse(text);
+    value = LONG_DIGIT_RUN.test(text) ? JSON.parse(text, exactReviver) : JSON.parse(text);
   } catch (cause) {
     if (text.trim() === '') throw errors.emptyBody();
     throw errors.malformedJson(cause);
   }
+  if (typeof value === 'object' && value !== null) measured.add(value);
+  return value;
+}
+
+/** The values parseJsonExact returned, held weakly: their depth was measured on the text. */
+const measured = new WeakSet<object>();
+
+/**
+ * Whether `value` is one parseJsonExact returned, so nests at most MAX_JSON_DEPTH levels (pdlink
+ * does not modify parsed bodies). Lets code that must bound values built by anyone (the registry)
+ * skip walking the ones it knows.
+ * @example if (!isMeasuredJson(snapshot)) checkEveryInstance(snapshot);
+ */
+export function isMeasuredJson(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && measured.has(value);
 }
 
 const LONG_DIGIT_RUN = /\d{16}/;

@@ -4,9 +4,8 @@
  * exchange's abort.
  */
 import { parseJsonExact } from '../http/body.ts';
-import { stringifyBody } from '../schema/completions.ts';
 import type { AbortCause, ExchangeDeps, ExchangeRequest } from './exchange.ts';
-import { engineUrl, legHeaders, prefillBody } from './legs.ts';
+import { engineUrl, legHeaders } from './legs.ts';
 import type { RetryReason } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
 import { sendLeg } from './stale.ts';
@@ -20,7 +19,7 @@ export type AttemptResult =
 
 /** What an attempt sees of its exchange. */
 export interface AttemptExchange {
-  readonly request: Pick<ExchangeRequest, 'kind' | 'body' | 'requestId' | 'clientHeaders'>;
+  readonly request: Pick<ExchangeRequest, 'kind' | 'requestId' | 'clientHeaders'>;
   readonly deps: Pick<ExchangeDeps, 'origins' | 'metrics'>;
   readonly signal: AbortSignal;
   readonly cause: AbortCause | null;
@@ -33,11 +32,17 @@ export interface AttemptClock {
 }
 
 /**
- * Asks P of `pair` to prefill and sorts its answer; never throws.
- * @example const result = await attemptPrefill(exchange, attemptClock, pair);
+ * Asks P of `pair` to prefill with the P leg's body `legBody` (serialised once, before any P is
+ * asked: see legText) and sorts its answer; never throws. Everything that fails in here is P's doing.
+ * @example const result = await attemptPrefill(exchange, attemptClock, pair, legText(prefillBody(body)));
  */
-export async function attemptPrefill(exchange: AttemptExchange, clock: AttemptClock, pair: PickedPair): Promise<AttemptResult> {
-  const { kind, body, requestId, clientHeaders } = exchange.request;
+export async function attemptPrefill(
+  exchange: AttemptExchange,
+  clock: AttemptClock,
+  pair: PickedPair,
+  legBody: string,
+): Promise<AttemptResult> {
+  const { kind, requestId, clientHeaders } = exchange.request;
   if (exchange.signal.aborted) return { kind: 'aborted' };
   clock.start();
   const p = pair.p.id;
@@ -45,7 +50,7 @@ export async function attemptPrefill(exchange: AttemptExchange, clock: AttemptCl
     const res = await sendLeg(
       engineUrl(pair.p, kind),
       legHeaders(clientHeaders, requestId),
-      stringifyBody(prefillBody(body)),
+      legBody,
       exchange.signal,
       exchange.deps.origins,
       () => exchange.deps.metrics.staleRetried('prefill'),
@@ -65,8 +70,13 @@ export async function attemptPrefill(exchange: AttemptExchange, clock: AttemptCl
     let answer: unknown;
     try {
       answer = parseJsonExact(text);
-    } catch {
-      return { kind: 'retry', reason: 'bad_answer', message: `prefill instance ${p} answered ${res.status} without a JSON body` };
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      return {
+        kind: 'retry',
+        reason: 'bad_answer',
+        message: `prefill instance ${p} answered ${res.status} without a usable JSON body: ${why}`,
+      };
     }
     if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) {
       return {

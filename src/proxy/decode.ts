@@ -4,10 +4,9 @@
  * whole body when not streaming), so any failure before that is still a clean 502/504 with an
  * error body — never a 200 with an empty or truncated body.
  */
-import { errors } from '../errors.ts';
-import { stringifyBody } from '../schema/completions.ts';
+import { errors, PdlinkError } from '../errors.ts';
 import type { Exchange, Prefilled } from './exchange.ts';
-import { decodeBody, engineUrl, legHeaders } from './legs.ts';
+import { decodeBody, engineUrl, legHeaders, legText } from './legs.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import { sendLeg } from './stale.ts';
 import { firstChunk, passthrough, quoteError, streamHeaders, transportMessage } from './upstream.ts';
@@ -34,12 +33,20 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
     return exchange.fail('upstream_failed', failure, { kind: 'fail', code: 'decode_failed', detail: failure.message });
   };
 
+  // Serialised before D is asked, so that a body that cannot be sent is never counted against D.
+  let legBody: string;
+  try {
+    legBody = legText(decodeBody(body, prefilled.kvTransferParams));
+  } catch (err) {
+    const failure = err instanceof PdlinkError ? err : errors.internal(err);
+    throw exchange.fail('invalid', failure, { kind: 'fail', code: 'invalid_request', detail: failure.message });
+  }
   let res: Response;
   try {
     res = await sendLeg(
       engineUrl(prefilled.pair.d, kind),
       legHeaders(clientHeaders, requestId),
-      stringifyBody(decodeBody(body, prefilled.kvTransferParams)),
+      legBody,
       exchange.signal,
       exchange.deps.origins,
       () => metrics.staleRetried('decode'),

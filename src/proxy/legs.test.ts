@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { decodeBody, engineUrl, legHeaders, PREFILL_KV_REQUEST, prefillBody, viaHasHop, viaHeader } from './legs.ts';
+import { PdlinkError } from '../errors.ts';
+import { UnsafeInteger } from '../http/body.ts';
+import { decodeBody, engineUrl, legHeaders, legText, PREFILL_KV_REQUEST, prefillBody, viaHasHop, viaHeader } from './legs.ts';
 
 describe('prefillBody', () => {
   test('one token, not streamed, no stream options or minimum lengths, KV kept for a remote decoder', () => {
@@ -31,6 +33,24 @@ describe('prefillBody', () => {
     expect('max_completion_tokens' in leg).toBe(false);
     expect(leg['kv_transfer_params']).toEqual({ ...PREFILL_KV_REQUEST });
     expect(body).toEqual({ model: 'm', prompt: 'p', kv_transfer_params: { client: true } });
+  });
+});
+
+describe('legText', () => {
+  test('writes the body as JSON, integers beyond 2^53−1 with their own digits', () => {
+    expect(legText({ model: 'm', seed: new UnsafeInteger('18446744073709551615') })).toBe('{"model":"m","seed":18446744073709551615}');
+  });
+
+  test('a body JSON cannot write is the client’s error (400), naming why', () => {
+    let thrown: unknown;
+    try {
+      legText({ model: 'm', extra: 1n });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(PdlinkError);
+    expect((thrown as PdlinkError).status).toBe(400);
+    expect((thrown as PdlinkError).message).toStartWith('request body cannot be forwarded as JSON: ');
   });
 });
 

@@ -4,7 +4,8 @@
  * `kv_transfer_params`, pulls the blocks and generates.
  */
 import type { Instance } from '../cluster/instance.ts';
-import type { CompletionKind } from '../schema/completions.ts';
+import { errors } from '../errors.ts';
+import { stringifyBody, type CompletionKind } from '../schema/completions.ts';
 import { REQUEST_ID_HEADER } from './errors.ts';
 
 /** What P is asked to do with the KV cache: keep it for a remote decoder. */
@@ -56,6 +57,22 @@ export function prefillBody(body: Readonly<Record<string, unknown>>): Record<str
 export function decodeBody(body: Readonly<Record<string, unknown>>, kvTransferParams: unknown): Record<string, unknown> {
   if (kvTransferParams === undefined) return { ...body };
   return { ...body, kv_transfer_params: kvTransferParams };
+}
+
+/**
+ * A leg's body as the text sent to an engine. Serialising happens before the leg is sent, outside
+ * the code that judges the instance: the body is the client's (plus, on the D leg, P's answer,
+ * which the parser held to the same nesting limit), so a body that cannot be written is the
+ * client's error (400), never a failure of the instance it was meant for.
+ * @throws PdlinkError `bad_request` when the body cannot be serialised.
+ * @example const text = legText(prefillBody(body));
+ */
+export function legText(body: Readonly<Record<string, unknown>>): string {
+  try {
+    return stringifyBody(body);
+  } catch (cause) {
+    throw errors.unforwardableBody(cause);
+  }
 }
 
 /**

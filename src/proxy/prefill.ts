@@ -4,10 +4,11 @@
  * and the next attempt waits a jittered backoff, up to `maxRetries` retries. A P that rejects the
  * request itself is not retried: another P would answer the same.
  */
-import { errors, type PdlinkError } from '../errors.ts';
+import { errors, PdlinkError } from '../errors.ts';
 import { attemptPrefill, type AttemptClock, type AttemptExchange } from './attempt.ts';
 import { abortableDelay, backoffDelay } from './backoff.ts';
-import type { ExchangeDeps } from './exchange.ts';
+import type { ExchangeDeps, ExchangeRequest } from './exchange.ts';
+import { legText, prefillBody } from './legs.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import { placePair, type PlacingExchange } from './placement.ts';
 import type { PickedPair } from './ports.ts';
@@ -23,6 +24,7 @@ export interface Prefilled {
 
 /** What the prefill loop sees of its exchange. */
 export interface PrefillExchange extends AttemptExchange, PlacingExchange {
+  readonly request: AttemptExchange['request'] & Pick<ExchangeRequest, 'body'>;
   readonly deps: ExchangeDeps;
   end(outcome: ProxyOutcome, ledgerEnd: LedgerEnd): void;
   stopForAbort(instanceId: number | undefined): Stop;
@@ -41,6 +43,14 @@ export interface PrefillControls {
 export async function runPrefill(exchange: PrefillExchange, controls: PrefillControls): Promise<Prefilled> {
   const { settings, metrics, health } = exchange.deps;
   const { reservation, attemptClock } = controls;
+  // Serialised before any pair is placed: a body that cannot be sent is the client's fault and must
+  // reach no instance, and every attempt sends the same text.
+  let legBody: string;
+  try {
+    legBody = legText(prefillBody(exchange.request.body));
+  } catch (err) {
+    throw exchange.fail('invalid', err instanceof PdlinkError ? err : errors.internal(err), { kind: 'none' });
+  }
   const failedP = new Set<number>();
   let last: PdlinkError | undefined;
   for (let attempt = 0; ; attempt++) {
@@ -53,7 +63,7 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
     }
     const { pair, request } = placePair(exchange, reservation, failedP, last);
     const started = performance.now();
-    const result = await attemptPrefill(exchange, attemptClock, pair);
+    const result = await attemptPrefill(exchange, attemptClock, pair, legBody);
     const p = pair.p.id;
     if (result.kind === 'ok') {
       health?.recordSuccess(p);
