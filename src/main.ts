@@ -3,6 +3,10 @@
  * The `pdlink` command: dispatches to a sub-command. No business logic lives here.
  */
 import { CliError } from './cli/common.ts';
+import { shutdownSignals } from './cli/shutdown.ts';
+
+// Before anything else: a signal at any moment after start must close the process cleanly.
+shutdownSignals();
 
 const USAGE = `Usage: pdlink <command> [options]
 

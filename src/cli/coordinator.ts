@@ -4,6 +4,7 @@
 import { createCoordinator } from '../coordinator.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
+import { shutdownSignals } from './shutdown.ts';
 
 export const COORDINATOR_HELP = `Usage: pdlink coordinator [options]
 
@@ -40,6 +41,7 @@ export function parseCoordinatorArgs(argv: string[]): CoordinatorArgs & { help: 
 
 /** Runs the coordinator command until a signal stops it. */
 export async function runCoordinator(argv: string[]): Promise<void> {
+  shutdownSignals();
   const args = parseCoordinatorArgs(argv);
   if (args.help) {
     console.log(COORDINATOR_HELP);
