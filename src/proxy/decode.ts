@@ -7,6 +7,7 @@
 import { errors } from '../errors.ts';
 import { stringifyBody } from '../schema/completions.ts';
 import type { Exchange, Prefilled } from './exchange.ts';
+import { kvMovedOf } from './kv-report.ts';
 import { decodeBody, engineUrl, legHeaders } from './legs.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import { sendLeg } from './stale.ts';
@@ -75,7 +76,7 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
     if (bytes.byteLength === 0) throw refused(`answered ${res.status} with an empty body`);
     health?.recordSuccess(d);
     metrics.decode((performance.now() - sentAt) / 1000);
-    exchange.end('ok', { kind: 'complete' });
+    exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
     return passthrough(res.status, contentType, bytes, requestId);
   }
 
@@ -99,7 +100,7 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
       onEnd() {
         health?.recordSuccess(d);
         metrics.decode((performance.now() - firstAt) / 1000);
-        exchange.end('ok', { kind: 'complete' });
+        exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
       },
       onError(err) {
         const cause = exchange.cause;
