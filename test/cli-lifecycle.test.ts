@@ -214,14 +214,27 @@ describe('the all-interfaces guard', () => {
 });
 
 describe('default addresses', () => {
-  test("the instance agent's management listener defaults to 127.0.0.2 (MindIE's managementIpAddress)", async () => {
-    // A config with devices only: the management address falls through to the default.
-    const { path } = instanceConfig();
-    const child = await startPdlink(['instance', '--config', path, '--manage_port', '0'], { listeners: ['management'], cwd: dir });
+  test("the instance agent's management listener defaults to 127.0.0.2 (MindIE's managementIpAddress), beside a coordinator's 127.0.0.1", async () => {
+    // The coordinator on its default address; the agent on the same port with no address given,
+    // as `npm start` and `pdlink instance` on their defaults (both port 1026) would be.
+    const coordinator = await startPdlink(['coordinator', '--manage_port', '0', '--predict_port', '0'], {
+      listeners: ['management', 'inference'],
+      cwd: dir,
+    });
     try {
-      expect(child.urls['management']).toMatch(/^http:\/\/127\.0\.0\.2:\d+$/);
+      const port = new URL(coordinator.urls['management']!).port;
+      expect(coordinator.urls['management']).toBe(`http://127.0.0.1:${port}`);
+      const { path } = instanceConfig();
+      const agent = await startPdlink(['instance', '--config', path, '--manage_port', port], { listeners: ['management'], cwd: dir });
+      try {
+        expect(agent.urls['management']).toBe(`http://127.0.0.2:${port}`);
+        expect((await fetch(`http://127.0.0.2:${port}/v1/status`)).status).toBe(200);
+        expect((await fetch(`http://127.0.0.1:${port}/v1/readiness`)).status).toBe(503);
+      } finally {
+        expect(await agent.kill('SIGTERM')).toBe(0);
+      }
     } finally {
-      expect(await child.kill('SIGTERM')).toBe(0);
+      expect(await coordinator.kill('SIGTERM')).toBe(0);
     }
   });
 });
