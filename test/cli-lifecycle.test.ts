@@ -213,6 +213,22 @@ describe('the all-interfaces guard', () => {
   });
 });
 
+describe('pdlink sim-cluster options', () => {
+  test('an all-interfaces address, one address for both engines or an unknown option exits 2 naming it', async () => {
+    const zero = await runPdlink(['sim-cluster', '--decode_ip', '::ffff:0.0.0.0'], { cwd: dir });
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toContain('--decode_ip');
+    expect(zero.stderr).toContain('every interface');
+    const same = await runPdlink(['sim-cluster', '--prefill_ip', '127.0.0.21', '--decode_ip', '127.0.0.21'], { cwd: dir });
+    expect(same.code).toBe(2);
+    expect(same.stderr).toContain('--decode_ip');
+    const unknown = await runPdlink(['sim-cluster', '--bogus'], { cwd: dir });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('--bogus');
+    expect(`${zero.stdout}${same.stdout}${unknown.stdout}`).not.toContain('listening');
+  });
+});
+
 describe('default addresses', () => {
   test("the instance agent's management listener defaults to 127.0.0.2 (MindIE's managementIpAddress), beside a coordinator's 127.0.0.1", async () => {
     // The coordinator on its default address; the agent on the same port with no address given,

@@ -15,7 +15,11 @@ export class Shutdown {
   #signal: NodeJS.Signals | undefined;
   readonly #waiters: (() => void)[] = [];
 
-  constructor() {
+  /**
+   * Installs the handlers; `closeBoundMs` is how long closing may take after the first signal.
+   * @example const shutdown = new Shutdown(); // or shutdownSignals() for the process-wide one
+   */
+  constructor(closeBoundMs = CLOSE_BOUND_MS) {
     const onSignal = (signal: NodeJS.Signals): void => {
       if (this.#signal !== undefined) {
         // A second signal while closing: the operator wants it gone now.
@@ -24,9 +28,9 @@ export class Shutdown {
       }
       this.#signal = signal;
       setTimeout(() => {
-        console.error(`pdlink: did not close within ${CLOSE_BOUND_MS} ms of ${signal}, exiting`);
+        console.error(`pdlink: did not close within ${closeBoundMs} ms of ${signal}, exiting`);
         process.exit(1);
-      }, CLOSE_BOUND_MS).unref();
+      }, closeBoundMs).unref();
       for (const wake of this.#waiters.splice(0)) wake();
     };
     process.on('SIGINT', onSignal);
