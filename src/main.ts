@@ -3,6 +3,10 @@
  * The `pdlink` command: dispatches to a sub-command. No business logic lives here.
  */
 import { CliError } from './cli/common.ts';
+import { shutdownSignals } from './cli/shutdown.ts';
+
+// Before anything else: a signal at any moment after start must close the process cleanly.
+shutdownSignals();
 
 const USAGE = `Usage: pdlink <command> [options]
 
@@ -10,6 +14,7 @@ Commands:
   coordinator   serve the Coordinator (topology refresh, scheduling, PD proxy)
   instance      serve the instance agent beside one inference engine (role API, links, KV transfers)
   sim-engine    engine simulator for tests, benchmarks and demos (not an inference engine)
+  sim-cluster   one prefill and one decode engine simulator on loopback, linked, for a first request
 
 Run 'pdlink <command> --help' for a command's options.
 `;
@@ -20,6 +25,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   coordinator: async () => (await import('./cli/coordinator.ts')).runCoordinator,
   instance: async () => (await import('./cli/instance.ts')).runInstance,
   'sim-engine': async () => (await import('./cli/sim-engine.ts')).runSimEngine,
+  'sim-cluster': async () => (await import('./cli/sim-cluster.ts')).runSimCluster,
 };
 
 async function main(argv: string[]): Promise<number> {

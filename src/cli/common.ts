@@ -1,9 +1,11 @@
 /**
  * What every pdlink command shares: argument parsing errors (exit status 2), the listening lines,
- * serving Hono apps with Bun.serve, and clean shutdown on SIGINT/SIGTERM.
+ * serving Hono apps with Bun.serve, the all-interfaces guard, and clean shutdown on SIGINT/SIGTERM.
  */
 import { isIP, isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
+import { isAllInterfaces } from './all-interfaces.ts';
+import { shutdownSignals } from './shutdown.ts';
 
 /** A command-line or configuration problem: the process prints the message and exits with 2. */
 export class CliError extends Error {
@@ -51,11 +53,13 @@ export function listeningLine(name: string, url: string): string {
 }
 
 /**
- * Starts one Bun server per spec and prints its listening line; on any failure the ones already
- * started are stopped and a CliError names the listener and address.
+ * Starts one Bun server per spec, then prints `preamble` and one listening line per listener. The
+ * lines come only once every listener is up: a harness that saw them can rely on the process
+ * serving, so a process that fails to bind prints none. On any failure the ones already started
+ * are stopped and a CliError names the listener and address.
  * @example const running = await startListeners([{ name: 'management', hostname: '127.0.0.1', port: 0, fetch: app.fetch }]);
  */
-export async function startListeners(specs: readonly ListenerSpec[]): Promise<RunningListener[]> {
+export async function startListeners(specs: readonly ListenerSpec[], preamble: readonly string[] = []): Promise<RunningListener[]> {
   const running: RunningListener[] = [];
   for (const spec of specs) {
     try {
@@ -75,26 +79,29 @@ export async function startListeners(specs: readonly ListenerSpec[]): Promise<Ru
       throw new CliError(`cannot listen for ${spec.name} on ${listenerUrl(spec.hostname, spec.port, false)}: ${reason}`);
     }
   }
+  for (const line of preamble) console.log(line);
   for (const r of running) console.log(listeningLine(r.name, r.url));
   return running;
 }
 
 /**
- * Resolves when SIGINT or SIGTERM arrives, after running `close` once; a second signal while
- * closing exits at once with status 1.
+ * Resolves when SIGINT or SIGTERM has arrived (at once if one came during start-up), after running
+ * `close` once. The handlers themselves are installed when the process starts (shutdown.ts).
  * @example await untilSignal(async () => { await Promise.all(listeners.map((l) => l.stop())); });
  */
-export function untilSignal(close: () => Promise<void>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let closing = false;
-    const onSignal = (): void => {
-      if (closing) process.exit(1);
-      closing = true;
-      close().then(resolve, reject);
-    };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-  });
+export async function untilSignal(close: () => Promise<void>): Promise<void> {
+  await shutdownSignals().received();
+  await close();
+}
+
+/**
+ * Refuses a listener address meaning every interface unless the configuration allows it.
+ * @throws CliError naming `key` and the setting that allows it.
+ * @example refuseAllInterfaces('manage_ip', settings.manage.ip, false, 'http_config.allow_all_zero_ip_listening');
+ */
+export function refuseAllInterfaces(key: string, host: string, allowed: boolean, allowKey: string): void {
+  if (allowed || !isAllInterfaces(host)) return;
+  throw new CliError(`${key}: ${JSON.stringify(host)} listens on every interface; set ${allowKey} to true to allow it`);
 }
 
 /** Parses a command-line port: an integer in 0..65535 where 0 means any free port. */

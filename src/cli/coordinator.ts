@@ -4,6 +4,7 @@
 import { createCoordinator } from '../coordinator.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
+import { shutdownSignals } from './shutdown.ts';
 
 export const COORDINATOR_HELP = `Usage: pdlink coordinator [options]
 
@@ -40,6 +41,7 @@ export function parseCoordinatorArgs(argv: string[]): CoordinatorArgs & { help: 
 
 /** Runs the coordinator command until a signal stops it. */
 export async function runCoordinator(argv: string[]): Promise<void> {
+  shutdownSignals();
   const args = parseCoordinatorArgs(argv);
   if (args.help) {
     console.log(COORDINATOR_HELP);
@@ -52,24 +54,31 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     proxy: settings.proxy,
     processMetrics: true,
   });
-  const listeners = await startListeners([
-    {
-      name: 'management',
-      hostname: settings.manage.ip,
-      port: settings.manage.port,
-      fetch: coordinator.managementApp.fetch,
-      ...(settings.manage.tls ? { tls: settings.manage.tls } : {}),
-      idleTimeoutSeconds: settings.keepAliveSeconds,
-    },
-    {
-      name: 'inference',
-      hostname: settings.predict.ip,
-      port: settings.predict.port,
-      fetch: coordinator.inferenceApp.fetch,
-      ...(settings.predict.tls ? { tls: settings.predict.tls } : {}),
-      idleTimeoutSeconds: settings.keepAliveSeconds,
-    },
-  ]);
+  let listeners;
+  try {
+    listeners = await startListeners([
+      {
+        name: 'management',
+        hostname: settings.manage.ip,
+        port: settings.manage.port,
+        fetch: coordinator.managementApp.fetch,
+        ...(settings.manage.tls ? { tls: settings.manage.tls } : {}),
+        idleTimeoutSeconds: settings.keepAliveSeconds,
+      },
+      {
+        name: 'inference',
+        hostname: settings.predict.ip,
+        port: settings.predict.port,
+        fetch: coordinator.inferenceApp.fetch,
+        ...(settings.predict.tls ? { tls: settings.predict.tls } : {}),
+        idleTimeoutSeconds: settings.keepAliveSeconds,
+      },
+    ]);
+  } catch (err) {
+    // Nothing may stay open after a failed start: the listeners already up were stopped, the core goes too.
+    await coordinator.close();
+    throw err;
+  }
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
     await coordinator.close();

@@ -7,6 +7,7 @@ import { PdlinkError } from '../errors.ts';
 import { createInstanceAgent } from '../instance/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
 import { CliError, listeningLine, parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
+import { shutdownSignals } from './shutdown.ts';
 
 export const INSTANCE_HELP = `Usage: pdlink instance [options]
 
@@ -22,7 +23,8 @@ Options:
                        managementIpAddress, port, managementPort; pdlink.devices,
                        pdlink.link_base_port, pdlink.cluster_id, pdlink.pool)
   --manage_ip IP       management listener address (default: env ${MANAGEMENT_IP_ENV},
-                       then managementIpAddress, then ipAddress, then 127.0.0.1)
+                       then managementIpAddress, then ipAddress, then 127.0.0.2,
+                       MindIE's managementIpAddress default)
   --manage_port PORT   management listener port (default: managementPort, then port, then 1026;
                        0 = any free port)
   -h, --help           show this help
@@ -49,6 +51,7 @@ export function parseInstanceArgs(argv: string[]): InstanceArgs & { help: boolea
 
 /** Runs the instance command until a signal stops it. */
 export async function runInstance(argv: string[]): Promise<void> {
+  shutdownSignals();
   const args = parseInstanceArgs(argv);
   if (args.help) {
     console.log(INSTANCE_HELP);
@@ -62,22 +65,23 @@ export async function runInstance(argv: string[]): Promise<void> {
     if (err instanceof PdlinkError) throw new CliError(err.message);
     throw err;
   }
-  // Device lines first (the contexts listen already), each cluster id before its listening line,
-  // so a harness waiting for the management line has them all.
-  for (const d of settings.devices) {
-    console.log(`pdlink: link-${d.endpoint} cluster_id ${d.clusterId}`);
-    console.log(listeningLine(`link-${d.endpoint}`, formatIpPort(d)));
-  }
+  // The device contexts listen already; their lines (each cluster id before its listening line)
+  // are printed with the management line once that is up too, so a harness that sees them can
+  // rely on every listener serving.
+  const deviceLines = settings.devices.flatMap((d) => [
+    `pdlink: link-${d.endpoint} cluster_id ${d.clusterId}`,
+    listeningLine(`link-${d.endpoint}`, formatIpPort(d)),
+  ]);
   let listeners;
   try {
-    listeners = await startListeners([
-      { name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: agent.managementApp.fetch },
-    ]);
+    listeners = await startListeners(
+      [{ name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: agent.managementApp.fetch }],
+      deviceLines,
+    );
   } catch (err) {
     await agent.close();
     throw err;
   }
-  // One line per device, in the listening-line format, so harnesses learn the link addresses.
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
     await agent.close();

@@ -5,7 +5,7 @@
  * OpenAI-compatible inference listener. Runs until SIGINT/SIGTERM.
  */
 import { Hono } from 'hono';
-import { agentOptionsOf, resolveInstanceSettings } from '../config/instance.ts';
+import { agentOptionsOf, ALLOW_ALL_ZERO_KEY, DEFAULT_SERVER_IP, resolveInstanceSettings } from '../config/instance.ts';
 import { loadConfigFile } from '../config/load.ts';
 import { PdlinkError } from '../errors.ts';
 import { onError } from '../http/envelope.ts';
@@ -18,10 +18,10 @@ import { simControlApp } from '../sim/control-app.ts';
 import { SimEngine } from '../sim/engine.ts';
 import { simInferenceApp } from '../sim/inference-app.ts';
 import { parseSimEngineArgs, SIM_ENGINE_HELP, type SimEngineArgs } from '../sim/options.ts';
-import { CliError, listeningLine, startListeners, untilSignal } from './common.ts';
+import { CliError, listeningLine, refuseAllInterfaces, startListeners, untilSignal } from './common.ts';
+import { shutdownSignals } from './shutdown.ts';
 
-/** Inference listener defaults, as MindIE's ServerConfig has them. */
-const DEFAULT_INFERENCE_IP = '127.0.0.1';
+/** Inference listener port default, as MindIE's ServerConfig has it. */
 const DEFAULT_INFERENCE_PORT = 1025;
 
 /**
@@ -29,6 +29,7 @@ const DEFAULT_INFERENCE_PORT = 1025;
  * @example await runSimEngine(['--role', 'decode', '--config', 'd0.json', '--port', '0', '--manage_port', '0']);
  */
 export async function runSimEngine(argv: string[]): Promise<void> {
+  shutdownSignals();
   const args = parseSimEngineArgs(argv);
   if (args.help) {
     console.log(SIM_ENGINE_HELP);
@@ -43,7 +44,8 @@ export async function runSimEngine(argv: string[]): Promise<void> {
     process.env,
   );
   const server = args.config === undefined ? {} : (loadConfigFile(args.config, InstanceConfigFile).ServerConfig ?? {});
-  const inference = { ip: args.ip ?? server.ipAddress ?? DEFAULT_INFERENCE_IP, port: args.port ?? server.port ?? DEFAULT_INFERENCE_PORT };
+  const inference = { ip: args.ip ?? server.ipAddress ?? DEFAULT_SERVER_IP, port: args.port ?? server.port ?? DEFAULT_INFERENCE_PORT };
+  refuseAllInterfaces('inference address', inference.ip, settings.allowAllZeroIp, ALLOW_ALL_ZERO_KEY);
 
   let agent: InstanceAgent;
   try {
@@ -66,17 +68,23 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   management.route('/', simControlApp(engine));
   management.route('/', agent.managementApp);
 
-  for (const d of settings.devices) {
-    console.log(`pdlink: link-${d.endpoint} cluster_id ${d.clusterId}`);
-    console.log(listeningLine(`link-${d.endpoint}`, formatIpPort(d)));
-  }
-  console.log(`pdlink: sim-engine (simulator) role ${args.role} model ${args.model}`);
+  // Every line waits until every listener is up (see startListeners).
+  const preamble = [
+    ...settings.devices.flatMap((d) => [
+      `pdlink: link-${d.endpoint} cluster_id ${d.clusterId}`,
+      listeningLine(`link-${d.endpoint}`, formatIpPort(d)),
+    ]),
+    `pdlink: sim-engine (simulator) role ${args.role} model ${args.model}`,
+  ];
   let listeners;
   try {
-    listeners = await startListeners([
-      { name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: management.fetch },
-      { name: 'inference', hostname: inference.ip, port: inference.port, fetch: simInferenceApp(engine).fetch },
-    ]);
+    listeners = await startListeners(
+      [
+        { name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: management.fetch },
+        { name: 'inference', hostname: inference.ip, port: inference.port, fetch: simInferenceApp(engine).fetch },
+      ],
+      preamble,
+    );
   } catch (err) {
     engine.close();
     await agent.close();

@@ -116,6 +116,17 @@ describe('coordinator settings validation', () => {
     expect(resolveCoordinatorSettings({ config: allowed }, {}, emptyDir()).manage.ip).toBe('0.0.0.0');
   });
 
+  test.each(['::ffff:0.0.0.0', '::ffff:0:0', '0:0:0:0:0:0:0:0', '::0', '0::', '::0.0.0.0', '0000::'])(
+    'every spelling of all interfaces is refused too: %p',
+    (ip) => {
+      const refused = writeConfig({ http_config: { predict_ip: ip } });
+      expectCliError(() => resolveCoordinatorSettings({ config: refused }, {}, emptyDir()), 'predict_ip', 'allow_all_zero_ip_listening');
+      expectCliError(() => resolveCoordinatorSettings({ manageIp: ip }, {}, emptyDir()), 'manage_ip');
+      const allowed = writeConfig({ http_config: { predict_ip: ip, allow_all_zero_ip_listening: true } });
+      expect(resolveCoordinatorSettings({ config: allowed }, {}, emptyDir()).predict.ip).toBe(ip);
+    },
+  );
+
   test('a bad file names the key and the reason', () => {
     const path = writeConfig({ http_config: { manage_ip: 'not-an-ip', manage_port: 'abc' }, request_limit: { body_limit: 21 } });
     expectCliError(

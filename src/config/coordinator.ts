@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CliError } from '../cli/common.ts';
+import { CliError, refuseAllInterfaces } from '../cli/common.ts';
 import {
   BODY_LIMIT_MB,
   CoordinatorConfigFile,
@@ -110,11 +110,7 @@ export function resolveCoordinatorSettings(
     ['manage_ip', manage],
     ['predict_ip', predict],
   ] as const) {
-    if (isAllZero(listen.ip) && !allowAllZeroIp) {
-      throw new CliError(
-        `${key}: ${listen.ip} listens on every interface; set http_config.allow_all_zero_ip_listening to true to allow it`,
-      );
-    }
+    refuseAllInterfaces(key, listen.ip, allowAllZeroIp, 'http_config.allow_all_zero_ip_listening');
   }
   const manageTls = tlsSettings('controller_server', tls.controller_server_tls_enable, tls.controller_server_tls_items);
   if (manageTls !== undefined) manage.tls = manageTls;
@@ -155,10 +151,6 @@ function proxySettingsOf(file: CoordinatorConfigFile, source: string): ProxySett
     if (err instanceof PdlinkError) throw new CliError(`config file ${source}: ${err.message}`);
     throw err;
   }
-}
-
-function isAllZero(ip: string): boolean {
-  return ip === '0.0.0.0' || ip === '::' || /^0*:(0*:)*0*$/.test(ip);
 }
 
 function tlsSettings(name: string, enabled: boolean | undefined, items: TlsItems | undefined): TlsSettings | undefined {

@@ -14,10 +14,29 @@ function file(content: unknown): string {
 }
 
 describe('resolveInstanceSettings', () => {
-  test('defaults: management on 127.0.0.1:1026, one device 0 on 127.0.0.1:26000', () => {
+  test("defaults: management on 127.0.0.2:1026 (MindIE's managementIpAddress), one device 0 on 127.0.0.1:26000", () => {
     const s = resolveInstanceSettings({}, {});
-    expect(s.manage).toEqual({ ip: '127.0.0.1', port: 1026 });
+    expect(s.manage).toEqual({ ip: '127.0.0.2', port: 1026 });
     expect(s.devices).toEqual([{ endpoint: '0', logicalId: 0, ip: '127.0.0.1', port: 26000, clusterId: 0x7f000001n * 65536n + 26000n }]);
+  });
+
+  test('every listener address meaning all interfaces is refused unless ServerConfig.allowAllZeroIpListening', () => {
+    expect(() => resolveInstanceSettings({ manageIp: '::ffff:0.0.0.0' }, {})).toThrow('ServerConfig.allowAllZeroIpListening');
+    expect(() => resolveInstanceSettings({}, { MIES_CONTAINER_MANAGEMENT_IP: '0:0:0:0:0:0:0:0' })).toThrow('management address');
+    const managementFromFile = file({ ServerConfig: { managementIpAddress: '::' } });
+    expect(() => resolveInstanceSettings({ config: managementFromFile }, {})).toThrow('management address');
+    const device = file({ pdlink: { devices: [{ device_logical_id: 0, device_ip: '0.0.0.0' }] } });
+    expect(() => resolveInstanceSettings({ config: device, manageIp: '127.0.0.9' }, {})).toThrow('pdlink.devices[0].device_ip');
+    const defaultDevice = file({ ServerConfig: { ipAddress: '::ffff:0:0', managementIpAddress: '127.0.0.9' } });
+    expect(() => resolveInstanceSettings({ config: defaultDevice }, {})).toThrow('pdlink.devices[0].device_ip');
+    const allowed = file({ ServerConfig: { ipAddress: '::', allowAllZeroIpListening: true } });
+    const s = resolveInstanceSettings({ config: allowed }, {});
+    expect(s.manage.ip).toBe('::');
+    expect(s.devices[0]?.ip).toBe('::');
+    expect(s.allowAllZeroIp).toBe(true);
+    expect(() => resolveInstanceSettings({ config: file({ ServerConfig: { allowAllZeroIpListening: 'yes' } }) }, {})).toThrow(
+      'ServerConfig.allowAllZeroIpListening',
+    );
   });
 
   test('management address: CLI, then env, then managementIpAddress, then ipAddress; port: CLI, managementPort, port', () => {

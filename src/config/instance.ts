@@ -3,14 +3,14 @@
  * devices with their link ports and cluster ids, and pool tuning.
  *
  * Management IP: `--manage_ip`, then env MIES_CONTAINER_MANAGEMENT_IP, then
- * `ServerConfig.managementIpAddress`, then `ServerConfig.ipAddress`, then 127.0.0.1.
+ * `ServerConfig.managementIpAddress`, then `ServerConfig.ipAddress`, then 127.0.0.2 (MindIE's default).
  * Management port: `--manage_port`, then `managementPort`, then `port`, then 1026.
  * Devices: `pdlink.devices`, else one device 0 on the instance's `ipAddress`. Device `d` listens on
  * `device_ip:(link_base_port + d)`; its cluster id is its own `cluster_id`, else `pdlink.cluster_id`
  * (single device only), else computed from that address (src/links/endpoint.ts: IPv4 u32 × 65536 + port).
  */
 import { isIP } from 'node:net';
-import { CliError } from '../cli/common.ts';
+import { CliError, refuseAllInterfaces } from '../cli/common.ts';
 import { clusterIdFor } from '../links/endpoint.ts';
 import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';
 import type { Encoding } from '../workers/protocol.ts';
@@ -18,7 +18,12 @@ import { loadConfigFile } from './load.ts';
 import type { TransferSettings } from '../instance/agent-transfers.ts';
 
 export const MANAGEMENT_IP_ENV = 'MIES_CONTAINER_MANAGEMENT_IP';
-export const DEFAULT_MANAGE_IP = '127.0.0.1';
+/** MindIE's `managementIpAddress` default, so an agent beside a Coordinator on 127.0.0.1 does not collide with it. */
+export const DEFAULT_MANAGE_IP = '127.0.0.2';
+/** MindIE's `ipAddress` default: the engine's inference listener and, unless configured, device 0's link address. */
+export const DEFAULT_SERVER_IP = '127.0.0.1';
+/** The configuration key that allows listening on every interface. */
+export const ALLOW_ALL_ZERO_KEY = 'ServerConfig.allowAllZeroIpListening';
 export const DEFAULT_MANAGE_PORT = 1026;
 
 export interface InstanceArgs {
@@ -51,6 +56,8 @@ export interface InstanceSettings {
   readonly transfers: TransferSettings;
   /** `pdlink.link_base_port`: the role API derives peer link ports from it too. */
   readonly linkBasePort: number;
+  /** `ServerConfig.allowAllZeroIpListening`: whether a listener may bind every interface. */
+  readonly allowAllZeroIp: boolean;
 }
 
 /**
@@ -69,9 +76,11 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     ip: args.manageIp ?? (envIp || undefined) ?? server.managementIpAddress ?? server.ipAddress ?? DEFAULT_MANAGE_IP,
     port: args.managePort ?? server.managementPort ?? server.port ?? DEFAULT_MANAGE_PORT,
   };
+  const allowAllZero = server.allowAllZeroIpListening ?? false;
+  refuseAllInterfaces('management address', manage.ip, allowAllZero, ALLOW_ALL_ZERO_KEY);
   const pd = file.pdlink ?? {};
   const base = pd.link_base_port ?? DEFAULT_LINK_BASE_PORT;
-  const wanted = pd.devices ?? [{ device_logical_id: 0, device_ip: server.ipAddress ?? DEFAULT_MANAGE_IP }];
+  const wanted = pd.devices ?? [{ device_logical_id: 0, device_ip: server.ipAddress ?? DEFAULT_SERVER_IP }];
   if (pd.cluster_id !== undefined && wanted.length !== 1) {
     throw new CliError(`config ${source}: pdlink.cluster_id: only allowed with exactly one device; give each device its own cluster_id`);
   }
@@ -80,6 +89,7 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     const logicalId = Number(d.device_logical_id);
     if (seen.has(logicalId)) throw new CliError(`config ${source}: pdlink.devices[${i}].device_logical_id: duplicate ${logicalId}`);
     seen.add(logicalId);
+    refuseAllInterfaces(`config ${source}: pdlink.devices[${i}].device_ip`, d.device_ip, allowAllZero, ALLOW_ALL_ZERO_KEY);
     const port = base + logicalId;
     if (port > 65535) throw new CliError(`config ${source}: pdlink.devices[${i}]: link port ${base} + ${logicalId} exceeds 65535`);
     const explicit = d.cluster_id ?? pd.cluster_id;
@@ -107,7 +117,7 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     ...(t.chunk_mib === undefined ? {} : { chunkBytes: t.chunk_mib * 1024 * 1024 }),
     ...(t.parallel_slices === undefined ? {} : { parallelSlices: t.parallel_slices }),
   };
-  return { manage, devices, pool, transfers, linkBasePort: base };
+  return { manage, devices, pool, transfers, linkBasePort: base, allowAllZeroIp: allowAllZero };
 }
 
 /**

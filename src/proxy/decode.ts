@@ -6,6 +6,7 @@
  */
 import { errors, PdlinkError } from '../errors.ts';
 import type { Exchange, Prefilled } from './exchange.ts';
+import { kvMovedOf } from './kv-report.ts';
 import { decodeBody, engineUrl, legHeaders, legText } from './legs.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import { sendLeg } from './stale.ts';
@@ -82,7 +83,7 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
     if (bytes.byteLength === 0) throw refused(`answered ${res.status} with an empty body`);
     health?.recordSuccess(d);
     metrics.decode((performance.now() - sentAt) / 1000);
-    exchange.end('ok', { kind: 'complete' });
+    exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
     return passthrough(res.status, contentType, bytes, requestId);
   }
 
@@ -106,7 +107,7 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
       onEnd() {
         health?.recordSuccess(d);
         metrics.decode((performance.now() - firstAt) / 1000);
-        exchange.end('ok', { kind: 'complete' });
+        exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
       },
       onError(err) {
         const cause = exchange.cause;

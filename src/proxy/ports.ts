@@ -46,7 +46,7 @@ export interface Reservations {
     leaseMs?: number;
   }): unknown;
   begin(requestId: string, phase: 'prefilling' | 'transferring'): unknown;
-  complete(requestId: string, report?: { blocks?: number }): unknown;
+  complete(requestId: string, report?: { bytes?: number; blocks?: number }): unknown;
   fail(requestId: string, code: string, detail?: string): unknown;
   release(requestId: string, reason: 'client_abort' | 'cancelled'): unknown;
   extend(requestId: string, ms?: number): unknown;

@@ -41,6 +41,23 @@ describe('RequestReservation', () => {
     b.close();
   });
 
+  test('a completion records the bytes and blocks D reported, else 0 bytes and the reserved D blocks', () => {
+    const { ledger } = ledgerFixture();
+    const reported = new RequestReservation(ledger, 'r1', 30_000);
+    reported.take(pair, 300);
+    reported.transferring();
+    reported.end({ kind: 'complete', bytes: 3 * 4096, blocks: 3 });
+    reported.close();
+    expect(ledger.get('r1')).toMatchObject({ state: 'done', bytes: 3 * 4096, blocksMoved: 3 });
+    const silent = new RequestReservation(ledger, 'r2', 30_000);
+    silent.take(pair, 300);
+    silent.transferring();
+    silent.end({ kind: 'complete' });
+    silent.close();
+    expect(ledger.get('r2')).toMatchObject({ state: 'done', bytes: 0, blocksMoved: 3 });
+    expect(ledger.totals()).toMatchObject({ bytesMoved: 3 * 4096, blocksMoved: 6 });
+  });
+
   test('release records the client leaving; fail records the code', () => {
     const { ledger } = ledgerFixture();
     const a = new RequestReservation(ledger, 'a', 30_000);

@@ -10,10 +10,12 @@
  * left alone.
  */
 import type { PickedPair, Reservations } from './ports.ts';
+import type { KvMoved } from './kv-report.ts';
 import { blocksFor } from './prompt.ts';
 
 /** How the record ends: `none` when there is nothing (left) to end. */
-export type LedgerEnd = { kind: 'complete' } | { kind: 'fail'; code: string; detail: string } | { kind: 'release' } | { kind: 'none' };
+export type LedgerEnd =
+  ({ kind: 'complete' } & KvMoved) | { kind: 'fail'; code: string; detail: string } | { kind: 'release' } | { kind: 'none' };
 
 export class RequestReservation {
   readonly #ledger: Reservations;
@@ -78,7 +80,7 @@ export class RequestReservation {
     this.#guard(
       'settle',
       () => {
-        if (how.kind === 'complete') this.#ledger.complete(id);
+        if (how.kind === 'complete') this.#ledger.complete(id, movedOf(how));
         else if (how.kind === 'release') this.#ledger.release(id, 'client_abort');
         else this.#ledger.fail(id, how.code, how.detail);
       },
@@ -106,4 +108,12 @@ export class RequestReservation {
       console.error(`pdlink: could not ${action} a KV reservation`, err);
     }
   }
+}
+
+/** The bytes and blocks D reported, without the `kind` tag (the ledger takes only what is set). */
+function movedOf(how: KvMoved): KvMoved {
+  const moved: KvMoved = {};
+  if (how.bytes !== undefined) moved.bytes = how.bytes;
+  if (how.blocks !== undefined) moved.blocks = how.blocks;
+  return moved;
 }

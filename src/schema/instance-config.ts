@@ -57,6 +57,8 @@ export const InstanceConfigFile = v.pipe(
         managementIpAddress: v.optional(Ip),
         port: v.optional(Port),
         managementPort: v.optional(Port),
+        /** MindIE's switch for listening on every interface (0.0.0.0, ::); off unless set. */
+        allowAllZeroIpListening: v.optional(v.boolean('must be a boolean')),
       }),
     ),
     pdlink: v.optional(

@@ -4,6 +4,7 @@
  * the request record, an abort honoured between tokens, and the crash fault (the process dies
  * after K tokens, as an engine that falls over mid-stream).
  */
+import { KV_BLOCKS_HEADER, KV_BYTES_HEADER } from '../proxy/kv-report.ts';
 import { answerHead, roleChunk, SSE_DONE, sseEvent, sseText, tokenChunk, usage, usageChunk, wholeAnswer } from './openai.ts';
 import { finish, type RequestRecord } from './request-log.ts';
 import type { SimRequest } from './request.ts';
@@ -51,8 +52,15 @@ export async function answer(plan: AnswerPlan): Promise<Response> {
   return plan.request.stream ? streamed(plan) : await whole(plan);
 }
 
-function headers(requestId: string, contentType: string): Headers {
-  return new Headers({ 'content-type': contentType, 'x-request-id': requestId });
+function headers(plan: AnswerPlan, contentType: string): Headers {
+  const out = new Headers({ 'content-type': contentType, 'x-request-id': plan.requestId });
+  // A decode leg has pulled its KV blocks before answering: it tells the proxy what it moved, which
+  // is how the Coordinator's ledger learns the bytes of a transfer it never sees.
+  if (plan.record.leg === 'decode') {
+    out.set(KV_BYTES_HEADER, String(plan.record.bytesPulled));
+    out.set(KV_BLOCKS_HEADER, String(plan.record.blocks));
+  }
+  return out;
 }
 
 async function whole(plan: AnswerPlan): Promise<Response> {
@@ -73,7 +81,7 @@ async function whole(plan: AnswerPlan): Promise<Response> {
     record.bytesSent = bytes.byteLength;
     record.digest = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
     finish(record, 'ok', 200);
-    return new Response(bytes, { status: 200, headers: headers(plan.requestId, 'application/json') });
+    return new Response(bytes, { status: 200, headers: headers(plan, 'application/json') });
   } finally {
     plan.onEnd();
   }
@@ -136,7 +144,7 @@ function streamed(plan: AnswerPlan): Response {
     // No read-ahead: a token is produced when the previous one has been taken, as an engine paces its stream.
     { highWaterMark: 0 },
   );
-  return new Response(stream, { status: 200, headers: headers(plan.requestId, 'text/event-stream') });
+  return new Response(stream, { status: 200, headers: headers(plan, 'text/event-stream') });
 }
 
 function streamedAtOnce(plan: AnswerPlan, head: ReturnType<typeof answerHead>): Response {
@@ -154,7 +162,7 @@ function streamedAtOnce(plan: AnswerPlan, head: ReturnType<typeof answerHead>): 
     record.bytesSent = bytes.byteLength;
     record.digest = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
     finish(record, 'ok', 200);
-    return new Response(bytes, { status: 200, headers: headers(plan.requestId, 'text/event-stream') });
+    return new Response(bytes, { status: 200, headers: headers(plan, 'text/event-stream') });
   } finally {
     plan.onEnd();
   }
