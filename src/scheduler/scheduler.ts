@@ -4,6 +4,10 @@
  * can too; D is then chosen by the decode policy among that P's linked D's only (same group, and
  * D lists P among its peers: MindIE's rule). Role-`undefined` instances are never scheduled;
  * instances whose circuit is open are skipped; a half-open instance gets one trial at a time.
+ * When open circuits are all that stands between a request and a pair, one of them is given its
+ * trial now rather than answering 503 for the rest of its cool-down; and every accepted refresh
+ * gives the open instances it lists a trial (the Controller saw them alive, e.g. restarted).
+ * An instance with `maxRequestsPerInstance` requests of this process on it is full.
  *
  * All the work of keeping candidates ordered happens when topology, loads or circuits change
  * (see topology.ts); a pick walks only the head of a pool, whatever the cluster size.
@@ -51,6 +55,8 @@ export interface SchedulerOptions {
   rng?: () => number;
   /** Registry for the scheduler's metrics (default: none). */
   metrics?: Registry;
+  /** Requests this process may hold on one instance (`request_limit.single_node_max_requests`); default no cap. */
+  maxRequestsPerInstance?: number;
 }
 
 export class PdScheduler {
@@ -65,6 +71,7 @@ export class PdScheduler {
   readonly #metrics: SchedulerMetrics | undefined;
   /** The proxy hands the same request object to pick() and recordPrefill(); hash it once. */
   readonly #hashes = new WeakMap<object, readonly number[]>();
+  readonly #unsubscribe: () => void;
 
   constructor(options: SchedulerOptions) {
     if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
@@ -79,12 +86,18 @@ export class PdScheduler {
     this.#rng = options.rng ?? Math.random;
     this.health = options.health ?? createHealth();
     this.#prefix = prefill === 'cache_affinity' ? new PrefixIndex(options.prefix) : undefined;
+    const maxRequests = options.maxRequestsPerInstance;
+    if (maxRequests !== undefined && (!Number.isSafeInteger(maxRequests) || maxRequests < 1))
+      throw errors.invalidArgument('maxRequestsPerInstance', 'must be a positive integer');
     this.#topology = new Topology({
       cluster: options.cluster,
       loads: options.loads ?? NO_RESERVATIONS,
       health: this.health,
+      ...(maxRequests === undefined ? {} : { maxRequests }),
       onRemove: (node) => this.#prefix?.forget(node.id),
     });
+    const cluster = options.cluster;
+    this.#unsubscribe = cluster.onRefresh?.(() => this.health.relisted((id) => cluster.get(id) !== undefined)) ?? (() => {});
     this.#prefill =
       this.#prefix === undefined
         ? SIMPLE_POLICIES[prefill as DecodePolicyName]
@@ -109,8 +122,22 @@ export class PdScheduler {
     const checked = checkPickRequest(request);
     // Circuits whose cool-down ended become half-open here; the topology hears of it before the walk.
     this.health.poll();
+    let result = this.#walk(checked, request);
+    // At most one early trial per role (a P, then a D), each only when open circuits are the obstacle.
+    for (let trials = 0; typeof result === 'string' && TRIAL_REASONS.has(result) && trials < 2; trials++) {
+      if (this.#trialEarly(checked) === undefined) break;
+      result = this.#walk(checked, request);
+    }
+    if (typeof result === 'string') return this.#fail(result === 'no_capacity' && this.#capBlocks() ? 'instance_cap' : result, checked);
+    return this.#chosen(result.p, result.d, result.reason, result.matchedBlocks);
+  }
+
+  #walk(
+    checked: CheckedRequest,
+    request: PickRequest,
+  ): { p: SchedulerNode; d: SchedulerNode; reason: Pair['reason']; matchedBlocks: number } | PickFailureReason {
     const prefills = this.#topology.prefills;
-    if (prefills.size === 0) return this.#fail(this.#diagnose(), checked);
+    if (prefills.size === 0) return this.#diagnose();
     const hashes = this.#prefix === undefined ? NO_HASHES : this.#hashesOf(checked, request);
     let excluded = false;
     let lackedRoom = false;
@@ -133,11 +160,44 @@ export class PdScheduler {
       const matchedBlocks = pContext.matchedBlocks;
       for (const d of this.#decode.order(p.decodes, dContext)) {
         if (!fits(d, checked.excludeD)) continue;
-        return this.#chosen(p, d, reason, matchedBlocks);
+        return { p, d, reason, matchedBlocks };
       }
     }
-    const failure: PickFailureReason = excluded && !lackedRoom ? 'excluded' : 'no_capacity';
-    return this.#fail(failure, checked);
+    return excluded && !lackedRoom ? 'excluded' : 'no_capacity';
+  }
+
+  /**
+   * Gives one open instance its trial now: a P when no linked P admits requests, else a D linked to
+   * an admissible P (or, with none, a P). Only instances the request does not exclude count.
+   */
+  #trialEarly(checked: CheckedRequest): number | undefined {
+    const openOf = (role: 'prefill' | 'decode'): number[] => {
+      const ids: number[] = [];
+      for (const { id } of this.health.tripped()) {
+        const node = this.#topology.get(id);
+        if (node === undefined || node.role !== role) continue;
+        if (role === 'prefill') {
+          if (!checked.excludeP.has(id) && node.links.size > 0) ids.push(id);
+        } else if (!checked.excludeD.has(id) && [...node.links].some((p) => p.admissible && !checked.excludeP.has(p.id))) {
+          ids.push(id);
+        }
+      }
+      return ids;
+    };
+    if (this.#topology.counts().healthyLinkedPrefill > 0) {
+      const d = this.health.trialEarly(openOf('decode'));
+      if (d !== undefined) return d;
+    }
+    return this.health.trialEarly(openOf('prefill'));
+  }
+
+  /** Whether some admissible pair is kept apart only by request caps (then the answer is 429, not 503). */
+  #capBlocks(): boolean {
+    for (const node of this.#topology.capped()) {
+      if (!node.admissible) continue;
+      for (const other of node.links) if (other.admissible && (other.load < 1 || other.capped)) return true;
+    }
+    return false;
   }
 
   /**
@@ -177,6 +237,7 @@ export class PdScheduler {
    * @example scheduler.close();
    */
   close(): void {
+    this.#unsubscribe();
     this.#topology.close();
   }
 
@@ -222,6 +283,8 @@ export function createScheduler(options: SchedulerOptions): PdScheduler {
 }
 
 const NO_HASHES: readonly number[] = Object.freeze([]);
+/** Failures an early trial of an open circuit may turn into a pair. */
+const TRIAL_REASONS: ReadonlySet<PickFailureReason> = new Set(['no_healthy_prefill', 'no_healthy_decode', 'excluded']);
 const MAX_BLOCK_SIZE = 4096;
 
 const SIMPLE_POLICIES: Record<DecodePolicyName, Policy> = {
@@ -283,5 +346,7 @@ function failureMessage(reason: PickFailureReason, request: CheckedRequest): str
     }
     case 'excluded':
       return 'every prefill/decode pair with room is excluded by the request';
+    case 'instance_cap':
+      return 'every healthy prefill/decode pair has an instance at its limit of requests in flight (single_node_max_requests)';
   }
 }
