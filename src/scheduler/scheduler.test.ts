@@ -447,3 +447,29 @@ describe('options and request checks', () => {
     expect(scheduler.counts().prefill).toBe(1);
   });
 });
+
+describe('pickDecode: another D for a P that already answered', () => {
+  test('only D’s linked to that P, never the excluded ones', () => {
+    const { scheduler } = setup([P(0), P(1), D(10, [0, 1]), D(11, [1]), D(12, [0], { availSlots: 50 })]);
+    expect(pair(scheduler.pickDecode(0, { excludeD: new Set([10]) }))).toEqual([0, 12]);
+    expect(failure(scheduler.pickDecode(0, { excludeD: new Set([10, 12]) })).reason).toBe('excluded');
+    expect(failure(scheduler.pickDecode(5)).reason).toBe('no_prefill');
+  });
+
+  test('P’s own open circuit does not matter; an open D gets one early trial', () => {
+    const { scheduler, health } = setup([P(0), D(10, [0]), D(11, [0])]);
+    health.recordFailure(0);
+    health.recordFailure(11);
+    expect(pair(scheduler.pickDecode(0, { excludeD: new Set([10]) }))).toEqual([0, 11]);
+    expect(health.state(11)).toBe('half_open');
+    expect(health.admissible(11)).toBe(false);
+    expect(health.state(0)).toBe('open');
+    expect(failure(scheduler.pickDecode(0, { excludeD: new Set([10]) })).reason).toBe('excluded');
+  });
+
+  test('a capped D is passed over', () => {
+    const { scheduler, loads } = setup([P(0), D(10, [0]), D(11, [0])], { maxRequestsPerInstance: 1 });
+    loads.reserve(11, 1, 0);
+    expect(failure(scheduler.pickDecode(0, { excludeD: new Set([10]) })).reason).toBe('instance_cap');
+  });
+});

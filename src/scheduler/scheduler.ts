@@ -201,6 +201,45 @@ export class PdScheduler {
   }
 
   /**
+   * Chooses another D for a request whose P already answered: among P's linked D's (same group, D
+   * lists P), as pick() would, with one early trial when only open circuits stand in the way.
+   * P's own circuit does not matter: its part is done.
+   * @throws PdlinkError `bad_request` naming the field of a malformed request.
+   * @example const next = scheduler.pickDecode(pair.p.id, { excludeD: new Set([failedD]) });
+   */
+  pickDecode(pId: number, request: PickRequest = {}): PickResult {
+    const checked = checkPickRequest(request);
+    this.health.poll();
+    const p = this.#topology.get(pId);
+    if (p === undefined || p.role !== 'prefill') return this.#fail('no_prefill', checked);
+    const walk = (): SchedulerNode | PickFailureReason => {
+      let excluded = false;
+      const dContext = context(this.#rng, NO_HASHES, checked.excludeD, (node) => !checked.excludeD.has(node.id));
+      for (const d of this.#decode.order(p.decodes, dContext)) {
+        if (checked.excludeD.has(d.id)) {
+          excluded = true;
+          continue;
+        }
+        if (d.freeBlocks >= blocksNeeded(checked, d.instance)) return d;
+      }
+      if (excluded) return 'excluded';
+      return p.healthyLinks === 0 ? 'no_healthy_decode' : 'no_capacity';
+    };
+    let d = walk();
+    if (typeof d === 'string' && d !== 'no_capacity') {
+      const open = [...p.links].filter((node) => !checked.excludeD.has(node.id)).map((node) => node.id);
+      if (this.health.trialEarly(open) !== undefined) d = walk();
+    }
+    if (typeof d === 'string') {
+      const capped = [...p.links].some((node) => node.capped && node.admissible && !checked.excludeD.has(node.id));
+      return this.#fail(capped ? 'instance_cap' : d, checked);
+    }
+    // Only D's trial starts here; a selection of the pair was counted when P was chosen.
+    this.health.admit(d.id);
+    return { ok: true, p: p.instance, d: d.instance, policy: this.policy, reason: 'least_load', matchedBlocks: 0 };
+  }
+
+  /**
    * Like pick(), but throws when there is no pair.
    * @throws PdlinkError `unavailable` (503) naming why, `bad_request` for a malformed request.
    * @example const { p, d } = scheduler.pickOrThrow({ promptTokens });
