@@ -34,11 +34,14 @@ export async function withIdleTimeout(
 ): Promise<Response> {
   if (!Number.isFinite(idleMs)) return send(signal);
   const controller = new AbortController();
-  const onAbort = (): void => controller.abort(signal.reason);
-  if (signal.aborted) onAbort();
-  else signal.addEventListener('abort', onAbort, { once: true });
   let idle: Error | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  const onAbort = (): void => {
+    // The caller's abort ends the leg; the engine's silence no longer matters.
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    controller.abort(signal.reason);
+  };
   const stop = (): void => {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
@@ -46,12 +49,15 @@ export async function withIdleTimeout(
   };
   const arm = (onIdle: (err: Error) => void): void => {
     if (timer !== undefined) clearTimeout(timer);
+    if (controller.signal.aborted) return;
     timer = setTimeout(() => {
       idle = engineIdleError(idleMs);
       onIdle(idle);
     }, idleMs);
   };
   arm((err) => controller.abort(err));
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
   let res: Response;
   try {
     res = await send(controller.signal);
