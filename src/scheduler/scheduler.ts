@@ -15,6 +15,7 @@
 import type { ClusterView } from '../cluster/instance.ts';
 import { errors } from '../errors.ts';
 import type { Registry } from '../metrics.ts';
+import { trialEarly } from './early-trial.ts';
 import { type CircuitBreakers, createHealth } from './health.ts';
 import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
 import { SchedulerMetrics } from './metrics.ts';
@@ -125,10 +126,11 @@ export class PdScheduler {
     let result = this.#walk(checked, request);
     // At most one early trial per role (a P, then a D), each only when open circuits are the obstacle.
     for (let trials = 0; typeof result === 'string' && TRIAL_REASONS.has(result) && trials < 2; trials++) {
-      if (this.#trialEarly(checked) === undefined) break;
+      if (trialEarly(this.#topology, this.health, checked) === undefined) break;
       result = this.#walk(checked, request);
     }
-    if (typeof result === 'string') return this.#fail(result === 'no_capacity' && this.#capBlocks() ? 'instance_cap' : result, checked);
+    if (typeof result === 'string')
+      return this.#fail(result === 'no_capacity' && this.#topology.capsBlock() ? 'instance_cap' : result, checked);
     return this.#chosen(result.p, result.d, result.reason, result.matchedBlocks);
   }
 
@@ -164,40 +166,6 @@ export class PdScheduler {
       }
     }
     return excluded && !lackedRoom ? 'excluded' : 'no_capacity';
-  }
-
-  /**
-   * Gives one open instance its trial now: a P when no linked P admits requests, else a D linked to
-   * an admissible P (or, with none, a P). Only instances the request does not exclude count.
-   */
-  #trialEarly(checked: CheckedRequest): number | undefined {
-    const openOf = (role: 'prefill' | 'decode'): number[] => {
-      const ids: number[] = [];
-      for (const { id } of this.health.tripped()) {
-        const node = this.#topology.get(id);
-        if (node === undefined || node.role !== role) continue;
-        if (role === 'prefill') {
-          if (!checked.excludeP.has(id) && node.links.size > 0) ids.push(id);
-        } else if (!checked.excludeD.has(id) && [...node.links].some((p) => p.admissible && !checked.excludeP.has(p.id))) {
-          ids.push(id);
-        }
-      }
-      return ids;
-    };
-    if (this.#topology.counts().healthyLinkedPrefill > 0) {
-      const d = this.health.trialEarly(openOf('decode'));
-      if (d !== undefined) return d;
-    }
-    return this.health.trialEarly(openOf('prefill'));
-  }
-
-  /** Whether some admissible pair is kept apart only by request caps (then the answer is 429, not 503). */
-  #capBlocks(): boolean {
-    for (const node of this.#topology.capped()) {
-      if (!node.admissible) continue;
-      for (const other of node.links) if (other.admissible && (other.load < 1 || other.capped)) return true;
-    }
-    return false;
   }
 
   /**

@@ -88,11 +88,16 @@ export class Topology {
   }
 
   /**
-   * Nodes that only their request cap keeps from taking a request.
-   * @example for (const node of topology.capped()) ...
+   * Whether some pair of admissible instances is kept apart only by request caps (a failed pick
+   * is then a 429, not a 503).
+   * @example if (topology.capsBlock()) reason = 'instance_cap';
    */
-  capped(): IterableIterator<SchedulerNode> {
-    return this.#capped.values();
+  capsBlock(): boolean {
+    for (const node of this.#capped) {
+      if (!node.admissible) continue;
+      for (const other of node.links) if (other.admissible && (other.load < 1 || other.capped)) return true;
+    }
+    return false;
   }
 
   /**
