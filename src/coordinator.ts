@@ -14,7 +14,7 @@ import { KvLedger } from './ledger/index.ts';
 import { proxyRoutes, type ProxyApp } from './proxy/routes.ts';
 import { resolveProxySettings, type ProxySettings } from './proxy/settings.ts';
 import { createRegistry } from './metrics.ts';
-import { BODY_LIMIT_MB } from './schema/coordinator-config.ts';
+import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from './schema/coordinator-config.ts';
 import {
   createHealth,
   createScheduler,
@@ -31,6 +31,10 @@ export interface CoordinatorOptions {
   metrics?: Registry;
   /** Pair-selection policy per role (default load_balance for both). */
   policy?: Partial<PolicyChoice>;
+  /** How long an open circuit refuses requests before its trial (default 30 s). */
+  circuitCooldownMs?: number;
+  /** Requests in flight this Coordinator may hold on one instance (`single_node_max_requests`, default 1000). */
+  maxRequestsPerInstance?: number;
   /** Proxy settings (leg timeouts, retries, in-flight limit); unset keys take their defaults. */
   proxy?: Partial<ProxySettings>;
   /** Also export the process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
@@ -63,8 +67,15 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const registry = new ClusterRegistry();
   const ledger = new KvLedger({ cluster: registry, metrics });
-  const health = createHealth();
-  const scheduler = createScheduler({ cluster: registry, loads: ledgerLoads(ledger), health, policy: options.policy ?? {}, metrics });
+  const health = createHealth(options.circuitCooldownMs === undefined ? {} : { cooldownMs: options.circuitCooldownMs });
+  const scheduler = createScheduler({
+    cluster: registry,
+    loads: ledgerLoads(ledger),
+    health,
+    policy: options.policy ?? {},
+    metrics,
+    maxRequestsPerInstance: options.maxRequestsPerInstance ?? SINGLE_NODE_MAX_REQUESTS.default,
+  });
   const bodyLimitBytes = options.bodyLimitBytes ?? BODY_LIMIT_MB.default * 1024 * 1024;
 
   const managementApp = new Hono();

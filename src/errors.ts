@@ -120,6 +120,8 @@ export const errors = {
   notReady: (why: string) => new PdlinkError('not_ready', why),
   unavailable: (why: string) => new PdlinkError('unavailable', why),
   tooManyRequests: (limit: number) => new PdlinkError('too_many_requests', `more than ${limit} requests in flight`),
+  /** Every instance that could serve the request is at its `single_node_max_requests`. */
+  instancesAtCap: (why: string) => new PdlinkError('too_many_requests', why),
   upstreamFailed: (what: string, cause?: unknown) => new PdlinkError('upstream_failed', what, { cause }),
   timeout: (what: string) => new PdlinkError('timeout', what),
   loopDetected: (via: string) =>

@@ -51,6 +51,8 @@ export async function runCoordinator(argv: string[]): Promise<void> {
   const coordinator = createCoordinator({
     bodyLimitBytes: settings.bodyLimitBytes,
     policy: settings.policy,
+    circuitCooldownMs: settings.circuitCooldownMs,
+    maxRequestsPerInstance: settings.singleNodeMaxRequests,
     proxy: settings.proxy,
     processMetrics: true,
   });

@@ -52,4 +52,9 @@ export interface ClusterView {
   byRole(role: InstanceRole): readonly Instance[];
   /** Subscribes to diffs; returns the unsubscribe function. Listeners run synchronously after apply. */
   onChange(listener: (diff: RegistryDiff) => void): () => void;
+  /**
+   * Subscribes to every accepted refresh, changed or not: the Controller listing an instance again
+   * is news even when nothing about it changed. Optional: a view without it never reports one.
+   */
+  onRefresh?(listener: (generation: number) => void): () => void;
 }

@@ -51,6 +51,7 @@ export class ClusterRegistry implements ClusterView {
   #all: readonly Instance[] = [];
   #byRole: Readonly<Record<InstanceRole, readonly Instance[]>> = emptyRoleIndex();
   #listeners = new Set<RegistryListener>();
+  #refreshListeners = new Set<(generation: number) => void>();
   #generation = 0;
   #lastRefreshAt: number | undefined;
   #view: InstancesView | undefined;
@@ -116,6 +117,7 @@ export class ClusterRegistry implements ClusterView {
     this.#view = undefined;
     const diff: RegistryDiff = { generation: this.#generation, added, updated, removed };
     if (added.length + updated.length + removed.length > 0) this.#notify(diff);
+    this.#notifyRefresh();
     return diff;
   }
 
@@ -143,6 +145,16 @@ export class ClusterRegistry implements ClusterView {
     const entry: RegistryListener = (diff) => listener(diff);
     this.#listeners.add(entry);
     return () => void this.#listeners.delete(entry);
+  }
+
+  /**
+   * Subscribes to every accepted refresh, changed or not, called after the diff listeners.
+   * @example const stop = registry.onRefresh((generation) => breakers.relisted((id) => registry.get(id) !== undefined));
+   */
+  onRefresh(listener: (generation: number) => void): () => void {
+    const entry = (generation: number): void => listener(generation);
+    this.#refreshListeners.add(entry);
+    return () => void this.#refreshListeners.delete(entry);
   }
 
   /** Accepted refreshes so far (changed or not). */
@@ -192,6 +204,21 @@ export class ClusterRegistry implements ClusterView {
         })),
       peers: this.#all.map((i) => ({ id: i.id, role: i.role, peers: [...i.peers] })),
     };
+  }
+
+  #notifyRefresh(): void {
+    this.#notifying = true;
+    try {
+      for (const listener of [...this.#refreshListeners]) {
+        try {
+          listener(this.#generation);
+        } catch (error) {
+          this.#onListenerError(error);
+        }
+      }
+    } finally {
+      this.#notifying = false;
+    }
   }
 
   #notify(diff: RegistryDiff): void {

@@ -56,6 +56,7 @@ export function testInstance(spec: TestInstanceSpec): Instance {
 export class TestCluster implements ClusterView {
   #instances = new Map<number, Instance>();
   readonly #listeners = new Set<(diff: RegistryDiff) => void>();
+  readonly #refreshListeners = new Set<(generation: number) => void>();
   #generation = 0;
 
   /**
@@ -81,6 +82,11 @@ export class TestCluster implements ClusterView {
   onChange(listener: (diff: RegistryDiff) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
+  }
+
+  onRefresh(listener: (generation: number) => void): () => void {
+    this.#refreshListeners.add(listener);
+    return () => this.#refreshListeners.delete(listener);
   }
 
   /** Refreshes applied so far, as the registry counts them. */
@@ -116,6 +122,7 @@ export class TestCluster implements ClusterView {
     this.#instances = next;
     const diff: RegistryDiff = { generation: ++this.#generation, added, updated, removed };
     for (const listener of this.#listeners) listener(diff);
+    for (const listener of this.#refreshListeners) listener(diff.generation);
     return diff;
   }
 

@@ -176,6 +176,22 @@ describe('coordinator settings validation', () => {
     expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'proxy_config.backoff_base_ms');
   });
 
+  test('circuit cool-down (scheduler.circuit_breaker.cooldown_ms), per-instance cap and engine idle timeout from the file', () => {
+    const defaults = resolveCoordinatorSettings({}, {}, emptyDir());
+    expect([defaults.circuitCooldownMs, defaults.singleNodeMaxRequests, defaults.proxy.engineIdleTimeoutMs]).toEqual([
+      30_000, 1000, 600_000,
+    ]);
+    const path = writeConfig({
+      scheduler: { circuit_breaker: { cooldown_ms: 2_000 } },
+      request_limit: { single_node_max_requests: 8 },
+      http_config: { http_timeout_seconds: 0 },
+    });
+    const s = resolveCoordinatorSettings({ config: path }, {}, emptyDir());
+    expect([s.circuitCooldownMs, s.singleNodeMaxRequests, s.proxy.engineIdleTimeoutMs]).toEqual([2_000, 8, Infinity]);
+    const bad = writeConfig({ scheduler: { circuit_breaker: { cooldown_ms: 0 } } });
+    expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.circuit_breaker.cooldown_ms');
+  });
+
   test('TLS enabled without certificate paths is an error naming the key', () => {
     const path = writeConfig({ tls_config: { controller_server_tls_enable: true } });
     expectCliError(() => resolveCoordinatorSettings({ config: path }, {}, emptyDir()), 'controller_server_tls_items');

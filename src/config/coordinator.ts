@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { CliError, refuseAllInterfaces } from '../cli/common.ts';
 import {
   BODY_LIMIT_MB,
+  CIRCUIT_COOLDOWN_MS,
   CoordinatorConfigFile,
   HTTP_TIMEOUT_SECONDS,
   MAX_REQUESTS,
@@ -63,6 +64,8 @@ export interface CoordinatorSettings {
   keepAliveSeconds: number;
   /** Pair-selection policy per role. */
   policy: PolicyChoice;
+  /** How long an open circuit refuses requests before its trial (`scheduler.circuit_breaker.cooldown_ms`). */
+  circuitCooldownMs: number;
   /** PD proxy: leg timeouts, retries, in-flight limit (from exception_config, request_limit, proxy_config). */
   proxy: ProxySettings;
   /** The file as accepted, unknown keys included, for the parts that read their own sections. */
@@ -128,6 +131,7 @@ export function resolveCoordinatorSettings(
     httpTimeoutSeconds: http.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default,
     keepAliveSeconds: http.keep_alive_seconds ?? 180,
     policy: policyOf(file),
+    circuitCooldownMs: file.scheduler?.circuit_breaker?.cooldown_ms ?? CIRCUIT_COOLDOWN_MS.default,
     proxy: proxySettingsOf(file, path ?? 'defaults'),
     file,
   };

@@ -252,3 +252,46 @@ describe('transitions', () => {
     expect(ledger.get('r')).toMatchObject({ state: 'prefilling', bytes: 0 });
   });
 });
+
+describe('moveDecode', () => {
+  function withSecondDecode() {
+    const fixture = ledgerFixture();
+    fixture.cluster.refresh([
+      { id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 },
+      { id: 1, role: 'decode', availSlots: 4, availBlocks: 100 },
+      { id: 2, role: 'decode', availSlots: 4, availBlocks: 20 },
+    ]);
+    return fixture;
+  }
+
+  test('the decode side moves with its blocks, P keeps its own, and the lease starts again', () => {
+    const { ledger, clock } = withSecondDecode();
+    const events: { d: number; movedFrom?: number }[] = [];
+    ledger.onRecord((e) => events.push({ d: e.record.d, ...(e.movedFrom === undefined ? {} : { movedFrom: e.movedFrom }) }));
+    ledger.reserve({ requestId: 'r', ...PAIR, pBlocks: 10, dBlocks: 12 });
+    ledger.begin('r', 'transferring');
+    clock.advance(5_000);
+    const moved = ledger.moveDecode('r', 2, 8);
+    expect(moved).toMatchObject({ p: 0, d: 2, pBlocks: 10, dBlocks: 8, state: 'transferring', deadline: clock.now() + 30_000 });
+    expect(ledger.instanceLoad(1)).toMatchObject({ reservedSlots: 0, reservedBlocks: 0 });
+    expect(ledger.instanceLoad(2)).toMatchObject({ reservedSlots: 1, reservedBlocks: 8 });
+    expect(ledger.instanceLoad(0)).toMatchObject({ reservedSlots: 1, reservedBlocks: 10 });
+    expect(ledger.totals()).toMatchObject({ reservedSlots: 2, reservedBlocks: 18 });
+    expect(events.at(-1)).toEqual({ d: 2, movedFrom: 1 });
+    ledger.complete('r');
+    expect(ledger.totals()).toMatchObject({ active: 0, reservedSlots: 0, reservedBlocks: 0 });
+    expect(ledger.instanceLoad(2)).toMatchObject({ reservedSlots: 0, reservedBlocks: 0 });
+  });
+
+  test('a new D without room refuses and the record keeps its old D', () => {
+    const { ledger } = withSecondDecode();
+    ledger.reserve({ requestId: 'r', ...PAIR, pBlocks: 10, dBlocks: 30 });
+    const err = thrownBy(() => ledger.moveDecode('r', 2, 30));
+    expect(err.code).toBe('insufficient_capacity');
+    expect(err.message).toBe('instance 2 has 20 free blocks, 30 requested');
+    expect(ledger.get('r')).toMatchObject({ d: 1, dBlocks: 30 });
+    expect(ledger.instanceLoad(1)).toMatchObject({ reservedBlocks: 30 });
+    expect(thrownBy(() => ledger.moveDecode('r', 9, 1)).code).toBe('unavailable');
+    expect(thrownBy(() => ledger.moveDecode('gone', 2, 1)).code).toBe('not_found');
+  });
+});

@@ -176,6 +176,34 @@ export class KvLedger {
   }
 
   /**
+   * Moves an active record's decode side to another instance (P's side stays as it is): the D it
+   * named failed before answering, and P's blocks wait for the new one. Both sides or neither: on
+   * a refusal the record keeps its old D.
+   * @throws PdlinkError `insufficient_capacity` naming the new D, `unavailable` for an unknown one, `conflict` for an ended record.
+   * @example ledger.moveDecode('r1', 12, 16);
+   */
+  moveDecode(requestId: string, d: number, dBlocks: number): TransferRecord {
+    const record = this.#live(requestId, 'move its decode side');
+    countArg(d, 'd');
+    countArg(dBlocks, 'dBlocks');
+    const next = this.#accounts.get(d);
+    if (next === undefined) throw errors.instanceUnknown(d);
+    if (d === record.d) return record.view();
+    next.require(d, record.slots, dBlocks);
+    const previous = record.d;
+    this.#accounts.get(previous)?.give(record, record.slots, record.dBlocks);
+    this.#reservedBlocks += dBlocks - record.dBlocks;
+    record.d = d;
+    record.dBlocks = dBlocks;
+    next.take(record, record.slots, dBlocks);
+    // Progress: the request is being driven, so its lease starts again.
+    this.#leases.set(record, this.#clock.now() + record.leaseMs);
+    const view = record.view();
+    this.#emit(view, view.state, previous);
+    return view;
+  }
+
+  /**
    * Renews an active record's lease: it now ends `ms` from now (default: the record's lease length).
    * @example ledger.extend('r1', 10_000);
    */
@@ -334,10 +362,11 @@ export class KvLedger {
     }
   }
 
-  #emit(record: TransferRecord, from: TransferState | null): void {
+  #emit(record: TransferRecord, from: TransferState | null, movedFrom?: number): void {
+    const event: LedgerEvent = movedFrom === undefined ? { record, from } : { record, from, movedFrom };
     for (const listener of this.#listeners) {
       try {
-        listener({ record, from });
+        listener(event);
       } catch (err) {
         console.error('pdlink: KV ledger listener failed', err);
       }

@@ -70,10 +70,11 @@ export class LiveRecord implements HeapItem {
   constructor(
     readonly requestId: string,
     readonly p: number,
-    readonly d: number,
+    /** D and its blocks may change once: a D that failed before answering hands the request to another D of P. */
+    public d: number,
     readonly slots: number,
     readonly pBlocks: number,
-    readonly dBlocks: number,
+    public dBlocks: number,
     public leaseMs: number,
     public deadline: number,
     readonly reservedAt: number,

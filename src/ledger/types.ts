@@ -72,4 +72,6 @@ export interface LedgerSnapshot {
 export interface LedgerEvent {
   readonly record: TransferRecord;
   readonly from: TransferState | null;
+  /** Set when the record's decode side moved (moveDecode): the D it left, whose capacity came back. */
+  readonly movedFrom?: number;
 }

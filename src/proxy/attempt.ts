@@ -20,7 +20,7 @@ export type AttemptResult =
 /** What an attempt sees of its exchange. */
 export interface AttemptExchange {
   readonly request: Pick<ExchangeRequest, 'kind' | 'requestId' | 'clientHeaders'>;
-  readonly deps: Pick<ExchangeDeps, 'origins' | 'metrics'>;
+  readonly deps: Pick<ExchangeDeps, 'origins' | 'metrics' | 'settings'>;
   readonly signal: AbortSignal;
   readonly cause: AbortCause | null;
 }
@@ -54,6 +54,7 @@ export async function attemptPrefill(
       exchange.signal,
       exchange.deps.origins,
       () => exchange.deps.metrics.staleRetried('prefill'),
+      exchange.deps.settings.engineIdleTimeoutMs,
     );
     // Read the whole answer: it is small, and a drained body returns the connection to the pool.
     const text = await res.text();

@@ -2,36 +2,69 @@
  * The D leg: D gets the client's request with P's `kv_transfer_params`, and its answer goes back to
  * the client. The client's status line is written only once D has produced its first byte (the
  * whole body when not streaming), so any failure before that is still a clean 502/504 with an
- * error body — never a 200 with an empty or truncated body.
+ * error body — never a 200 with an empty or truncated body. A D that refused the connection or
+ * answered 5xx hands the leg to another D of the same P (see decode-retry.ts).
  */
+import type { Instance } from '../cluster/instance.ts';
 import { errors, PdlinkError } from '../errors.ts';
+import { nextDecode, refusedConnection } from './decode-retry.ts';
 import type { Exchange, Prefilled } from './exchange.ts';
 import { kvMovedOf } from './kv-report.ts';
+import type { PickedPair } from './ports.ts';
+import type { Stop } from './stop.ts';
 import { decodeBody, engineUrl, legHeaders, legText } from './legs.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import { sendLeg } from './stale.ts';
 import { firstChunk, passthrough, quoteError, streamHeaders, transportMessage } from './upstream.ts';
 
+/** A D leg that failed before its first byte, P's blocks untouched: another D may take it. */
+interface Retryable {
+  readonly reason: 'refused' | 'status_5xx';
+  /** Ends the exchange with this failure, when no other D takes the leg. */
+  readonly stop: () => Stop;
+}
+
 /**
- * Runs the D leg of `exchange` and returns the client's response; failures end the exchange and throw its Stop.
- * @example return await runDecode(exchange, prefilled);
+ * Runs the D leg of `exchange`, on another D of the same P when one fails before its first byte,
+ * and returns the client's response; failures end the exchange and throw its Stop. `moveDecode`
+ * moves the request's reservation to the D that takes over.
+ * @example return await runDecode(exchange, prefilled, (d) => reservation.moveDecode(d, exchange.prompt.tokenCount));
  */
-export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promise<Response> {
+export async function runDecode(exchange: Exchange, prefilled: Prefilled, moveDecode: (d: Instance) => void): Promise<Response> {
+  const failedD = new Set<number>();
+  let pair = prefilled.pair;
+  for (;;) {
+    const outcome = await decodeLeg(exchange, prefilled, pair);
+    if (outcome instanceof Response) return outcome;
+    failedD.add(pair.d.id);
+    const next =
+      failedD.size <= exchange.deps.settings.maxRetries && exchange.cause === null
+        ? nextDecode(exchange.deps.picker, pair, failedD, exchange.prompt, moveDecode)
+        : undefined;
+    if (next === undefined) throw outcome.stop();
+    exchange.deps.metrics.decodeRetried(outcome.reason);
+    pair = next;
+  }
+}
+
+async function decodeLeg(exchange: Exchange, prefilled: Prefilled, pair: PickedPair): Promise<Response | Retryable> {
   const { kind, body, requestId, clientHeaders } = exchange.request;
   const { health, metrics } = exchange.deps;
-  const d = prefilled.pair.d.id;
+  const d = pair.d.id;
   const sentAt = performance.now();
 
+  const failWith = (message: string) => (): Stop => {
+    const failure = errors.upstreamFailed(`decode instance ${d} ${message}`);
+    return exchange.fail('upstream_failed', failure, { kind: 'fail', code: 'decode_failed', detail: failure.message });
+  };
   const broken = (err: unknown, what: string) => {
     if (exchange.cause !== null) return exchange.stopForAbort(d);
     health?.recordFailure(d);
-    const failure = errors.upstreamFailed(`decode instance ${d} ${what}: ${transportMessage(err)}`);
-    return exchange.fail('upstream_failed', failure, { kind: 'fail', code: 'decode_failed', detail: failure.message });
+    return failWith(`${what}: ${transportMessage(err)}`)();
   };
   const refused = (message: string) => {
     health?.recordFailure(d);
-    const failure = errors.upstreamFailed(`decode instance ${d} ${message}`);
-    return exchange.fail('upstream_failed', failure, { kind: 'fail', code: 'decode_failed', detail: failure.message });
+    return failWith(message)();
   };
 
   // Serialised before D is asked, so that a body that cannot be sent is never counted against D.
@@ -45,14 +78,19 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
   let res: Response;
   try {
     res = await sendLeg(
-      engineUrl(prefilled.pair.d, kind),
+      engineUrl(pair.d, kind),
       legHeaders(clientHeaders, requestId),
       legBody,
       exchange.signal,
       exchange.deps.origins,
       () => metrics.staleRetried('decode'),
+      exchange.deps.settings.engineIdleTimeoutMs,
     );
   } catch (err) {
+    if (exchange.cause === null && refusedConnection(err)) {
+      health?.recordFailure(d);
+      return { reason: 'refused', stop: failWith(`could not be reached: ${transportMessage(err)}`) };
+    }
     throw broken(err, 'could not be reached');
   }
   const contentType = res.headers.get('content-type');
@@ -69,6 +107,10 @@ export async function runDecode(exchange: Exchange, prefilled: Prefilled): Promi
       health?.recordSuccess(d);
       exchange.end('upstream_rejected', { kind: 'fail', code: 'decode_rejected', detail: `decode instance ${d} answered ${res.status}` });
       return passthrough(res.status, contentType, text, requestId);
+    }
+    if (res.status >= 500) {
+      health?.recordFailure(d);
+      return { reason: 'status_5xx', stop: failWith(`answered ${res.status}: ${quoteError(text)}`) };
     }
     throw refused(`answered ${res.status}: ${quoteError(text)}`);
   }

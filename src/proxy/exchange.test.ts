@@ -102,7 +102,9 @@ describe('a D leg that cannot be serialised', () => {
     const exchange = exchangeOf({ model: 'm', prompt: 'hi', stream_options: { include_usage: 10n } }, deps);
     let thrown: unknown;
     try {
-      await runDecode(exchange, { pair: { ok: true, p, d }, kvTransferParams: { remote_block_ids: [1] }, answeredAt: 0 });
+      await runDecode(exchange, { pair: { ok: true, p, d }, kvTransferParams: { remote_block_ids: [1] }, answeredAt: 0 }, () => {
+        throw new Error('the leg must not move to another D');
+      });
     } catch (err) {
       thrown = err;
     }

@@ -110,7 +110,7 @@ export class Exchange {
     try {
       const prefilled = await runPrefill(this, { reservation: this.#reservation, attemptClock: this.#attemptClock });
       if (!this.streaming) this.#clearFirstToken();
-      return await runDecode(this, prefilled);
+      return await runDecode(this, prefilled, (d) => this.#reservation.moveDecode(d, this.prompt.tokenCount));
     } catch (err) {
       if (err instanceof Stop) return err.response;
       console.error('pdlink: proxy exchange failed', err);

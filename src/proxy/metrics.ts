@@ -41,6 +41,7 @@ export class ProxyMetrics {
   readonly #decode: Histogram;
   readonly #retries: Counter<'reason'>;
   readonly #staleRetries: Counter<'leg'>;
+  readonly #decodeRetries: Counter<'reason'>;
 
   /**
    * Registers the proxy's metrics on `registry`.
@@ -86,6 +87,12 @@ export class ProxyMetrics {
       labelNames: ['leg'],
       registers,
     });
+    this.#decodeRetries = new Counter({
+      name: `${p}decode_retries_total`,
+      help: 'D legs sent to another D of the same P after failing before their first byte, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
   }
 
   requestStarted(): void {
@@ -116,6 +123,11 @@ export class ProxyMetrics {
 
   retried(reason: RetryReason): void {
     this.#retries.inc({ reason });
+  }
+
+  /** A D leg failed before its first byte and goes to another D of the same P. */
+  decodeRetried(reason: 'refused' | 'status_5xx'): void {
+    this.#decodeRetries.inc({ reason });
   }
 
   /** A leg found a stale pooled connection and was sent again to the same instance. */

@@ -97,6 +97,8 @@ function pick(
   if (result.ok) return result;
   if (last !== undefined) throw exchange.fail('upstream_failed', last, { kind: 'none' });
   if (refusals.length > 0) throw exchange.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
+  // Busy, not broken: the client may come back (429), as when the listener is full.
+  if (result.reason === 'instance_cap') throw exchange.fail('rejected', errors.instancesAtCap(result.message), { kind: 'none' });
   throw exchange.fail('unavailable', errors.unavailable(result.message), { kind: 'none' });
 }
 
@@ -114,7 +116,11 @@ function reserve(exchange: PlacingExchange, reservation: Pick<RequestReservation
   }
 }
 
-function promptFields(prompt: PromptInfo): { promptText?: string; promptTokens?: readonly number[] } {
+/**
+ * The prompt as the scheduler's request carries it.
+ * @example picker.pick({ excludeP, excludeD, ...promptFields(prompt) })
+ */
+export function promptFields(prompt: PromptInfo): { promptText?: string; promptTokens?: readonly number[] } {
   if (prompt.tokens !== undefined) return { promptTokens: prompt.tokens };
   if (prompt.text !== undefined) return { promptText: prompt.text };
   return {};

@@ -25,6 +25,8 @@ export interface NoPair {
   readonly ok: false;
   /** One sentence naming why, fit for the 503 body. */
   readonly message: string;
+  /** The scheduler's reason; `instance_cap` (every candidate at its request cap) is answered 429. */
+  readonly reason?: string;
 }
 
 /** Chooses a (P, D) pair (src/scheduler/scheduler.ts `PdScheduler`); counts its own selections. */
@@ -32,6 +34,8 @@ export interface PairPicker {
   pick(request: PickRequest): PickedPair | NoPair;
   /** P prefilled this request (the object given to pick): prefix-aware policies remember it. */
   recordPrefill?(pId: number, request: PickRequest): void;
+  /** Another D linked to P (which already answered), for a D leg that failed before its first byte. */
+  pickDecode?(pId: number, request: PickRequest): PickedPair | NoPair;
 }
 
 /** The KV ledger's request-facing calls (see src/ledger/ledger.ts). */
@@ -50,6 +54,8 @@ export interface Reservations {
   fail(requestId: string, code: string, detail?: string): unknown;
   release(requestId: string, reason: 'client_abort' | 'cancelled'): unknown;
   extend(requestId: string, ms?: number): unknown;
+  /** Moves the decode side of an active reservation to another D (P's side unchanged). */
+  moveDecode?(requestId: string, d: number, dBlocks: number): unknown;
   isActive(requestId: string): boolean;
   /** What a new reservation may still take on an instance; tells which side of a refused pair was short. */
   instanceLoad?(id: number): { readonly availSlots: number; readonly availBlocks: number } | undefined;

@@ -9,6 +9,8 @@
  * A record that ended without the proxy (its instance removed by a refresh, its lease run out) is
  * left alone.
  */
+import type { Instance } from '../cluster/instance.ts';
+import { errors } from '../errors.ts';
 import type { PickedPair, Reservations } from './ports.ts';
 import type { KvMoved } from './kv-report.ts';
 import { blocksFor } from './prompt.ts';
@@ -67,6 +69,21 @@ export class RequestReservation {
    */
   transferring(): void {
     this.#guard('advance', () => this.#ledger.begin(this.#requestId, 'transferring'));
+  }
+
+  /**
+   * Moves the decode side of the record to `d`: the first D failed before answering and P's blocks
+   * wait for another one.
+   * @throws PdlinkError when the record is no longer this request's (ended, expired, instance
+   *   removed) or the ledger refuses `d` (`insufficient_capacity` naming it).
+   * @example reservation.moveDecode(next.d, prompt.tokenCount);
+   */
+  moveDecode(d: Instance, promptTokens: number): void {
+    const move = this.#ledger.moveDecode;
+    if (!this.#owned || move === undefined || !this.#ledger.isActive(this.#requestId)) {
+      throw errors.unavailable(`the KV reservation of request ${this.#requestId} has ended`);
+    }
+    move.call(this.#ledger, this.#requestId, d.id, blocksFor(promptTokens, d.blockSize));
   }
 
   /**

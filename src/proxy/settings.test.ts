@@ -36,6 +36,13 @@ describe('resolveProxySettings', () => {
     expect(s.bodyLimitBytes).toBe(2 * 1024 * 1024);
   });
 
+  test('http_config.http_timeout_seconds is the engine idle timeout of every leg; 0 disables it', () => {
+    expect(resolveProxySettings().engineIdleTimeoutMs).toBe(600_000);
+    expect(resolveProxySettings({ http_config: { http_timeout_seconds: 10 } }).engineIdleTimeoutMs).toBe(10_000);
+    expect(resolveProxySettings({ http_config: { http_timeout_seconds: 0 } }).engineIdleTimeoutMs).toBe(Infinity);
+    expect(configError(() => resolveProxySettings({}, { engineIdleTimeoutMs: -5 })).issues[0]?.path).toBe('engineIdleTimeoutMs');
+  });
+
   test('pdlink’s own proxy_config in ms, then programmatic overrides', () => {
     const file = { proxy_config: { prefill_timeout_ms: 1500, backoff_base_ms: 10, backoff_cap_ms: 100, lease_ms: 5000 } };
     const s = resolveProxySettings(file, { backoffCapMs: 50 });

@@ -1,12 +1,12 @@
 /**
- * The proxy's settings: MindIE's `exception_config` and `request_limit` (seconds, counts) as the
- * Coordinator file gives them, plus pdlink's own millisecond values under `proxy_config`, plus
+ * The proxy's settings: MindIE's `exception_config`, `request_limit` and
+ * `http_config.http_timeout_seconds` (seconds, counts) as the Coordinator file gives them, plus pdlink's own millisecond values under `proxy_config`, plus
  * programmatic overrides (what a gateway embedding pdlink passes). A timeout of 0 disables it,
  * as in MindIE's file.
  */
 import * as v from 'valibot';
 import { errors } from '../errors.ts';
-import { BODY_LIMIT_MB, MAX_REQUESTS, type CoordinatorConfigFile } from '../schema/coordinator-config.ts';
+import { BODY_LIMIT_MB, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, type CoordinatorConfigFile } from '../schema/coordinator-config.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 
 export interface ProxySettings {
@@ -27,6 +27,11 @@ export interface ProxySettings {
   bodyLimitBytes: number;
   /** Lease of the KV reservation; the proxy renews it while the request runs (ms). */
   leaseMs: number;
+  /**
+   * `http_config.http_timeout_seconds`: a leg fails when its engine sends nothing for this long —
+   * no response head, or no next body chunk (ms; Infinity = none). See idle.ts.
+   */
+  engineIdleTimeoutMs: number;
 }
 
 /** MindIE's defaults: 600 s for both timeouts, 5 retries. */
@@ -81,6 +86,7 @@ export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides
     maxInFlight: limits.max_requests ?? MAX_REQUESTS.default,
     bodyLimitBytes: (limits.body_limit ?? BODY_LIMIT_MB.default) * 1024 * 1024,
     leaseMs: own.lease_ms ?? DEFAULT_LEASE_MS,
+    engineIdleTimeoutMs: seconds(file.http_config?.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default),
     ...overrides,
   };
   return checkSettings(settings);
@@ -106,6 +112,7 @@ export function checkSettings(settings: ProxySettings): ProxySettings {
   timeout('prefillTimeoutMs');
   timeout('firstTokenTimeoutMs');
   timeout('inferTimeoutMs');
+  timeout('engineIdleTimeoutMs');
   count('maxRetries', 0);
   count('backoffBaseMs', 1);
   count('backoffCapMs', 1);

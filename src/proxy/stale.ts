@@ -67,6 +67,7 @@ export class PooledOrigins {
  * Sends one leg (see postLeg), sending it once more to the same instance, after calling
  * `onStaleRetry`, when a possibly pooled connection was lost before any response; the second
  * failure, if any, is the leg's failure.
+ * `idleMs` is the engine's silence that fails the leg (http_timeout_seconds).
  * @example const res = await sendLeg(url, headers, text, signal, origins, () => metrics.staleRetried('decode'));
  */
 export async function sendLeg(
@@ -76,14 +77,15 @@ export async function sendLeg(
   signal: AbortSignal,
   origins: PooledOrigins,
   onStaleRetry: () => void,
+  idleMs = Infinity,
 ): Promise<Response> {
   let response: Response;
   try {
-    response = await postLeg(url, headers, body, signal);
+    response = await postLeg(url, headers, body, signal, idleMs);
   } catch (err) {
     if (signal.aborted || !isConnectionLoss(err) || !origins.mayReuse(url)) throw err;
     onStaleRetry();
-    response = await postLeg(url, headers, body, signal);
+    response = await postLeg(url, headers, body, signal, idleMs);
   }
   origins.answered(url);
   return response;

@@ -2,6 +2,7 @@
  * The HTTP side of a leg: one POST to an engine over Bun's fetch, which keeps one keep-alive
  * connection pool per origin, so consecutive requests to an instance reuse its connections.
  */
+import { withIdleTimeout } from './idle.ts';
 import { REQUEST_ID_HEADER } from './errors.ts';
 import type { ChunkReader } from './stream.ts';
 
@@ -30,12 +31,17 @@ export function fetchCapWarning(maxInFlight: number, env: Record<string, string 
 export const MAX_QUOTED_CHARS = 300;
 
 /**
- * Sends one leg. Redirects are not followed: an engine that redirects is misconfigured, and
- * the answer is judged like any other non-2xx status.
- * @example const res = await postLeg(url, headers, text, signal);
+ * Sends one leg, failing it when the engine stays silent for `idleMs` (http_timeout_seconds, see
+ * idle.ts). Redirects are not followed: an engine that redirects is misconfigured, and the answer
+ * is judged like any other non-2xx status.
+ * @example const res = await postLeg(url, headers, text, signal, settings.engineIdleTimeoutMs);
  */
-export function postLeg(url: string, headers: Headers, body: string, signal: AbortSignal): Promise<Response> {
-  return fetch(url, { method: 'POST', headers, body, signal, redirect: 'manual' });
+export function postLeg(url: string, headers: Headers, body: string, signal: AbortSignal, idleMs = Infinity): Promise<Response> {
+  return withIdleTimeout(
+    (legSignal) => fetch(url, { method: 'POST', headers, body, signal: legSignal, redirect: 'manual' }),
+    signal,
+    idleMs,
+  );
 }
 
 /**

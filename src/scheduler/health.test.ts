@@ -191,4 +191,44 @@ describe('CircuitBreakers', () => {
       expect((caught as PdlinkError).issues[0]?.path).toBe(path);
     }
   });
+
+  test('relisted: an open circuit the refresh lists turns half-open now, one trial at a time', () => {
+    const { health, events } = setup({ failureThreshold: 1, cooldownMs: 30_000 });
+    health.recordFailure(1);
+    health.relisted(() => true);
+    expect(health.state(1)).toBe('half_open');
+    expect(events.at(-1)).toEqual({ id: 1, state: 'half_open', previous: 'open', admissible: true });
+    health.admit(1);
+    health.relisted(() => true);
+    expect(health.admissible(1)).toBe(false); // the running trial is not doubled
+    health.recordFailure(1);
+    expect(health.state(1)).toBe('open');
+  });
+
+  test('relisted: what is kept about an unlisted instance is dropped, except an open circuit', () => {
+    const { clock, health } = setup({ failureThreshold: 2, cooldownMs: 100 });
+    health.recordFailure(1); // a run of one failure
+    fail(health, 2, 2); // open
+    health.relisted(() => false);
+    expect([...health.tripped()]).toEqual([{ id: 2, state: 'open' }]);
+    fail(health, 1, 2);
+    expect(health.state(1)).toBe('open'); // the run started again from zero: two more were needed
+    clock.now += 100;
+    health.relisted(() => false);
+    expect([...health.tripped()]).toEqual([]);
+  });
+
+  test('trialEarly: the open circuit ending first turns half-open; none while a trial runs', () => {
+    const { clock, health } = setup({ failureThreshold: 1, cooldownMs: 100 });
+    health.recordFailure(1);
+    clock.now += 10;
+    health.recordFailure(2);
+    expect(health.trialEarly([3, 2, 1])).toBe(1);
+    expect(health.state(1)).toBe('half_open');
+    expect(health.state(2)).toBe('open');
+    expect(health.trialEarly([1, 2])).toBeUndefined();
+    expect(health.trialEarly([2])).toBe(2);
+    expect(health.trialEarly([])).toBeUndefined();
+    expect(health.trialEarly([7])).toBeUndefined();
+  });
 });

@@ -5,6 +5,11 @@
  * successful trials and reopens on a failed one. Only transport errors and 5xx count as failures:
  * a 4xx is the client's fault, so callers never report it.
  *
+ * Two signals end a cool-down early, each with one trial, never a clean slate, so an instance that
+ * keeps failing costs one request per signal: the Controller listing the instance again in a
+ * refresh (it saw the instance alive after the failures, e.g. restarted), and the scheduler finding
+ * every candidate of a role open (one trial beats answering 503 for the rest of the cool-down).
+ *
  * Time is read from an injectable clock and applied lazily (on every query and on `poll()`), so
  * there is no timer to clean up and tests advance time without sleeping.
  */
@@ -155,6 +160,44 @@ export class CircuitBreakers {
   }
 
   /**
+   * An accepted refresh listed the instances for which `listed` is true: an open circuit among
+   * them turns half-open now (one trial); what is kept about an instance no longer listed is
+   * dropped, except an open circuit, kept until its cool-down ends so that an instance removed and
+   * re-added at once still gets a trial rather than a clean slate.
+   * @example breakers.relisted((id) => registry.get(id) !== undefined);
+   */
+  relisted(listed: (id: number) => boolean): void {
+    this.poll();
+    for (const [id, circuit] of this.#circuits) {
+      if (!listed(id)) {
+        if (circuit.state !== 'open') this.#circuits.delete(id);
+      } else if (circuit.state === 'open') {
+        this.#halfOpen(id, circuit);
+      }
+    }
+  }
+
+  /**
+   * Ends the cool-down of one of `ids` now, for a single trial: the open circuit whose cool-down
+   * would end first turns half-open. Returns its id, or undefined when none of `ids` is open or one
+   * of them is already half-open (its trial is the one).
+   * @example const id = breakers.trialEarly(openDecodes); if (id !== undefined) pickAgain();
+   */
+  trialEarly(ids: Iterable<number>): number | undefined {
+    this.poll();
+    let chosen: [number, Circuit] | undefined;
+    for (const id of ids) {
+      const circuit = this.#circuits.get(id);
+      if (circuit === undefined || circuit.state === 'closed') continue;
+      if (circuit.state === 'half_open') return undefined;
+      if (chosen === undefined || circuit.until < chosen[1].until) chosen = [id, circuit];
+    }
+    if (chosen === undefined) return undefined;
+    this.#halfOpen(chosen[0], chosen[1]);
+    return chosen[0];
+  }
+
+  /**
    * Applies the transitions that time has made due: open → half-open, expired trials.
    * @example breakers.poll();
    */
@@ -165,10 +208,7 @@ export class CircuitBreakers {
     // Only instances with a non-closed circuit or a run of failures are in the map, not the cluster.
     for (const [id, circuit] of this.#circuits) {
       if (circuit.state === 'open' && now >= circuit.until) {
-        circuit.state = 'half_open';
-        circuit.count = 0;
-        circuit.until = Infinity;
-        this.#emit(id, circuit, 'open');
+        this.#halfOpen(id, circuit);
       } else if (circuit.state === 'half_open' && now >= circuit.until) {
         circuit.until = Infinity;
         this.#emit(id, circuit, 'half_open');
@@ -202,6 +242,13 @@ export class CircuitBreakers {
     this.#circuits.set(id, open);
     this.#nextDeadline = Math.min(this.#nextDeadline, open.until);
     this.#emit(id, open, previous);
+  }
+
+  #halfOpen(id: number, circuit: Circuit): void {
+    circuit.state = 'half_open';
+    circuit.count = 0;
+    circuit.until = Infinity;
+    this.#emit(id, circuit, 'open');
   }
 
   #emit(id: number, circuit: Circuit, previous: CircuitState): void {

@@ -1,6 +1,7 @@
 /**
- * The KV ledger as the scheduler's load source. Reservations change only when a record is created
- * or ends, so only those events reach the scheduler; phase changes in between hold capacity steady.
+ * The KV ledger as the scheduler's load source. Reservations change only when a record is created,
+ * ends or moves its decode side, so only those events reach the scheduler; phase changes in
+ * between hold capacity steady.
  */
 import type { KvLedger } from '../ledger/index.ts';
 import type { LoadSource } from './loads.ts';
@@ -13,8 +14,9 @@ export function ledgerLoads(ledger: Pick<KvLedger, 'instanceLoad' | 'onRecord'>)
   return {
     load: (id) => ledger.instanceLoad(id),
     onLoadChange(listener) {
-      return ledger.onRecord(({ record, from }) => {
-        const changedCapacity = from === null || record.endedAt !== null;
+      return ledger.onRecord(({ record, from, movedFrom }) => {
+        if (movedFrom !== undefined) listener(movedFrom);
+        const changedCapacity = from === null || record.endedAt !== null || movedFrom !== undefined;
         if (!changedCapacity) return;
         listener(record.p);
         if (record.d !== record.p) listener(record.d);

@@ -35,18 +35,25 @@ export interface Capacity {
    * instance with room, whatever the sizes.
    */
   readonly load: number;
+  /** The per-instance request cap alone keeps it from taking a request: it has reported room, but this process has `maxRequests` on it. */
+  readonly capped: boolean;
 }
 
 /**
- * Effective free capacity (reported avail − local reservations, never below 0) and load.
+ * Effective free capacity (reported avail − local reservations, never below 0, and no more slots
+ * than `maxRequests` − local reservations: `request_limit.single_node_max_requests`) and load.
  * @example capacityOf(instance, ledger.instanceLoad(instance.id)).freeSlots
  */
-export function capacityOf(instance: Instance, reserved: Reservations | undefined): Capacity {
-  const freeSlots = Math.max(0, instance.availSlots - (reserved?.reservedSlots ?? 0));
+export function capacityOf(instance: Instance, reserved: Reservations | undefined, maxRequests = Infinity): Capacity {
+  const reservedSlots = reserved?.reservedSlots ?? 0;
+  const reportedSlots = Math.max(0, instance.availSlots - reservedSlots);
+  const freeSlots = Math.min(reportedSlots, Math.max(0, maxRequests - reservedSlots));
   const freeBlocks = Math.max(0, instance.availBlocks - (reserved?.reservedBlocks ?? 0));
-  if (freeSlots === 0 || freeBlocks === 0) return { freeSlots, freeBlocks, load: 1 };
+  if (freeSlots === 0 || freeBlocks === 0) {
+    return { freeSlots, freeBlocks, load: 1, capped: freeSlots === 0 && reportedSlots > 0 && freeBlocks > 0 };
+  }
   // The registry guarantees totals > 0 and avail ≤ total; clamp anyway so a load stays in [0, 1).
   const slotLoad = 1 - Math.min(1, freeSlots / instance.totalSlots);
   const blockLoad = 1 - Math.min(1, freeBlocks / instance.totalBlocks);
-  return { freeSlots, freeBlocks, load: Math.max(slotLoad, blockLoad) };
+  return { freeSlots, freeBlocks, load: Math.max(slotLoad, blockLoad), capped: false };
 }

@@ -15,6 +15,8 @@ export class SchedulerNode implements PoolMember {
   /** Starts full: a node joins pools only once its capacity has been read. */
   load = 1;
   admissible = true;
+  /** Full only because of the per-instance request cap (see capacityOf). */
+  capped = false;
   /** Decode: the P ids it lists as peers, for O(1) eligibility checks. */
   peerSet: ReadonlySet<number>;
   /** Eligible partners: a P's decode instances of its group that list it; a D's such prefill instances. */

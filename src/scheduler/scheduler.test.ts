@@ -186,16 +186,51 @@ describe('pick: health', () => {
     expect(pair(scheduler.pick())).toEqual([1, 11]);
   });
 
-  test('all P’s unhealthy: no_healthy_prefill; all their D’s unhealthy: no_healthy_decode', () => {
+  test('every P open: one early trial, then no_healthy_prefill while it runs', () => {
     const { scheduler, health } = setup([P(0), D(10, [0])]);
     health.recordFailure(0);
+    expect(pair(scheduler.pick())).toEqual([0, 10]);
+    expect(health.state(0)).toBe('half_open');
     expect(failure(scheduler.pick()).reason).toBe('no_healthy_prefill');
-    const other = setup([P(0), D(10, [0]), D(11, [0])]);
-    other.health.recordFailure(10);
-    other.health.recordFailure(11);
-    const result = failure(other.scheduler.pick());
+  });
+
+  test('every D open: the one whose cool-down ends first gets the trial, then no_healthy_decode', () => {
+    const { scheduler, health, clock } = setup([P(0), D(10, [0]), D(11, [0])]);
+    health.recordFailure(11);
+    clock.now += 100;
+    health.recordFailure(10);
+    expect(pair(scheduler.pick())).toEqual([0, 11]);
+    expect(health.state(10)).toBe('open');
+    const result = failure(scheduler.pick());
     expect(result.reason).toBe('no_healthy_decode');
     expect(result.message).toContain('every decode instance linked to a healthy prefill instance is unhealthy');
+    // A failed trial reopens it (for a new cool-down, ending after D10's); the next request trials D10.
+    clock.now += 1;
+    health.recordFailure(11);
+    expect(pair(scheduler.pick())).toEqual([0, 10]);
+  });
+
+  test('every P and every D open: one trial of each, in the same pick', () => {
+    const { scheduler, health } = setup([P(0), D(10, [0])]);
+    health.recordFailure(0);
+    health.recordFailure(10);
+    expect(pair(scheduler.pick())).toEqual([0, 10]);
+    expect(failure(scheduler.pick()).reason).toBe('no_healthy_prefill');
+  });
+
+  test('a retry that excludes the only closed D gets an open D’s trial', () => {
+    const { scheduler, health } = setup([P(0), D(10, [0]), D(11, [0])]);
+    health.recordFailure(11);
+    expect(pair(scheduler.pick({ excludeD: new Set([10]) }))).toEqual([0, 11]);
+  });
+
+  test('no early trial for an open D the request excludes, or one linked to no usable P', () => {
+    const { scheduler, health } = setup([P(0), P(1, { group: 1 }), D(10, [0]), D(11, [1], { group: 1 })]);
+    health.recordFailure(10);
+    health.recordFailure(1);
+    expect(failure(scheduler.pick({ excludeD: new Set([10]), excludeP: new Set([1]) })).reason).not.toBe('no_prefill');
+    expect(health.state(10)).toBe('open');
+    expect(health.state(1)).toBe('open');
   });
 
   test('after the cool-down a half-open instance gets exactly one trial request', () => {
@@ -229,7 +264,79 @@ describe('pick: health', () => {
     const scheduler = createScheduler({ cluster: new TestCluster([P(0), D(10, [0])]) });
     expect(scheduler.health.state(0)).toBe('closed');
     for (let i = 0; i < 5; i++) scheduler.health.recordFailure(0);
+    expect(scheduler.health.state(0)).toBe('open');
+    expect(pair(scheduler.pick())).toEqual([0, 10]); // its early trial
     expect(failure(scheduler.pick()).reason).toBe('no_healthy_prefill');
+  });
+});
+
+describe('pick: the Controller lists an open instance again', () => {
+  const specs = [P(0), D(10, [0]), D(11, [0], { availSlots: 50 })];
+
+  test('an unchanged snapshot gives the open instance its trial at once, and two successes bring it back', () => {
+    const { scheduler, health, cluster } = setup(specs);
+    health.recordFailure(10);
+    expect(pair(scheduler.pick())).toEqual([0, 11]);
+    cluster.refresh(specs); // the same snapshot, no diff: e.g. D10 restarted and relinked
+    expect(health.state(10)).toBe('half_open');
+    expect(pair(scheduler.pick())).toEqual([0, 10]);
+    health.recordSuccess(10);
+    expect(pair(scheduler.pick())).toEqual([0, 10]);
+    health.recordSuccess(10);
+    expect(health.state(10)).toBe('closed');
+  });
+
+  test('a relisted instance that fails its trial is open again: one request per refresh, not a clean slate', () => {
+    const { scheduler, health, cluster } = setup(specs);
+    health.recordFailure(10);
+    for (let round = 0; round < 3; round++) {
+      cluster.refresh(specs);
+      expect(pair(scheduler.pick())).toEqual([0, 10]);
+      expect(pair(scheduler.pick())).toEqual([0, 11]); // the trial runs: nothing else goes to D10
+      health.recordFailure(10);
+      expect(health.state(10)).toBe('open');
+    }
+  });
+
+  test('removed and added back: a trial, not a clean slate; a circuit of an instance gone for good is dropped', () => {
+    const { scheduler, health, cluster } = setup(specs);
+    health.recordFailure(10);
+    cluster.refresh([P(0), D(11, [0], { availSlots: 50 })]);
+    expect(health.state(10)).toBe('open');
+    cluster.refresh(specs);
+    expect(health.state(10)).toBe('half_open');
+    expect(pair(scheduler.pick())).toEqual([0, 10]);
+    cluster.refresh([P(0), D(11, [0], { availSlots: 50 })]);
+    expect([...health.tripped()]).toEqual([]);
+  });
+});
+
+describe('pick: requests in flight per instance (single_node_max_requests)', () => {
+  test('an instance at its cap is not picked; with every candidate capped the reason is instance_cap', () => {
+    const { scheduler, loads } = setup([P(0), P(1, { availSlots: 50 }), D(10, [0, 1])], { maxRequestsPerInstance: 2 });
+    loads.reserve(0, 2, 0);
+    expect(pair(scheduler.pick())).toEqual([1, 10]);
+    loads.reserve(1, 2, 0);
+    const result = failure(scheduler.pick());
+    expect(result.reason).toBe('instance_cap');
+    expect(result.message).toContain('single_node_max_requests');
+    loads.reserve(0, -1, 0);
+    expect(pair(scheduler.pick())).toEqual([0, 10]);
+  });
+
+  test('a capped D is skipped too; full by reported slots is no_capacity, not instance_cap', () => {
+    const { scheduler, loads } = setup([P(0), D(10, [0]), D(11, [0], { availSlots: 1 })], { maxRequestsPerInstance: 3 });
+    loads.reserve(10, 3, 0);
+    expect(pair(scheduler.pick())).toEqual([0, 11]);
+    loads.reserve(11, 1, 0);
+    expect(failure(scheduler.pick()).reason).toBe('instance_cap');
+    loads.reserve(10, -3, 0);
+    loads.reserve(10, 0, 1000);
+    expect(failure(scheduler.pick()).reason).toBe('no_capacity');
+  });
+
+  test('the cap must be a positive integer', () => {
+    expect(() => setup([P(0)], { maxRequestsPerInstance: 0 })).toThrow('maxRequestsPerInstance');
   });
 });
 
@@ -338,5 +445,31 @@ describe('options and request checks', () => {
     scheduler.close();
     cluster.refresh([]);
     expect(scheduler.counts().prefill).toBe(1);
+  });
+});
+
+describe('pickDecode: another D for a P that already answered', () => {
+  test('only D’s linked to that P, never the excluded ones', () => {
+    const { scheduler } = setup([P(0), P(1), D(10, [0, 1]), D(11, [1]), D(12, [0], { availSlots: 50 })]);
+    expect(pair(scheduler.pickDecode(0, { excludeD: new Set([10]) }))).toEqual([0, 12]);
+    expect(failure(scheduler.pickDecode(0, { excludeD: new Set([10, 12]) })).reason).toBe('excluded');
+    expect(failure(scheduler.pickDecode(5)).reason).toBe('no_prefill');
+  });
+
+  test('P’s own open circuit does not matter; an open D gets one early trial', () => {
+    const { scheduler, health } = setup([P(0), D(10, [0]), D(11, [0])]);
+    health.recordFailure(0);
+    health.recordFailure(11);
+    expect(pair(scheduler.pickDecode(0, { excludeD: new Set([10]) }))).toEqual([0, 11]);
+    expect(health.state(11)).toBe('half_open');
+    expect(health.admissible(11)).toBe(false);
+    expect(health.state(0)).toBe('open');
+    expect(failure(scheduler.pickDecode(0, { excludeD: new Set([10]) })).reason).toBe('excluded');
+  });
+
+  test('a capped D is passed over', () => {
+    const { scheduler, loads } = setup([P(0), D(10, [0]), D(11, [0])], { maxRequestsPerInstance: 1 });
+    loads.reserve(11, 1, 0);
+    expect(failure(scheduler.pickDecode(0, { excludeD: new Set([10]) })).reason).toBe('instance_cap');
   });
 });

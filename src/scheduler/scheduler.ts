@@ -4,6 +4,10 @@
  * can too; D is then chosen by the decode policy among that P's linked D's only (same group, and
  * D lists P among its peers: MindIE's rule). Role-`undefined` instances are never scheduled;
  * instances whose circuit is open are skipped; a half-open instance gets one trial at a time.
+ * When open circuits are all that stands between a request and a pair, one of them is given its
+ * trial now rather than answering 503 for the rest of its cool-down; and every accepted refresh
+ * gives the open instances it lists a trial (the Controller saw them alive, e.g. restarted).
+ * An instance with `maxRequestsPerInstance` requests of this process on it is full.
  *
  * All the work of keeping candidates ordered happens when topology, loads or circuits change
  * (see topology.ts); a pick walks only the head of a pool, whatever the cluster size.
@@ -11,6 +15,7 @@
 import type { ClusterView } from '../cluster/instance.ts';
 import { errors } from '../errors.ts';
 import type { Registry } from '../metrics.ts';
+import { trialEarly } from './early-trial.ts';
 import { type CircuitBreakers, createHealth } from './health.ts';
 import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
 import { SchedulerMetrics } from './metrics.ts';
@@ -51,6 +56,8 @@ export interface SchedulerOptions {
   rng?: () => number;
   /** Registry for the scheduler's metrics (default: none). */
   metrics?: Registry;
+  /** Requests this process may hold on one instance (`request_limit.single_node_max_requests`); default no cap. */
+  maxRequestsPerInstance?: number;
 }
 
 export class PdScheduler {
@@ -65,6 +72,7 @@ export class PdScheduler {
   readonly #metrics: SchedulerMetrics | undefined;
   /** The proxy hands the same request object to pick() and recordPrefill(); hash it once. */
   readonly #hashes = new WeakMap<object, readonly number[]>();
+  readonly #unsubscribe: () => void;
 
   constructor(options: SchedulerOptions) {
     if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
@@ -79,12 +87,18 @@ export class PdScheduler {
     this.#rng = options.rng ?? Math.random;
     this.health = options.health ?? createHealth();
     this.#prefix = prefill === 'cache_affinity' ? new PrefixIndex(options.prefix) : undefined;
+    const maxRequests = options.maxRequestsPerInstance;
+    if (maxRequests !== undefined && (!Number.isSafeInteger(maxRequests) || maxRequests < 1))
+      throw errors.invalidArgument('maxRequestsPerInstance', 'must be a positive integer');
     this.#topology = new Topology({
       cluster: options.cluster,
       loads: options.loads ?? NO_RESERVATIONS,
       health: this.health,
+      ...(maxRequests === undefined ? {} : { maxRequests }),
       onRemove: (node) => this.#prefix?.forget(node.id),
     });
+    const cluster = options.cluster;
+    this.#unsubscribe = cluster.onRefresh?.(() => this.health.relisted((id) => cluster.get(id) !== undefined)) ?? (() => {});
     this.#prefill =
       this.#prefix === undefined
         ? SIMPLE_POLICIES[prefill as DecodePolicyName]
@@ -109,8 +123,23 @@ export class PdScheduler {
     const checked = checkPickRequest(request);
     // Circuits whose cool-down ended become half-open here; the topology hears of it before the walk.
     this.health.poll();
+    let result = this.#walk(checked, request);
+    // At most one early trial per role (a P, then a D), each only when open circuits are the obstacle.
+    for (let trials = 0; typeof result === 'string' && TRIAL_REASONS.has(result) && trials < 2; trials++) {
+      if (trialEarly(this.#topology, this.health, checked) === undefined) break;
+      result = this.#walk(checked, request);
+    }
+    if (typeof result === 'string')
+      return this.#fail(result === 'no_capacity' && this.#topology.capsBlock() ? 'instance_cap' : result, checked);
+    return this.#chosen(result.p, result.d, result.reason, result.matchedBlocks);
+  }
+
+  #walk(
+    checked: CheckedRequest,
+    request: PickRequest,
+  ): { p: SchedulerNode; d: SchedulerNode; reason: Pair['reason']; matchedBlocks: number } | PickFailureReason {
     const prefills = this.#topology.prefills;
-    if (prefills.size === 0) return this.#fail(this.#diagnose(), checked);
+    if (prefills.size === 0) return this.#diagnose();
     const hashes = this.#prefix === undefined ? NO_HASHES : this.#hashesOf(checked, request);
     let excluded = false;
     let lackedRoom = false;
@@ -133,11 +162,49 @@ export class PdScheduler {
       const matchedBlocks = pContext.matchedBlocks;
       for (const d of this.#decode.order(p.decodes, dContext)) {
         if (!fits(d, checked.excludeD)) continue;
-        return this.#chosen(p, d, reason, matchedBlocks);
+        return { p, d, reason, matchedBlocks };
       }
     }
-    const failure: PickFailureReason = excluded && !lackedRoom ? 'excluded' : 'no_capacity';
-    return this.#fail(failure, checked);
+    return excluded && !lackedRoom ? 'excluded' : 'no_capacity';
+  }
+
+  /**
+   * Chooses another D for a request whose P already answered: among P's linked D's (same group, D
+   * lists P), as pick() would, with one early trial when only open circuits stand in the way.
+   * P's own circuit does not matter: its part is done.
+   * @throws PdlinkError `bad_request` naming the field of a malformed request.
+   * @example const next = scheduler.pickDecode(pair.p.id, { excludeD: new Set([failedD]) });
+   */
+  pickDecode(pId: number, request: PickRequest = {}): PickResult {
+    const checked = checkPickRequest(request);
+    this.health.poll();
+    const p = this.#topology.get(pId);
+    if (p === undefined || p.role !== 'prefill') return this.#fail('no_prefill', checked);
+    const walk = (): SchedulerNode | PickFailureReason => {
+      let excluded = false;
+      const dContext = context(this.#rng, NO_HASHES, checked.excludeD, (node) => !checked.excludeD.has(node.id));
+      for (const d of this.#decode.order(p.decodes, dContext)) {
+        if (checked.excludeD.has(d.id)) {
+          excluded = true;
+          continue;
+        }
+        if (d.freeBlocks >= blocksNeeded(checked, d.instance)) return d;
+      }
+      if (excluded) return 'excluded';
+      return p.healthyLinks === 0 ? 'no_healthy_decode' : 'no_capacity';
+    };
+    let d = walk();
+    if (typeof d === 'string' && d !== 'no_capacity') {
+      const open = [...p.links].filter((node) => !checked.excludeD.has(node.id)).map((node) => node.id);
+      if (this.health.trialEarly(open) !== undefined) d = walk();
+    }
+    if (typeof d === 'string') {
+      const capped = [...p.links].some((node) => node.capped && node.admissible && !checked.excludeD.has(node.id));
+      return this.#fail(capped ? 'instance_cap' : d, checked);
+    }
+    // Only D's trial starts here; a selection of the pair was counted when P was chosen.
+    this.health.admit(d.id);
+    return { ok: true, p: p.instance, d: d.instance, policy: this.policy, reason: 'least_load', matchedBlocks: 0 };
   }
 
   /**
@@ -177,6 +244,7 @@ export class PdScheduler {
    * @example scheduler.close();
    */
   close(): void {
+    this.#unsubscribe();
     this.#topology.close();
   }
 
@@ -222,6 +290,8 @@ export function createScheduler(options: SchedulerOptions): PdScheduler {
 }
 
 const NO_HASHES: readonly number[] = Object.freeze([]);
+/** Failures an early trial of an open circuit may turn into a pair. */
+const TRIAL_REASONS: ReadonlySet<PickFailureReason> = new Set(['no_healthy_prefill', 'no_healthy_decode', 'excluded']);
 const MAX_BLOCK_SIZE = 4096;
 
 const SIMPLE_POLICIES: Record<DecodePolicyName, Policy> = {
@@ -283,5 +353,7 @@ function failureMessage(reason: PickFailureReason, request: CheckedRequest): str
     }
     case 'excluded':
       return 'every prefill/decode pair with room is excluded by the request';
+    case 'instance_cap':
+      return 'every healthy prefill/decode pair has an instance at its limit of requests in flight (single_node_max_requests)';
   }
 }

@@ -36,6 +36,8 @@ export interface TopologyOptions {
   cluster: ClusterView;
   loads: LoadSource;
   health: CircuitBreakers;
+  /** Requests this process may have in flight on one instance (`single_node_max_requests`); default no cap. */
+  maxRequests?: number;
   /** Called after a node left the index (removal or role change). */
   onRemove?: (node: SchedulerNode) => void;
 }
@@ -48,6 +50,9 @@ export class Topology {
   readonly #loads: LoadSource;
   readonly #health: CircuitBreakers;
   readonly #onRemove: (node: SchedulerNode) => void;
+  readonly #maxRequests: number;
+  /** Nodes full only because of their request cap, to tell a 429 from a 503 without a cluster scan. */
+  readonly #capped = new Set<SchedulerNode>();
   readonly #unsubscribe: (() => void)[];
   readonly #counts = { prefill: 0, decode: 0, linkedPrefill: 0, healthyLinkedPrefill: 0, pairedPrefill: 0 };
   readonly #queue: (RegistryDiff | number)[] = [];
@@ -57,6 +62,7 @@ export class Topology {
     this.#loads = options.loads;
     this.#health = options.health;
     this.#onRemove = options.onRemove ?? (() => {});
+    this.#maxRequests = options.maxRequests ?? Infinity;
     this.#enqueue({ generation: 0, added: options.cluster.all(), updated: [], removed: [] });
     this.#unsubscribe = [
       options.cluster.onChange((diff) => this.#enqueue(diff)),
@@ -79,6 +85,19 @@ export class Topology {
    */
   nodes(): IterableIterator<SchedulerNode> {
     return this.#nodes.values();
+  }
+
+  /**
+   * Whether some pair of admissible instances is kept apart only by request caps (a failed pick
+   * is then a 429, not a 503).
+   * @example if (topology.capsBlock()) reason = 'instance_cap';
+   */
+  capsBlock(): boolean {
+    for (const node of this.#capped) {
+      if (!node.admissible) continue;
+      for (const other of node.links) if (other.admissible && (other.load < 1 || other.capped)) return true;
+    }
+    return false;
   }
 
   /**
@@ -173,6 +192,7 @@ export class Topology {
     this.#nodes.delete(id);
     this.#group(node.instance.groupId, node, false);
     this.#counts[node.role]--;
+    this.#capped.delete(node);
     // No longer present: this takes a P out of the pool and out of every counter.
     if (node.role === 'prefill') this.#syncPrefill(node);
     this.#onRemove(node);
@@ -226,7 +246,10 @@ export class Topology {
 
   /** Re-reads a node's capacity and circuit and moves it (and, for a D, its place in each linked P's pool). */
   #refresh(node: SchedulerNode): void {
-    const capacity = capacityOf(node.instance, this.#loads.load(node.id));
+    const capacity = capacityOf(node.instance, this.#loads.load(node.id), this.#maxRequests);
+    node.capped = capacity.capped;
+    if (capacity.capped) this.#capped.add(node);
+    else this.#capped.delete(node);
     const wasAdmissible = node.admissible;
     const wasViable = node.viable;
     const loadChanged = node.load !== capacity.load;

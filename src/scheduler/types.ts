@@ -60,6 +60,7 @@ export const PICK_FAILURES = [
   'no_healthy_decode',
   'no_capacity',
   'excluded',
+  'instance_cap',
 ] as const;
 export type PickFailureReason = (typeof PICK_FAILURES)[number];
 

@@ -13,6 +13,8 @@ export const BODY_LIMIT_MB = { min: 1, max: 20, default: 8 } as const;
 export const MAX_REQUESTS = { min: 1, max: 90000, default: 10000 } as const;
 export const SINGLE_NODE_MAX_REQUESTS = { min: 1, max: 2000, default: 1000 } as const;
 export const HTTP_TIMEOUT_SECONDS = { min: 0, max: 3600, default: 600 } as const;
+/** `scheduler.circuit_breaker.cooldown_ms`: how long an open circuit refuses requests before its trial. */
+export const CIRCUIT_COOLDOWN_MS = { min: 1, max: 2 ** 31 - 1, default: 30_000 } as const;
 
 /** A port as MindIE writes it (a decimal string) or as a plain integer. */
 export const ConfigPort = v.pipe(
@@ -79,10 +81,14 @@ export const CoordinatorConfigFile = v.looseObject({
       algorithm_type: v.optional(v.string()),
     }),
   ),
-  /** pdlink's own: pair-selection policy per role (MindIE's digs_scheduler_config.algorithm_type maps onto prefill). */
+  /**
+   * pdlink's own: pair-selection policy per role (MindIE's digs_scheduler_config.algorithm_type maps
+   * onto prefill), and the circuit breakers' cool-down.
+   */
   scheduler: v.optional(
     v.looseObject({
       policy: v.optional(v.looseObject({ prefill: v.optional(PrefillPolicySchema), decode: v.optional(DecodePolicySchema) })),
+      circuit_breaker: v.optional(v.looseObject({ cooldown_ms: v.optional(intIn(CIRCUIT_COOLDOWN_MS.min, CIRCUIT_COOLDOWN_MS.max)) })),
     }),
   ),
   tls_config: v.optional(
