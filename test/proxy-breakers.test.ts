@@ -45,7 +45,7 @@ describe('a D leg that fails before its first byte goes to another D of the same
       const res = await h.post('/v1/completions', { ...body, stream: true }, { 'x-request-id': id });
       expect(res.status).toBe(200);
       expect(await res.text()).toContain('d1:one');
-      served.push(h.ledger.get(id)!.d);
+      served.push(h.transfer(id)!.d);
     }
     expect(served).toEqual([D_ID(1), D_ID(1)]);
     // Round robin offers the closed D first to at least one of the two requests.
@@ -72,7 +72,7 @@ describe('a D leg that fails before its first byte goes to another D of the same
     expect(h.scheduler.health.state(D_ID(first))).toBe('open');
     expect(await h.metric('pdlink_pd_decode_retries_total', { reason: 'status_5xx' })).toBe(1);
     await h.settled();
-    expect(h.ledger.get('d-503')).toMatchObject({ state: 'done', d: D_ID(other) });
+    expect(h.transfer('d-503')).toMatchObject({ state: 'done', d: D_ID(other) });
   });
 
   test('D answers 4xx: the client’s answer, never sent to another D nor charged', async () => {
@@ -106,7 +106,7 @@ describe('a D leg that fails before its first byte goes to another D of the same
     expect(h.ds[0]!.requests).toHaveLength(1);
     expect(h.ds[1]!.requests).toHaveLength(1);
     await h.settled();
-    expect(h.ledger.get('all-d')).toMatchObject({ state: 'failed', code: 'decode_failed' });
+    expect(h.transfer('all-d')).toMatchObject({ state: 'failed', code: 'decode_failed' });
   });
 });
 
@@ -184,11 +184,11 @@ describe('single_node_max_requests', () => {
     h = await startHarness({ prefill: 2, decode: 2, maxRequestsPerInstance: 1, decodeResponder: held });
     const first = h.post('/v1/completions', { ...body, stream: true }, { 'x-request-id': 'holder' });
     await until(() => responder.engine !== undefined, 'the first D request');
-    const holder = h.ledger.get('holder')!;
+    const holder = h.transfer('holder')!;
     const res = await h.post('/v1/completions', body, { 'x-request-id': 'second' });
     expect(res.status).toBe(200);
     await res.json();
-    const second = h.ledger.get('second')!;
+    const second = h.transfer('second')!;
     expect(second.p).not.toBe(holder.p);
     expect(second.d).not.toBe(holder.d);
     hold.open();
