@@ -131,7 +131,7 @@ static pdrt_ctx *client;
 
 static void pdrt_start(void) {
     for (int i = 0; i < SERVERS; i++) {
-        int32_t rc = pdrt_create(1000 + (uint64_t)i, PDRT_ROLE_PROMPT, SERVER_IP, 0, &servers[i]);
+        int32_t rc = pdrt_create(1000 + (uint64_t)i, PDRT_ROLE_PROMPT, SERVER_IP, 0, NULL, &servers[i]);
         if (rc != PDRT_SUCCESS) die("pdrt_create (server)", rc);
         uint16_t port = 0;
         pdrt_listen_port(servers[i], &port);
@@ -141,7 +141,7 @@ static void pdrt_start(void) {
         snprintf(targets[i].remote_ip, sizeof targets[i].remote_ip, "%s", SERVER_IP);
         snprintf(targets[i].local_ip, sizeof targets[i].local_ip, "%s", CLIENT_IP);
     }
-    int32_t rc = pdrt_create(1, PDRT_ROLE_DECODER, NULL, 0, &client);
+    int32_t rc = pdrt_create(1, PDRT_ROLE_DECODER, NULL, 0, NULL, &client);
     if (rc != PDRT_SUCCESS) die("pdrt_create (client)", rc);
 }
 

@@ -30,7 +30,14 @@
 #define POOL_CAP 16              /* room for reverse connections arriving for waiting transfers */
 #define MAX_SERVE_THREADS 1024   /* serving threads per context */
 #define MAX_EVENTS 4096          /* queued events; the oldest is dropped beyond this */
-#define SERVER_HANDSHAKE_MS 10000
+#define DEFAULT_HANDSHAKE_MS 5000
+#define DEFAULT_IDLE_MS 60000
+#define DEFAULT_MAX_LINKS 1024
+#define DEFAULT_MAX_LINKS_PER_PEER 64
+#define DEFAULT_MAX_HANDSHAKES 256
+#define DEFAULT_MAX_HANDSHAKES_PER_PEER 32
+#define DEFAULT_MAX_CONNS_PER_LINK 64
+#define DEFAULT_MAX_CONNS 1024
 #define MAX_BLOCKS_PER_CALL (1u << 24)
 #define SHM_HDR_BYTES 4096u      /* header page in front of the blocks of a cache */
 #define BOOT_ID_LEN 40
@@ -100,6 +107,8 @@ typedef struct link {
     size_t rlen;
     int same_host;
     int32_t peer_pid;
+    uint8_t key[32];                 /* authenticated links: the per-link key (auth.h) */
+    int keyed;
     char remote_ip[PDRT_IP_MAX];
     uint16_t remote_port;
     char local_ip[PDRT_IP_MAX];      /* client: bind address for data connections */
@@ -127,6 +136,8 @@ typedef struct serve {
     int same_host;
     int reverse;                     /* client side: connect to the server first */
     int aborted;                     /* set under ctx->mu by shutdowns that found no fd yet */
+    uint8_t key[32];                 /* reverse, authenticated link: the link key */
+    int keyed;
     struct sockaddr_storage addr;
     socklen_t addrlen;
     char local_ip[PDRT_IP_MAX];
@@ -153,6 +164,9 @@ struct pdrt_ctx {
 
     uint64_t id;
     uint32_t role;
+    uint8_t *secret;                 /* the cluster secret, NULL when links are not authenticated */
+    size_t secret_len;
+    pdrt_config cfg;                 /* settings with defaults filled in (cfg.link_secret unused) */
     pthread_mutex_t mu;
     pthread_cond_t cv;               /* link state changes, pool arrivals, thread exits */
     pthread_cond_t ev_cv;            /* events */
@@ -287,6 +301,10 @@ int peer_map_valid(const peer_map *m);
 int conn_acquire(pdrt_ctx *ctx, link_t *lk, xfer *x, int64_t deadline, int32_t *rc);
 /* Unpublishes x->fd and pools the connection (reusable) or closes it. */
 void conn_release(pdrt_ctx *ctx, link_t *lk, xfer *x, int fd, int reusable);
+/* Sends a data connection's HELLO (with a proof under the link key when key is not NULL) and reads
+ * the WELCOME, checking the server's proof. NET_* result. */
+int data_hello(pdrt_ctx *ctx, int fd, uint32_t kind, uint64_t server_id, uint64_t session, const uint8_t *key,
+               int64_t deadline);
 /* NET_* result of a transfer step → status. */
 int32_t net_status(int r);
 

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "auth.h"
 #include "net.h"
 #include "wire.h"
 
@@ -34,6 +35,10 @@ typedef struct pending {
     int peer_readable;
     int early;                    /* the CONFIRM comes unasked; the WELCOME waits for it */
     wire_welcome w;
+    int auth;                     /* authenticated handshake: no link until the client's proof */
+    auth_input in;                /* what the proofs of this handshake bind */
+    uint32_t hello_flags;
+    int32_t peer_pid;
     struct sockaddr_storage addr; /* the peer's, from accept */
 } pending;
 
@@ -60,6 +65,8 @@ static void spawn_reverse(pdrt_ctx *ctx, link_t *lk) {
     s->remote_id = lk->remote_id;
     s->session = lk->session;
     s->same_host = lk->same_host;
+    memcpy(s->key, lk->key, sizeof s->key);
+    s->keyed = lk->keyed;
     s->addr = lk->addr;
     s->addrlen = lk->addrlen;
     memcpy(s->local_ip, lk->local_ip, PDRT_IP_MAX);
@@ -203,9 +210,47 @@ static int send_welcome(int fd, const wire_welcome *w) {
     return send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof b ? 0 : -1;
 }
 
+/* Under ctx->mu: whether a link from client_id may be made now (PDRT_SUCCESS) or why not. A
+ * restarted client holds no state for us (HELLO_FORCE_LINK): if our old connection from it turns
+ * out dead (its EOF not processed yet), the stale entry is dropped now instead of refusing. */
+static int32_t admit(pdrt_ctx *ctx, uint64_t client_id, uint32_t flags) {
+    link_t *lk = link_find(ctx, client_id);
+    if (lk != NULL && (flags & HELLO_FORCE_LINK) && lk->side == PDRT_SIDE_SERVER && lk->watched &&
+        (lk->state == PDRT_LINK_LINKED || lk->state == PDRT_LINK_UNUSABLE) && net_is_dead(lk->ctl_fd)) {
+        event_push(ctx, PDRT_EVENT_PEER_LOST, lk->side, lk->remote_id, PDRT_LINK_FAILED);
+        link_remove(ctx, lk, 0);
+        lk = NULL;
+    }
+    if (lk != NULL)
+        return lk->state == PDRT_LINK_LINKING || lk->state == PDRT_LINK_UNLINKING ? PDRT_PROCESSING_LINK
+                                                                                  : PDRT_ALREADY_LINK;
+    return PDRT_SUCCESS;
+}
+
+/* Under ctx->mu: the LINKING placeholder of an admitted client, or NULL when out of memory. */
+static link_t *placeholder(pdrt_ctx *ctx, pending *p, uint64_t client_id, uint64_t session) {
+    link_t *lk = link_new(client_id, PDRT_SIDE_SERVER);
+    if (lk == NULL) return NULL;
+    lk->session = session;
+    lk->peer_pid = p->peer_pid;
+    net_addr_text(&p->addr, lk->remote_ip, sizeof lk->remote_ip, &lk->remote_port);
+    link_insert(ctx, lk);
+    p->lk = lk;
+    return lk;
+}
+
 /* Returns 0 to keep the connection pending (the WELCOME sent, or kept for an early CONFIRM), -1 to
  * drop it. */
 static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
+    int auth = ctx->secret != NULL;
+    wire_welcome w = { .status = PDRT_SUCCESS, .server_id = ctx->id };
+    /* A peer without the secret, or a secret-holding peer of an unauthenticated server: refused
+     * before anything is looked up for it. */
+    if (((h->flags & HELLO_AUTH) != 0) != auth || h->server_id != ctx->id || h->client_id == ctx->id) {
+        w.status = PDRT_LINK_FAILED;
+        send_welcome(p->fd, &w);
+        return -1;
+    }
     int peer_readable = 0;
     if ((h->flags & HELLO_FASTPATH) && ctx->boot_id[0] != '\0' && strcmp(h->boot_id, ctx->boot_id) == 0) {
         uint64_t token;
@@ -218,48 +263,66 @@ static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
                             token == h->probe_token;
         }
     }
-    wire_welcome w = { .status = PDRT_SUCCESS, .server_id = ctx->id };
+    p->hello_flags = h->flags;
+    p->peer_pid = (int32_t)h->pid;
     pthread_mutex_lock(&ctx->mu);
-    link_t *lk = NULL;
-    if (h->server_id != ctx->id || h->client_id == ctx->id) {
-        w.status = PDRT_LINK_FAILED;
+    p->peer_readable = peer_readable && ctx->fastpath;
+    uint64_t session = ctx_session(ctx);
+    if (auth) {
+        /* Nothing is held for the peer until its proof arrives: the link is made in on_confirm. */
+        p->auth = 1;
+        p->in.client_id = h->client_id;
+        p->in.server_id = ctx->id;
+        p->in.session = session;
+        memcpy(p->in.client_nonce, h->nonce, AUTH_NONCE);
+        if (auth_nonce(p->in.server_nonce) != 0) w.status = PDRT_LINK_FAILED;
+        else auth_mac(ctx->secret, ctx->secret_len, AUTH_LINK_SERVER, &p->in, w.mac);
+        memcpy(w.nonce, p->in.server_nonce, AUTH_NONCE);
     } else {
-        lk = link_find(ctx, h->client_id);
-        /* A restarted client holds no state for us: if our old connection from it turns out dead
-         * (its EOF not processed yet), drop the stale entry now instead of refusing. */
-        if (lk != NULL && (h->flags & HELLO_FORCE_LINK) && lk->side == PDRT_SIDE_SERVER && lk->watched &&
-            (lk->state == PDRT_LINK_LINKED || lk->state == PDRT_LINK_UNUSABLE) && net_is_dead(lk->ctl_fd)) {
-            event_push(ctx, PDRT_EVENT_PEER_LOST, lk->side, lk->remote_id, PDRT_LINK_FAILED);
-            link_remove(ctx, lk, 0);
-            lk = NULL;
-        }
-        if (lk != NULL)
-            w.status = lk->state == PDRT_LINK_LINKING || lk->state == PDRT_LINK_UNLINKING ? PDRT_PROCESSING_LINK
-                                                                                           : PDRT_ALREADY_LINK;
+        w.status = admit(ctx, h->client_id, h->flags);
+        if (w.status == PDRT_SUCCESS && placeholder(ctx, p, h->client_id, session) == NULL)
+            w.status = PDRT_OUT_OF_MEMORY;
     }
     if (w.status == PDRT_SUCCESS) {
-        lk = link_new(h->client_id, PDRT_SIDE_SERVER);
-        if (lk == NULL) {
-            w.status = PDRT_OUT_OF_MEMORY;
-        } else {
-            lk->session = ctx_session(ctx);
-            lk->peer_pid = (int32_t)h->pid;
-            net_addr_text(&p->addr, lk->remote_ip, sizeof lk->remote_ip, &lk->remote_port);
-            link_insert(ctx, lk);
-            p->lk = lk;
-            p->peer_readable = peer_readable && ctx->fastpath;
-            w.session = lk->session;
-            w.flags = p->peer_readable ? WELCOME_PEER_READABLE : 0;
-            w.pid = (uint32_t)ctx->pid;
-            w.probe_fd = (uint32_t)ctx->probe_fd;
-        }
+        w.session = session;
+        w.flags = (p->peer_readable ? WELCOME_PEER_READABLE : 0) | (auth ? WELCOME_AUTH | WELCOME_CONFIRM_AGAIN : 0);
+        w.pid = (uint32_t)ctx->pid;
+        w.probe_fd = (uint32_t)ctx->probe_fd;
     }
     pthread_mutex_unlock(&ctx->mu);
     p->w = w;
-    p->early = w.status == PDRT_SUCCESS && (h->flags & HELLO_EARLY_CONFIRM) != 0;
+    p->early = w.status == PDRT_SUCCESS && !auth && (h->flags & HELLO_EARLY_CONFIRM) != 0;
     if (!p->early && (send_welcome(p->fd, &w) != 0 || w.status != PDRT_SUCCESS)) return -1;
     p->stage = 1;
     return 0;
+}
+
+static void send_ack_status(int fd, int32_t status) {
+    uint8_t b[ACK_SIZE];
+    wire_ack a = { .status = status };
+    wire_put_ack(b, &a);
+    (void)!send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* An authenticated handshake's CONFIRM: the client proved the secret, so the link may now be made
+ * (the checks a plain handshake does at the HELLO). 0 = p->lk made; -1 = drop (after telling a
+ * proven client why). */
+static int confirm_auth(pdrt_ctx *ctx, pending *p, const wire_confirm *c) {
+    if (!auth_verify(ctx->secret, ctx->secret_len, AUTH_LINK_CLIENT, &p->in, c->mac)) return -1;
+    pthread_mutex_lock(&ctx->mu);
+    int32_t status = admit(ctx, p->in.client_id, p->hello_flags);
+    link_t *lk = NULL;
+    if (status == PDRT_SUCCESS) {
+        lk = placeholder(ctx, p, p->in.client_id, p->in.session);
+        if (lk == NULL) status = PDRT_OUT_OF_MEMORY;
+    }
+    if (lk != NULL) {
+        auth_mac(ctx->secret, ctx->secret_len, AUTH_LINK_KEY, &p->in, lk->key);
+        lk->keyed = 1;
+    }
+    pthread_mutex_unlock(&ctx->mu);
+    if (status != PDRT_SUCCESS) send_ack_status(p->fd, status);
+    return status == PDRT_SUCCESS ? 0 : -1;
 }
 
 /* Returns 1 when the socket became the link's control socket, 0 to wait for another CONFIRM, -1 to
@@ -267,6 +330,7 @@ static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
 static int on_confirm(pdrt_ctx *ctx, pending *p) {
     wire_confirm c;
     if (wire_get_confirm(p->buf, &c) != 0) return -1;
+    if (p->auth && confirm_auth(ctx, p, &c) != 0) return -1;
     int proved = (c.flags & CONFIRM_READ) && c.token == ctx->probe_token;
     p->have = 0;
     if (p->early && p->peer_readable && !proved) { /* a fresh CONFIRM could prove more: ask for it */
@@ -312,12 +376,25 @@ static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
     if (p->registered) ep_del(ctx, p->fd);
     p->registered = 0;
     wire_welcome w = { .status = PDRT_NOT_YET_LINK, .server_id = ctx->id };
+    auth_input in;
+    auth_data_input(&in, h->nonce, h->client_id, h->server_id, h->session, h->kind);
     pthread_mutex_lock(&ctx->mu);
     link_t *lk = link_find(ctx, h->client_id);
     if (lk != NULL && lk->side == PDRT_SIDE_SERVER && lk->session == h->session && h->server_id == ctx->id &&
         (lk->state == PDRT_LINK_LINKED || lk->state == PDRT_LINK_UNUSABLE)) {
-        w.status = PDRT_SUCCESS;
+        /* On an authenticated context, a connection that cannot prove it belongs to the link (a
+         * guessed or overheard session number) never reaches a cache. */
+        int proven = ctx->secret == NULL ? (h->flags & HELLO_AUTH) == 0
+                                         : lk->keyed && (h->flags & HELLO_AUTH) &&
+                                               auth_verify(lk->key, sizeof lk->key, AUTH_DATA_HELLO, &in, h->mac);
+        w.status = proven ? PDRT_SUCCESS : PDRT_LINK_FAILED;
         w.session = lk->session;
+        if (proven && ctx->secret != NULL) {
+            w.flags = WELCOME_AUTH;
+            auth_mac(lk->key, sizeof lk->key, AUTH_DATA_WELCOME, &in, w.mac);
+        }
+    }
+    if (w.status == PDRT_SUCCESS) {
         if (h->kind == CONN_DATA) {
             serve *s = calloc(1, sizeof *s);
             if (s != NULL) {
@@ -401,7 +478,7 @@ static void on_listen(pdrt_ctx *ctx, pendings *ps) {
     if (p != NULL) {
         p->fd = fd;
         p->addr = addr;
-        p->deadline = now_ms() + SERVER_HANDSHAKE_MS;
+        p->deadline = now_ms() + ctx->cfg.handshake_timeout_ms;
     }
     if (p == NULL || pend_add(ps, p) != 0) {
         free(p);

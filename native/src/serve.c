@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "hmac.h"
 #include "net.h"
 #include "wire.h"
 
@@ -123,16 +124,9 @@ static int reverse_connect(pdrt_ctx *ctx, serve *s) {
     }
     if (net_connect_wait(fd, deadline) != NET_OK) return -1;
     net_tune(fd, 0);
-    uint8_t b[HELLO_SIZE];
-    wire_hello h = { .version = WIRE_VERSION, .kind = CONN_REVERSE, .client_id = ctx->id,
-                     .server_id = s->remote_id, .role = ctx->role, .session = s->session };
-    wire_put_hello(b, &h);
-    if (net_send_all(fd, b, HELLO_SIZE, deadline) != NET_OK) return -1;
-    wire_welcome w;
-    if (net_recv_all(fd, b, WELCOME_SIZE, deadline) != NET_OK || wire_get_welcome(b, &w) != 0 ||
-        w.status != PDRT_SUCCESS)
-        return -1;
-    return 0;
+    return data_hello(ctx, fd, CONN_REVERSE, s->remote_id, s->session, s->keyed ? s->key : NULL, deadline) == NET_OK
+               ? 0
+               : -1;
 }
 
 static void *serve_main(void *arg) {
@@ -167,6 +161,7 @@ static void *serve_main(void *arg) {
     ctx->threads--;
     pthread_cond_broadcast(&ctx->cv);
     pthread_mutex_unlock(&ctx->mu);
+    wipe(s->key, sizeof s->key);
     free(s);
     if (joins_prev) pthread_join(prev, NULL);
     return NULL;
