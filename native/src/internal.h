@@ -28,7 +28,6 @@
 
 #define POOL_MAX 4               /* idle data connections kept per link */
 #define POOL_CAP 16              /* room for reverse connections arriving for waiting transfers */
-#define MAX_SERVE_THREADS 1024   /* serving threads per context */
 #define MAX_EVENTS 4096          /* queued events; the oldest is dropped beyond this */
 #define DEFAULT_HANDSHAKE_MS 5000
 #define DEFAULT_IDLE_MS 60000
@@ -267,6 +266,8 @@ int serve_spawn(pdrt_ctx *ctx, serve *s);
 /* Joins the serving thread that ended last. Once ctx->threads is 0, without ctx->mu. */
 void serve_join_last(pdrt_ctx *ctx);
 void serve_shutdown_session(pdrt_ctx *ctx, uint64_t session);
+/* Serving connections of a link's session. Under ctx->mu. */
+uint32_t serve_count(pdrt_ctx *ctx, uint64_t session);
 void serve_shutdown_all(pdrt_ctx *ctx);
 
 /* ---- caches (cache.c), lookups under ctx->mu ---- */

@@ -15,10 +15,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#define MAX_PENDING 1024
 #define MAX_READY 64
 #define CTL_BATCH 16              /* control messages taken per read */
 
@@ -213,7 +213,7 @@ static int send_welcome(int fd, const wire_welcome *w) {
 /* Under ctx->mu: whether a link from client_id may be made now (PDRT_SUCCESS) or why not. A
  * restarted client holds no state for us (HELLO_FORCE_LINK): if our old connection from it turns
  * out dead (its EOF not processed yet), the stale entry is dropped now instead of refusing. */
-static int32_t admit(pdrt_ctx *ctx, uint64_t client_id, uint32_t flags) {
+static int32_t admit(pdrt_ctx *ctx, const pending *p, uint64_t client_id, uint32_t flags) {
     link_t *lk = link_find(ctx, client_id);
     if (lk != NULL && (flags & HELLO_FORCE_LINK) && lk->side == PDRT_SIDE_SERVER && lk->watched &&
         (lk->state == PDRT_LINK_LINKED || lk->state == PDRT_LINK_UNUSABLE) && net_is_dead(lk->ctl_fd)) {
@@ -224,6 +224,17 @@ static int32_t admit(pdrt_ctx *ctx, uint64_t client_id, uint32_t flags) {
     if (lk != NULL)
         return lk->state == PDRT_LINK_LINKING || lk->state == PDRT_LINK_UNLINKING ? PDRT_PROCESSING_LINK
                                                                                   : PDRT_ALREADY_LINK;
+    /* Links served are capped in total and per peer address (each costs a socket and memory). */
+    uint32_t total = 0, from_peer = 0;
+    char ip[PDRT_IP_MAX];
+    uint16_t port;
+    net_addr_text(&p->addr, ip, sizeof ip, &port);
+    for (link_t *l = ctx->links; l != NULL; l = l->next) {
+        if (l->side != PDRT_SIDE_SERVER) continue;
+        total++;
+        if (strcmp(l->remote_ip, ip) == 0) from_peer++;
+    }
+    if (total >= ctx->cfg.max_links || from_peer >= ctx->cfg.max_links_per_peer) return PDRT_LINK_FAILED;
     return PDRT_SUCCESS;
 }
 
@@ -279,7 +290,7 @@ static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
         else auth_mac(ctx->secret, ctx->secret_len, AUTH_LINK_SERVER, &p->in, w.mac);
         memcpy(w.nonce, p->in.server_nonce, AUTH_NONCE);
     } else {
-        w.status = admit(ctx, h->client_id, h->flags);
+        w.status = admit(ctx, p, h->client_id, h->flags);
         if (w.status == PDRT_SUCCESS && placeholder(ctx, p, h->client_id, session) == NULL)
             w.status = PDRT_OUT_OF_MEMORY;
     }
@@ -310,7 +321,7 @@ static void send_ack_status(int fd, int32_t status) {
 static int confirm_auth(pdrt_ctx *ctx, pending *p, const wire_confirm *c) {
     if (!auth_verify(ctx->secret, ctx->secret_len, AUTH_LINK_CLIENT, &p->in, c->mac)) return -1;
     pthread_mutex_lock(&ctx->mu);
-    int32_t status = admit(ctx, p->in.client_id, p->hello_flags);
+    int32_t status = admit(ctx, p, p->in.client_id, p->hello_flags);
     link_t *lk = NULL;
     if (status == PDRT_SUCCESS) {
         lk = placeholder(ctx, p, p->in.client_id, p->in.session);
@@ -396,7 +407,7 @@ static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
     }
     if (w.status == PDRT_SUCCESS) {
         if (h->kind == CONN_DATA) {
-            serve *s = calloc(1, sizeof *s);
+            serve *s = serve_count(ctx, lk->session) < ctx->cfg.max_conns_per_link ? calloc(1, sizeof *s) : NULL;
             if (s != NULL) {
                 s->fd = p->fd;
                 s->remote_id = lk->remote_id;
@@ -463,6 +474,25 @@ static void pend_advance(pdrt_ctx *ctx, pendings *ps, pending *p) {
     else if (st > 0) pend_forget(ps, p);
 }
 
+/* The address part of a socket address, for per-peer counts. */
+static int same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+    if (a->ss_family != b->ss_family) return 0;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return 0;
+}
+
+static int handshake_room(pdrt_ctx *ctx, const pendings *ps, const struct sockaddr_storage *addr) {
+    if (ps->count >= ctx->cfg.max_handshakes) return 0;
+    uint32_t from_peer = 0;
+    for (const pending *q = ps->head; q != NULL; q = q->next)
+        if (same_peer(&q->addr, addr) && ++from_peer >= ctx->cfg.max_handshakes_per_peer) return 0;
+    return 1;
+}
+
 /* Accepts one connection per wakeup: the listener is level-triggered, so a backlog shows up again
  * in the next epoll_wait (with whatever else is ready) instead of costing an accept that finds
  * nothing after every connection. */
@@ -473,8 +503,10 @@ static void on_listen(pdrt_ctx *ctx, pendings *ps) {
     do fd = accept4(ctx->listen_fd, (struct sockaddr *)&addr, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
     while (fd < 0 && (errno == EINTR || errno == ECONNABORTED));
     if (fd < 0) return;
-    /* TCP_NODELAY and keepalive come from the listener. */
-    pending *p = ps->count < MAX_PENDING ? calloc(1, sizeof *p) : NULL;
+    /* TCP_NODELAY and keepalive come from the listener. Handshakes have a budget of their own,
+     * in total and per peer address, so peers that never finish one cannot take what links and
+     * data connections need; beyond it the connection is refused at once. */
+    pending *p = handshake_room(ctx, ps, &addr) ? calloc(1, sizeof *p) : NULL;
     if (p != NULL) {
         p->fd = fd;
         p->addr = addr;

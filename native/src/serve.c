@@ -137,7 +137,11 @@ static void *serve_main(void *arg) {
         wire_req q;
         /* Idle between requests for as long as the link lives; each request bounds its own waits
          * by the requester's remaining time plus a margin. */
-        while (net_recv_all(s->fd, b, REQ_SIZE, -1) == NET_OK && wire_get_req(b, &q) == 0) {
+        /* A connection idle for the idle timeout is closed: idle ones cost nothing else, but
+         * their number is capped. (A requester finds a closed pooled connection dead and opens
+         * another.) */
+        while (net_recv_all(s->fd, b, REQ_SIZE, now_ms() + ctx->cfg.idle_timeout_ms) == NET_OK &&
+               wire_get_req(b, &q) == 0) {
             uint32_t t = q.timeout_ms > 3600000u ? 3600000u : q.timeout_ms;
             int64_t deadline = now_ms() + t + 1000;
             int r = q.op == OP_INFO ? serve_info(ctx, s, &q, deadline)
@@ -173,8 +177,14 @@ void serve_join_last(pdrt_ctx *ctx) {
     ctx->serve_last_set = 0;
 }
 
+uint32_t serve_count(pdrt_ctx *ctx, uint64_t session) {
+    uint32_t n = 0;
+    for (serve *s = ctx->serves; s != NULL; s = s->next) n += s->session == session;
+    return n;
+}
+
 int serve_spawn(pdrt_ctx *ctx, serve *s) {
-    if (ctx->threads >= MAX_SERVE_THREADS || ctx->stopping) {
+    if ((uint32_t)ctx->threads >= ctx->cfg.max_conns || ctx->stopping) {
         free(s);
         return -1;
     }
