@@ -117,7 +117,7 @@ typedef struct pdrt_config {
     uint32_t max_links_per_peer;        /* ... from one peer address (default 64) */
     uint32_t max_handshakes;            /* incoming handshakes in progress, in total (default 256) */
     uint32_t max_handshakes_per_peer;   /* ... from one peer address (default 32) */
-    uint32_t max_conns_per_link;        /* data connections served per link (default 64) */
+    uint32_t max_conns_per_peer;        /* data connections served to one peer address (default 256) */
     uint32_t max_conns;                 /* data connections served in total (default 1024) */
     uint32_t reserved;                  /* must be 0 */
 } pdrt_config;

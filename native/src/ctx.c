@@ -147,6 +147,7 @@ static void ctx_free(pdrt_ctx *ctx) {
     if (ctx->stop_fd >= 0) close(ctx->stop_fd);
     if (ctx->ka_fd >= 0) close(ctx->ka_fd);
     samehost_fini(ctx);
+    serve_fini(ctx);
     if (ctx->secret != NULL) wipe(ctx->secret, ctx->secret_len);
     free(ctx->secret);
     free(ctx->events);
@@ -174,7 +175,7 @@ static int config_resolve(const pdrt_config *in, pdrt_config *out) {
     OR(max_links_per_peer, DEFAULT_MAX_LINKS_PER_PEER);
     OR(max_handshakes, DEFAULT_MAX_HANDSHAKES);
     OR(max_handshakes_per_peer, DEFAULT_MAX_HANDSHAKES_PER_PEER);
-    OR(max_conns_per_link, DEFAULT_MAX_CONNS_PER_LINK);
+    OR(max_conns_per_peer, DEFAULT_MAX_CONNS_PER_PEER);
     OR(max_conns, DEFAULT_MAX_CONNS);
 #undef OR
     return 0;
@@ -191,7 +192,7 @@ int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, u
     ctx->id = cluster_id;
     ctx->role = role;
     ctx->cfg = cfg;
-    ctx->listen_fd = ctx->ep = ctx->stop_fd = ctx->ka_fd = ctx->probe_fd = -1;
+    ctx->listen_fd = ctx->ep = ctx->stop_fd = ctx->ka_fd = ctx->probe_fd = ctx->sv_ep = ctx->sv_wake = -1;
     ctx->fastpath = 1;
     ctx->events = calloc(MAX_EVENTS, sizeof *ctx->events);
     pthread_mutex_init(&ctx->mu, NULL);
@@ -214,7 +215,7 @@ int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, u
     ctx->ep = epoll_create1(EPOLL_CLOEXEC);
     ctx->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ctx->events == NULL || ctx->ep < 0 || ctx->stop_fd < 0 || ep_add(ctx, ctx->stop_fd) != 0 ||
-        ka_init(ctx) != 0) {
+        ka_init(ctx) != 0 || serve_init(ctx) != 0) {
         ctx_free(ctx);
         return PDRT_OUT_OF_MEMORY;
     }
@@ -293,14 +294,14 @@ int32_t pdrt_destroy(pdrt_ctx *ctx) {
 
     pthread_mutex_lock(&ctx->mu);
     serve_shutdown_all(ctx);
-    while (ctx->threads > 0) pthread_cond_wait(&ctx->cv, &ctx->mu);
+    while (ctx->nserves > 0) pthread_cond_wait(&ctx->cv, &ctx->mu);
     while (ctx->links != NULL) link_remove(ctx, ctx->links, 0);
     for (size_t i = 0; i < ctx->detached.n; i++) close(ctx->detached.v[i]);
     ctx->detached.n = 0;
     cache_free_all(ctx);
     pthread_mutex_unlock(&ctx->mu);
-    /* A serving thread that set threads to 0 may still be unlocking ctx->mu: joined before the free. */
-    serve_join_last(ctx);
+    /* Every worker is joined before the free (one may still be inside an unlock of ctx->mu). */
+    serve_stop(ctx);
     ctx_free(ctx);
     return PDRT_SUCCESS;
 }

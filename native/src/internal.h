@@ -28,6 +28,7 @@
 
 #define POOL_MAX 4               /* idle data connections kept per link */
 #define POOL_CAP 16              /* room for reverse connections arriving for waiting transfers */
+#define SERVE_WORKERS_MAX 32    /* serving threads per context, however many connections */
 #define MAX_EVENTS 4096          /* queued events; the oldest is dropped beyond this */
 #define DEFAULT_HANDSHAKE_MS 5000
 #define DEFAULT_IDLE_MS 60000
@@ -35,7 +36,7 @@
 #define DEFAULT_MAX_LINKS_PER_PEER 64
 #define DEFAULT_MAX_HANDSHAKES 256
 #define DEFAULT_MAX_HANDSHAKES_PER_PEER 32
-#define DEFAULT_MAX_CONNS_PER_LINK 64
+#define DEFAULT_MAX_CONNS_PER_PEER 256
 #define DEFAULT_MAX_CONNS 1024
 #define MAX_BLOCKS_PER_CALL (1u << 24)
 #define SHM_HDR_BYTES 4096u      /* header page in front of the blocks of a cache */
@@ -135,6 +136,12 @@ typedef struct serve {
     int same_host;
     int reverse;                     /* client side: connect to the server first */
     int aborted;                     /* set under ctx->mu by shutdowns that found no fd yet */
+    int armed;                       /* in the serving epoll set (one-shot) */
+    int busy;                        /* a worker is on it */
+    int64_t idle_since;
+    struct serve *job_next;          /* reverse connections waiting for a worker */
+    int has_peer;
+    struct sockaddr_storage peer;    /* server side: the peer's address, for per-peer caps */
     uint8_t key[32];                 /* reverse, authenticated link: the link key */
     int keyed;
     struct sockaddr_storage addr;
@@ -194,12 +201,13 @@ struct pdrt_ctx {
     cache *caches;
     uint64_t next_gen;
     serve *serves;
-    int threads;                     /* live serving threads */
-    /* The serving thread that ended last, not joined yet: the next one to end joins it, and
-     * pdrt_destroy joins the final one, so no serving thread still runs (even inside the unlock of
-     * ctx->mu) when the context is freed. */
-    pthread_t serve_last;
-    int serve_last_set;
+    int nserves;                     /* serving connections (and reverse ones being made) */
+    int sv_ep;                       /* serving connections waiting for a request (serve.c) */
+    int sv_wake;                     /* eventfd semaphore: reverse connections queued, or quit */
+    serve *sv_jobs;
+    pthread_t sv_threads[SERVE_WORKERS_MAX];
+    int sv_workers, sv_idle, sv_quit;
+    int64_t sv_sweep_at;
 
     int fastpath;
     char boot_id[BOOT_ID_LEN];
@@ -261,13 +269,17 @@ int io_start(pdrt_ctx *ctx);
 void io_stop(pdrt_ctx *ctx);
 
 /* ---- serving (serve.c) ---- */
-/* Starts a serving thread; takes ownership of s. Under ctx->mu. 0 = started. */
+int serve_init(pdrt_ctx *ctx);                   /* 0 = the serving epoll set exists */
+/* Serves a connection (or makes a reverse one) through the worker pool; takes ownership of s.
+ * Under ctx->mu. 0 = taken on. */
 int serve_spawn(pdrt_ctx *ctx, serve *s);
-/* Joins the serving thread that ended last. Once ctx->threads is 0, without ctx->mu. */
-void serve_join_last(pdrt_ctx *ctx);
+/* Stops and joins the workers, once no connection is left. Without ctx->mu. */
+void serve_stop(pdrt_ctx *ctx);
+void serve_fini(pdrt_ctx *ctx);
+/* Serving connections from a peer address. Under ctx->mu. */
+uint32_t serve_count_peer(pdrt_ctx *ctx, const struct sockaddr_storage *peer);
 void serve_shutdown_session(pdrt_ctx *ctx, uint64_t session);
-/* Serving connections of a link's session. Under ctx->mu. */
-uint32_t serve_count(pdrt_ctx *ctx, uint64_t session);
+
 void serve_shutdown_all(pdrt_ctx *ctx);
 
 /* ---- caches (cache.c), lookups under ctx->mu ---- */

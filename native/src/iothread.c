@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -407,8 +406,10 @@ static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
     }
     if (w.status == PDRT_SUCCESS) {
         if (h->kind == CONN_DATA) {
-            serve *s = serve_count(ctx, lk->session) < ctx->cfg.max_conns_per_link ? calloc(1, sizeof *s) : NULL;
+            serve *s = serve_count_peer(ctx, &p->addr) < ctx->cfg.max_conns_per_peer ? calloc(1, sizeof *s) : NULL;
             if (s != NULL) {
+                s->has_peer = 1;
+                s->peer = p->addr;
                 s->fd = p->fd;
                 s->remote_id = lk->remote_id;
                 s->session = lk->session;
@@ -474,22 +475,11 @@ static void pend_advance(pdrt_ctx *ctx, pendings *ps, pending *p) {
     else if (st > 0) pend_forget(ps, p);
 }
 
-/* The address part of a socket address, for per-peer counts. */
-static int same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
-    if (a->ss_family != b->ss_family) return 0;
-    if (a->ss_family == AF_INET)
-        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-    if (a->ss_family == AF_INET6)
-        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
-                      sizeof(struct in6_addr)) == 0;
-    return 0;
-}
-
 static int handshake_room(pdrt_ctx *ctx, const pendings *ps, const struct sockaddr_storage *addr) {
     if (ps->count >= ctx->cfg.max_handshakes) return 0;
     uint32_t from_peer = 0;
     for (const pending *q = ps->head; q != NULL; q = q->next)
-        if (same_peer(&q->addr, addr) && ++from_peer >= ctx->cfg.max_handshakes_per_peer) return 0;
+        if (net_same_addr(&q->addr, addr) && ++from_peer >= ctx->cfg.max_handshakes_per_peer) return 0;
     return 1;
 }
 

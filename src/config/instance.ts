@@ -143,7 +143,7 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     ...(lp.max_links_per_peer === undefined ? {} : { maxLinksPerPeer: lp.max_links_per_peer }),
     ...(lp.max_handshakes === undefined ? {} : { maxHandshakes: lp.max_handshakes }),
     ...(lp.max_handshakes_per_peer === undefined ? {} : { maxHandshakesPerPeer: lp.max_handshakes_per_peer }),
-    ...(lp.max_conns_per_link === undefined ? {} : { maxConnsPerLink: lp.max_conns_per_link }),
+    ...(lp.max_conns_per_peer === undefined ? {} : { maxConnsPerPeer: lp.max_conns_per_peer }),
     ...(lp.max_conns === undefined ? {} : { maxConns: lp.max_conns }),
   };
   const linkSecret = readLinkSecret(pd.auth?.link_secret_file, env);

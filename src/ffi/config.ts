@@ -25,8 +25,8 @@ export interface LinkPortLimits {
   /** Incoming handshakes in progress in total (default 256), and from one peer address (default 32). */
   readonly maxHandshakes?: number;
   readonly maxHandshakesPerPeer?: number;
-  /** Data connections served per link (default 64), and in total (default 1024). */
-  readonly maxConnsPerLink?: number;
+  /** Data connections served to one peer address (default 256), and in total (default 1024). */
+  readonly maxConnsPerPeer?: number;
   readonly maxConns?: number;
 }
 
@@ -38,7 +38,7 @@ const LIMIT_FIELDS = [
   'maxLinksPerPeer',
   'maxHandshakes',
   'maxHandshakesPerPeer',
-  'maxConnsPerLink',
+  'maxConnsPerPeer',
   'maxConns',
 ] as const satisfies readonly (keyof LinkPortLimits)[];
 

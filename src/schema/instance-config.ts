@@ -103,7 +103,7 @@ export const InstanceConfigFile = v.pipe(
             max_links_per_peer: v.optional(LinkCap),
             max_handshakes: v.optional(LinkCap),
             max_handshakes_per_peer: v.optional(LinkCap),
-            max_conns_per_link: v.optional(LinkCap),
+            max_conns_per_peer: v.optional(LinkCap),
             max_conns: v.optional(LinkCap),
           }),
         ),
