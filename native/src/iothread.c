@@ -13,9 +13,11 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define MAX_READY 64
@@ -45,7 +47,13 @@ typedef struct {
     pending *head, *tail;
     pending **by_fd;
     size_t cap, count;
+    int64_t resume_at;            /* the listener is out of the epoll set until then (0: it is in) */
+    int backoff_ms;
+    int told;                     /* the descriptor shortage was logged */
 } pendings;
+
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 1000
 
 /* ---- established control connections ---- */
 
@@ -475,12 +483,46 @@ static void pend_advance(pdrt_ctx *ctx, pendings *ps, pending *p) {
     else if (st > 0) pend_forget(ps, p);
 }
 
-static int handshake_room(pdrt_ctx *ctx, const pendings *ps, const struct sockaddr_storage *addr) {
-    if (ps->count >= ctx->cfg.max_handshakes) return 0;
+/* Room for one more handshake from addr: a peer over its own budget is refused, and when the total
+ * budget is used up the oldest handshake gives way (a real peer finishes in a round trip, so
+ * slots held by peers that never finish cannot lock it out). 1 = room. */
+static int handshake_room(pdrt_ctx *ctx, pendings *ps, const struct sockaddr_storage *addr) {
     uint32_t from_peer = 0;
     for (const pending *q = ps->head; q != NULL; q = q->next)
         if (net_same_addr(&q->addr, addr) && ++from_peer >= ctx->cfg.max_handshakes_per_peer) return 0;
+    if (ps->count >= ctx->cfg.max_handshakes && ps->head != NULL) pend_drop(ctx, ps, ps->head);
     return 1;
+}
+
+/* The process is short of descriptors: stop accepting for a while (the listener leaves the epoll
+ * set, so its backlog cannot make this thread spin), backing off while the shortage lasts, and
+ * say so once. Peers waiting in the backlog time out or are refused by the kernel. */
+static void accept_pause(pdrt_ctx *ctx, pendings *ps, const char *why) {
+    if (ps->resume_at == 0) ep_del(ctx, ctx->listen_fd);
+    ps->backoff_ms = ps->backoff_ms == 0 ? BACKOFF_MIN_MS : ps->backoff_ms * 2;
+    if (ps->backoff_ms > BACKOFF_MAX_MS) ps->backoff_ms = BACKOFF_MAX_MS;
+    ps->resume_at = now_ms() + ps->backoff_ms;
+    if (!ps->told) {
+        ps->told = 1;
+        fprintf(stderr, "pdrt: cluster %llu: %s; link-port connections are refused while it lasts\n",
+                (unsigned long long)ctx->id, why);
+    }
+}
+
+static void accept_resume(pdrt_ctx *ctx, pendings *ps) {
+    if (ps->resume_at == 0 || now_ms() < ps->resume_at) return;
+    ps->resume_at = 0;
+    if (ep_add(ctx, ctx->listen_fd) != 0) accept_pause(ctx, ps, "cannot watch the listener");
+}
+
+/* The highest descriptor number the link port may take: the rest of the process (its management
+ * API above all) keeps an eighth of the limit, at least 64, for itself. Descriptors are numbered
+ * lowest first, so the number tells how many are open. */
+static int fd_ceiling(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 30)) return 1 << 30;
+    int soft = (int)rl.rlim_cur, headroom = soft / 8 > 64 ? soft / 8 : 64;
+    return soft - headroom;
 }
 
 /* Accepts one connection per wakeup: the listener is level-triggered, so a backlog shows up again
@@ -492,7 +534,27 @@ static void on_listen(pdrt_ctx *ctx, pendings *ps) {
     int fd;
     do fd = accept4(ctx->listen_fd, (struct sockaddr *)&addr, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
     while (fd < 0 && (errno == EINTR || errno == ECONNABORTED));
-    if (fd < 0) return;
+    if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            accept_pause(ctx, ps, "out of file descriptors");
+        return;
+    }
+    if (fd >= fd_ceiling()) {
+        /* What is left belongs to the rest of the process. The oldest unfinished handshake gives
+         * its descriptor to this one; with none, the connection is refused. */
+        if (!ps->told) {
+            ps->told = 1;
+            fprintf(stderr, "pdrt: cluster %llu: near the descriptor limit; link-port connections are refused while it lasts\n",
+                    (unsigned long long)ctx->id);
+        }
+        if (ps->head == NULL) {
+            close(fd);
+            accept_pause(ctx, ps, "near the descriptor limit");
+            return;
+        }
+        pend_drop(ctx, ps, ps->head);
+    }
+    ps->backoff_ms = 0;
     /* TCP_NODELAY and keepalive come from the listener. Handshakes have a budget of their own,
      * in total and per peer address, so peers that never finish one cannot take what links and
      * data connections need; beyond it the connection is refused at once. */
@@ -529,7 +591,9 @@ static void *io_main(void *arg) {
     pendings ps = { 0 };
     struct epoll_event ev[MAX_READY];
     for (;;) {
-        int n = epoll_wait(ctx->ep, ev, MAX_READY, ps.head != NULL ? remaining_ms(ps.head->deadline) : -1);
+        int64_t wake = ps.head != NULL ? ps.head->deadline : -1;
+        if (ps.resume_at != 0 && (wake < 0 || ps.resume_at < wake)) wake = ps.resume_at;
+        int n = epoll_wait(ctx->ep, ev, MAX_READY, remaining_ms(wake));
         if (n < 0) n = 0; /* EINTR: look again */
         int quit = 0, accept_ready = 0;
         for (int i = 0; i < n; i++) {
@@ -541,7 +605,8 @@ static void *io_main(void *arg) {
             else on_socket(ctx, fd);
         }
         if (quit) break; /* what is left is torn down by pdrt_destroy */
-        if (accept_ready) on_listen(ctx, &ps);
+        if (accept_ready && ps.resume_at == 0) on_listen(ctx, &ps);
+        accept_resume(ctx, &ps);
         int64_t now = now_ms();
         while (ps.head != NULL && ps.head->deadline <= now) pend_drop(ctx, &ps, ps.head);
     }

@@ -14,9 +14,11 @@
 
 #define FLOOD 10
 
-static pdrt_ctx *capped_ctx(uint64_t id, const char *ip, uint32_t handshakes_per_peer, uint32_t links_per_peer) {
+static pdrt_ctx *capped_ctx(uint64_t id, const char *ip, uint32_t handshakes, uint32_t handshakes_per_peer,
+                            uint32_t links_per_peer) {
     pdrt_config cfg;
     memset(&cfg, 0, sizeof cfg);
+    cfg.max_handshakes = handshakes;
     cfg.max_handshakes_per_peer = handshakes_per_peer;
     cfg.max_links_per_peer = links_per_peer;
     cfg.handshake_timeout_ms = 60000; /* the flood stays pending for the whole test */
@@ -25,9 +27,10 @@ static pdrt_ctx *capped_ctx(uint64_t id, const char *ip, uint32_t handshakes_per
     return ctx;
 }
 
-static void test_handshake_budget(void) {
-    current = "handshakes per peer are capped";
-    pdrt_ctx *p = capped_ctx(301, "127.0.0.2", 3, 0);
+/* FLOOD unfinished handshakes from 127.0.0.5; once the server has closed all but 3, a peer at
+ * another address still links. */
+static void flood_leaves_room(uint32_t handshakes, uint32_t handshakes_per_peer) {
+    pdrt_ctx *p = capped_ctx(301, "127.0.0.2", handshakes, handshakes_per_peer, 0);
     int fds[FLOOD];
     for (int i = 0; i < FLOOD; i++) {
         fds[i] = socket(AF_INET, SOCK_STREAM, 0);
@@ -59,7 +62,7 @@ static void test_handshake_budget(void) {
 
 static void test_links_per_peer(void) {
     current = "links per peer are capped";
-    pdrt_ctx *p = capped_ctx(311, "127.0.0.2", 0, 1);
+    pdrt_ctx *p = capped_ctx(311, "127.0.0.2", 0, 0, 1);
     pdrt_ctx *d1 = make_ctx(312, NULL), *d2 = make_ctx(313, NULL);
     CHECK_RC(link1(d1, cluster(311, "127.0.0.2", port_of(p)), 2000), PDRT_SUCCESS);
     CHECK_RC(link1(d2, cluster(311, "127.0.0.2", port_of(p)), 2000), PDRT_LINK_FAILED);
@@ -68,6 +71,13 @@ static void test_links_per_peer(void) {
     pdrt_destroy(d1);
     pdrt_destroy(d2);
     pdrt_destroy(p);
+}
+
+static void test_handshake_budget(void) {
+    current = "handshakes per peer are capped: the peer's extra ones are refused";
+    flood_leaves_room(0, 3);
+    current = "handshakes in total are capped: the oldest gives way";
+    flood_leaves_room(3, 0);
 }
 
 void test_caps(void) {
