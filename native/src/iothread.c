@@ -13,6 +13,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,24 +536,37 @@ static void on_listen(pdrt_ctx *ctx, pendings *ps) {
     do fd = accept4(ctx->listen_fd, (struct sockaddr *)&addr, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
     while (fd < 0 && (errno == EINTR || errno == ECONNABORTED));
     if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-            accept_pause(ctx, ps, "out of file descriptors");
+        if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS && errno != ENOMEM) return;
+        /* Out of descriptors: the oldest unfinished handshake gives its own up (the backlog is
+         * read again at the next wakeup), or, with none, accepting pauses. */
+        if (ps->head != NULL) pend_drop(ctx, ps, ps->head);
+        else accept_pause(ctx, ps, "out of file descriptors");
         return;
     }
-    if (fd >= fd_ceiling()) {
+    int ceiling = fd_ceiling();
+    if (fd >= ceiling) {
         /* What is left belongs to the rest of the process. The oldest unfinished handshake gives
-         * its descriptor to this one; with none, the connection is refused. */
-        if (!ps->told) {
-            ps->told = 1;
-            fprintf(stderr, "pdrt: cluster %llu: near the descriptor limit; link-port connections are refused while it lasts\n",
-                    (unsigned long long)ctx->id);
+         * its descriptor to this one (moved down to a number below the ceiling, so the next
+         * number handed out still tells how many are open); with none, the connection is refused. */
+        int low = -1;
+        if (ps->head != NULL) {
+            pend_drop(ctx, ps, ps->head);
+            low = fcntl(fd, F_DUPFD_CLOEXEC, 0);
         }
-        if (ps->head == NULL) {
+        if (low >= 0 && low < ceiling) {
+            close(fd);
+            fd = low;
+        } else {
+            if (low >= 0) close(low);
             close(fd);
             accept_pause(ctx, ps, "near the descriptor limit");
             return;
         }
-        pend_drop(ctx, ps, ps->head);
+        if (!ps->told) {
+            ps->told = 1;
+            fprintf(stderr, "pdrt: cluster %llu: near the descriptor limit; the oldest unfinished handshakes give way\n",
+                    (unsigned long long)ctx->id);
+        }
     }
     ps->backoff_ms = 0;
     /* TCP_NODELAY and keepalive come from the listener. Handshakes have a budget of their own,

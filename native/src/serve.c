@@ -274,9 +274,24 @@ uint32_t serve_count_peer(pdrt_ctx *ctx, const struct sockaddr_storage *peer) {
     return n;
 }
 
+/* Under ctx->mu: at the total cap, the connection idle longest is shut down to make room (its
+ * requester finds it dead and opens another when it needs one), so idle connections held by some
+ * peers cannot lock others out. 1 = room. */
+static int make_room(pdrt_ctx *ctx) {
+    if ((uint32_t)ctx->nserves < ctx->cfg.max_conns) return 1;
+    serve *oldest = NULL;
+    for (serve *s = ctx->serves; s != NULL; s = s->next)
+        if (s->armed && !s->busy && !s->aborted && s->fd >= 0 && (oldest == NULL || s->idle_since < oldest->idle_since))
+            oldest = s;
+    if (oldest == NULL) return 0;
+    oldest->aborted = 1;
+    shutdown(oldest->fd, SHUT_RDWR); /* its worker closes it and counts it out */
+    return 1;
+}
+
 int serve_spawn(pdrt_ctx *ctx, serve *s) {
     /* The first worker comes with the first connection; more as the busy ones run out. */
-    if ((uint32_t)ctx->nserves >= ctx->cfg.max_conns || ctx->stopping || (ctx->sv_workers == 0 && grow(ctx) != 0)) {
+    if (ctx->stopping || !make_room(ctx) || (ctx->sv_workers == 0 && grow(ctx) != 0)) {
         free(s);
         return -1;
     }
