@@ -42,6 +42,7 @@ extern "C" {
 /* ---- Limits ---- */
 #define PDRT_MAX_CLUSTERS_PER_CALL 16   /* link/unlink: more → PDRT_CLUSTER_NUM_EXCEED_LIMIT */
 #define PDRT_IP_MAX 64                  /* bytes of an IP text field, NUL included */
+#define PDRT_MAX_BLOCKS_PER_TRANSFER 16777216 /* blocks of one pull or push (2^24); more → PDRT_PARAM_INVALID */
 
 /* ---- Roles (informational; carried in the handshake) ---- */
 #define PDRT_ROLE_PROMPT  0u            /* prefill */

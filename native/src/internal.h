@@ -19,6 +19,7 @@
 #define PDRT_INTERNAL_H
 
 #include "pdrt.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -38,16 +39,9 @@
 #define DEFAULT_MAX_HANDSHAKES_PER_PEER 32
 #define DEFAULT_MAX_CONNS_PER_PEER 256
 #define DEFAULT_MAX_CONNS 1024
-#define MAX_BLOCKS_PER_CALL (1u << 24)
 #define SHM_HDR_BYTES 4096u      /* header page in front of the blocks of a cache */
 #define BOOT_ID_LEN 40
 
-/* ---- time ---- */
-int64_t now_ms(void);                 /* CLOCK_MONOTONIC */
-int64_t wall_ms(void);                /* CLOCK_REALTIME */
-int remaining_ms(int64_t deadline);   /* >= 0; deadline < 0 means "none" and gives -1 */
-/* pthread_cond_timedwait against a now_ms() deadline (the context's condvars use CLOCK_MONOTONIC). */
-int cv_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline);
 
 /* ---- block caches (cache.c) ---- */
 typedef struct shm_hdr {             /* first bytes of every cache's shared memory */
@@ -158,11 +152,6 @@ typedef struct probe_memo {
     uint64_t token;                  /* the token read there */
 } probe_memo;
 
-typedef struct fdvec {
-    int *v;
-    size_t n, cap;
-} fdvec;
-
 struct pdrt_ctx {
     struct pdrt_ctx *gnext;          /* global registry of live contexts */
     int calls;                       /* API calls in progress (under the registry mutex) */
@@ -221,9 +210,6 @@ struct pdrt_ctx {
 /* ---- context registry and helpers (ctx.c) ---- */
 int ctx_enter(pdrt_ctx *ctx);        /* 0 when ctx is live; counts the call */
 void ctx_leave(pdrt_ctx *ctx);
-int fdvec_push(fdvec *fv, int fd);
-void fdvec_remove_at(fdvec *fv, size_t i);
-uint64_t random_u64(void);
 /* A fresh session number (never 0). Under ctx->mu. */
 uint64_t ctx_session(pdrt_ctx *ctx);
 /* Adds fd to, or removes it from, the I/O thread's epoll set (readable events). 0 = done. */

@@ -1,7 +1,9 @@
 /* Socket helpers (see net.h). */
 #define _GNU_SOURCE
 #include "net.h"
-#include "internal.h"
+#include "util.h"
+
+#include "pdrt.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -94,7 +94,7 @@ static int serve_info(pdrt_ctx *ctx, serve *s, const wire_req *q, int64_t deadli
 
 /* PULL: header, indices → status, blocks. PUSH: header, indices → status; blocks → status. */
 static int serve_blocks(pdrt_ctx *ctx, serve *s, const wire_req *q, int64_t deadline) {
-    if (q->n == 0 || q->n > MAX_BLOCKS_PER_CALL) return NET_ERR;
+    if (q->n == 0 || q->n > PDRT_MAX_BLOCKS_PER_TRANSFER) return NET_ERR;
     uint32_t *idx = malloc((size_t)q->n * sizeof *idx);
     if (idx == NULL) return NET_ERR;
     int r = net_recv_all(s->fd, idx, (size_t)q->n * sizeof *idx, deadline);
