@@ -10,10 +10,13 @@
  * - a server-side handshake in progress belongs to the I/O thread;
  * - a requester-side data connection belongs to the transfer that took it from the link's pool;
  *   others may only shutdown() it (under ctx->mu) to abort that transfer;
- * - a serving connection belongs to its serving thread, which closes it under ctx->mu; others may
- *   only shutdown() it.
- * An epoll event names only a file descriptor, looked up again under ctx->mu: an event that went
- * stale (its socket closed, the number reused) at worst causes a read that finds nothing.
+ * - a serving connection belongs to the serving epoll set between requests (armed one-shot) and to
+ *   the worker that got its event while serving one; only that worker closes it and frees its
+ *   serve entry (under ctx->mu), so the entry an event points to lives until the event is taken;
+ *   others may only shutdown() it.
+ * An event of the I/O thread's epoll set names only a file descriptor, looked up again under
+ * ctx->mu: an event that went stale (its socket closed, the number reused) at worst causes a read
+ * that finds nothing.
  */
 #ifndef PDRT_INTERNAL_H
 #define PDRT_INTERNAL_H
