@@ -93,7 +93,9 @@ int conn_acquire(pdrt_ctx *ctx, link_t *lk, xfer *x, int64_t deadline, int32_t *
         }
         if (lk->npool > 0) {
             int fd = lk->pool[--lk->npool];
-            if (net_is_dead(fd)) { /* the peer closed it while idle */
+            /* The peer closed it while idle, or is about to: the serving side closes connections
+             * idle for its idle timeout, and one taken just then would fail the transfer. */
+            if (net_is_dead(fd) || now_ms() - lk->pool_since[lk->npool] > (int64_t)ctx->cfg.idle_timeout_ms / 2) {
                 close(fd);
                 continue;
             }
@@ -124,6 +126,7 @@ void conn_release(pdrt_ctx *ctx, link_t *lk, xfer *x, int fd, int reusable) {
     pthread_mutex_lock(&ctx->mu);
     x->fd = -1;
     if (reusable && lk->listed && lk->npool < POOL_MAX) {
+        lk->pool_since[lk->npool] = now_ms();
         lk->pool[lk->npool++] = fd;
     } else {
         close(fd);

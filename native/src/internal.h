@@ -114,6 +114,7 @@ typedef struct link {
     uint32_t inflight;
     xfer *xfers;
     int pool[POOL_CAP];              /* idle data connections on which this side is the requester */
+    int64_t pool_since[POOL_CAP];    /* when each became idle */
     int npool;
     int unlink_acked;
     int peer_gone;

@@ -429,6 +429,7 @@ static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
         } else if (lk->npool < POOL_CAP) {
             /* WELCOME first: a waiting transfer may write its request the moment the fd is pooled. */
             if (send_welcome(p->fd, &w) == 0) {
+                lk->pool_since[lk->npool] = now_ms();
                 lk->pool[lk->npool++] = p->fd;
                 pthread_cond_broadcast(&ctx->cv);
                 pthread_mutex_unlock(&ctx->mu);

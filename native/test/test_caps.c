@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "testing.h"
 
+#include "wire.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -80,7 +82,84 @@ static void test_handshake_budget(void) {
     flood_leaves_room(3, 0);
 }
 
+static int raw_exchange(int fd, const uint8_t *out, size_t olen, uint8_t *in, size_t ilen) {
+    if (send(fd, out, olen, MSG_NOSIGNAL) != (ssize_t)olen) return -1;
+    size_t have = 0;
+    while (have < ilen) {
+        struct pollfd pf = { .fd = fd, .events = POLLIN };
+        if (poll(&pf, 1, 3000) != 1) return -1;
+        ssize_t r = recv(fd, in + have, ilen - have, 0);
+        if (r <= 0) return -1;
+        have += (size_t)r;
+    }
+    return 0;
+}
+
+static int raw_connect_to(uint16_t port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(port) };
+    inet_pton(AF_INET, "127.0.0.2", &to.sin_addr);
+    if (connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void test_idle_timeout(void) {
+    current = "idle data connections are closed after the idle timeout";
+    pdrt_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.idle_timeout_ms = 300;
+    pdrt_ctx *p = NULL, *d = NULL;
+    CHECK_RC(pdrt_create(321, PDRT_ROLE_PROMPT, "127.0.0.2", 0, &cfg, &p), PDRT_SUCCESS);
+    CHECK_RC(pdrt_create(322, PDRT_ROLE_DECODER, NULL, 0, &cfg, &d), PDRT_SUCCESS);
+    CHECK_RC(pdrt_set_option(d, PDRT_OPT_SAME_HOST_FASTPATH, 0), PDRT_SUCCESS);
+    CHECK_RC(pdrt_register_blocks(p, 1, NBLOCKS, BLOCK), PDRT_SUCCESS);
+    CHECK_RC(pdrt_register_blocks(d, 2, NBLOCKS, BLOCK), PDRT_SUCCESS);
+    write_all(p, 1, 4);
+    CHECK_RC(link1(d, cluster(321, "127.0.0.2", port_of(p)), 2000), PDRT_SUCCESS);
+    uint32_t src[1] = { 9 }, dst[1] = { 1 };
+    CHECK_RC(pdrt_pull_blocks(d, 321, 1, src, 2, dst, 1, 2000), PDRT_SUCCESS);
+
+    /* A raw link and data connection that then says nothing: the server closes it. */
+    uint16_t port = port_of(p);
+    int ctl = raw_connect_to(port);
+    uint8_t out[HELLO_SIZE], in[WELCOME_SIZE];
+    wire_hello h = { .version = WIRE_VERSION, .kind = CONN_CTL, .client_id = 323, .server_id = 321,
+                     .flags = HELLO_FORCE_LINK };
+    wire_put_hello(out, &h);
+    wire_welcome w;
+    CHECK(raw_exchange(ctl, out, HELLO_SIZE, in, WELCOME_SIZE) == 0 && wire_get_welcome(in, &w) == 0 &&
+          w.status == PDRT_SUCCESS);
+    wire_confirm c = { 0 };
+    wire_put_confirm(out, &c);
+    CHECK(raw_exchange(ctl, out, CONFIRM_SIZE, in, ACK_SIZE) == 0);
+    int data = raw_connect_to(port);
+    h.kind = CONN_DATA;
+    h.session = w.session;
+    wire_put_hello(out, &h);
+    CHECK(raw_exchange(data, out, HELLO_SIZE, in, WELCOME_SIZE) == 0 && wire_get_welcome(in, &w) == 0 &&
+          w.status == PDRT_SUCCESS);
+    int64_t deadline = mono_ms() + 5000;
+    int eof = 0;
+    while (!eof && mono_ms() < deadline) {
+        struct pollfd pf = { .fd = data, .events = POLLIN };
+        if (poll(&pf, 1, 100) == 1) eof = recv(data, in, 1, 0) <= 0;
+    }
+    CHECK(eof);
+    /* D's own connection idled out too: the next pull opens another and succeeds. */
+    src[0] = 10;
+    CHECK_RC(pdrt_pull_blocks(d, 321, 1, src, 2, dst, 1, 2000), PDRT_SUCCESS);
+    CHECK(block_matches(d, 2, 1, 4, 10));
+    close(data);
+    close(ctl);
+    pdrt_destroy(d);
+    pdrt_destroy(p);
+}
+
 void test_caps(void) {
+    test_idle_timeout();
     test_handshake_budget();
     test_links_per_peer();
 }
