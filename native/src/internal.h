@@ -137,6 +137,8 @@ typedef struct serve {
     int armed;                       /* in the serving epoll set (one-shot) */
     int busy;                        /* a worker is on it */
     int64_t idle_since;
+    uint8_t hdr[32];                 /* a request header read so far (REQ_SIZE bytes) */
+    size_t hlen;
     struct serve *job_next;          /* reverse connections waiting for a worker */
     int has_peer;
     struct sockaddr_storage peer;    /* server side: the peer's address, for per-peer caps */

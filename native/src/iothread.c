@@ -41,6 +41,9 @@ typedef struct pending {
     auth_input in;                /* what the proofs of this handshake bind */
     uint32_t hello_flags;
     int32_t peer_pid;
+    int32_t probe_pid;            /* the client's probe object, from the HELLO */
+    uint32_t probe_fd;
+    uint64_t probe_token;
     struct sockaddr_storage addr; /* the peer's, from accept */
 } pending;
 
@@ -218,6 +221,15 @@ static int send_welcome(int fd, const wire_welcome *w) {
     return send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof b ? 0 : -1;
 }
 
+/* Whether the client's probe object (pid, fd) holds token: proof that we could map its memory. */
+static int probe_readable(pdrt_ctx *ctx, uint64_t client_id, int32_t pid, uint32_t fd, uint64_t token) {
+    uint64_t got;
+    if (samehost_probe_token(ctx, client_id, pid, fd, &got) == 0 && got == token) return 1;
+    /* perhaps a remembered token of an earlier process: read afresh */
+    samehost_forget(ctx, pid, fd);
+    return samehost_probe_token(ctx, client_id, pid, fd, &got) == 0 && got == token;
+}
+
 /* Under ctx->mu: whether a link from client_id may be made now (PDRT_SUCCESS) or why not. A
  * restarted client holds no state for us (HELLO_FORCE_LINK): if our old connection from it turns
  * out dead (its EOF not processed yet), the stale entry is dropped now instead of refusing. */
@@ -270,22 +282,20 @@ static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
         send_welcome(p->fd, &w);
         return -1;
     }
-    int peer_readable = 0;
-    if ((h->flags & HELLO_FASTPATH) && ctx->boot_id[0] != '\0' && strcmp(h->boot_id, ctx->boot_id) == 0) {
-        uint64_t token;
-        int32_t pid = (int32_t)h->pid;
-        peer_readable = samehost_probe_token(ctx, h->client_id, pid, h->probe_fd, &token) == 0 &&
-                        token == h->probe_token;
-        if (!peer_readable) { /* perhaps a remembered token of an earlier process: read afresh */
-            samehost_forget(ctx, pid, h->probe_fd);
-            peer_readable = samehost_probe_token(ctx, h->client_id, pid, h->probe_fd, &token) == 0 &&
-                            token == h->probe_token;
-        }
-    }
+    /* Whether the client's probe object can be read here. With a secret, only a proven client
+     * gets that looked at (confirm_auth): the probe names a process and descriptor of the
+     * client's choosing, which an anonymous peer could otherwise use as an oracle. */
+    int same_boot = (h->flags & HELLO_FASTPATH) && ctx->boot_id[0] != '\0' && strcmp(h->boot_id, ctx->boot_id) == 0;
+    int peer_readable = same_boot && !auth && probe_readable(ctx, h->client_id, (int32_t)h->pid, h->probe_fd, h->probe_token);
+    p->probe_pid = (int32_t)h->pid;
+    p->probe_fd = h->probe_fd;
+    p->probe_token = h->probe_token;
     p->hello_flags = h->flags;
     p->peer_pid = (int32_t)h->pid;
     pthread_mutex_lock(&ctx->mu);
-    p->peer_readable = peer_readable && ctx->fastpath;
+    /* With a secret, the WELCOME invites the client to read our probe whenever we share a boot;
+     * whether we can read its probe is settled once it has proved the secret. */
+    p->peer_readable = (auth ? same_boot : peer_readable) && ctx->fastpath;
     uint64_t session = ctx_session(ctx);
     if (auth) {
         /* Nothing is held for the peer until its proof arrives: the link is made in on_confirm. */
@@ -328,6 +338,8 @@ static void send_ack_status(int fd, int32_t status) {
  * proven client why). */
 static int confirm_auth(pdrt_ctx *ctx, pending *p, const wire_confirm *c) {
     if (!auth_verify(ctx->secret, ctx->secret_len, AUTH_LINK_CLIENT, &p->in, c->mac)) return -1;
+    if (p->peer_readable)
+        p->peer_readable = probe_readable(ctx, p->in.client_id, p->probe_pid, p->probe_fd, p->probe_token);
     pthread_mutex_lock(&ctx->mu);
     int32_t status = admit(ctx, p, p->in.client_id, p->hello_flags);
     link_t *lk = NULL;

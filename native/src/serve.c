@@ -23,6 +23,8 @@
 
 #define SERVE_STACK (256 * 1024)
 #define SWEEP_MS 1000            /* idle connections are looked for at most this often */
+
+_Static_assert(sizeof(((serve *)0)->hdr) == REQ_SIZE, "serve.hdr holds one request header");
 #define REVERSE_CONNECT_MS 5000
 #define IOV_BATCH 256
 
@@ -137,14 +139,21 @@ static int reverse_connect(pdrt_ctx *ctx, serve *s) {
                : -1;
 }
 
-/* Reads and answers one request. The header is there (the socket was readable) or on its way: a
- * peer that stalls inside a request holds a worker for at most the handshake timeout, or the
- * request's own bound once the header is in. */
+/* Takes what the socket has of a request header, without waiting: a peer that sends part of one
+ * and stalls holds no worker (the connection goes back to the epoll set, and the idle sweep ends
+ * it). Then answers the request, bounded by the requester's own timeout. NET_OK = arm again. */
 static int serve_one(pdrt_ctx *ctx, serve *s) {
-    uint8_t b[REQ_SIZE];
+    for (;;) {
+        ssize_t r = recv(s->fd, s->hdr + s->hlen, REQ_SIZE - s->hlen, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return NET_OK;
+        if (r <= 0) return NET_ERR;
+        s->hlen += (size_t)r;
+        if (s->hlen == REQ_SIZE) break;
+    }
+    s->hlen = 0;
     wire_req q;
-    if (net_recv_all(s->fd, b, REQ_SIZE, now_ms() + ctx->cfg.handshake_timeout_ms) != NET_OK || wire_get_req(b, &q) != 0)
-        return NET_ERR;
+    if (wire_get_req(s->hdr, &q) != 0) return NET_ERR;
     uint32_t t = q.timeout_ms > 3600000u ? 3600000u : q.timeout_ms;
     int64_t deadline = now_ms() + t + 1000;
     return q.op == OP_INFO                      ? serve_info(ctx, s, &q, deadline)

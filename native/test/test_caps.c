@@ -106,6 +106,70 @@ static int raw_connect_to(uint16_t port) {
     return fd;
 }
 
+/* An unauthenticated link from client_id to server_id: the control socket and *session, or -1. */
+static int raw_link(uint16_t port, uint64_t server_id, uint64_t client_id, uint64_t *session) {
+    int ctl = raw_connect_to(port);
+    uint8_t out[HELLO_SIZE], in[WELCOME_SIZE];
+    wire_hello h = { .version = WIRE_VERSION, .kind = CONN_CTL, .client_id = client_id, .server_id = server_id,
+                     .flags = HELLO_FORCE_LINK };
+    wire_put_hello(out, &h);
+    wire_welcome w;
+    wire_confirm c = { 0 };
+    if (ctl < 0 || raw_exchange(ctl, out, HELLO_SIZE, in, WELCOME_SIZE) != 0 || wire_get_welcome(in, &w) != 0 ||
+        w.status != PDRT_SUCCESS)
+        return -1;
+    wire_put_confirm(out, &c);
+    if (raw_exchange(ctl, out, CONFIRM_SIZE, in, ACK_SIZE) != 0) return -1;
+    *session = w.session;
+    return ctl;
+}
+
+/* A data connection of that link, welcomed; -1 when refused. */
+static int raw_data(uint16_t port, uint64_t server_id, uint64_t client_id, uint64_t session) {
+    int fd = raw_connect_to(port);
+    uint8_t out[HELLO_SIZE], in[WELCOME_SIZE];
+    wire_hello h = { .version = WIRE_VERSION, .kind = CONN_DATA, .client_id = client_id, .server_id = server_id,
+                     .session = session };
+    wire_put_hello(out, &h);
+    wire_welcome w;
+    if (fd < 0 || raw_exchange(fd, out, HELLO_SIZE, in, WELCOME_SIZE) != 0 || wire_get_welcome(in, &w) != 0 ||
+        w.status != PDRT_SUCCESS) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+#define STALLED 40
+
+static void test_stalled_requests(void) {
+    current = "requests stalled halfway hold no serving thread";
+    pdrt_ctx *p = make_ctx(331, "127.0.0.2"), *d = make_ctx(332, NULL);
+    CHECK_RC(pdrt_set_option(d, PDRT_OPT_SAME_HOST_FASTPATH, 0), PDRT_SUCCESS);
+    CHECK_RC(pdrt_register_blocks(p, 1, NBLOCKS, BLOCK), PDRT_SUCCESS);
+    CHECK_RC(pdrt_register_blocks(d, 2, NBLOCKS, BLOCK), PDRT_SUCCESS);
+    write_all(p, 1, 6);
+    uint64_t session = 0;
+    int ctl = raw_link(port_of(p), 331, 333, &session);
+    CHECK(ctl >= 0);
+    int fds[STALLED];
+    for (int i = 0; i < STALLED; i++) {
+        fds[i] = raw_data(port_of(p), 331, 333, session);
+        CHECK(fds[i] >= 0);
+        if (fds[i] >= 0) CHECK(send(fds[i], "PDRT\1\0\0\0\1\0\0\0\0\0\0\0", 16, MSG_NOSIGNAL) == 16);
+    }
+    /* More stalled requests than serving threads: a pull is still answered. */
+    CHECK_RC(link1(d, cluster(331, "127.0.0.2", port_of(p)), 2000), PDRT_SUCCESS);
+    uint32_t src[1] = { 3 }, dst[1] = { 0 };
+    CHECK_RC(pdrt_pull_blocks(d, 331, 1, src, 2, dst, 1, 2000), PDRT_SUCCESS);
+    CHECK(block_matches(d, 2, 0, 6, 3));
+    for (int i = 0; i < STALLED; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    close(ctl);
+    pdrt_destroy(d);
+    pdrt_destroy(p);
+}
+
 static void test_idle_timeout(void) {
     current = "idle data connections are closed after the idle timeout";
     pdrt_config cfg;
@@ -124,23 +188,11 @@ static void test_idle_timeout(void) {
 
     /* A raw link and data connection that then says nothing: the server closes it. */
     uint16_t port = port_of(p);
-    int ctl = raw_connect_to(port);
-    uint8_t out[HELLO_SIZE], in[WELCOME_SIZE];
-    wire_hello h = { .version = WIRE_VERSION, .kind = CONN_CTL, .client_id = 323, .server_id = 321,
-                     .flags = HELLO_FORCE_LINK };
-    wire_put_hello(out, &h);
-    wire_welcome w;
-    CHECK(raw_exchange(ctl, out, HELLO_SIZE, in, WELCOME_SIZE) == 0 && wire_get_welcome(in, &w) == 0 &&
-          w.status == PDRT_SUCCESS);
-    wire_confirm c = { 0 };
-    wire_put_confirm(out, &c);
-    CHECK(raw_exchange(ctl, out, CONFIRM_SIZE, in, ACK_SIZE) == 0);
-    int data = raw_connect_to(port);
-    h.kind = CONN_DATA;
-    h.session = w.session;
-    wire_put_hello(out, &h);
-    CHECK(raw_exchange(data, out, HELLO_SIZE, in, WELCOME_SIZE) == 0 && wire_get_welcome(in, &w) == 0 &&
-          w.status == PDRT_SUCCESS);
+    uint64_t session = 0;
+    int ctl = raw_link(port, 321, 323, &session);
+    int data = raw_data(port, 321, 323, session);
+    CHECK(ctl >= 0 && data >= 0);
+    uint8_t in[1];
     int64_t deadline = mono_ms() + 5000;
     int eof = 0;
     while (!eof && mono_ms() < deadline) {
@@ -160,6 +212,7 @@ static void test_idle_timeout(void) {
 
 void test_caps(void) {
     test_idle_timeout();
+    test_stalled_requests();
     test_handshake_budget();
     test_links_per_peer();
 }
