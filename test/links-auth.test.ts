@@ -123,6 +123,57 @@ describe('authenticated device links across processes', () => {
   );
 
   test(
+    'pdlink sim-engine takes the secret from its config too: a D with it links, one without does not',
+    async () => {
+      const secretFile = join(dir, 'sim.secret');
+      writeFileSync(secretFile, SECRET, { mode: 0o600 });
+      const linkPort = 20000 + Math.floor(Math.random() * 20000);
+      const config = join(dir, 'sim.json');
+      writeFileSync(
+        config,
+        JSON.stringify({
+          pdlink: {
+            link_base_port: linkPort,
+            cluster_id: '1',
+            devices: [{ device_logical_id: 0, device_ip: '127.0.0.2' }],
+            auth: { link_secret_file: secretFile },
+          },
+        }),
+      );
+      const child = await startPdlink(
+        [
+          'sim-engine',
+          '--role',
+          'prefill',
+          '--config',
+          config,
+          '--manage_ip',
+          '127.0.0.2',
+          '--manage_port',
+          '0',
+          '--ip',
+          '127.0.0.2',
+          '--port',
+          '0',
+        ],
+        { listeners: ['management', 'inference'] },
+      );
+      children.push(child);
+      const linkArgs = { clusters: [{ id: '1', ip: '127.0.0.2', port: linkPort }], timeoutMs: 3000 };
+      const rogue = await decoder('66', undefined);
+      expect(await rogue.ok('link', linkArgs)).toMatchObject({ rets: [LLM_STATUS.LLM_LINK_FAILED] });
+      const d = await decoder('2', SECRET);
+      expect(await d.ok('link', linkArgs)).toMatchObject({ ret: 0, rets: [0] });
+      const missing = join(dir, 'sim-missing.json');
+      writeFileSync(missing, JSON.stringify({ pdlink: { auth: { link_secret_file: join(dir, 'nope.secret') } } }));
+      const refused = await runPdlink(['sim-engine', '--role', 'prefill', '--config', missing, '--manage_port', '0', '--port', '0']);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('pdlink.auth.link_secret_file');
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  test(
     'a named secret file that is missing, empty or too short stops the start with exit 2 naming the key',
     async () => {
       const empty = join(dir, 'empty.secret');
