@@ -8,9 +8,10 @@
  * Besides wall time it reports process CPU time and context switches per pair (getrusage), which
  * a shared machine disturbs less than wall time.
  *
- * Usage: link_cost [--rounds N] [--pairs N] [--only tcp|link1|link16] [--json]
- * --only runs one kind (for strace -c -f / perf stat around one kind); --json prints one JSON
- * object instead of the table.
+ * Usage: link_cost [--rounds N] [--pairs N] [--only tcp|link1|link16] [--secret] [--json]
+ * --only runs one kind (for strace -c -f / perf stat around one kind); --secret gives every
+ * context a cluster secret (the authenticated handshake); --json prints one JSON object instead
+ * of the table.
  */
 #define _GNU_SOURCE
 #include "pdrt.h"
@@ -31,8 +32,8 @@
 #define SERVER_IP "127.0.0.2"
 #define CLIENT_IP "127.0.0.3"
 #define SERVERS PDRT_MAX_CLUSTERS_PER_CALL
-#define REQ_BYTES 96   /* the size of a handshake's first message */
-#define RESP_BYTES 40  /* the size of its answer */
+#define REQ_BYTES 160  /* the size of a handshake's first message */
+#define RESP_BYTES 104 /* the size of its answer */
 #define CALL_MS 5000
 
 enum { K_TCP, K_LINK1, K_LINK16, KINDS };
@@ -128,10 +129,12 @@ static void tcp_pair(void) {
 static pdrt_ctx *servers[SERVERS];
 static pdrt_cluster targets[SERVERS];
 static pdrt_ctx *client;
+static pdrt_config config; /* with --secret: a cluster secret */
+static const char SECRET[] = "link-cost-benchmark-cluster-secret";
 
 static void pdrt_start(void) {
     for (int i = 0; i < SERVERS; i++) {
-        int32_t rc = pdrt_create(1000 + (uint64_t)i, PDRT_ROLE_PROMPT, SERVER_IP, 0, &servers[i]);
+        int32_t rc = pdrt_create(1000 + (uint64_t)i, PDRT_ROLE_PROMPT, SERVER_IP, 0, &config, &servers[i]);
         if (rc != PDRT_SUCCESS) die("pdrt_create (server)", rc);
         uint16_t port = 0;
         pdrt_listen_port(servers[i], &port);
@@ -141,7 +144,7 @@ static void pdrt_start(void) {
         snprintf(targets[i].remote_ip, sizeof targets[i].remote_ip, "%s", SERVER_IP);
         snprintf(targets[i].local_ip, sizeof targets[i].local_ip, "%s", CLIENT_IP);
     }
-    int32_t rc = pdrt_create(1, PDRT_ROLE_DECODER, NULL, 0, &client);
+    int32_t rc = pdrt_create(1, PDRT_ROLE_DECODER, NULL, 0, &config, &client);
     if (rc != PDRT_SUCCESS) die("pdrt_create (client)", rc);
 }
 
@@ -205,13 +208,17 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--pairs") == 0 && i + 1 < argc) pairs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (strcmp(argv[i], "--secret") == 0) {
+            config.link_secret = (const uint8_t *)SECRET;
+            config.link_secret_len = (uint32_t)strlen(SECRET);
+        }
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             const char *k = argv[++i];
             for (int j = 0; j < KINDS; j++)
                 if (strcmp(k, kind_name[j]) == 0) only = j;
             if (only < 0) die("--only (tcp, link1 or link16)", -1);
         } else {
-            fprintf(stderr, "usage: link_cost [--rounds N] [--pairs N] [--only tcp|link1|link16] [--json]\n");
+            fprintf(stderr, "usage: link_cost [--rounds N] [--pairs N] [--only tcp|link1|link16] [--secret] [--json]\n");
             return 2;
         }
     }

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 /* Bumped on any incompatible change of a signature, a struct layout or a constant below. */
-#define PDRT_ABI_VERSION 1
+#define PDRT_ABI_VERSION 2
 
 /* ---- Status codes: the numeric values of LLM-DataDist's LLMStatusCode (0x5010B000 + n). ---- */
 #define PDRT_SUCCESS                          ((int32_t)0)
@@ -42,6 +42,7 @@ extern "C" {
 /* ---- Limits ---- */
 #define PDRT_MAX_CLUSTERS_PER_CALL 16   /* link/unlink: more → PDRT_CLUSTER_NUM_EXCEED_LIMIT */
 #define PDRT_IP_MAX 64                  /* bytes of an IP text field, NUL included */
+#define PDRT_MAX_BLOCKS_PER_TRANSFER 16777216 /* blocks of one pull or push (2^24); more → PDRT_PARAM_INVALID */
 
 /* ---- Roles (informational; carried in the handshake) ---- */
 #define PDRT_ROLE_PROMPT  0u            /* prefill */
@@ -101,19 +102,45 @@ typedef struct pdrt_link_info {
 #define PDRT_OPT_SAME_HOST_FASTPATH 1u  /* 1 (default) = negotiate shared memory with same-host peers;
                                            0 = always TCP. Applies to links made afterwards. */
 
+/* Settings of a context, fixed at pdrt_create. Fixed layout: 48 bytes, 8-byte aligned. A zero
+ * field takes its default. */
+typedef struct pdrt_config {
+    /* The cluster secret (copied; the caller may free it after pdrt_create). With one, every link
+     * is a mutual challenge-response (HMAC-SHA256 over fresh nonces of both ends, both cluster ids
+     * and a direction label): a peer without the same secret gets PDRT_LINK_FAILED on either side,
+     * and every data connection (and so the same-host path) must prove it belongs to such a link.
+     * NULL with length 0: links are not authenticated. */
+    const uint8_t *link_secret;
+    uint32_t link_secret_len;           /* 0, or PDRT_SECRET_MIN..PDRT_SECRET_MAX bytes */
+    uint32_t handshake_timeout_ms;      /* an unfinished incoming handshake is dropped (default 5000) */
+    uint32_t idle_timeout_ms;           /* a served data connection idle this long is closed (default 60000) */
+    uint32_t max_links;                 /* links this context serves, in total (default 1024) */
+    uint32_t max_links_per_peer;        /* ... from one peer address (default 64) */
+    uint32_t max_handshakes;            /* incoming handshakes in progress, in total (default 256) */
+    uint32_t max_handshakes_per_peer;   /* ... from one peer address (default 32) */
+    uint32_t max_conns_per_peer;        /* data connections served to one peer address (default 256) */
+    uint32_t max_conns;                 /* data connections served in total (default 1024) */
+    uint32_t reserved;                  /* must be 0 */
+} pdrt_config;
+
+#define PDRT_SECRET_MIN 16u
+#define PDRT_SECRET_MAX 4096u
+
 /* ---- Lifecycle ---- */
 
 /* Returns PDRT_ABI_VERSION of the library; callers refuse a library whose value differs. */
 int32_t pdrt_abi_version(void);
 
-/* Creates a context for one cluster id and starts its background I/O thread.
+/* Creates a context for one cluster id and starts its background I/O thread. config NULL: defaults,
+ * no secret.
  * listen_port > 0: also listen on listen_ip:listen_port (server side, SO_REUSEADDR).
  * listen_port 0 with a non-empty listen_ip: listen on an ephemeral port (see pdrt_listen_port).
  * listen_port 0 with listen_ip NULL or "": client only.
- * Errors: PDRT_PARAM_INVALID (role, listen_ip text, out NULL), PDRT_LINK_FAILED (cannot bind or
- * listen, e.g. the address is in use), PDRT_OUT_OF_MEMORY. */
+ * Errors: PDRT_PARAM_INVALID (role, listen_ip text, out NULL, a secret length out of range or a
+ * NULL secret with a length, reserved != 0), PDRT_LINK_FAILED (cannot bind or listen, e.g. the
+ * address is in use), PDRT_OUT_OF_MEMORY. */
 int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, uint16_t listen_port,
-                    pdrt_ctx **out);
+                    const pdrt_config *config, pdrt_ctx **out);
 
 /* The port the context listens on (0 for a client-only context). */
 int32_t pdrt_listen_port(pdrt_ctx *ctx, uint16_t *port);
@@ -155,7 +182,8 @@ int32_t pdrt_set_option(pdrt_ctx *ctx, uint32_t option, int64_t value);
  * (bad IP text, port 0, reserved != 0, the context's own cluster id); PDRT_ALREADY_LINK (this
  * context, or the server, already holds that link); PDRT_PROCESSING_LINK (a link or unlink of that
  * cluster id is in progress, or it appears twice in the call); PDRT_LINK_FAILED (refused,
- * unreachable, handshake rejected, wrong cluster id at that address); PDRT_TIMEOUT (no complete
+ * unreachable, handshake rejected, wrong cluster id at that address, no or another cluster secret,
+ * the server at its link caps); PDRT_TIMEOUT (no complete
  * handshake by the deadline). Returns by the deadline. */
 int32_t pdrt_link(pdrt_ctx *ctx, const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms,
                   int32_t *rets);

@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "auth.h"
+#include "hmac.h"
 #include "net.h"
 #include "wire.h"
 
@@ -23,14 +25,40 @@ static int publish(link_t *lk, xfer *x, int fd) {
     return 0;
 }
 
+int data_hello(pdrt_ctx *ctx, int fd, uint32_t kind, uint64_t server_id, uint64_t session, const uint8_t *key,
+               int64_t deadline) {
+    wire_hello h = { .version = WIRE_VERSION, .kind = kind, .client_id = ctx->id, .server_id = server_id,
+                     .role = ctx->role, .session = session };
+    auth_input in;
+    if (key != NULL) {
+        if (auth_nonce(h.nonce) != 0) return NET_ERR;
+        auth_data_input(&in, h.nonce, ctx->id, server_id, session, kind);
+        auth_mac(key, AUTH_MAC, AUTH_DATA_HELLO, &in, h.mac);
+        h.flags = HELLO_AUTH;
+    }
+    uint8_t b[HELLO_SIZE];
+    wire_put_hello(b, &h);
+    wire_welcome w;
+    int r = net_send_all(fd, b, HELLO_SIZE, deadline);
+    if (r == NET_OK) r = net_recv_all(fd, b, WELCOME_SIZE, deadline);
+    if (r == NET_OK && (wire_get_welcome(b, &w) != 0 || w.status != PDRT_SUCCESS)) r = NET_ERR;
+    /* The server proves it too: nothing it sends on the connection is taken from an impostor. */
+    if (r == NET_OK && key != NULL &&
+        (!(w.flags & WELCOME_AUTH) || !auth_verify(key, AUTH_MAC, AUTH_DATA_WELCOME, &in, w.mac)))
+        r = NET_ERR;
+    return r;
+}
+
 static int open_data(pdrt_ctx *ctx, link_t *lk, xfer *x, int64_t deadline, int32_t *rc) {
     pthread_mutex_lock(&ctx->mu);
     struct sockaddr_storage addr = lk->addr;
     socklen_t addrlen = lk->addrlen;
     char local_ip[PDRT_IP_MAX];
     memcpy(local_ip, lk->local_ip, sizeof local_ip);
-    wire_hello h = { .version = WIRE_VERSION, .kind = CONN_DATA, .client_id = ctx->id,
-                     .server_id = lk->remote_id, .role = ctx->role, .session = lk->session };
+    uint64_t server_id = lk->remote_id, session = lk->session;
+    uint8_t key[AUTH_MAC];
+    int keyed = lk->keyed;
+    memcpy(key, lk->key, sizeof key);
     pthread_mutex_unlock(&ctx->mu);
     *rc = PDRT_LINK_FAILED;
     int fd = net_connect_start(&addr, addrlen, local_ip, 0);
@@ -43,13 +71,9 @@ static int open_data(pdrt_ctx *ctx, link_t *lk, xfer *x, int64_t deadline, int32
         return -1;
     }
     net_tune(fd, 0);
-    uint8_t b[HELLO_SIZE];
-    wire_put_hello(b, &h);
-    wire_welcome w;
     int r = net_connect_wait(fd, deadline);
-    if (r == NET_OK) r = net_send_all(fd, b, HELLO_SIZE, deadline);
-    if (r == NET_OK) r = net_recv_all(fd, b, WELCOME_SIZE, deadline);
-    if (r == NET_OK && (wire_get_welcome(b, &w) != 0 || w.status != PDRT_SUCCESS)) r = NET_ERR;
+    if (r == NET_OK) r = data_hello(ctx, fd, CONN_DATA, server_id, session, keyed ? key : NULL, deadline);
+    wipe(key, sizeof key);
     if (r != NET_OK) {
         conn_release(ctx, lk, x, fd, 0);
         *rc = net_status(r);
@@ -69,7 +93,9 @@ int conn_acquire(pdrt_ctx *ctx, link_t *lk, xfer *x, int64_t deadline, int32_t *
         }
         if (lk->npool > 0) {
             int fd = lk->pool[--lk->npool];
-            if (net_is_dead(fd)) { /* the peer closed it while idle */
+            /* The peer closed it while idle, or is about to: the serving side closes connections
+             * idle for its idle timeout, and one taken just then would fail the transfer. */
+            if (net_is_dead(fd) || now_ms() - lk->pool_since[lk->npool] > (int64_t)ctx->cfg.idle_timeout_ms / 2) {
                 close(fd);
                 continue;
             }
@@ -100,6 +126,7 @@ void conn_release(pdrt_ctx *ctx, link_t *lk, xfer *x, int fd, int reusable) {
     pthread_mutex_lock(&ctx->mu);
     x->fd = -1;
     if (reusable && lk->listed && lk->npool < POOL_MAX) {
+        lk->pool_since[lk->npool] = now_ms();
         lk->pool[lk->npool++] = fd;
     } else {
         close(fd);

@@ -1,6 +1,7 @@
-/* Context lifecycle, the registry of live contexts, options and small shared helpers. */
+/* Context lifecycle, the registry of live contexts, options. */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "hmac.h"
 #include "net.h"
 
 #include <errno.h>
@@ -18,54 +19,13 @@
 _Static_assert(sizeof(pdrt_cluster) == 144, "pdrt_cluster must be 144 bytes");
 _Static_assert(sizeof(pdrt_event) == 32, "pdrt_event must be 32 bytes");
 _Static_assert(sizeof(pdrt_link_info) == 88, "pdrt_link_info must be 88 bytes");
+_Static_assert(sizeof(pdrt_config) == 48, "pdrt_config must be 48 bytes");
 
 /* Every call checks its handle against this list, so a destroyed or bogus handle gets
  * PDRT_PARAM_INVALID instead of a crash, and pdrt_destroy can wait for calls in progress. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static pdrt_ctx *g_live;
-
-int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int remaining_ms(int64_t deadline) {
-    if (deadline < 0) return -1;
-    int64_t left = deadline - now_ms();
-    if (left <= 0) return 0;
-    return left > 1000000000 ? 1000000000 : (int)left;
-}
-
-uint64_t random_u64(void) {
-    uint64_t v = 0;
-    if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
-        v = (uint64_t)now_ms() * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
-    return v;
-}
-
-int fdvec_push(fdvec *fv, int fd) {
-    if (fv->n == fv->cap) {
-        size_t cap = fv->cap ? fv->cap * 2 : 8;
-        int *v = realloc(fv->v, cap * sizeof *v);
-        if (v == NULL) return -1;
-        fv->v = v;
-        fv->cap = cap;
-    }
-    fv->v[fv->n++] = fd;
-    return 0;
-}
-
-void fdvec_remove_at(fdvec *fv, size_t i) {
-    fv->v[i] = fv->v[--fv->n];
-}
 
 int ctx_enter(pdrt_ctx *ctx) {
     int ok = -1;
@@ -125,7 +85,7 @@ static int32_t open_listener(pdrt_ctx *ctx, const char *ip, uint16_t port) {
     net_tune(fd, 1);
     /* Every connection starts with the client's HELLO: wake the I/O thread when it is there
      * rather than at the TCP handshake, a wakeup (and a read that finds nothing) saved. */
-    int defer_s = SERVER_HANDSHAKE_MS / 1000;
+    int defer_s = (int)(ctx->cfg.handshake_timeout_ms + 999) / 1000;
     setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_s, sizeof defer_s);
     if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 512) != 0) {
         close(fd);
@@ -145,6 +105,9 @@ static void ctx_free(pdrt_ctx *ctx) {
     if (ctx->stop_fd >= 0) close(ctx->stop_fd);
     if (ctx->ka_fd >= 0) close(ctx->ka_fd);
     samehost_fini(ctx);
+    serve_fini(ctx);
+    if (ctx->secret != NULL) wipe(ctx->secret, ctx->secret_len);
+    free(ctx->secret);
     free(ctx->events);
     free(ctx->ctl_by_fd);
     free(ctx->detached.v);
@@ -154,16 +117,40 @@ static void ctx_free(pdrt_ctx *ctx) {
     free(ctx);
 }
 
+/* Checks a pdrt_config and fills in its defaults; 0 when valid. */
+static int config_resolve(const pdrt_config *in, pdrt_config *out) {
+    static const pdrt_config none = { 0 };
+    const pdrt_config *c = in != NULL ? in : &none;
+    if (c->reserved != 0 || (c->link_secret == NULL) != (c->link_secret_len == 0)) return -1;
+    if (c->link_secret_len != 0 && (c->link_secret_len < PDRT_SECRET_MIN || c->link_secret_len > PDRT_SECRET_MAX))
+        return -1;
+    *out = *c;
+    out->link_secret = NULL;
+#define OR(field, dflt) out->field = c->field != 0 ? c->field : (dflt)
+    OR(handshake_timeout_ms, DEFAULT_HANDSHAKE_MS);
+    OR(idle_timeout_ms, DEFAULT_IDLE_MS);
+    OR(max_links, DEFAULT_MAX_LINKS);
+    OR(max_links_per_peer, DEFAULT_MAX_LINKS_PER_PEER);
+    OR(max_handshakes, DEFAULT_MAX_HANDSHAKES);
+    OR(max_handshakes_per_peer, DEFAULT_MAX_HANDSHAKES_PER_PEER);
+    OR(max_conns_per_peer, DEFAULT_MAX_CONNS_PER_PEER);
+    OR(max_conns, DEFAULT_MAX_CONNS);
+#undef OR
+    return 0;
+}
+
 int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, uint16_t listen_port,
-                    pdrt_ctx **out) {
-    if (out == NULL || role > PDRT_ROLE_MIX) return PDRT_PARAM_INVALID;
+                    const pdrt_config *config, pdrt_ctx **out) {
+    pdrt_config cfg;
+    if (out == NULL || role > PDRT_ROLE_MIX || config_resolve(config, &cfg) != 0) return PDRT_PARAM_INVALID;
     int wants_listener = listen_port > 0 || (listen_ip != NULL && listen_ip[0] != '\0');
     if (wants_listener && listen_ip == NULL) return PDRT_PARAM_INVALID;
     pdrt_ctx *ctx = calloc(1, sizeof *ctx);
     if (ctx == NULL) return PDRT_OUT_OF_MEMORY;
     ctx->id = cluster_id;
     ctx->role = role;
-    ctx->listen_fd = ctx->ep = ctx->stop_fd = ctx->ka_fd = ctx->probe_fd = -1;
+    ctx->cfg = cfg;
+    ctx->listen_fd = ctx->ep = ctx->stop_fd = ctx->ka_fd = ctx->probe_fd = ctx->sv_ep = ctx->sv_wake = -1;
     ctx->fastpath = 1;
     ctx->events = calloc(MAX_EVENTS, sizeof *ctx->events);
     pthread_mutex_init(&ctx->mu, NULL);
@@ -174,10 +161,19 @@ int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, u
     pthread_cond_init(&ctx->ev_cv, &ca);
     pthread_condattr_destroy(&ca);
     ctx->rng = random_u64();
+    if (cfg.link_secret_len != 0) {
+        ctx->secret = malloc(cfg.link_secret_len);
+        if (ctx->secret == NULL) {
+            ctx_free(ctx);
+            return PDRT_OUT_OF_MEMORY;
+        }
+        memcpy(ctx->secret, config->link_secret, cfg.link_secret_len);
+        ctx->secret_len = cfg.link_secret_len;
+    }
     ctx->ep = epoll_create1(EPOLL_CLOEXEC);
     ctx->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (ctx->events == NULL || ctx->ep < 0 || ctx->stop_fd < 0 || ep_add(ctx, ctx->stop_fd) != 0 ||
-        ka_init(ctx) != 0) {
+        ka_init(ctx) != 0 || serve_init(ctx) != 0) {
         ctx_free(ctx);
         return PDRT_OUT_OF_MEMORY;
     }
@@ -256,20 +252,14 @@ int32_t pdrt_destroy(pdrt_ctx *ctx) {
 
     pthread_mutex_lock(&ctx->mu);
     serve_shutdown_all(ctx);
-    while (ctx->threads > 0) pthread_cond_wait(&ctx->cv, &ctx->mu);
+    while (ctx->nserves > 0) pthread_cond_wait(&ctx->cv, &ctx->mu);
     while (ctx->links != NULL) link_remove(ctx, ctx->links, 0);
     for (size_t i = 0; i < ctx->detached.n; i++) close(ctx->detached.v[i]);
     ctx->detached.n = 0;
     cache_free_all(ctx);
     pthread_mutex_unlock(&ctx->mu);
-    /* A serving thread that set threads to 0 may still be unlocking ctx->mu: joined before the free. */
-    serve_join_last(ctx);
+    /* Every worker is joined before the free (one may still be inside an unlock of ctx->mu). */
+    serve_stop(ctx);
     ctx_free(ctx);
     return PDRT_SUCCESS;
-}
-
-int cv_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline) {
-    if (deadline < 0) return pthread_cond_wait(cv, mu);
-    struct timespec ts = { .tv_sec = deadline / 1000, .tv_nsec = (long)(deadline % 1000) * 1000000L };
-    return pthread_cond_timedwait(cv, mu, &ts);
 }

@@ -10,15 +10,19 @@
  * - a server-side handshake in progress belongs to the I/O thread;
  * - a requester-side data connection belongs to the transfer that took it from the link's pool;
  *   others may only shutdown() it (under ctx->mu) to abort that transfer;
- * - a serving connection belongs to its serving thread, which closes it under ctx->mu; others may
- *   only shutdown() it.
- * An epoll event names only a file descriptor, looked up again under ctx->mu: an event that went
- * stale (its socket closed, the number reused) at worst causes a read that finds nothing.
+ * - a serving connection belongs to the serving epoll set between requests (armed one-shot) and to
+ *   the worker that got its event while serving one; only that worker closes it and frees its
+ *   serve entry (under ctx->mu), so the entry an event points to lives until the event is taken;
+ *   others may only shutdown() it.
+ * An event of the I/O thread's epoll set names only a file descriptor, looked up again under
+ * ctx->mu: an event that went stale (its socket closed, the number reused) at worst causes a read
+ * that finds nothing.
  */
 #ifndef PDRT_INTERNAL_H
 #define PDRT_INTERNAL_H
 
 #include "pdrt.h"
+#include "util.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -28,19 +32,19 @@
 
 #define POOL_MAX 4               /* idle data connections kept per link */
 #define POOL_CAP 16              /* room for reverse connections arriving for waiting transfers */
-#define MAX_SERVE_THREADS 1024   /* serving threads per context */
+#define SERVE_WORKERS_MAX 32    /* serving threads per context, however many connections */
 #define MAX_EVENTS 4096          /* queued events; the oldest is dropped beyond this */
-#define SERVER_HANDSHAKE_MS 10000
-#define MAX_BLOCKS_PER_CALL (1u << 24)
+#define DEFAULT_HANDSHAKE_MS 5000
+#define DEFAULT_IDLE_MS 60000
+#define DEFAULT_MAX_LINKS 1024
+#define DEFAULT_MAX_LINKS_PER_PEER 64
+#define DEFAULT_MAX_HANDSHAKES 256
+#define DEFAULT_MAX_HANDSHAKES_PER_PEER 32
+#define DEFAULT_MAX_CONNS_PER_PEER 256
+#define DEFAULT_MAX_CONNS 1024
 #define SHM_HDR_BYTES 4096u      /* header page in front of the blocks of a cache */
 #define BOOT_ID_LEN 40
 
-/* ---- time ---- */
-int64_t now_ms(void);                 /* CLOCK_MONOTONIC */
-int64_t wall_ms(void);                /* CLOCK_REALTIME */
-int remaining_ms(int64_t deadline);   /* >= 0; deadline < 0 means "none" and gives -1 */
-/* pthread_cond_timedwait against a now_ms() deadline (the context's condvars use CLOCK_MONOTONIC). */
-int cv_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t deadline);
 
 /* ---- block caches (cache.c) ---- */
 typedef struct shm_hdr {             /* first bytes of every cache's shared memory */
@@ -100,6 +104,8 @@ typedef struct link {
     size_t rlen;
     int same_host;
     int32_t peer_pid;
+    uint8_t key[32];                 /* authenticated links: the per-link key (auth.h) */
+    int keyed;
     char remote_ip[PDRT_IP_MAX];
     uint16_t remote_port;
     char local_ip[PDRT_IP_MAX];      /* client: bind address for data connections */
@@ -108,6 +114,7 @@ typedef struct link {
     uint32_t inflight;
     xfer *xfers;
     int pool[POOL_CAP];              /* idle data connections on which this side is the requester */
+    int64_t pool_since[POOL_CAP];    /* when each became idle */
     int npool;
     int unlink_acked;
     int peer_gone;
@@ -127,6 +134,16 @@ typedef struct serve {
     int same_host;
     int reverse;                     /* client side: connect to the server first */
     int aborted;                     /* set under ctx->mu by shutdowns that found no fd yet */
+    int armed;                       /* in the serving epoll set (one-shot) */
+    int busy;                        /* a worker is on it */
+    int64_t idle_since;
+    uint8_t hdr[32];                 /* a request header read so far (REQ_SIZE bytes) */
+    size_t hlen;
+    struct serve *job_next;          /* reverse connections waiting for a worker */
+    int has_peer;
+    struct sockaddr_storage peer;    /* server side: the peer's address, for per-peer caps */
+    uint8_t key[32];                 /* reverse, authenticated link: the link key */
+    int keyed;
     struct sockaddr_storage addr;
     socklen_t addrlen;
     char local_ip[PDRT_IP_MAX];
@@ -141,11 +158,6 @@ typedef struct probe_memo {
     uint64_t token;                  /* the token read there */
 } probe_memo;
 
-typedef struct fdvec {
-    int *v;
-    size_t n, cap;
-} fdvec;
-
 struct pdrt_ctx {
     struct pdrt_ctx *gnext;          /* global registry of live contexts */
     int calls;                       /* API calls in progress (under the registry mutex) */
@@ -153,6 +165,9 @@ struct pdrt_ctx {
 
     uint64_t id;
     uint32_t role;
+    uint8_t *secret;                 /* the cluster secret, NULL when links are not authenticated */
+    size_t secret_len;
+    pdrt_config cfg;                 /* settings with defaults filled in (cfg.link_secret unused) */
     pthread_mutex_t mu;
     pthread_cond_t cv;               /* link state changes, pool arrivals, thread exits */
     pthread_cond_t ev_cv;            /* events */
@@ -181,12 +196,13 @@ struct pdrt_ctx {
     cache *caches;
     uint64_t next_gen;
     serve *serves;
-    int threads;                     /* live serving threads */
-    /* The serving thread that ended last, not joined yet: the next one to end joins it, and
-     * pdrt_destroy joins the final one, so no serving thread still runs (even inside the unlock of
-     * ctx->mu) when the context is freed. */
-    pthread_t serve_last;
-    int serve_last_set;
+    int nserves;                     /* serving connections (and reverse ones being made) */
+    int sv_ep;                       /* serving connections waiting for a request (serve.c) */
+    int sv_wake;                     /* eventfd semaphore: reverse connections queued, or quit */
+    serve *sv_jobs;
+    pthread_t sv_threads[SERVE_WORKERS_MAX];
+    int sv_workers, sv_idle, sv_quit;
+    int64_t sv_sweep_at;
 
     int fastpath;
     char boot_id[BOOT_ID_LEN];
@@ -200,9 +216,6 @@ struct pdrt_ctx {
 /* ---- context registry and helpers (ctx.c) ---- */
 int ctx_enter(pdrt_ctx *ctx);        /* 0 when ctx is live; counts the call */
 void ctx_leave(pdrt_ctx *ctx);
-int fdvec_push(fdvec *fv, int fd);
-void fdvec_remove_at(fdvec *fv, size_t i);
-uint64_t random_u64(void);
 /* A fresh session number (never 0). Under ctx->mu. */
 uint64_t ctx_session(pdrt_ctx *ctx);
 /* Adds fd to, or removes it from, the I/O thread's epoll set (readable events). 0 = done. */
@@ -248,11 +261,17 @@ int io_start(pdrt_ctx *ctx);
 void io_stop(pdrt_ctx *ctx);
 
 /* ---- serving (serve.c) ---- */
-/* Starts a serving thread; takes ownership of s. Under ctx->mu. 0 = started. */
+int serve_init(pdrt_ctx *ctx);                   /* 0 = the serving epoll set exists */
+/* Serves a connection (or makes a reverse one) through the worker pool; takes ownership of s.
+ * Under ctx->mu. 0 = taken on. */
 int serve_spawn(pdrt_ctx *ctx, serve *s);
-/* Joins the serving thread that ended last. Once ctx->threads is 0, without ctx->mu. */
-void serve_join_last(pdrt_ctx *ctx);
+/* Stops and joins the workers, once no connection is left. Without ctx->mu. */
+void serve_stop(pdrt_ctx *ctx);
+void serve_fini(pdrt_ctx *ctx);
+/* Serving connections from a peer address. Under ctx->mu. */
+uint32_t serve_count_peer(pdrt_ctx *ctx, const struct sockaddr_storage *peer);
 void serve_shutdown_session(pdrt_ctx *ctx, uint64_t session);
+
 void serve_shutdown_all(pdrt_ctx *ctx);
 
 /* ---- caches (cache.c), lookups under ctx->mu ---- */
@@ -287,6 +306,10 @@ int peer_map_valid(const peer_map *m);
 int conn_acquire(pdrt_ctx *ctx, link_t *lk, xfer *x, int64_t deadline, int32_t *rc);
 /* Unpublishes x->fd and pools the connection (reusable) or closes it. */
 void conn_release(pdrt_ctx *ctx, link_t *lk, xfer *x, int fd, int reusable);
+/* Sends a data connection's HELLO (with a proof under the link key when key is not NULL) and reads
+ * the WELCOME, checking the server's proof. NET_* result. */
+int data_hello(pdrt_ctx *ctx, int fd, uint32_t kind, uint64_t server_id, uint64_t session, const uint8_t *key,
+               int64_t deadline);
 /* NET_* result of a transfer step → status. */
 int32_t net_status(int r);
 

@@ -8,16 +8,19 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "auth.h"
 #include "net.h"
 #include "wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-#define MAX_PENDING 1024
 #define MAX_READY 64
 #define CTL_BATCH 16              /* control messages taken per read */
 
@@ -34,6 +37,13 @@ typedef struct pending {
     int peer_readable;
     int early;                    /* the CONFIRM comes unasked; the WELCOME waits for it */
     wire_welcome w;
+    int auth;                     /* authenticated handshake: no link until the client's proof */
+    auth_input in;                /* what the proofs of this handshake bind */
+    uint32_t hello_flags;
+    int32_t peer_pid;
+    int32_t probe_pid;            /* the client's probe object, from the HELLO */
+    uint32_t probe_fd;
+    uint64_t probe_token;
     struct sockaddr_storage addr; /* the peer's, from accept */
 } pending;
 
@@ -41,7 +51,13 @@ typedef struct {
     pending *head, *tail;
     pending **by_fd;
     size_t cap, count;
+    int64_t resume_at;            /* the listener is out of the epoll set until then (0: it is in) */
+    int backoff_ms;
+    int told;                     /* the descriptor shortage was logged */
 } pendings;
+
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 1000
 
 /* ---- established control connections ---- */
 
@@ -60,6 +76,8 @@ static void spawn_reverse(pdrt_ctx *ctx, link_t *lk) {
     s->remote_id = lk->remote_id;
     s->session = lk->session;
     s->same_host = lk->same_host;
+    memcpy(s->key, lk->key, sizeof s->key);
+    s->keyed = lk->keyed;
     s->addr = lk->addr;
     s->addrlen = lk->addrlen;
     memcpy(s->local_ip, lk->local_ip, PDRT_IP_MAX);
@@ -203,63 +221,139 @@ static int send_welcome(int fd, const wire_welcome *w) {
     return send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof b ? 0 : -1;
 }
 
+/* Whether the client's probe object (pid, fd) holds token: proof that we could map its memory. */
+static int probe_readable(pdrt_ctx *ctx, uint64_t client_id, int32_t pid, uint32_t fd, uint64_t token) {
+    uint64_t got;
+    if (samehost_probe_token(ctx, client_id, pid, fd, &got) == 0 && got == token) return 1;
+    /* perhaps a remembered token of an earlier process: read afresh */
+    samehost_forget(ctx, pid, fd);
+    return samehost_probe_token(ctx, client_id, pid, fd, &got) == 0 && got == token;
+}
+
+/* Under ctx->mu: whether a link from client_id may be made now (PDRT_SUCCESS) or why not. A
+ * restarted client holds no state for us (HELLO_FORCE_LINK): if our old connection from it turns
+ * out dead (its EOF not processed yet), the stale entry is dropped now instead of refusing. */
+static int32_t admit(pdrt_ctx *ctx, const pending *p, uint64_t client_id, uint32_t flags) {
+    link_t *lk = link_find(ctx, client_id);
+    if (lk != NULL && (flags & HELLO_FORCE_LINK) && lk->side == PDRT_SIDE_SERVER && lk->watched &&
+        (lk->state == PDRT_LINK_LINKED || lk->state == PDRT_LINK_UNUSABLE) && net_is_dead(lk->ctl_fd)) {
+        event_push(ctx, PDRT_EVENT_PEER_LOST, lk->side, lk->remote_id, PDRT_LINK_FAILED);
+        link_remove(ctx, lk, 0);
+        lk = NULL;
+    }
+    if (lk != NULL)
+        return lk->state == PDRT_LINK_LINKING || lk->state == PDRT_LINK_UNLINKING ? PDRT_PROCESSING_LINK
+                                                                                  : PDRT_ALREADY_LINK;
+    /* Links served are capped in total and per peer address (each costs a socket and memory). */
+    uint32_t total = 0, from_peer = 0;
+    char ip[PDRT_IP_MAX];
+    uint16_t port;
+    net_addr_text(&p->addr, ip, sizeof ip, &port);
+    for (link_t *l = ctx->links; l != NULL; l = l->next) {
+        if (l->side != PDRT_SIDE_SERVER) continue;
+        total++;
+        if (strcmp(l->remote_ip, ip) == 0) from_peer++;
+    }
+    if (total >= ctx->cfg.max_links || from_peer >= ctx->cfg.max_links_per_peer) return PDRT_LINK_FAILED;
+    return PDRT_SUCCESS;
+}
+
+/* Under ctx->mu: the LINKING placeholder of an admitted client, or NULL when out of memory. */
+static link_t *placeholder(pdrt_ctx *ctx, pending *p, uint64_t client_id, uint64_t session) {
+    link_t *lk = link_new(client_id, PDRT_SIDE_SERVER);
+    if (lk == NULL) return NULL;
+    lk->session = session;
+    lk->peer_pid = p->peer_pid;
+    net_addr_text(&p->addr, lk->remote_ip, sizeof lk->remote_ip, &lk->remote_port);
+    link_insert(ctx, lk);
+    p->lk = lk;
+    return lk;
+}
+
 /* Returns 0 to keep the connection pending (the WELCOME sent, or kept for an early CONFIRM), -1 to
  * drop it. */
 static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
-    int peer_readable = 0;
-    if ((h->flags & HELLO_FASTPATH) && ctx->boot_id[0] != '\0' && strcmp(h->boot_id, ctx->boot_id) == 0) {
-        uint64_t token;
-        int32_t pid = (int32_t)h->pid;
-        peer_readable = samehost_probe_token(ctx, h->client_id, pid, h->probe_fd, &token) == 0 &&
-                        token == h->probe_token;
-        if (!peer_readable) { /* perhaps a remembered token of an earlier process: read afresh */
-            samehost_forget(ctx, pid, h->probe_fd);
-            peer_readable = samehost_probe_token(ctx, h->client_id, pid, h->probe_fd, &token) == 0 &&
-                            token == h->probe_token;
-        }
-    }
+    int auth = ctx->secret != NULL;
     wire_welcome w = { .status = PDRT_SUCCESS, .server_id = ctx->id };
-    pthread_mutex_lock(&ctx->mu);
-    link_t *lk = NULL;
-    if (h->server_id != ctx->id || h->client_id == ctx->id) {
+    /* A peer without the secret, or a secret-holding peer of an unauthenticated server: refused
+     * before anything is looked up for it. */
+    if (((h->flags & HELLO_AUTH) != 0) != auth || h->server_id != ctx->id || h->client_id == ctx->id) {
         w.status = PDRT_LINK_FAILED;
+        send_welcome(p->fd, &w);
+        return -1;
+    }
+    /* Whether the client's probe object can be read here. With a secret, only a proven client
+     * gets that looked at (confirm_auth): the probe names a process and descriptor of the
+     * client's choosing, which an anonymous peer could otherwise use as an oracle. */
+    int same_boot = (h->flags & HELLO_FASTPATH) && ctx->boot_id[0] != '\0' && strcmp(h->boot_id, ctx->boot_id) == 0;
+    int peer_readable = same_boot && !auth && probe_readable(ctx, h->client_id, (int32_t)h->pid, h->probe_fd, h->probe_token);
+    p->probe_pid = (int32_t)h->pid;
+    p->probe_fd = h->probe_fd;
+    p->probe_token = h->probe_token;
+    p->hello_flags = h->flags;
+    p->peer_pid = (int32_t)h->pid;
+    pthread_mutex_lock(&ctx->mu);
+    /* With a secret, the WELCOME invites the client to read our probe whenever we share a boot;
+     * whether we can read its probe is settled once it has proved the secret. */
+    p->peer_readable = (auth ? same_boot : peer_readable) && ctx->fastpath;
+    uint64_t session = ctx_session(ctx);
+    if (auth) {
+        /* Nothing is held for the peer until its proof arrives: the link is made in on_confirm. */
+        p->auth = 1;
+        p->in.client_id = h->client_id;
+        p->in.server_id = ctx->id;
+        p->in.session = session;
+        memcpy(p->in.client_nonce, h->nonce, AUTH_NONCE);
+        if (auth_nonce(p->in.server_nonce) != 0) w.status = PDRT_LINK_FAILED;
+        else auth_mac(ctx->secret, ctx->secret_len, AUTH_LINK_SERVER, &p->in, w.mac);
+        memcpy(w.nonce, p->in.server_nonce, AUTH_NONCE);
     } else {
-        lk = link_find(ctx, h->client_id);
-        /* A restarted client holds no state for us: if our old connection from it turns out dead
-         * (its EOF not processed yet), drop the stale entry now instead of refusing. */
-        if (lk != NULL && (h->flags & HELLO_FORCE_LINK) && lk->side == PDRT_SIDE_SERVER && lk->watched &&
-            (lk->state == PDRT_LINK_LINKED || lk->state == PDRT_LINK_UNUSABLE) && net_is_dead(lk->ctl_fd)) {
-            event_push(ctx, PDRT_EVENT_PEER_LOST, lk->side, lk->remote_id, PDRT_LINK_FAILED);
-            link_remove(ctx, lk, 0);
-            lk = NULL;
-        }
-        if (lk != NULL)
-            w.status = lk->state == PDRT_LINK_LINKING || lk->state == PDRT_LINK_UNLINKING ? PDRT_PROCESSING_LINK
-                                                                                           : PDRT_ALREADY_LINK;
+        w.status = admit(ctx, p, h->client_id, h->flags);
+        if (w.status == PDRT_SUCCESS && placeholder(ctx, p, h->client_id, session) == NULL)
+            w.status = PDRT_OUT_OF_MEMORY;
     }
     if (w.status == PDRT_SUCCESS) {
-        lk = link_new(h->client_id, PDRT_SIDE_SERVER);
-        if (lk == NULL) {
-            w.status = PDRT_OUT_OF_MEMORY;
-        } else {
-            lk->session = ctx_session(ctx);
-            lk->peer_pid = (int32_t)h->pid;
-            net_addr_text(&p->addr, lk->remote_ip, sizeof lk->remote_ip, &lk->remote_port);
-            link_insert(ctx, lk);
-            p->lk = lk;
-            p->peer_readable = peer_readable && ctx->fastpath;
-            w.session = lk->session;
-            w.flags = p->peer_readable ? WELCOME_PEER_READABLE : 0;
-            w.pid = (uint32_t)ctx->pid;
-            w.probe_fd = (uint32_t)ctx->probe_fd;
-        }
+        w.session = session;
+        w.flags = (p->peer_readable ? WELCOME_PEER_READABLE : 0) | (auth ? WELCOME_AUTH | WELCOME_CONFIRM_AGAIN : 0);
+        w.pid = (uint32_t)ctx->pid;
+        w.probe_fd = (uint32_t)ctx->probe_fd;
     }
     pthread_mutex_unlock(&ctx->mu);
     p->w = w;
-    p->early = w.status == PDRT_SUCCESS && (h->flags & HELLO_EARLY_CONFIRM) != 0;
+    p->early = w.status == PDRT_SUCCESS && !auth && (h->flags & HELLO_EARLY_CONFIRM) != 0;
     if (!p->early && (send_welcome(p->fd, &w) != 0 || w.status != PDRT_SUCCESS)) return -1;
     p->stage = 1;
     return 0;
+}
+
+static void send_ack_status(int fd, int32_t status) {
+    uint8_t b[ACK_SIZE];
+    wire_ack a = { .status = status };
+    wire_put_ack(b, &a);
+    (void)!send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* An authenticated handshake's CONFIRM: the client proved the secret, so the link may now be made
+ * (the checks a plain handshake does at the HELLO). 0 = p->lk made; -1 = drop (after telling a
+ * proven client why). */
+static int confirm_auth(pdrt_ctx *ctx, pending *p, const wire_confirm *c) {
+    if (!auth_verify(ctx->secret, ctx->secret_len, AUTH_LINK_CLIENT, &p->in, c->mac)) return -1;
+    if (p->peer_readable)
+        p->peer_readable = probe_readable(ctx, p->in.client_id, p->probe_pid, p->probe_fd, p->probe_token);
+    pthread_mutex_lock(&ctx->mu);
+    int32_t status = admit(ctx, p, p->in.client_id, p->hello_flags);
+    link_t *lk = NULL;
+    if (status == PDRT_SUCCESS) {
+        lk = placeholder(ctx, p, p->in.client_id, p->in.session);
+        if (lk == NULL) status = PDRT_OUT_OF_MEMORY;
+    }
+    if (lk != NULL) {
+        auth_mac(ctx->secret, ctx->secret_len, AUTH_LINK_KEY, &p->in, lk->key);
+        lk->keyed = 1;
+    }
+    pthread_mutex_unlock(&ctx->mu);
+    if (status != PDRT_SUCCESS) send_ack_status(p->fd, status);
+    return status == PDRT_SUCCESS ? 0 : -1;
 }
 
 /* Returns 1 when the socket became the link's control socket, 0 to wait for another CONFIRM, -1 to
@@ -267,6 +361,7 @@ static int hello_ctl(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
 static int on_confirm(pdrt_ctx *ctx, pending *p) {
     wire_confirm c;
     if (wire_get_confirm(p->buf, &c) != 0) return -1;
+    if (p->auth && confirm_auth(ctx, p, &c) != 0) return -1;
     int proved = (c.flags & CONFIRM_READ) && c.token == ctx->probe_token;
     p->have = 0;
     if (p->early && p->peer_readable && !proved) { /* a fresh CONFIRM could prove more: ask for it */
@@ -312,15 +407,30 @@ static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
     if (p->registered) ep_del(ctx, p->fd);
     p->registered = 0;
     wire_welcome w = { .status = PDRT_NOT_YET_LINK, .server_id = ctx->id };
+    auth_input in;
+    auth_data_input(&in, h->nonce, h->client_id, h->server_id, h->session, h->kind);
     pthread_mutex_lock(&ctx->mu);
     link_t *lk = link_find(ctx, h->client_id);
     if (lk != NULL && lk->side == PDRT_SIDE_SERVER && lk->session == h->session && h->server_id == ctx->id &&
         (lk->state == PDRT_LINK_LINKED || lk->state == PDRT_LINK_UNUSABLE)) {
-        w.status = PDRT_SUCCESS;
+        /* On an authenticated context, a connection that cannot prove it belongs to the link (a
+         * guessed or overheard session number) never reaches a cache. */
+        int proven = ctx->secret == NULL ? (h->flags & HELLO_AUTH) == 0
+                                         : lk->keyed && (h->flags & HELLO_AUTH) &&
+                                               auth_verify(lk->key, sizeof lk->key, AUTH_DATA_HELLO, &in, h->mac);
+        w.status = proven ? PDRT_SUCCESS : PDRT_LINK_FAILED;
         w.session = lk->session;
+        if (proven && ctx->secret != NULL) {
+            w.flags = WELCOME_AUTH;
+            auth_mac(lk->key, sizeof lk->key, AUTH_DATA_WELCOME, &in, w.mac);
+        }
+    }
+    if (w.status == PDRT_SUCCESS) {
         if (h->kind == CONN_DATA) {
-            serve *s = calloc(1, sizeof *s);
+            serve *s = serve_count_peer(ctx, &p->addr) < ctx->cfg.max_conns_per_peer ? calloc(1, sizeof *s) : NULL;
             if (s != NULL) {
+                s->has_peer = 1;
+                s->peer = p->addr;
                 s->fd = p->fd;
                 s->remote_id = lk->remote_id;
                 s->session = lk->session;
@@ -331,6 +441,7 @@ static int hello_data(pdrt_ctx *ctx, pending *p, const wire_hello *h) {
         } else if (lk->npool < POOL_CAP) {
             /* WELCOME first: a waiting transfer may write its request the moment the fd is pooled. */
             if (send_welcome(p->fd, &w) == 0) {
+                lk->pool_since[lk->npool] = now_ms();
                 lk->pool[lk->npool++] = p->fd;
                 pthread_cond_broadcast(&ctx->cv);
                 pthread_mutex_unlock(&ctx->mu);
@@ -386,6 +497,48 @@ static void pend_advance(pdrt_ctx *ctx, pendings *ps, pending *p) {
     else if (st > 0) pend_forget(ps, p);
 }
 
+/* Room for one more handshake from addr: a peer over its own budget is refused, and when the total
+ * budget is used up the oldest handshake gives way (a real peer finishes in a round trip, so
+ * slots held by peers that never finish cannot lock it out). 1 = room. */
+static int handshake_room(pdrt_ctx *ctx, pendings *ps, const struct sockaddr_storage *addr) {
+    uint32_t from_peer = 0;
+    for (const pending *q = ps->head; q != NULL; q = q->next)
+        if (net_same_addr(&q->addr, addr) && ++from_peer >= ctx->cfg.max_handshakes_per_peer) return 0;
+    if (ps->count >= ctx->cfg.max_handshakes && ps->head != NULL) pend_drop(ctx, ps, ps->head);
+    return 1;
+}
+
+/* The process is short of descriptors: stop accepting for a while (the listener leaves the epoll
+ * set, so its backlog cannot make this thread spin), backing off while the shortage lasts, and
+ * say so once. Peers waiting in the backlog time out or are refused by the kernel. */
+static void accept_pause(pdrt_ctx *ctx, pendings *ps, const char *why) {
+    if (ps->resume_at == 0) ep_del(ctx, ctx->listen_fd);
+    ps->backoff_ms = ps->backoff_ms == 0 ? BACKOFF_MIN_MS : ps->backoff_ms * 2;
+    if (ps->backoff_ms > BACKOFF_MAX_MS) ps->backoff_ms = BACKOFF_MAX_MS;
+    ps->resume_at = now_ms() + ps->backoff_ms;
+    if (!ps->told) {
+        ps->told = 1;
+        fprintf(stderr, "pdrt: cluster %llu: %s; link-port connections are refused while it lasts\n",
+                (unsigned long long)ctx->id, why);
+    }
+}
+
+static void accept_resume(pdrt_ctx *ctx, pendings *ps) {
+    if (ps->resume_at == 0 || now_ms() < ps->resume_at) return;
+    ps->resume_at = 0;
+    if (ep_add(ctx, ctx->listen_fd) != 0) accept_pause(ctx, ps, "cannot watch the listener");
+}
+
+/* The highest descriptor number the link port may take: the rest of the process (its management
+ * API above all) keeps an eighth of the limit, at least 64, for itself. Descriptors are numbered
+ * lowest first, so the number tells how many are open. */
+static int fd_ceiling(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 30)) return 1 << 30;
+    int soft = (int)rl.rlim_cur, headroom = soft / 8 > 64 ? soft / 8 : 64;
+    return soft - headroom;
+}
+
 /* Accepts one connection per wakeup: the listener is level-triggered, so a backlog shows up again
  * in the next epoll_wait (with whatever else is ready) instead of costing an accept that finds
  * nothing after every connection. */
@@ -395,13 +548,48 @@ static void on_listen(pdrt_ctx *ctx, pendings *ps) {
     int fd;
     do fd = accept4(ctx->listen_fd, (struct sockaddr *)&addr, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
     while (fd < 0 && (errno == EINTR || errno == ECONNABORTED));
-    if (fd < 0) return;
-    /* TCP_NODELAY and keepalive come from the listener. */
-    pending *p = ps->count < MAX_PENDING ? calloc(1, sizeof *p) : NULL;
+    if (fd < 0) {
+        if (errno != EMFILE && errno != ENFILE && errno != ENOBUFS && errno != ENOMEM) return;
+        /* Out of descriptors: the oldest unfinished handshake gives its own up (the backlog is
+         * read again at the next wakeup), or, with none, accepting pauses. */
+        if (ps->head != NULL) pend_drop(ctx, ps, ps->head);
+        else accept_pause(ctx, ps, "out of file descriptors");
+        return;
+    }
+    int ceiling = fd_ceiling();
+    if (fd >= ceiling) {
+        /* What is left belongs to the rest of the process. The oldest unfinished handshake gives
+         * its descriptor to this one (moved down to a number below the ceiling, so the next
+         * number handed out still tells how many are open); with none, the connection is refused. */
+        int low = -1;
+        if (ps->head != NULL) {
+            pend_drop(ctx, ps, ps->head);
+            low = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        }
+        if (low >= 0 && low < ceiling) {
+            close(fd);
+            fd = low;
+        } else {
+            if (low >= 0) close(low);
+            close(fd);
+            accept_pause(ctx, ps, "near the descriptor limit");
+            return;
+        }
+        if (!ps->told) {
+            ps->told = 1;
+            fprintf(stderr, "pdrt: cluster %llu: near the descriptor limit; the oldest unfinished handshakes give way\n",
+                    (unsigned long long)ctx->id);
+        }
+    }
+    ps->backoff_ms = 0;
+    /* TCP_NODELAY and keepalive come from the listener. Handshakes have a budget of their own,
+     * in total and per peer address, so peers that never finish one cannot take what links and
+     * data connections need; beyond it the connection is refused at once. */
+    pending *p = handshake_room(ctx, ps, &addr) ? calloc(1, sizeof *p) : NULL;
     if (p != NULL) {
         p->fd = fd;
         p->addr = addr;
-        p->deadline = now_ms() + SERVER_HANDSHAKE_MS;
+        p->deadline = now_ms() + ctx->cfg.handshake_timeout_ms;
     }
     if (p == NULL || pend_add(ps, p) != 0) {
         free(p);
@@ -430,7 +618,9 @@ static void *io_main(void *arg) {
     pendings ps = { 0 };
     struct epoll_event ev[MAX_READY];
     for (;;) {
-        int n = epoll_wait(ctx->ep, ev, MAX_READY, ps.head != NULL ? remaining_ms(ps.head->deadline) : -1);
+        int64_t wake = ps.head != NULL ? ps.head->deadline : -1;
+        if (ps.resume_at != 0 && (wake < 0 || ps.resume_at < wake)) wake = ps.resume_at;
+        int n = epoll_wait(ctx->ep, ev, MAX_READY, remaining_ms(wake));
         if (n < 0) n = 0; /* EINTR: look again */
         int quit = 0, accept_ready = 0;
         for (int i = 0; i < n; i++) {
@@ -442,7 +632,8 @@ static void *io_main(void *arg) {
             else on_socket(ctx, fd);
         }
         if (quit) break; /* what is left is torn down by pdrt_destroy */
-        if (accept_ready) on_listen(ctx, &ps);
+        if (accept_ready && ps.resume_at == 0) on_listen(ctx, &ps);
+        accept_resume(ctx, &ps);
         int64_t now = now_ms();
         while (ps.head != NULL && ps.head->deadline <= now) pend_drop(ctx, &ps, ps.head);
     }

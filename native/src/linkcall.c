@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "auth.h"
 #include "net.h"
 #include "wire.h"
 
@@ -30,6 +31,8 @@ typedef struct {
     int told_read;              /* the last CONFIRM claimed the server's probe was read */
     int32_t told_pid;           /* and named this probe */
     uint32_t told_fd;
+    auth_input proof;           /* authenticated links: what the proofs bind */
+    uint8_t key[AUTH_MAC];      /* and the link key derived from them */
 } attempt;
 
 int32_t batch_check(const pdrt_cluster *clusters, uint32_t n, int32_t timeout_ms, const int32_t *rets) {
@@ -62,8 +65,10 @@ static int fail(attempt *a, int32_t code) {
 }
 
 /* The CONFIRM for the server's probe at pid and fd (or for no probe), into a->out at off. */
-static void put_confirm(attempt *a, size_t off, int known, int32_t pid, uint32_t fd, uint64_t token) {
+static void put_confirm(attempt *a, size_t off, int known, int32_t pid, uint32_t fd, uint64_t token,
+                        const uint8_t *mac) {
     wire_confirm c = { 0 };
+    if (mac != NULL) memcpy(c.mac, mac, AUTH_MAC);
     if (known) {
         c.flags = CONFIRM_READ;
         c.token = token;
@@ -76,7 +81,11 @@ static void put_confirm(attempt *a, size_t off, int known, int32_t pid, uint32_t
 
 static int on_ack(pdrt_ctx *ctx, attempt *a) {
     wire_ack ack;
-    if (wire_get_ack(a->in, &ack) != 0 || ack.status != PDRT_SUCCESS) return fail(a, PDRT_LINK_FAILED);
+    if (wire_get_ack(a->in, &ack) != 0) return fail(a, PDRT_LINK_FAILED);
+    /* An authenticated server says whether the link may be made only once we proved the secret. */
+    if (ack.status == PDRT_ALREADY_LINK || ack.status == PDRT_PROCESSING_LINK) return fail(a, ack.status);
+    if (ack.status != PDRT_SUCCESS) return fail(a, PDRT_LINK_FAILED);
+    if (ctx->secret != NULL) auth_mac(ctx->secret, ctx->secret_len, AUTH_LINK_KEY, &a->proof, a->key);
     a->same_host = ack.same_host != 0;
     /* The server could read our probe but not match the token we sent: what we remembered of its
      * probe belongs to an earlier process. Read it afresh next time. */
@@ -92,6 +101,18 @@ static int on_welcome(pdrt_ctx *ctx, attempt *a, int fastpath) {
     int32_t s = a->w.status;
     if (s == PDRT_ALREADY_LINK || s == PDRT_PROCESSING_LINK) return fail(a, s);
     if (s != PDRT_SUCCESS || a->w.server_id != a->lk->remote_id) return fail(a, PDRT_LINK_FAILED);
+    /* Both ends hold a secret or neither does; with one, the server proves it before we do. */
+    int auth = ctx->secret != NULL;
+    if (((a->w.flags & WELCOME_AUTH) != 0) != auth) return fail(a, PDRT_LINK_FAILED);
+    uint8_t mac[AUTH_MAC];
+    if (auth) {
+        memcpy(a->proof.server_nonce, a->w.nonce, AUTH_NONCE);
+        a->proof.session = a->w.session;
+        if (!auth_verify(ctx->secret, ctx->secret_len, AUTH_LINK_SERVER, &a->proof, a->w.mac))
+            return fail(a, PDRT_LINK_FAILED);
+        if (!(a->w.flags & WELCOME_CONFIRM_AGAIN)) return fail(a, PDRT_LINK_FAILED);
+        auth_mac(ctx->secret, ctx->secret_len, AUTH_LINK_CLIENT, &a->proof, mac);
+    }
     size_t extra = a->ihave - WELCOME_SIZE;
     if (!(a->w.flags & WELCOME_CONFIRM_AGAIN)) { /* the early CONFIRM stood: the ACK follows, usually with it */
         memmove(a->in, a->in + WELCOME_SIZE, extra);
@@ -106,7 +127,7 @@ static int on_welcome(pdrt_ctx *ctx, attempt *a, int fastpath) {
     uint64_t token = 0;
     int known = (a->w.flags & WELCOME_PEER_READABLE) && fastpath &&
                 samehost_probe_token(ctx, a->lk->remote_id, pid, a->w.probe_fd, &token) == 0;
-    put_confirm(a, 0, known, pid, a->w.probe_fd, token);
+    put_confirm(a, 0, known, pid, a->w.probe_fd, token, auth ? mac : NULL);
     a->olen = CONFIRM_SIZE;
     a->ooff = 0;
     a->stage = ST_SEND_CONFIRM;
@@ -181,18 +202,35 @@ static void start(pdrt_ctx *ctx, const pdrt_cluster *c, attempt *a, int fastpath
         return;
     }
     net_tune(a->fd, 0); /* keepalive comes later, for links that last (keepalive.c) */
+    int auth = ctx->secret != NULL;
     wire_hello h = { .version = WIRE_VERSION, .kind = CONN_CTL, .client_id = ctx->id,
                      .server_id = c->remote_cluster_id, .role = ctx->role,
-                     .flags = HELLO_FORCE_LINK | HELLO_EARLY_CONFIRM | (fastpath ? HELLO_FASTPATH : 0),
+                     .flags = HELLO_FORCE_LINK | (auth ? HELLO_AUTH : HELLO_EARLY_CONFIRM) |
+                              (fastpath ? HELLO_FASTPATH : 0),
                      .pid = (uint32_t)ctx->pid, .probe_fd = (uint32_t)ctx->probe_fd,
                      .probe_token = ctx->probe_token };
     memcpy(h.boot_id, ctx->boot_id, sizeof h.boot_id);
+    if (auth) {
+        /* No early CONFIRM: ours must carry a proof over the server's nonce, not known yet. */
+        a->proof.client_id = ctx->id;
+        a->proof.server_id = c->remote_cluster_id;
+        if (auth_nonce(a->proof.client_nonce) != 0) {
+            fail(a, PDRT_LINK_FAILED);
+            return;
+        }
+        memcpy(h.nonce, a->proof.client_nonce, AUTH_NONCE);
+        wire_put_hello(a->out, &h);
+        a->olen = HELLO_SIZE;
+        a->stage = ST_SEND_HELLO;
+        step(ctx, a, fastpath);
+        return;
+    }
     wire_put_hello(a->out, &h);
     int32_t pid = 0;
     uint32_t fd = 0;
     uint64_t token = 0;
     int known = fastpath && samehost_recall(ctx, c->remote_cluster_id, &pid, &fd, &token) == 0;
-    put_confirm(a, HELLO_SIZE, known, pid, fd, token);
+    put_confirm(a, HELLO_SIZE, known, pid, fd, token, NULL);
     a->olen = HELLO_SIZE + CONFIRM_SIZE;
     a->stage = ST_SEND_HELLO;
     step(ctx, a, fastpath);
@@ -216,6 +254,10 @@ static void finish(pdrt_ctx *ctx, attempt *at, uint32_t n, int32_t *rets) {
         lk->session = a->w.session;
         lk->peer_pid = (int32_t)a->w.pid;
         lk->same_host = a->same_host;
+        if (ctx->secret != NULL) {
+            memcpy(lk->key, a->key, sizeof lk->key);
+            lk->keyed = 1;
+        }
         ka_queue(ctx, lk);
     }
 }

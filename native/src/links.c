@@ -70,6 +70,7 @@ void link_unref(pdrt_ctx *ctx, link_t *lk) {
         peer_map_put(m);
     }
     if (lk->ctl_fd >= 0) close(lk->ctl_fd); /* only a socket never handed to link_remove */
+    memset(lk->key, 0, sizeof lk->key); /* freed at once: nothing reads it again */
     free(lk);
 }
 

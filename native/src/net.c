@@ -1,7 +1,9 @@
 /* Socket helpers (see net.h). */
 #define _GNU_SOURCE
 #include "net.h"
-#include "internal.h"
+#include "util.h"
+
+#include "pdrt.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -205,4 +207,14 @@ int net_is_dead(int fd) {
     char c;
     ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+int net_same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+    if (a->ss_family != b->ss_family) return 0;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return 0;
 }

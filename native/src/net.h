@@ -35,6 +35,8 @@ int net_recvv_all(int fd, struct iovec *iov, int cnt, int64_t deadline);
 int net_skip(int fd, uint64_t len, int64_t deadline);
 /* Numeric text and port of an IPv4/IPv6 address ("" and 0 for another family). */
 void net_addr_text(const struct sockaddr_storage *ss, char *ip, size_t cap, uint16_t *port);
+/* 1 when a and b hold the same IPv4 or IPv6 address (ports aside). */
+int net_same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 /* 1 when the connection has seen EOF or an error (a dead peer), without consuming data. */
 int net_is_dead(int fd);
 

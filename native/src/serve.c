@@ -1,19 +1,30 @@
 /*
- * Serving threads: one per data connection on which the peer is the requester. A thread reads a
- * request, answers it from the local caches, and loops until the connection closes or is shut
- * down (link removed, context destroyed). On the client side of a link, a serving thread first
- * connects back to the server (a "reverse" connection), because only the server listens.
+ * Serving data connections on which the peer is the requester: a small pool of worker threads fed
+ * by an epoll set of those connections, so an idle connection costs a descriptor and a few bytes,
+ * never a thread. Each connection is armed one-shot: a worker that gets it reads one request,
+ * answers it from the local caches, and arms it again, or closes it when it ends, is shut down
+ * (link removed, context destroyed) or has been idle for the idle timeout. On the client side of
+ * a link, a worker first connects back to the server (a "reverse" connection), because only the
+ * server listens. The pool grows on demand up to SERVE_WORKERS_MAX and lives as long as the
+ * context.
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "hmac.h"
 #include "net.h"
 #include "wire.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #define SERVE_STACK (256 * 1024)
+#define SWEEP_MS 1000            /* idle connections are looked for at most this often */
+
+_Static_assert(sizeof(((serve *)0)->hdr) == REQ_SIZE, "serve.hdr holds one request header");
 #define REVERSE_CONNECT_MS 5000
 #define IOV_BATCH 256
 
@@ -85,7 +96,7 @@ static int serve_info(pdrt_ctx *ctx, serve *s, const wire_req *q, int64_t deadli
 
 /* PULL: header, indices → status, blocks. PUSH: header, indices → status; blocks → status. */
 static int serve_blocks(pdrt_ctx *ctx, serve *s, const wire_req *q, int64_t deadline) {
-    if (q->n == 0 || q->n > MAX_BLOCKS_PER_CALL) return NET_ERR;
+    if (q->n == 0 || q->n > PDRT_MAX_BLOCKS_PER_TRANSFER) return NET_ERR;
     uint32_t *idx = malloc((size_t)q->n * sizeof *idx);
     if (idx == NULL) return NET_ERR;
     int r = net_recv_all(s->fd, idx, (size_t)q->n * sizeof *idx, deadline);
@@ -123,79 +134,192 @@ static int reverse_connect(pdrt_ctx *ctx, serve *s) {
     }
     if (net_connect_wait(fd, deadline) != NET_OK) return -1;
     net_tune(fd, 0);
-    uint8_t b[HELLO_SIZE];
-    wire_hello h = { .version = WIRE_VERSION, .kind = CONN_REVERSE, .client_id = ctx->id,
-                     .server_id = s->remote_id, .role = ctx->role, .session = s->session };
-    wire_put_hello(b, &h);
-    if (net_send_all(fd, b, HELLO_SIZE, deadline) != NET_OK) return -1;
-    wire_welcome w;
-    if (net_recv_all(fd, b, WELCOME_SIZE, deadline) != NET_OK || wire_get_welcome(b, &w) != 0 ||
-        w.status != PDRT_SUCCESS)
-        return -1;
+    return data_hello(ctx, fd, CONN_REVERSE, s->remote_id, s->session, s->keyed ? s->key : NULL, deadline) == NET_OK
+               ? 0
+               : -1;
+}
+
+/* Takes what the socket has of a request header, without waiting: a peer that sends part of one
+ * and stalls holds no worker (the connection goes back to the epoll set, and the idle sweep ends
+ * it). Then answers the request, bounded by the requester's own timeout. NET_OK = arm again. */
+static int serve_one(pdrt_ctx *ctx, serve *s) {
+    for (;;) {
+        ssize_t r = recv(s->fd, s->hdr + s->hlen, REQ_SIZE - s->hlen, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return NET_OK;
+        if (r <= 0) return NET_ERR;
+        s->hlen += (size_t)r;
+        if (s->hlen == REQ_SIZE) break;
+    }
+    s->hlen = 0;
+    wire_req q;
+    if (wire_get_req(s->hdr, &q) != 0) return NET_ERR;
+    uint32_t t = q.timeout_ms > 3600000u ? 3600000u : q.timeout_ms;
+    int64_t deadline = now_ms() + t + 1000;
+    return q.op == OP_INFO                      ? serve_info(ctx, s, &q, deadline)
+           : q.op == OP_PULL || q.op == OP_PUSH ? serve_blocks(ctx, s, &q, deadline)
+                                                : NET_ERR;
+}
+
+/* Under ctx->mu: hands the connection to the epoll set for its next request. 0 = armed. */
+static int arm(pdrt_ctx *ctx, serve *s) {
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLONESHOT, .data.ptr = s };
+    int op = s->armed ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(ctx->sv_ep, op, s->fd, &ev) != 0) return -1;
+    s->armed = 1;
     return 0;
 }
 
-static void *serve_main(void *arg) {
-    serve *s = arg;
-    pdrt_ctx *ctx = s->ctx;
-    if (!s->reverse || reverse_connect(ctx, s) == 0) {
-        uint8_t b[REQ_SIZE];
-        wire_req q;
-        /* Idle between requests for as long as the link lives; each request bounds its own waits
-         * by the requester's remaining time plus a margin. */
-        while (net_recv_all(s->fd, b, REQ_SIZE, -1) == NET_OK && wire_get_req(b, &q) == 0) {
-            uint32_t t = q.timeout_ms > 3600000u ? 3600000u : q.timeout_ms;
-            int64_t deadline = now_ms() + t + 1000;
-            int r = q.op == OP_INFO ? serve_info(ctx, s, &q, deadline)
-                  : q.op == OP_PULL || q.op == OP_PUSH ? serve_blocks(ctx, s, &q, deadline)
-                  : NET_ERR;
-            if (r != NET_OK) break;
-        }
-    }
-    pthread_mutex_lock(&ctx->mu);
+/* Under ctx->mu: the connection is done; its socket closes (leaving the epoll set with it). */
+static void finish(pdrt_ctx *ctx, serve *s) {
     serve **pp = &ctx->serves;
     while (*pp != s) pp = &(*pp)->next;
     *pp = s->next;
     if (s->fd >= 0) close(s->fd);
-    /* pdrt_destroy may free ctx as soon as it sees threads at 0, which can be while this thread is
-     * still inside the unlock below: it joins this thread first, found in serve_last. The thread
-     * that ended before this one is joined here, so at most one waits to be joined. */
-    pthread_t prev = ctx->serve_last;
-    int joins_prev = ctx->serve_last_set;
-    ctx->serve_last = pthread_self();
-    ctx->serve_last_set = 1;
-    ctx->threads--;
+    ctx->nserves--;
     pthread_cond_broadcast(&ctx->cv);
-    pthread_mutex_unlock(&ctx->mu);
+    wipe(s->key, sizeof s->key);
     free(s);
-    if (joins_prev) pthread_join(prev, NULL);
+}
+
+/* Under ctx->mu: shuts down connections idle past the idle timeout; their workers close them. */
+static void sweep(pdrt_ctx *ctx) {
+    int64_t now = now_ms();
+    if (now < ctx->sv_sweep_at) return;
+    ctx->sv_sweep_at = now + SWEEP_MS;
+    for (serve *s = ctx->serves; s != NULL; s = s->next)
+        if (!s->busy && s->fd >= 0 && s->idle_since + (int64_t)ctx->cfg.idle_timeout_ms <= now) shutdown(s->fd, SHUT_RDWR);
+}
+
+static int grow(pdrt_ctx *ctx);
+
+static void *worker_main(void *arg) {
+    pdrt_ctx *ctx = arg;
+    int wait_ms = ctx->cfg.idle_timeout_ms < SWEEP_MS ? (int)ctx->cfg.idle_timeout_ms : SWEEP_MS;
+    for (;;) {
+        struct epoll_event ev;
+        int n = epoll_wait(ctx->sv_ep, &ev, 1, wait_ms);
+        pthread_mutex_lock(&ctx->mu);
+        if (ctx->sv_quit) {
+            pthread_mutex_unlock(&ctx->mu);
+            break;
+        }
+        sweep(ctx);
+        serve *s = NULL;
+        if (n == 1 && ev.data.ptr == NULL) { /* a new connection: one unit of the semaphore each */
+            uint64_t one;
+            if (read(ctx->sv_wake, &one, sizeof one) == (ssize_t)sizeof one && ctx->sv_jobs != NULL) {
+                s = ctx->sv_jobs;
+                ctx->sv_jobs = s->job_next;
+            }
+        } else if (n == 1) {
+            s = ev.data.ptr;
+        }
+        if (s == NULL) {
+            pthread_mutex_unlock(&ctx->mu);
+            continue;
+        }
+        s->busy = 1;
+        /* The last idle worker took this: another may be needed for the next connection. */
+        if (--ctx->sv_idle == 0) grow(ctx);
+        int fresh = !s->armed, aborted = s->aborted;
+        pthread_mutex_unlock(&ctx->mu);
+
+        int ok = !aborted && (fresh ? !s->reverse || reverse_connect(ctx, s) == 0 : serve_one(ctx, s) == NET_OK);
+
+        pthread_mutex_lock(&ctx->mu);
+        s->busy = 0;
+        s->idle_since = now_ms();
+        ctx->sv_idle++;
+        if (!ok || s->aborted || arm(ctx, s) != 0) finish(ctx, s);
+        pthread_mutex_unlock(&ctx->mu);
+    }
     return NULL;
 }
 
-void serve_join_last(pdrt_ctx *ctx) {
-    if (!ctx->serve_last_set) return;
-    pthread_join(ctx->serve_last, NULL);
-    ctx->serve_last_set = 0;
+/* Under ctx->mu: one more worker, unless the pool is at its bound. 0 = started. */
+static int grow(pdrt_ctx *ctx) {
+    if (ctx->sv_workers >= SERVE_WORKERS_MAX || ctx->stopping) return -1;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, SERVE_STACK);
+    int err = pthread_create(&ctx->sv_threads[ctx->sv_workers], &attr, worker_main, ctx);
+    pthread_attr_destroy(&attr);
+    if (err != 0) return -1;
+    ctx->sv_workers++;
+    ctx->sv_idle++;
+    return 0;
+}
+
+int serve_init(pdrt_ctx *ctx) {
+    ctx->sv_ep = epoll_create1(EPOLL_CLOEXEC);
+    ctx->sv_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+    if (ctx->sv_ep < 0 || ctx->sv_wake < 0) return -1;
+    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+    return epoll_ctl(ctx->sv_ep, EPOLL_CTL_ADD, ctx->sv_wake, &ev);
+}
+
+void serve_stop(pdrt_ctx *ctx) {
+    pthread_mutex_lock(&ctx->mu);
+    ctx->sv_quit = 1;
+    int n = ctx->sv_workers;
+    /* Level-triggered and never read again: every worker wakes and sees sv_quit. */
+    uint64_t many = 1u << 30;
+    ssize_t w = ctx->sv_wake >= 0 ? write(ctx->sv_wake, &many, sizeof many) : 0;
+    (void)w;
+    pthread_mutex_unlock(&ctx->mu);
+    for (int i = 0; i < n; i++) pthread_join(ctx->sv_threads[i], NULL);
+    ctx->sv_workers = 0;
+}
+
+void serve_fini(pdrt_ctx *ctx) {
+    if (ctx->sv_ep >= 0) close(ctx->sv_ep);
+    if (ctx->sv_wake >= 0) close(ctx->sv_wake);
+}
+
+uint32_t serve_count_peer(pdrt_ctx *ctx, const struct sockaddr_storage *peer) {
+    uint32_t n = 0;
+    for (serve *s = ctx->serves; s != NULL; s = s->next) n += s->has_peer && net_same_addr(&s->peer, peer);
+    return n;
+}
+
+/* Under ctx->mu: at the total cap, the connection idle longest is shut down to make room (its
+ * requester finds it dead and opens another when it needs one), so idle connections held by some
+ * peers cannot lock others out. 1 = room. */
+static int make_room(pdrt_ctx *ctx) {
+    if ((uint32_t)ctx->nserves < ctx->cfg.max_conns) return 1;
+    serve *oldest = NULL;
+    for (serve *s = ctx->serves; s != NULL; s = s->next)
+        if (s->armed && !s->busy && !s->aborted && s->fd >= 0 && (oldest == NULL || s->idle_since < oldest->idle_since))
+            oldest = s;
+    if (oldest == NULL) return 0;
+    oldest->aborted = 1;
+    shutdown(oldest->fd, SHUT_RDWR); /* its worker closes it and counts it out */
+    return 1;
 }
 
 int serve_spawn(pdrt_ctx *ctx, serve *s) {
-    if (ctx->threads >= MAX_SERVE_THREADS || ctx->stopping) {
+    /* The first worker comes with the first connection; more as the busy ones run out. */
+    if (ctx->stopping || !make_room(ctx) || (ctx->sv_workers == 0 && grow(ctx) != 0)) {
         free(s);
         return -1;
     }
     s->ctx = ctx;
+    s->idle_since = now_ms();
     s->next = ctx->serves;
     ctx->serves = s;
-    ctx->threads++;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr); /* joinable: see the end of serve_main */
-    pthread_attr_setstacksize(&attr, SERVE_STACK);
-    pthread_t t;
-    int err = pthread_create(&t, &attr, serve_main, s);
-    pthread_attr_destroy(&attr);
-    if (err == 0) return 0;
+    ctx->nserves++;
+    if (s->fd >= 0 && !s->reverse) { /* a connection the peer opened: straight to the epoll set */
+        if (arm(ctx, s) == 0) return 0;
+    } else { /* a reverse connection still to be made: a worker makes it */
+        s->job_next = ctx->sv_jobs;
+        ctx->sv_jobs = s;
+        uint64_t one = 1;
+        if (write(ctx->sv_wake, &one, sizeof one) == (ssize_t)sizeof one) return 0;
+        ctx->sv_jobs = s->job_next;
+    }
     ctx->serves = s->next;
-    ctx->threads--;
+    ctx->nserves--;
     free(s);
     return -1;
 }

@@ -145,7 +145,7 @@ static int32_t shm_transfer(job *j) {
 static int32_t transfer(pdrt_ctx *ctx, int pushing, uint64_t remote_id, uint64_t remote_cache,
                         const uint32_t *remote_idx, uint64_t local_cache, const uint32_t *local_idx, uint32_t n,
                         int32_t timeout_ms) {
-    if (remote_idx == NULL || local_idx == NULL || n == 0 || n > MAX_BLOCKS_PER_CALL || timeout_ms <= 0 ||
+    if (remote_idx == NULL || local_idx == NULL || n == 0 || n > PDRT_MAX_BLOCKS_PER_TRANSFER || timeout_ms <= 0 ||
         ctx_enter(ctx) != 0)
         return PDRT_PARAM_INVALID;
     job j = { .ctx = ctx, .deadline = now_ms() + timeout_ms, .remote_cache = remote_cache, .remote_idx = remote_idx,

@@ -15,6 +15,8 @@ void wire_put_hello(uint8_t *b, const wire_hello *m) {
     put32(b + 48, m->probe_fd);
     put64(b + 52, m->probe_token);
     memcpy(b + 60, m->boot_id, 36); /* 36 characters of text, no NUL on the wire */
+    memcpy(b + 96, m->nonce, WIRE_NONCE);
+    memcpy(b + 128, m->mac, WIRE_MAC);
 }
 
 int wire_get_hello(const uint8_t *b, wire_hello *m) {
@@ -32,6 +34,8 @@ int wire_get_hello(const uint8_t *b, wire_hello *m) {
     m->probe_token = get64(b + 52);
     memcpy(m->boot_id, b + 60, 36);
     m->boot_id[36] = '\0';
+    memcpy(m->nonce, b + 96, WIRE_NONCE);
+    memcpy(m->mac, b + 128, WIRE_MAC);
     return 0;
 }
 
@@ -44,6 +48,8 @@ void wire_put_welcome(uint8_t *b, const wire_welcome *m) {
     put32(b + 24, m->flags);
     put32(b + 28, m->pid);
     put32(b + 32, m->probe_fd);
+    memcpy(b + 40, m->nonce, WIRE_NONCE);
+    memcpy(b + 72, m->mac, WIRE_MAC);
 }
 
 int wire_get_welcome(const uint8_t *b, wire_welcome *m) {
@@ -54,6 +60,8 @@ int wire_get_welcome(const uint8_t *b, wire_welcome *m) {
     m->flags = get32(b + 24);
     m->pid = get32(b + 28);
     m->probe_fd = get32(b + 32);
+    memcpy(m->nonce, b + 40, WIRE_NONCE);
+    memcpy(m->mac, b + 72, WIRE_MAC);
     return 0;
 }
 
@@ -62,12 +70,14 @@ void wire_put_confirm(uint8_t *b, const wire_confirm *m) {
     put32(b, WIRE_MAGIC);
     put32(b + 4, m->flags);
     put64(b + 8, m->token);
+    memcpy(b + 16, m->mac, WIRE_MAC);
 }
 
 int wire_get_confirm(const uint8_t *b, wire_confirm *m) {
     if (get32(b) != WIRE_MAGIC) return -1;
     m->flags = get32(b + 4);
     m->token = get64(b + 8);
+    memcpy(m->mac, b + 16, WIRE_MAC);
     return 0;
 }
 

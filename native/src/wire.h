@@ -14,6 +14,12 @@
  *   CONFIRM made from that WELCOME, as without the flag. The outcome is the same either way.
  * Data connection (always opened by the link's client; kind=DATA when the client will send
  *   requests, kind=REVERSE when the client will serve them): HELLO → WELCOME, then requests.
+ * Authenticated links (both ends hold the cluster secret, HELLO_AUTH; see auth.h): the client sends
+ *   no early CONFIRM; the WELCOME carries the server's nonce and proof and asks for a CONFIRM
+ *   (WELCOME_CONFIRM_AGAIN), which carries the client's proof; the server creates the link only
+ *   once that proof checks out. A data connection's HELLO carries a fresh nonce and a proof under
+ *   the link key, and its WELCOME a proof over that nonce. An end with a secret refuses a peer
+ *   without one and the other way round.
  */
 #ifndef PDRT_WIRE_H
 #define PDRT_WIRE_H
@@ -22,7 +28,7 @@
 #include <string.h>
 
 #define WIRE_MAGIC 0x54524450u       /* "PDRT" */
-#define WIRE_VERSION 1u
+#define WIRE_VERSION 2u
 
 enum { CONN_CTL = 1, CONN_DATA = 2, CONN_REVERSE = 3 };
 enum { CTL_UNLINK = 1, CTL_UNLINK_ACK = 2, CTL_OPEN_REVERSE = 3 };
@@ -31,13 +37,17 @@ enum { OP_PULL = 1, OP_PUSH = 2, OP_INFO = 3 };
 #define HELLO_FORCE_LINK 1u          /* the client holds no state for the server */
 #define HELLO_FASTPATH 2u            /* the client wants the same-host path */
 #define HELLO_EARLY_CONFIRM 4u       /* a CONFIRM follows the HELLO without waiting for the WELCOME */
+#define HELLO_AUTH 8u                /* the client holds a cluster secret and proves it */
 #define WELCOME_PEER_READABLE 1u     /* the server could read the client's probe object */
 #define WELCOME_CONFIRM_AGAIN 2u     /* the early CONFIRM proved too little: send one made from this */
+#define WELCOME_AUTH 4u              /* the server's nonce and proof follow */
 #define CONFIRM_READ 1u              /* the client could read the server's probe object */
 
-#define HELLO_SIZE 96
-#define WELCOME_SIZE 40
-#define CONFIRM_SIZE 16
+#define HELLO_SIZE 160
+#define WELCOME_SIZE 104
+#define CONFIRM_SIZE 48
+#define WIRE_NONCE 32
+#define WIRE_MAC 32
 #define ACK_SIZE 16
 #define CTL_SIZE 16
 #define REQ_SIZE 32
@@ -51,6 +61,8 @@ typedef struct {
     uint32_t pid, probe_fd;
     uint64_t probe_token;
     char boot_id[40];
+    uint8_t nonce[WIRE_NONCE];       /* HELLO_AUTH: the client's fresh nonce */
+    uint8_t mac[WIRE_MAC];           /* HELLO_AUTH on a data connection: its proof */
 } wire_hello;
 
 typedef struct {
@@ -58,11 +70,14 @@ typedef struct {
     uint32_t flags;
     uint64_t server_id, session;
     uint32_t pid, probe_fd;
+    uint8_t nonce[WIRE_NONCE];       /* WELCOME_AUTH: the server's fresh nonce (control) */
+    uint8_t mac[WIRE_MAC];           /* WELCOME_AUTH: the server's proof */
 } wire_welcome;
 
 typedef struct {
     uint32_t flags;
     uint64_t token;
+    uint8_t mac[WIRE_MAC];           /* authenticated links: the client's proof */
 } wire_confirm;
 
 typedef struct {

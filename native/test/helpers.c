@@ -29,7 +29,7 @@ pdrt_cluster cluster(uint64_t id, const char *ip, uint16_t port) {
 /* A context listening on an ephemeral port of ip, or client-only when ip is NULL. */
 pdrt_ctx *make_ctx(uint64_t id, const char *ip) {
     pdrt_ctx *ctx = NULL;
-    int32_t rc = pdrt_create(id, ip ? PDRT_ROLE_PROMPT : PDRT_ROLE_DECODER, ip, 0, &ctx);
+    int32_t rc = pdrt_create(id, ip ? PDRT_ROLE_PROMPT : PDRT_ROLE_DECODER, ip, 0, NULL, &ctx);
     if (rc != PDRT_SUCCESS) {
         fprintf(stderr, "pdrt_create(%llu, %s) = 0x%x\n", (unsigned long long)id, ip ? ip : "-", (unsigned)rc);
         exit(100);

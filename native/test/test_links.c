@@ -31,11 +31,11 @@ static void test_bad_calls(void) {
     CHECK_RC(pdrt_set_option(d, PDRT_OPT_SAME_HOST_FASTPATH, 2), PDRT_PARAM_INVALID);
     CHECK_RC(pdrt_wait_events(d, 0), PDRT_TIMEOUT);
     pdrt_ctx *bad = NULL;
-    CHECK_RC(pdrt_create(1, 7, NULL, 0, &bad), PDRT_PARAM_INVALID);
-    CHECK_RC(pdrt_create(1, 0, "not-an-ip", 0, &bad), PDRT_PARAM_INVALID);
-    CHECK_RC(pdrt_create(1, 0, "127.0.0.2", 0, NULL), PDRT_PARAM_INVALID);
+    CHECK_RC(pdrt_create(1, 7, NULL, 0, NULL, &bad), PDRT_PARAM_INVALID);
+    CHECK_RC(pdrt_create(1, 0, "not-an-ip", 0, NULL, &bad), PDRT_PARAM_INVALID);
+    CHECK_RC(pdrt_create(1, 0, "127.0.0.2", 0, NULL, NULL), PDRT_PARAM_INVALID);
     pdrt_ctx *p = make_ctx(12, "127.0.0.2");
-    CHECK_RC(pdrt_create(13, 0, "127.0.0.2", port_of(p), &bad), PDRT_LINK_FAILED); /* address in use */
+    CHECK_RC(pdrt_create(13, 0, "127.0.0.2", port_of(p), NULL, &bad), PDRT_LINK_FAILED); /* address in use */
     pdrt_destroy(p);
     pdrt_destroy(d);
     /* A destroyed handle is refused, not dereferenced. */

@@ -17,6 +17,8 @@ int main(void) {
     test_links();
     test_blocks();
     test_lifecycle();
+    test_auth();
+    test_caps();
     test_faults(ch);
     if (failures == 0) printf("test_pdrt: all checks passed\n");
     else printf("test_pdrt: %d check(s) failed\n", failures);

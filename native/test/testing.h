@@ -68,5 +68,7 @@ void test_links(void);
 void test_blocks(void);
 void test_faults(child_t ch);
 void test_lifecycle(void);
+void test_auth(void);
+void test_caps(void);
 
 #endif /* PDRT_TESTING_H */

@@ -81,6 +81,24 @@ describe('resolveInstanceSettings', () => {
     expect(s.transfers).toEqual({ threads: 3, sameHostFastpath: false, chunkBytes: 8 * 1024 * 1024, parallelSlices: 1 });
   });
 
+  test('link port security: the secret from pdlink.auth.link_secret_file or PDLINK_LINK_SECRET_FILE (env first), caps from pdlink.link_port', () => {
+    expect(resolveInstanceSettings({}, {}).security).toEqual({ linkPort: {} });
+    const secret = file('0123456789abcdef-secret\n');
+    const other = file('fedcba9876543210-other');
+    const config = file({ pdlink: { auth: { link_secret_file: secret }, link_port: { idle_timeout_ms: 30000, max_conns_per_peer: 8 } } });
+    const s = resolveInstanceSettings({ config }, {});
+    expect(new TextDecoder().decode(s.security.linkSecret)).toBe('0123456789abcdef-secret');
+    expect(s.security.linkPort).toEqual({ idleTimeoutMs: 30000, maxConnsPerPeer: 8 });
+    const fromEnv = resolveInstanceSettings({ config }, { PDLINK_LINK_SECRET_FILE: other }).security.linkSecret;
+    expect(new TextDecoder().decode(fromEnv)).toBe('fedcba9876543210-other');
+    expect(() => resolveInstanceSettings({ config: file({ pdlink: { link_port: { max_links: 0 } } }) }, {})).toThrow(
+      'pdlink.link_port.max_links',
+    );
+    expect(() => resolveInstanceSettings({ config: file({ pdlink: { auth: { link_secret_file: join(dir, 'none') } } }) }, {})).toThrow(
+      'pdlink.auth.link_secret_file: cannot read',
+    );
+  });
+
   test('bad configurations name the file, the key and the reason', () => {
     const cases: [unknown, string][] = [
       [{ pdlink: { transfers: { same_host_fastpath: 'no' } } }, 'pdlink.transfers.same_host_fastpath'],

@@ -9,8 +9,11 @@
  * `device_ip:(link_base_port + d)`; its cluster id is its own `cluster_id`, else `pdlink.cluster_id`
  * (single device only), else computed from that address (src/links/endpoint.ts: IPv4 u32 × 65536 + port).
  */
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { CliError, refuseAllInterfaces } from '../cli/common.ts';
+import { SECRET_MAX, SECRET_MIN, type LinkPortLimits } from '../ffi/config.ts';
+import type { ContextSecurity } from '../workers/protocol.ts';
 import { clusterIdFor } from '../links/endpoint.ts';
 import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';
 import type { Encoding } from '../workers/protocol.ts';
@@ -24,6 +27,7 @@ export const DEFAULT_MANAGE_IP = '127.0.0.2';
 export const DEFAULT_SERVER_IP = '127.0.0.1';
 /** The configuration key that allows listening on every interface. */
 export const ALLOW_ALL_ZERO_KEY = 'ServerConfig.allowAllZeroIpListening';
+export const LINK_SECRET_ENV = 'PDLINK_LINK_SECRET_FILE';
 export const DEFAULT_MANAGE_PORT = 1026;
 
 export interface InstanceArgs {
@@ -58,6 +62,30 @@ export interface InstanceSettings {
   readonly linkBasePort: number;
   /** `ServerConfig.allowAllZeroIpListening`: whether a listener may bind every interface. */
   readonly allowAllZeroIp: boolean;
+  /** The link ports' cluster secret (`pdlink.auth.link_secret_file`) and caps (`pdlink.link_port`). */
+  readonly security: ContextSecurity;
+}
+
+/**
+ * The cluster secret from the file the config or env names, or undefined when neither names one.
+ * Fails closed: a named file that is missing, unreadable, empty or too short stops the start,
+ * naming the key (never the secret). Trailing whitespace (a final newline) is not part of it.
+ */
+function readLinkSecret(configured: string | undefined, env: Record<string, string | undefined>): Uint8Array | undefined {
+  const fromEnv = env[LINK_SECRET_ENV];
+  const [key, path] = fromEnv !== undefined && fromEnv !== '' ? [LINK_SECRET_ENV, fromEnv] : ['pdlink.auth.link_secret_file', configured];
+  if (path === undefined) return undefined;
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch (err) {
+    throw new CliError(`${key}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  let end = bytes.length;
+  while (end > 0 && /\s/.test(String.fromCharCode(bytes[end - 1]!))) end--;
+  if (end === 0) throw new CliError(`${key}: ${path} is empty`);
+  if (end < SECRET_MIN || end > SECRET_MAX) throw new CliError(`${key}: ${path} must hold ${SECRET_MIN} to ${SECRET_MAX} bytes`);
+  return new Uint8Array(bytes.subarray(0, end));
 }
 
 /**
@@ -117,7 +145,20 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     ...(t.chunk_mib === undefined ? {} : { chunkBytes: t.chunk_mib * 1024 * 1024 }),
     ...(t.parallel_slices === undefined ? {} : { parallelSlices: t.parallel_slices }),
   };
-  return { manage, devices, pool, transfers, linkBasePort: base, allowAllZeroIp: allowAllZero };
+  const lp = pd.link_port ?? {};
+  const linkPort: LinkPortLimits = {
+    ...(lp.handshake_timeout_ms === undefined ? {} : { handshakeTimeoutMs: lp.handshake_timeout_ms }),
+    ...(lp.idle_timeout_ms === undefined ? {} : { idleTimeoutMs: lp.idle_timeout_ms }),
+    ...(lp.max_links === undefined ? {} : { maxLinks: lp.max_links }),
+    ...(lp.max_links_per_peer === undefined ? {} : { maxLinksPerPeer: lp.max_links_per_peer }),
+    ...(lp.max_handshakes === undefined ? {} : { maxHandshakes: lp.max_handshakes }),
+    ...(lp.max_handshakes_per_peer === undefined ? {} : { maxHandshakesPerPeer: lp.max_handshakes_per_peer }),
+    ...(lp.max_conns_per_peer === undefined ? {} : { maxConnsPerPeer: lp.max_conns_per_peer }),
+    ...(lp.max_conns === undefined ? {} : { maxConns: lp.max_conns }),
+  };
+  const linkSecret = readLinkSecret(pd.auth?.link_secret_file, env);
+  const security: ContextSecurity = { linkPort, ...(linkSecret === undefined ? {} : { linkSecret }) };
+  return { manage, devices, pool, transfers, linkBasePort: base, allowAllZeroIp: allowAllZero, security };
 }
 
 /**
@@ -125,5 +166,11 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
  * @example const agent = await createInstanceAgent({ ...agentOptionsOf(settings), processMetrics: true });
  */
 export function agentOptionsOf(settings: InstanceSettings) {
-  return { devices: settings.devices, linkBasePort: settings.linkBasePort, transfers: settings.transfers, ...settings.pool };
+  return {
+    devices: settings.devices,
+    linkBasePort: settings.linkBasePort,
+    transfers: settings.transfers,
+    security: settings.security,
+    ...settings.pool,
+  };
 }

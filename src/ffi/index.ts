@@ -24,3 +24,5 @@ export { CLUSTER_BYTES, EVENT_KIND, LINK_STATE, MAX_CLUSTERS_PER_CALL, OPTION, R
 export type { ClusterSpec, RoleName, RuntimeEvent, RuntimeLinkInfo } from './layout.ts';
 export { DEFAULT_RUNTIME_PATH, PDRT_ABI_VERSION, loadRuntime, runtimeLibraryPath } from './library.ts';
 export { check } from './check.ts';
+export { CONFIG_BYTES, SECRET_MAX, SECRET_MIN, packConfig } from './config.ts';
+export type { LinkPortLimits } from './config.ts';

@@ -8,13 +8,13 @@ import { join, resolve } from 'node:path';
 import { errors } from '../errors.ts';
 
 /** PDRT_ABI_VERSION of the header this binding was written against. */
-export const PDRT_ABI_VERSION = 1;
+export const PDRT_ABI_VERSION = 2;
 
 const { i32, i64, u16, u32, u64, ptr } = FFIType;
 
 const SYMBOLS = {
   pdrt_abi_version: { args: [], returns: i32 },
-  pdrt_create: { args: [u64, u32, ptr, u16, ptr], returns: i32 },
+  pdrt_create: { args: [u64, u32, ptr, u16, ptr, ptr], returns: i32 },
   pdrt_listen_port: { args: [ptr, ptr], returns: i32 },
   pdrt_destroy: { args: [ptr], returns: i32 },
   pdrt_set_option: { args: [ptr, u32, i64], returns: i32 },

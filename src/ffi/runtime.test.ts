@@ -56,7 +56,7 @@ describe('contexts', () => {
   test('a listener gets an ephemeral port; a client-only context has none', () => {
     expect(rt.listenPort(context(1n, '127.0.0.2'))).toBeGreaterThan(0);
     expect(rt.listenPort(context(2n))).toBe(0);
-    expect(rt.abiVersion()).toBe(1);
+    expect(rt.abiVersion()).toBe(2);
   });
 
   test('an address in use is LINK_FAILED; bad options name their field', () => {

@@ -8,6 +8,7 @@ import type { Pointer } from 'bun:ffi';
 import { isIP } from 'node:net';
 import { LLM_STATUS, LlmStatusError } from '../links/status.ts';
 import { check, invalid } from './check.ts';
+import { CONFIG_BYTES, packConfig, type LinkPortLimits } from './config.ts';
 import {
   CLUSTER_BYTES,
   EVENT_BYTES,
@@ -39,6 +40,10 @@ export interface CreateOptions {
   readonly listenIp?: string;
   /** 1..65535 (needs listenIp); 0 or absent: ephemeral when listenIp is set, else client only. */
   readonly listenPort?: number;
+  /** The cluster secret: links to and from this context must prove it (SECRET_MIN..SECRET_MAX bytes). */
+  readonly linkSecret?: Uint8Array;
+  /** Caps of the link port; absent fields take the runtime's defaults. */
+  readonly linkPort?: LinkPortLimits;
 }
 
 /** `(ret, rets)` of link_clusters / unlink_clusters: ret is LLM_SUCCESS or LLM_FAILED. */
@@ -58,6 +63,7 @@ const portOut = new Uint16Array(1);
 const countOut = new Uint32Array(1);
 const totalOut = new Uint32Array(1);
 const ipText = new Uint8Array(IP_MAX);
+const config = new Uint8Array(CONFIG_BYTES);
 const events = new Uint8Array(EVENT_CHUNK * EVENT_BYTES);
 const eventsView = new DataView(events.buffer);
 let linkInfos = new Uint8Array(16 * LINK_INFO_BYTES);
@@ -93,7 +99,9 @@ export function create(options: CreateOptions): RuntimeHandle {
   if (listenPort > 0 && listenIp === '') throw invalid('listenIp', 'is required with a listenPort');
   if (listenIp !== '' && isIP(listenIp) === 0) throw invalid('listenIp', 'must be a numeric IPv4 or IPv6 address');
   writeIp(ipText, 0, listenIp, 'listenIp');
-  const rc = runtimeSymbols().pdrt_create(clusterId, role, listenIp === '' ? null : ipText, listenPort, ctxOut);
+  packConfig(config, options.linkSecret, options.linkPort);
+  const rc = runtimeSymbols().pdrt_create(clusterId, role, listenIp === '' ? null : ipText, listenPort, config, ctxOut);
+  config.fill(0); // the secret's address, not the secret, but nothing to keep
   check(rc, `pdrt_create(cluster ${clusterId}, ${listenIp === '' ? 'client only' : `${listenIp}:${listenPort}`})`);
   return Number(ctxOut[0]);
 }

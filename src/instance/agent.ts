@@ -22,7 +22,7 @@ import { RoleController } from './role.ts';
 import type { RetryPolicy } from './role-retry.ts';
 import { PoolLinkExecutor } from '../workers/pool-executor.ts';
 import { WorkerPool, type PoolAtomics } from '../workers/pool.ts';
-import type { Encoding, RuntimeLink } from '../workers/protocol.ts';
+import type { ContextSecurity, Encoding, RuntimeLink } from '../workers/protocol.ts';
 
 /** Role carried in the runtime handshake (pdrt.h PDRT_ROLE_*). */
 export const RUNTIME_ROLE = { prompt: 0, decoder: 1, mix: 2 } as const;
@@ -60,6 +60,8 @@ export interface InstanceAgentOptions {
   readonly roleLinkTimeoutMs?: number;
   /** Backoff of failed desired links (default 200 ms doubling to 5 s, jittered). */
   readonly roleRetry?: Partial<RetryPolicy>;
+  /** Cluster secret and caps of every device's link port (default: no secret, runtime caps). */
+  readonly security?: ContextSecurity;
 }
 
 export interface InstanceAgent {
@@ -106,6 +108,7 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
         role: RUNTIME_ROLE[options.role ?? 'mix'],
         listenIp: device.ip,
         listenPort: device.port,
+        ...(options.security === undefined ? {} : { security: options.security }),
       });
       if (!reply.ok)
         throw errors.unavailable(`cannot open link endpoint ${device.endpoint} on ${device.ip}:${device.port}: ${reply.message}`);

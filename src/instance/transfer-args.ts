@@ -8,7 +8,7 @@ import { LLM_STATUS } from '../links/status.ts';
 /** Block indices: a Uint32Array is taken as it is, an array is checked item by item. */
 export type BlockList = Uint32Array | readonly number[];
 
-/** pdrt's bound on blocks per call (MAX_BLOCKS_PER_CALL in native/src/internal.h). */
+/** pdrt's bound on blocks per call (PDRT_MAX_BLOCKS_PER_TRANSFER in native/include/pdrt.h). */
 export const MAX_BLOCKS_PER_TRANSFER = 1 << 24;
 /** LLM-DataDist's `sync_kv_timeout` default for pulls and pushes. */
 export const DEFAULT_TRANSFER_TIMEOUT_MS = 1000;

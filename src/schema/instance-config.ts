@@ -32,6 +32,13 @@ const Uint64 = v.union(
   'must be an unsigned 64-bit integer (number or decimal string)',
 );
 
+const LinkCap = v.pipe(
+  v.number('must be an integer'),
+  v.integer('must be an integer'),
+  v.minValue(1, 'must be in [1, 2147483647]'),
+  v.maxValue(0x7fffffff, 'must be in [1, 2147483647]'),
+);
+
 const Device = v.object({
   device_logical_id: v.union(
     [
@@ -80,6 +87,26 @@ export const InstanceConfigFile = v.pipe(
             same_host_fastpath: v.optional(v.boolean('must be a boolean')),
             chunk_mib: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1024))),
             parallel_slices: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16))),
+          }),
+        ),
+        /** Secrets, each read from a file so it is never on a command line. */
+        auth: v.optional(
+          v.object({
+            /** The cluster secret every device link must prove (env PDLINK_LINK_SECRET_FILE). */
+            link_secret_file: v.optional(v.pipe(v.string('must be a file path'), v.minLength(1, 'must be a file path'))),
+          }),
+        ),
+        /** Caps of the device link ports (unset keys take the runtime's defaults). */
+        link_port: v.optional(
+          v.object({
+            handshake_timeout_ms: v.optional(LinkCap),
+            idle_timeout_ms: v.optional(LinkCap),
+            max_links: v.optional(LinkCap),
+            max_links_per_peer: v.optional(LinkCap),
+            max_handshakes: v.optional(LinkCap),
+            max_handshakes_per_peer: v.optional(LinkCap),
+            max_conns_per_peer: v.optional(LinkCap),
+            max_conns: v.optional(LinkCap),
           }),
         ),
         pool: v.optional(

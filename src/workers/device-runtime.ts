@@ -3,11 +3,11 @@
  * tests of the pool mechanics implement it in plain TypeScript.
  */
 import type { BlockRuntime } from './block-runtime.ts';
-import type { RuntimeEvent, RuntimeLink, WorkerCluster } from './protocol.ts';
+import type { ContextSecurity, RuntimeEvent, RuntimeLink, WorkerCluster } from './protocol.ts';
 
 export interface DeviceRuntime {
   /** Creates a context; returns its handle (the pointer value). Throws on a non-zero status. */
-  create(clusterId: bigint, role: number, listenIp: string | null, listenPort: number): number;
+  create(clusterId: bigint, role: number, listenIp: string | null, listenPort: number, security?: ContextSecurity): number;
   destroy(handle: number): void;
   /** pdrt_link: the call's status and one code per cluster. */
   link(handle: number, clusters: readonly WorkerCluster[], timeoutMs: number): { rc: number; rets: ArrayLike<number> };

@@ -3,6 +3,7 @@
  * `{ ok, value }` or `{ ok: false, code, message }`, never Error objects.
  */
 import type { LinkSide } from '../links/types.ts';
+import type { LinkPortLimits } from '../ffi/config.ts';
 import type { BlockTask } from './block-protocol.ts';
 
 /** How link/unlink batches travel to a worker (tuned by bench/pool.bench.ts). */
@@ -43,6 +44,14 @@ export interface CreateTask {
   readonly role: number;
   readonly listenIp: string | null;
   readonly listenPort: number;
+  readonly security?: ContextSecurity;
+}
+
+/** The link port's trust settings of a context: its cluster secret and caps. */
+export interface ContextSecurity {
+  /** Links must prove this cluster secret (absent: not authenticated, the loopback default). */
+  readonly linkSecret?: Uint8Array;
+  readonly linkPort?: LinkPortLimits;
 }
 
 export interface HandleTask {

@@ -26,10 +26,10 @@ function statusOf<T>(call: () => T, refused: (code: number) => T): T {
 }
 
 export const ffiRuntime: DeviceRuntime = {
-  create(clusterId, role, listenIp, listenPort) {
+  create(clusterId, role, listenIp, listenPort, security = {}) {
     const name = ROLE_NAMES[role];
     if (name === undefined) throw new RangeError(`unknown runtime role ${role}`);
-    return ffi.create({ clusterId, role: name, ...(listenIp === null ? {} : { listenIp, listenPort }) });
+    return ffi.create({ clusterId, role: name, ...(listenIp === null ? {} : { listenIp, listenPort }), ...security });
   },
   destroy(handle) {
     ffi.destroy(handle);

@@ -41,7 +41,7 @@ function dispatch(runtime: DeviceRuntime, task: WorkerTask): unknown {
     case 'unlink':
       return linkOrUnlink(runtime, task);
     case 'create':
-      return runtime.create(task.clusterId, task.role, task.listenIp, task.listenPort);
+      return runtime.create(task.clusterId, task.role, task.listenIp, task.listenPort, task.security);
     case 'destroy':
       runtime.destroy(task.handle);
       return null;
