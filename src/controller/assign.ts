@@ -48,7 +48,11 @@ export function assignRoles(instances: readonly { id: number; role?: Role | unde
  * @example groupOf(new Map([[1, 'prefill'], [2, 'decode']])) // Map { 1 => { role: 'prefill', group: 0 }, 2 => ... }
  */
 export function groupOf(roles: ReadonlyMap<number, Role>): Map<number, Placement> {
-  const ids = (role: Role) => [...roles].filter(([, r]) => r === role).map(([id]) => id).sort((a, b) => a - b);
+  const ids = (role: Role) =>
+    [...roles]
+      .filter(([, r]) => r === role)
+      .map(([id]) => id)
+      .sort((a, b) => a - b);
   const ps = ids('prefill');
   const ds = ids('decode');
   const groups = Math.max(1, Math.ceil((ps.length + ds.length) / GROUP_SIZE));
@@ -67,7 +71,10 @@ export function peersOf(placements: ReadonlyMap<number, Placement>): Map<number,
   for (const [id, placement] of placements) {
     const peers: number[] = [];
     for (const [other, p] of placements) if (p.group === placement.group && p.role !== placement.role) peers.push(other);
-    out.set(id, peers.sort((a, b) => a - b));
+    out.set(
+      id,
+      peers.sort((a, b) => a - b),
+    );
   }
   return out;
 }

@@ -169,21 +169,19 @@ export class Controller {
     const inSnapshot = new Set(this.#snapshot.ids);
     const members = [...this.#members.values()]
       .sort((a, b) => a.id - b.id)
-      .map(
-        (m): MemberView => ({
-          id: m.id,
-          role: m.role,
-          group: m.group,
-          state: this.#stateOf(m, now, inSnapshot),
-          reachable: m.alive(now, this.#timing.heartbeatTimeoutMs),
-          lastSeenAt: m.lastSeenAt,
-          roleStatus: m.observation?.roleStatus,
-          desiredPeers: m.peers,
-          linkedPeers: this.#linkedPeers(m),
-          inSnapshot: inSnapshot.has(m.id),
-          lastError: m.lastError,
-        }),
-      );
+      .map((m): MemberView => ({
+        id: m.id,
+        role: m.role,
+        group: m.group,
+        state: this.#stateOf(m, now, inSnapshot),
+        reachable: m.alive(now, this.#timing.heartbeatTimeoutMs),
+        lastSeenAt: m.lastSeenAt,
+        roleStatus: m.observation?.roleStatus,
+        desiredPeers: m.peers,
+        linkedPeers: this.#linkedPeers(m),
+        inSnapshot: inSnapshot.has(m.id),
+        lastError: m.lastError,
+      }));
     return {
       coordinators: this.#coordinators.views(),
       timing: this.#timing,

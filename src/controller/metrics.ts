@@ -10,7 +10,12 @@ import type { Controller, ControllerEvents } from './controller.ts';
  * @example const m = controllerMetrics(registry); const controller = new Controller({ spec, events: m.events }); m.watch(controller);
  */
 export function controllerMetrics(registry: Registry): { events: ControllerEvents; watch(controller: Controller): void } {
-  const posts = new Counter({ name: 'pdlink_controller_role_posts_total', help: 'Role posts by result', labelNames: ['result'], registers: [registry] });
+  const posts = new Counter({
+    name: 'pdlink_controller_role_posts_total',
+    help: 'Role posts by result',
+    labelNames: ['result'],
+    registers: [registry],
+  });
   const pushes = new Counter({
     name: 'pdlink_controller_snapshots_total',
     help: 'Snapshot pushes to Coordinators by result',

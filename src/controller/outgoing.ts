@@ -30,7 +30,11 @@ export class ManagementClient {
    * @example await client.post(`${coordinator}/v1/instances/refresh`, snapshot);
    */
   post(url: string, body: unknown): Promise<OutgoingReply> {
-    return this.#call(url, { method: 'POST', headers: { ...this.#headers(), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return this.#call(url, {
+      method: 'POST',
+      headers: { ...this.#headers(), 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   }
 
   #headers(): Record<string, string> {

@@ -5,8 +5,25 @@ import { composeSnapshot, servingPeers, type SnapshotCandidate } from './snapsho
 
 const STATIC = { maxSeqLen: 4096, maxOutputLen: 1024, totalSlots: 64, totalBlocks: 512, blockSize: 16 };
 
-function candidate(id: number, role: 'prefill' | 'decode', linkedPeers: number[], extra: Partial<SnapshotCandidate> = {}): SnapshotCandidate {
-  return { id, role, group: 0, ip: '127.0.0.2', port: 4000 + id, metricPort: 5000 + id, modelName: 'm', staticInfo: STATIC, resources: undefined, linkedPeers, ...extra };
+function candidate(
+  id: number,
+  role: 'prefill' | 'decode',
+  linkedPeers: number[],
+  extra: Partial<SnapshotCandidate> = {},
+): SnapshotCandidate {
+  return {
+    id,
+    role,
+    group: 0,
+    ip: '127.0.0.2',
+    port: 4000 + id,
+    metricPort: 5000 + id,
+    modelName: 'm',
+    staticInfo: STATIC,
+    resources: undefined,
+    linkedPeers,
+    ...extra,
+  };
 }
 
 describe('composeSnapshot', () => {
@@ -32,7 +49,12 @@ describe('composeSnapshot', () => {
   });
 
   test('a D linked to no P of the snapshot is left out, and a P that only it linked follows', () => {
-    const body = composeSnapshot([candidate(1, 'prefill', [2]), candidate(2, 'decode', []), candidate(3, 'prefill', [4]), candidate(4, 'decode', [3])]);
+    const body = composeSnapshot([
+      candidate(1, 'prefill', [2]),
+      candidate(2, 'decode', []),
+      candidate(3, 'prefill', [4]),
+      candidate(4, 'decode', [3]),
+    ]);
     expect(body.ids).toEqual([3, 4]);
   });
 

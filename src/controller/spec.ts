@@ -43,13 +43,19 @@ export function desiredInstance(
 ): { ok: true; instance: DesiredInstance } | { ok: false; issues: FieldIssue[] } {
   const list = entry.devices?.map((d) => ({ logicalId: d.device_logical_id, ip: d.device_ip })) ?? devices.get(entry.server_ip);
   if (list === undefined || list.length === 0) {
-    return { ok: false, issues: [{ path: join(path, 'devices'), message: `is required (no rank table server has server_ip ${entry.server_ip})` }] };
+    return {
+      ok: false,
+      issues: [{ path: join(path, 'devices'), message: `is required (no rank table server has server_ip ${entry.server_ip})` }],
+    };
   }
   const s = { ...defaults, ...entry.static_info };
   const maxSeqLen = s.max_seq_len ?? DEFAULT_STATIC.maxSeqLen;
   const maxOutputLen = s.max_output_len ?? Math.min(DEFAULT_STATIC.maxOutputLen, maxSeqLen - 1);
   if (maxOutputLen > maxSeqLen - 1) {
-    return { ok: false, issues: [{ path: join(path, 'static_info.max_output_len'), message: `must be <= max_seq_len - 1 (${maxSeqLen - 1})` }] };
+    return {
+      ok: false,
+      issues: [{ path: join(path, 'static_info.max_output_len'), message: `must be <= max_seq_len - 1 (${maxSeqLen - 1})` }],
+    };
   }
   return {
     ok: true,
@@ -99,7 +105,10 @@ export function clusterSpec(
       timing: {
         syncMs: ms1000(t.cluster_synchronization_seconds ?? ms?.cluster_synchronization_seconds, DEFAULT_TIMING.syncMs),
         roleRetryMs: ms1000(t.role_retry_seconds ?? ms?.role_retry_seconds, DEFAULT_TIMING.roleRetryMs),
-        heartbeatTimeoutMs: ms1000(t.instance_heartbeat_timeout_seconds ?? ms?.instance_heartbeat_timeout, DEFAULT_TIMING.heartbeatTimeoutMs),
+        heartbeatTimeoutMs: ms1000(
+          t.instance_heartbeat_timeout_seconds ?? ms?.instance_heartbeat_timeout,
+          DEFAULT_TIMING.heartbeatTimeoutMs,
+        ),
         statusPollMs: ms1000(t.status_poll_seconds, DEFAULT_TIMING.statusPollMs),
         httpTimeoutMs: ms1000(t.http_timeout_seconds ?? ms?.http_timeout_seconds, DEFAULT_TIMING.httpTimeoutMs),
         drainTimeoutMs: ms1000(t.drain_timeout_seconds, DEFAULT_TIMING.drainTimeoutMs),

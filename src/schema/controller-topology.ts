@@ -25,7 +25,12 @@ const Url = v.pipe(
   v.check((u) => /^https?:\/\//i.test(u), 'must be an http(s) URL'),
 );
 const Uint = (min: number, max: number) =>
-  v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(min, `must be >= ${min}`), v.maxValue(max, `must be <= ${max}`));
+  v.pipe(
+    v.number('must be a number'),
+    v.integer('must be an integer'),
+    v.minValue(min, `must be >= ${min}`),
+    v.maxValue(max, `must be <= ${max}`),
+  );
 const Seconds = (min: number, max: number) =>
   v.pipe(v.number('must be a number'), v.minValue(min, `must be >= ${min}`), v.maxValue(max, `must be <= ${max}`));
 
@@ -103,11 +108,18 @@ export const TopologyFile = v.pipe(
     if (!dataset.typed) return;
     const { default_p_rate: p = 0, default_d_rate: d = 0, instances } = dataset.value;
     if (p + d > MAX_RATE_SUM)
-      addIssue({ message: `default_p_rate + default_d_rate must be <= ${MAX_RATE_SUM}`, path: [pathItem(dataset.value, 'default_d_rate')] });
+      addIssue({
+        message: `default_p_rate + default_d_rate must be <= ${MAX_RATE_SUM}`,
+        path: [pathItem(dataset.value, 'default_d_rate')],
+      });
     const ids = new Map<number, number>();
     const ips = new Map<string, number>();
     instances.forEach((instance, i) => {
-      const at = (key: string): [v.IssuePathItem, ...v.IssuePathItem[]] => [pathItem(dataset.value, 'instances'), pathItem(instances, i), pathItem(instance, key)];
+      const at = (key: string): [v.IssuePathItem, ...v.IssuePathItem[]] => [
+        pathItem(dataset.value, 'instances'),
+        pathItem(instances, i),
+        pathItem(instance, key),
+      ];
       const first = ids.get(instance.id);
       if (first === undefined) ids.set(instance.id, i);
       else addIssue({ message: `duplicate id ${instance.id} (also instances[${first}])`, path: at('id') });
