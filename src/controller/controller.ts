@@ -11,7 +11,7 @@ import { assignRoles, groupOf, peersOf } from './assign.ts';
 import { readAgentStatus } from './agent-status.ts';
 import { CoordinatorSet, type CoordinatorView } from './coordinators.ts';
 import { Member, type MemberState } from './member.ts';
-import { ManagementClient } from './outgoing.ts';
+import { ManagementClient, type Outgoing } from './outgoing.ts';
 import { composeSnapshot, type RefreshBody, type SnapshotCandidate } from './snapshot.ts';
 import type { ClusterSpec, ControllerTiming, DesiredInstance, PdRates } from './types.ts';
 
@@ -25,7 +25,7 @@ export interface ControllerEvents {
 export interface ControllerOptions {
   readonly spec: ClusterSpec;
   /** Outgoing calls (default: a client with the spec's HTTP timeout). */
-  readonly client?: ManagementClient;
+  readonly client?: Outgoing;
   readonly now?: () => number;
   readonly events?: ControllerEvents;
   /** One line per notable change (default: none). */
@@ -58,7 +58,7 @@ export interface ClusterView {
 export class Controller {
   readonly #timing: ControllerTiming;
   readonly #rates: PdRates;
-  readonly #client: ManagementClient;
+  readonly #client: Outgoing;
   readonly #now: () => number;
   readonly #events: ControllerEvents;
   readonly #log: (line: string) => void;

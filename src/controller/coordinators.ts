@@ -3,7 +3,7 @@
  * newer snapshot asked for meanwhile goes right after), a readiness probe that catches a restarted
  * Coordinator (readiness 503, or answering again after failing) and sends it the snapshot at once.
  */
-import type { ManagementClient } from './outgoing.ts';
+import type { Outgoing } from './outgoing.ts';
 import type { RefreshBody } from './snapshot.ts';
 
 export interface CoordinatorView {
@@ -28,7 +28,7 @@ class CoordinatorLink {
 }
 
 export interface CoordinatorSetDeps {
-  readonly client: ManagementClient;
+  readonly client: Outgoing;
   readonly now: () => number;
   /** The snapshot to send now. */
   readonly snapshot: () => RefreshBody;

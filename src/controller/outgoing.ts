@@ -9,7 +9,13 @@ export interface OutgoingReply {
   readonly body: unknown;
 }
 
-export class ManagementClient {
+/** The calls the controller makes; tests substitute fake agents and Coordinators. */
+export interface Outgoing {
+  get(url: string): Promise<OutgoingReply>;
+  post(url: string, body: unknown): Promise<OutgoingReply>;
+}
+
+export class ManagementClient implements Outgoing {
   readonly #timeoutMs: number;
 
   /** @example const client = new ManagementClient(5000); */
