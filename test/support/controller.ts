@@ -3,13 +3,10 @@
  * watch: the ids the Coordinator holds, the controller's view, and a steady client load whose
  * failures are kept with their start time.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { spawnListening, until, type ManagedProcess } from '../../src/sim/process.ts';
+import { until } from '../../src/sim/process.ts';
 import type { SimCluster, SimEngineHandle } from '../../src/sim/cluster.ts';
+import { startSimController, writeTopology as writeSimTopology, type SimController } from '../../src/sim/controller.ts';
 import { E2E_DEADLINE_MS, proxyPost } from './sim-cluster.ts';
-
-const REPO_ROOT = join(import.meta.dir, '..', '..');
 
 /** Short timings, so a fault test runs in seconds. */
 export const FAST_TIMING = {
@@ -21,42 +18,28 @@ export const FAST_TIMING = {
   drain_timeout_seconds: 10,
 };
 
-export interface RunningController {
-  readonly process: ManagedProcess;
-  readonly url: string;
-  readonly topologyPath: string;
-}
+export type RunningController = SimController;
 
 /**
  * Writes a topology file of the given engines and starts a controller on it.
  * @example const controller = await startController(cluster, cluster.engines);
  */
-export async function startController(
+export function startController(
   cluster: SimCluster,
   engines: readonly SimEngineHandle[],
   timing: Record<string, number> = FAST_TIMING,
 ): Promise<RunningController> {
-  const topologyPath = join(cluster.dir, 'topology.json');
-  writeTopology(cluster, topologyPath, engines, timing);
-  const proc = await spawnListening({
-    name: 'controller',
-    command: [process.execPath, join(REPO_ROOT, 'src', 'main.ts'), 'controller', '--config', topologyPath, '--manage_port', '0'],
-    listeners: ['controller'],
-  });
-  return { process: proc, url: proc.urls['controller']!, topologyPath };
+  return startSimController(cluster, engines, timing);
 }
 
-/** Writes (or rewrites) a topology file. */
+/** Rewrites the topology file (the controller watches it). */
 export function writeTopology(
   cluster: SimCluster,
   path: string,
   engines: readonly SimEngineHandle[],
   timing: Record<string, number> = FAST_TIMING,
 ): void {
-  writeFileSync(
-    path,
-    JSON.stringify({ coordinators: [cluster.coordinatorUrl], timing, instances: engines.map((e) => cluster.topologyEntry(e)) }, null, 2),
-  );
+  writeSimTopology(cluster, path, engines, timing);
 }
 
 /** Ids the Coordinator holds, ascending ([] when it answers with none or not at all). */
