@@ -8,7 +8,7 @@
  */
 import { errors } from '../errors.ts';
 import { assignRoles, groupOf, peersOf } from './assign.ts';
-import { readAgentStatus } from './agent-status.ts';
+import { readAgentStatus, type AgentObservation } from './agent-status.ts';
 import { CoordinatorSet, type CoordinatorView } from './coordinators.ts';
 import { Member, type MemberState } from './member.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
@@ -66,6 +66,10 @@ export class Controller {
   readonly #coordinators: CoordinatorSet;
   /** The snapshot's shape (everything but free slots/blocks) last sent, to push at once on change. */
   #shapeKey = '';
+  /** Something the snapshot's shape depends on may have changed; composing is the costly part of an evaluation. */
+  #dirty = true;
+  /** Inference and management addresses, parsed once per spec. */
+  readonly #addresses = new WeakMap<DesiredInstance, { ip: string; port: number; metricPort: number }>();
   #snapshot: RefreshBody = { ids: [], instances: [] };
   #timers: ReturnType<typeof setInterval>[] = [];
   #closed = false;
@@ -92,7 +96,8 @@ export class Controller {
   start(): void {
     if (this.#timers.length > 0 || this.#closed) return;
     this.#timers.push(setInterval(() => this.tick(), this.#timing.statusPollMs));
-    this.#timers.push(setInterval(() => void this.#coordinators.pushAll(), this.#timing.syncMs));
+    // The periodic snapshot carries fresh free slots/blocks, so it is composed anew.
+    this.#timers.push(setInterval(() => void this.sync(), this.#timing.syncMs));
     this.tick();
   }
 
@@ -115,6 +120,7 @@ export class Controller {
     if (sameIp !== undefined) throw errors.conflictWith(`server_ip ${spec.serverIp} is already instance ${sameIp.id}'s`, 'server_ip');
     this.#members.set(spec.id, new Member(spec, spec.role ?? 'prefill'));
     this.#replan();
+    this.#dirty = true;
     this.#log(`instance ${spec.id} added`);
     this.evaluate();
   }
@@ -130,6 +136,7 @@ export class Controller {
     if (member.drain === undefined) {
       member.drain = { requestedAt: this.#now(), pushed: false, snapshotAt: undefined, done: Promise.withResolvers<void>() };
       this.#log(`instance ${id} draining`);
+      this.#dirty = true;
       this.evaluate();
     }
     return member.drain.done.promise;
@@ -155,7 +162,17 @@ export class Controller {
       }
     }
     this.#replan();
+    this.#dirty = true;
     this.evaluate();
+  }
+
+  /**
+   * Composes the snapshot anew (fresh free slots/blocks) and sends it to every Coordinator; true
+   * when all took it. The synchronization period calls this.
+   * @example await controller.sync();
+   */
+  sync(): Promise<boolean> {
+    return this.#compose(this.#now(), true);
   }
 
   /** The snapshot as last composed. */
@@ -232,9 +249,12 @@ export class Controller {
         replan = true;
       }
     }
-    if (replan || this.#aliveChanged(now)) this.#replan();
+    if (replan || this.#aliveChanged(now)) {
+      this.#replan();
+      this.#dirty = true;
+    }
     this.#postRoles(now);
-    this.#compose(now);
+    if (this.#dirty) void this.#compose(now, false);
     this.#events.evaluated?.(performance.now() - started);
   }
 
@@ -328,6 +348,7 @@ export class Controller {
       const observation = status === 200 ? readAgentStatus(body) : undefined;
       if (observation === undefined) throw new Error(`status answered ${status}`);
       const wasAlive = m.alive(this.#now(), this.#timing.heartbeatTimeoutMs);
+      if (shapeChanged(m.observation, observation)) this.#dirty = true;
       m.lastSeenAt = this.#now();
       m.observation = observation;
       m.observedFrom = from;
@@ -366,18 +387,18 @@ export class Controller {
     });
   }
 
-  #compose(now: number): void {
+  /** Composes the snapshot; pushes it when `always`, or when its shape changed or a drain waits for it. */
+  #compose(now: number, always: boolean): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(false);
+    this.#dirty = false;
     const candidates: SnapshotCandidate[] = [];
     for (const m of this.#members.values()) {
       if (m.drain !== undefined || !m.joined || !m.alive(now, this.#timing.heartbeatTimeoutMs)) continue;
-      const inference = new URL(m.spec.inferenceUrl);
       candidates.push({
         id: m.id,
         role: m.role,
         group: m.group,
-        ip: inference.hostname.replace(/^\[|\]$/g, ''),
-        port: Number(inference.port || (inference.protocol === 'https:' ? 443 : 80)),
-        metricPort: Number(new URL(m.spec.manageUrl).port || 80),
+        ...this.#addressOf(m.spec),
         modelName: m.spec.modelName,
         staticInfo: m.spec.staticInfo,
         resources: m.observation?.resources,
@@ -389,15 +410,28 @@ export class Controller {
     // A drain waits for a snapshot without its instance to reach the Coordinators, even if the
     // instance was not in the last one.
     const draining = [...this.#members.values()].filter((m) => m.drain !== undefined && !m.drain.pushed);
-    if (shape === this.#shapeKey && draining.length === 0) return;
+    if (shape === this.#shapeKey && draining.length === 0 && !always) return Promise.resolve(true);
     this.#shapeKey = shape;
     for (const m of draining) m.drain!.pushed = true;
-    void this.#coordinators.pushAll().then(() => {
+    return this.#coordinators.pushAll().then((ok) => {
       // Coordinators that could not be told are not waited for: the drain timeout bounds them.
       const at = this.#now();
       for (const m of draining) if (m.drain!.snapshotAt === undefined) m.drain!.snapshotAt = at;
-      this.#evaluateSoon();
+      if (draining.length > 0) this.#evaluateSoon();
+      return ok;
     });
+  }
+
+  #addressOf(spec: DesiredInstance): { ip: string; port: number; metricPort: number } {
+    let address = this.#addresses.get(spec);
+    if (address === undefined) {
+      const inference = new URL(spec.inferenceUrl);
+      const manage = new URL(spec.manageUrl);
+      const port = (u: URL) => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+      address = { ip: inference.hostname.replace(/^\[|\]$/g, ''), port: port(inference), metricPort: port(manage) };
+      this.#addresses.set(spec, address);
+    }
+    return address;
   }
 
   #stateOf(m: Member, now: number, inSnapshot: ReadonlySet<number>): MemberState {
@@ -411,6 +445,17 @@ export class Controller {
     if (m.role === 'decode' && livePeers.length > 0 && this.#linkedPeers(m).length === 0) return 'faulty';
     return 'waiting';
   }
+}
+
+/** Whether a new status changes what the snapshot's shape reads: linked peers, totals, role state. */
+function shapeChanged(before: AgentObservation | undefined, after: AgentObservation): boolean {
+  if (before === undefined) return true;
+  if (before.roleStatus !== after.roleStatus || before.currentRole !== after.currentRole) return true;
+  if (before.linkedPeers.size !== after.linkedPeers.size) return true;
+  for (const peer of after.linkedPeers) if (!before.linkedPeers.has(peer)) return true;
+  const a = before.resources;
+  const b = after.resources;
+  return a?.totalSlots !== b?.totalSlots || a?.totalBlocks !== b?.totalBlocks;
 }
 
 function devicesOf(spec: DesiredInstance): { device_logical_id: string; device_ip: string }[] {
