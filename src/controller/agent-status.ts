@@ -33,17 +33,21 @@ export function readAgentStatus(body: unknown): AgentObservation | undefined {
   const service = body['service'];
   if (typeof service['roleStatus'] !== 'string' || typeof service['currentRole'] !== 'string') return undefined;
   const peers = isObject(body['linkStatus']) && Array.isArray(body['linkStatus']['peers']) ? body['linkStatus']['peers'] : [];
-  const ok = new Map<string, boolean>();
+  // One row per (peer, device): a peer counts as linked only if every one of its rows is ok.
+  const linked = new Set<string>();
+  const notLinked = new Set<string>();
   for (const row of peers) {
     if (!isObject(row) || typeof row['target'] !== 'string') continue;
-    ok.set(row['target'], (ok.get(row['target']) ?? true) && row['link'] === 'ok');
+    if (row['link'] === 'ok') linked.add(row['target']);
+    else notLinked.add(row['target']);
   }
+  for (const target of notLinked) linked.delete(target);
   return {
     roleStatus: service['roleStatus'],
     currentRole: service['currentRole'],
     pendingRole: typeof service['switchingTo'] === 'string' ? service['switchingTo'] : undefined,
     queuedPosts: typeof service['queuedPosts'] === 'number' ? service['queuedPosts'] : 0,
-    linkedPeers: new Set([...ok].filter(([, linked]) => linked).map(([target]) => target)),
+    linkedPeers: linked,
     resources: readResources(body['resource']),
   };
 }

@@ -324,7 +324,7 @@ export class Controller {
     m.postInFlight = true;
     let ok = false;
     try {
-      const { status, body } = await this.#client.post(`${m.spec.manageUrl.replace(/\/+$/, '')}/v1/role/${m.role}`, m.wantedBody);
+      const { status, body } = await this.#client.post(`${m.spec.manageUrl}/v1/role/${m.role}`, m.wantedBody);
       const result = typeof body === 'object' && body !== null ? (body as { result?: unknown }).result : undefined;
       ok = status === 200 && typeof result === 'string' && result.toLowerCase() === 'ok';
       if (!ok) m.error(`role post answered ${status}: ${JSON.stringify(body)}`, this.#now());
@@ -344,7 +344,7 @@ export class Controller {
     m.polling = true;
     const from = this.#now();
     try {
-      const { status, body } = await this.#client.get(`${m.spec.manageUrl.replace(/\/+$/, '')}/v1/status`);
+      const { status, body } = await this.#client.get(`${m.spec.manageUrl}/v1/status`);
       const observation = status === 200 ? readAgentStatus(body) : undefined;
       if (observation === undefined) throw new Error(`status answered ${status}`);
       const wasAlive = m.alive(this.#now(), this.#timing.heartbeatTimeoutMs);
@@ -373,7 +373,7 @@ export class Controller {
     this.#members.delete(m.id);
     this.#log(`instance ${m.id} drained and removed`);
     // Its own side unlinks too; best effort, the instance is leaving anyway.
-    const url = `${m.spec.manageUrl.replace(/\/+$/, '')}/v1/role/${m.role}`;
+    const url = `${m.spec.manageUrl}/v1/role/${m.role}`;
     this.#client.post(url, { local: { server_ip: m.spec.serverIp, device: devicesOf(m.spec) }, peers: [] }).catch(() => {});
     m.drain!.done.resolve();
   }

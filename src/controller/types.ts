@@ -22,6 +22,7 @@ export interface StaticDefaults {
 
 export interface DesiredInstance {
   readonly id: number;
+  /** Without a trailing slash: paths are appended to it. */
   readonly manageUrl: string;
   readonly inferenceUrl: string;
   readonly modelName: string;
