@@ -52,6 +52,20 @@ export function readAgentStatus(body: unknown): AgentObservation | undefined {
   };
 }
 
+/**
+ * Whether a new status changes what the snapshot's shape reads: linked peers, totals, role state.
+ * @example if (shapeChanged(member.observation, next)) dirty = true;
+ */
+export function shapeChanged(before: AgentObservation | undefined, after: AgentObservation): boolean {
+  if (before === undefined) return true;
+  if (before.roleStatus !== after.roleStatus || before.currentRole !== after.currentRole) return true;
+  if (before.linkedPeers.size !== after.linkedPeers.size) return true;
+  for (const peer of after.linkedPeers) if (!before.linkedPeers.has(peer)) return true;
+  const a = before.resources;
+  const b = after.resources;
+  return a?.totalSlots !== b?.totalSlots || a?.totalBlocks !== b?.totalBlocks;
+}
+
 function readResources(value: unknown): AgentResources | undefined {
   if (!isObject(value)) return undefined;
   const n = (key: string): number | undefined => {

@@ -182,6 +182,21 @@ describe('Controller', () => {
     expect(fake.agent(P).role).toBe('prefill');
   });
 
+  test('a D is posted only once the posts to its P have answered', async () => {
+    const { controller, fake } = setup([instance(1, P, 'prefill'), instance(2, D, 'decode')]);
+    const post = fake.post.bind(fake);
+    const held = Promise.withResolvers<void>();
+    fake.post = async (url, body) => {
+      if (url.includes(P) && url.includes('/v1/role/')) await held.promise;
+      return post(url, body);
+    };
+    await rounds(controller);
+    expect(fake.posts).toEqual([]);
+    held.resolve();
+    await rounds(controller);
+    expect(fake.posts.map((p) => p.host)).toEqual([P, D]);
+  });
+
   test('open roles follow the rates and groups; the role stays when the cluster grows', async () => {
     const { controller, fake } = setup([instance(1, P), instance(2, D)]);
     await rounds(controller);

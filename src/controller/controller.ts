@@ -8,7 +8,7 @@
  */
 import { errors } from '../errors.ts';
 import { assignRoles, groupOf, peersOf } from './assign.ts';
-import { readAgentStatus, type AgentObservation } from './agent-status.ts';
+import { readAgentStatus, shapeChanged } from './agent-status.ts';
 import { CoordinatorSet, type CoordinatorView } from './coordinators.ts';
 import { Member, type MemberState } from './member.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
@@ -134,7 +134,7 @@ export class Controller {
     const member = this.#members.get(id);
     if (member === undefined) throw errors.notFound(`instance ${id}`);
     if (member.drain === undefined) {
-      member.drain = { requestedAt: this.#now(), pushed: false, snapshotAt: undefined, done: Promise.withResolvers<void>() };
+      member.drain = { requestedAt: this.#now(), pushed: false, snapshotMark: undefined, done: Promise.withResolvers<void>() };
       this.#log(`instance ${id} draining`);
       this.#dirty = true;
       this.evaluate();
@@ -259,6 +259,12 @@ export class Controller {
   }
 
   #aliveKey = '';
+  #marks = 0;
+
+  /** The next event mark (see Member.postDoneMark). */
+  #mark(): number {
+    return ++this.#marks;
+  }
   #evaluating: ReturnType<typeof setImmediate> | undefined;
 
   /** Answers arriving in one turn of the event loop share one evaluation (O(N) each, N answers per poll). */
@@ -309,12 +315,11 @@ export class Controller {
   }
 
   #postRoles(now: number): void {
-    // P first: a P must want a D before that D links to it, or it would drop the link as unwanted.
-    const prefillPosting = [...this.#members.values()].some((m) => m.role === 'prefill' && m.postInFlight);
     for (const m of this.#members.values()) {
       if (m.postInFlight || m.postedKey === m.wantedKey || now < m.nextPostAt) continue;
       if (!m.alive(now, this.#timing.heartbeatTimeoutMs)) continue;
-      if (m.role === 'decode' && prefillPosting) continue;
+      // P first: a P must want a D before that D links to it, or it would drop the link as unwanted.
+      if (m.role === 'decode' && m.peers.some((id) => this.#members.get(id)?.postInFlight === true)) continue;
       void this.#post(m);
     }
   }
@@ -332,7 +337,7 @@ export class Controller {
       m.error(`role post failed: ${err instanceof Error ? err.message : String(err)}`, this.#now());
     } finally {
       m.postInFlight = false;
-      m.postDoneAt = this.#now();
+      m.postDoneMark = this.#mark();
     }
     this.#events.rolePost?.(ok);
     if (ok) m.postedKey = key;
@@ -342,7 +347,7 @@ export class Controller {
 
   async #poll(m: Member): Promise<void> {
     m.polling = true;
-    const from = this.#now();
+    const from = this.#mark();
     try {
       const { status, body } = await this.#client.get(`${m.spec.manageUrl}/v1/status`);
       const observation = status === 200 ? readAgentStatus(body) : undefined;
@@ -351,7 +356,7 @@ export class Controller {
       if (shapeChanged(m.observation, observation)) this.#dirty = true;
       m.lastSeenAt = this.#now();
       m.observation = observation;
-      m.observedFrom = from;
+      m.observedMark = from;
       // Back from the dead (or first seen): its role goes now, not at the next retry.
       if (!wasAlive) m.nextPostAt = 0;
     } catch {
@@ -364,9 +369,9 @@ export class Controller {
 
   #drained(m: Member, now: number): boolean {
     const drain = m.drain!;
-    if (drain.snapshotAt === undefined) return false;
+    if (drain.snapshotMark === undefined) return false;
     if (!m.alive(now, this.#timing.heartbeatTimeoutMs)) return true;
-    return m.idle(drain.snapshotAt) || now - drain.requestedAt >= this.#timing.drainTimeoutMs;
+    return m.idle(drain.snapshotMark) || now - drain.requestedAt >= this.#timing.drainTimeoutMs;
   }
 
   #finishDrain(m: Member): void {
@@ -415,8 +420,8 @@ export class Controller {
     for (const m of draining) m.drain!.pushed = true;
     return this.#coordinators.pushAll().then((ok) => {
       // Coordinators that could not be told are not waited for: the drain timeout bounds them.
-      const at = this.#now();
-      for (const m of draining) if (m.drain!.snapshotAt === undefined) m.drain!.snapshotAt = at;
+      const mark = this.#mark();
+      for (const m of draining) if (m.drain!.snapshotMark === undefined) m.drain!.snapshotMark = mark;
       if (draining.length > 0) this.#evaluateSoon();
       return ok;
     });
@@ -445,17 +450,6 @@ export class Controller {
     if (m.role === 'decode' && livePeers.length > 0 && this.#linkedPeers(m).length === 0) return 'faulty';
     return 'waiting';
   }
-}
-
-/** Whether a new status changes what the snapshot's shape reads: linked peers, totals, role state. */
-function shapeChanged(before: AgentObservation | undefined, after: AgentObservation): boolean {
-  if (before === undefined) return true;
-  if (before.roleStatus !== after.roleStatus || before.currentRole !== after.currentRole) return true;
-  if (before.linkedPeers.size !== after.linkedPeers.size) return true;
-  for (const peer of after.linkedPeers) if (!before.linkedPeers.has(peer)) return true;
-  const a = before.resources;
-  const b = after.resources;
-  return a?.totalSlots !== b?.totalSlots || a?.totalBlocks !== b?.totalBlocks;
 }
 
 function devicesOf(spec: DesiredInstance): { device_logical_id: string; device_ip: string }[] {

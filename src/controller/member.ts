@@ -14,8 +14,8 @@ export interface Drain {
   readonly requestedAt: number;
   /** A snapshot without the instance has been sent (or is on its way). */
   pushed: boolean;
-  /** When a snapshot without the instance reached the Coordinators. */
-  snapshotAt: number | undefined;
+  /** Event mark of when a snapshot without the instance reached the Coordinators. */
+  snapshotMark: number | undefined;
   readonly done: PromiseWithResolvers<void>;
 }
 
@@ -31,14 +31,17 @@ export class Member {
   wantedBody: unknown;
   postedKey: string | undefined;
   postInFlight = false;
-  /** When the last post answered; observations from polls begun earlier are stale for role checks. */
-  postDoneAt = 0;
+  /**
+   * Event marks (a counter, not a clock: two events in one millisecond stay ordered): when the
+   * last post answered, and when the poll behind `observation` began. An observation from a poll
+   * begun before the post answered may show the state before it.
+   */
+  postDoneMark = 0;
   nextPostAt = 0;
   lastSeenAt: number | undefined;
   polling = false;
   observation: AgentObservation | undefined;
-  /** When the poll that produced `observation` began. */
-  observedFrom = 0;
+  observedMark = 0;
   /** Has been RoleReady in its role since it last got it. */
   joined = false;
   drain: Drain | undefined;
@@ -70,7 +73,7 @@ export class Member {
    * state before the post).
    */
   freshObservation(): AgentObservation | undefined {
-    return this.observedFrom >= this.postDoneAt ? this.observation : undefined;
+    return this.observedMark > this.postDoneMark ? this.observation : undefined;
   }
 
   /** Whether the agent shows no role, or another one, with nothing pending: it restarted. */
@@ -86,10 +89,10 @@ export class Member {
     return o !== undefined && this.postedKey === this.wantedKey && o.roleStatus === 'RoleReady' && o.currentRole === this.role;
   }
 
-  /** Whether the engine reports no request running and no KV block held. */
+  /** Whether a poll begun after the `since` mark reports no request running and no KV block held. */
   idle(since: number): boolean {
     const r = this.observation?.resources;
-    return this.observedFrom >= since && r !== undefined && r.availSlots >= r.totalSlots && r.availBlocks >= r.totalBlocks;
+    return this.observedMark > since && r !== undefined && r.availSlots >= r.totalSlots && r.availBlocks >= r.totalBlocks;
   }
 
   error(message: string, at: number): void {
