@@ -85,25 +85,32 @@ describe('pdlink controller on a simulated cluster', () => {
     expect((await cluster.simStatus('d2')).requests['decode']!).toBeGreaterThan(0);
   }, 60_000);
 
-  test('DELETE an instance under load: it drains with zero failed requests, then is gone', async () => {
-    const d0 = cluster.engine('d0');
-    const load = new SteadyLoad(cluster, 4, 'drain');
+  test('DELETE a P under load: it drains with zero failed requests, then its links are gone', async () => {
+    // A P is the hard case: decoders pull its KV blocks after it answered, over the links a
+    // removal tears down.
+    const p0 = cluster.engine('p0');
+    const load = new SteadyLoad(cluster, 6, 'drain');
     await load.more(10);
-    const res = await fetch(`${controller.url}/v1/cluster/instances/${d0.id}`, { method: 'DELETE' });
+    const res = await fetch(`${controller.url}/v1/cluster/instances/${p0.id}`, { method: 'DELETE' });
     expect(res.status).toBe(202);
-    await snapshotWhen(cluster, (held) => !held.includes(d0.id));
+    await snapshotWhen(cluster, (held) => !held.includes(p0.id));
     // Drained and removed: the controller no longer lists it.
     await until(
-      async () => ((await clusterView(controller)).instances.some((i) => i.id === d0.id) ? undefined : true),
+      async () => ((await clusterView(controller)).instances.some((i) => i.id === p0.id) ? undefined : true),
       20_000,
-      () => 'd0 still listed',
+      () => 'p0 still listed',
     );
     await load.more(20);
     const outcomes = await load.stop();
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
-    // Its links were torn down: its agent has no desired peer left.
-    const status = (await (await fetch(`${d0.manageUrl}/v1/status`)).json()) as { linkStatus: { desired: number } };
+    // Its links were torn down: its agent has no desired peer left, and no decoder lists it.
+    const status = (await (await fetch(`${p0.manageUrl}/v1/status`)).json()) as { linkStatus: { desired: number } };
     expect(status.linkStatus.desired).toBe(0);
+    for (const d of cluster.decodes.filter((e) => e.process.running())) {
+      const peers = ((await (await fetch(`${d.manageUrl}/v1/status`)).json()) as { linkStatus: { peers: { target: string }[] } }).linkStatus
+        .peers;
+      expect(peers.map((p) => p.target)).not.toContain(p0.ip);
+    }
   }, 60_000);
 
   test('a restarted Coordinator gets the snapshot back', async () => {

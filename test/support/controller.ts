@@ -95,8 +95,11 @@ export class SteadyLoad {
   #running = true;
   #seq = 0;
 
-  constructor(cluster: SimCluster, clients: number, prefix = 'load') {
+  readonly #maxTokens: number;
+
+  constructor(cluster: SimCluster, clients: number, prefix = 'load', maxTokens = 4) {
     this.#cluster = cluster;
+    this.#maxTokens = maxTokens;
     for (let c = 0; c < clients; c++) this.#clients.push(this.#client(prefix));
   }
 
@@ -131,7 +134,7 @@ export class SteadyLoad {
         const res = await proxyPost(
           this.#cluster,
           '/v1/completions',
-          { model: this.#cluster.model, prompt: `steady ${id} `.repeat(8), max_tokens: 4 },
+          { model: this.#cluster.model, prompt: `steady ${id} `.repeat(8), max_tokens: this.#maxTokens },
           id,
         );
         status = res.status;
