@@ -140,6 +140,8 @@ export const errors = {
   /** No instance pair could take a request; `why` names the refusals. */
   noPairWithRoom: (why: string) => new PdlinkError('insufficient_capacity', `no instance pair has room for this request: ${why}`),
   instanceUnknown: (instanceId: number) => new PdlinkError('unavailable', `instance ${instanceId} is not registered`),
+  /** A change that collides with what exists; `path` names the field. */
+  conflictWith: (message: string, path: string) => new PdlinkError('conflict', message, { issues: [{ path, message }] }),
   transferExists: (requestId: string) => new PdlinkError('conflict', `transfer ${JSON.stringify(requestId)} is already active`),
   transferNotFound: (requestId: string) => new PdlinkError('not_found', `transfer ${JSON.stringify(requestId)} not found`),
   /** `action` reads after "cannot": `begin transferring`, `complete`, `extend its lease`. */

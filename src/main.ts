@@ -12,6 +12,7 @@ const USAGE = `Usage: pdlink <command> [options]
 
 Commands:
   coordinator   serve the Coordinator (topology refresh, scheduling, PD proxy)
+  controller    run the control loop: roles, health, snapshots to the Coordinators, scale out/in
   instance      serve the instance agent beside one inference engine (role API, links, KV transfers)
   sim-engine    engine simulator for tests, benchmarks and demos (not an inference engine)
   sim-cluster   one prefill and one decode engine simulator on loopback, linked, for a first request
@@ -23,6 +24,7 @@ type Command = (argv: string[]) => Promise<void>;
 
 const COMMANDS: Record<string, () => Promise<Command>> = {
   coordinator: async () => (await import('./cli/coordinator.ts')).runCoordinator,
+  controller: async () => (await import('./cli/controller.ts')).runController,
   instance: async () => (await import('./cli/instance.ts')).runInstance,
   'sim-engine': async () => (await import('./cli/sim-engine.ts')).runSimEngine,
   'sim-cluster': async () => (await import('./cli/sim-cluster.ts')).runSimCluster,

@@ -62,6 +62,8 @@ export async function runSimEngine(argv: string[]): Promise<void> {
     throw err;
   }
 
+  // The agent's status carries the engine's free slots and blocks, as an engine embedding it would report.
+  agent.reportResources(() => engine.resources());
   const management = new Hono();
   management.onError(onError);
   management.notFound(notFoundOf(management));

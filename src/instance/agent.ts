@@ -20,6 +20,7 @@ import { startTransfers, type TransferSettings } from './agent-transfers.ts';
 import type { Transfers } from './transfers.ts';
 import { RoleController } from './role.ts';
 import type { RetryPolicy } from './role-retry.ts';
+import type { ResourceReport } from './status.ts';
 import { PoolLinkExecutor } from '../workers/pool-executor.ts';
 import { WorkerPool, type PoolAtomics } from '../workers/pool.ts';
 import type { ContextSecurity, Encoding, RuntimeLink } from '../workers/protocol.ts';
@@ -74,6 +75,12 @@ export interface InstanceAgent {
   readonly role: RoleController;
   readonly metrics: Registry;
   readonly devices: readonly AgentDevice[];
+  /**
+   * The embedding engine reports its free/total slots and KV blocks: `GET /v1/status` then carries
+   * MindIE's `resource` block, which the controller turns into the Coordinator's dynamic_info.
+   * @example agent.reportResources(() => engine.resources());
+   */
+  reportResources(source: () => ResourceReport): void;
   /** Stops the event pump, waits for calls in flight, destroys the contexts, stops the workers; idempotent. */
   close(): Promise<void>;
 }
@@ -200,6 +207,7 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
     role,
     metrics,
     devices: options.devices,
+    reportResources: (source) => role.reportResources(source),
     close() {
       closing ??= (async () => {
         // Order matters: no thread may still wait on a context when it is destroyed.

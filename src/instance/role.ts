@@ -28,7 +28,7 @@ import { createRoleMetrics, type RoleMetrics } from './role-metrics.ts';
 import { linkKey, planLinks, type LocalDevice, type PlannedLink } from './role-plan.ts';
 import { RoleJobQueue, type RoleJob, type RolePostJob } from './role-queue.ts';
 import { retryPolicy, RetryTimer, type RetryPolicy } from './role-retry.ts';
-import { statusBody, type RoleStatusName, type StatusBody } from './status.ts';
+import { statusBody, type ResourceReport, type RoleStatusName, type StatusBody } from './status.ts';
 
 export { MAX_QUEUED_POSTS } from './role-queue.ts';
 
@@ -67,6 +67,7 @@ export class RoleController {
   /** Acceptance time of the last applied post until RoleReady is reached. */
   #readySince: number | undefined;
   #lastError: { message: string; at: number } | undefined;
+  #resources: (() => ResourceReport) | undefined;
   #closed = false;
 
   constructor(options: RoleControllerOptions) {
@@ -125,7 +126,16 @@ export class RoleController {
       lastError: this.#lastError,
       links: this.#desired.all().map((t) => ({ plan: t.plan, view: this.#desired.view(t), retry: t })),
       now: this.#clock.now(),
+      resource: this.#resources?.(),
     });
+  }
+
+  /**
+   * Lets the embedding engine fill the status's `resource` block; read at each status request.
+   * @example controller.reportResources(() => ({ totalSlotsNum: 64, availSlotsNum: 60, totalBlockNum: 1024, availBlockNum: 900 }));
+   */
+  reportResources(source: () => ResourceReport): void {
+    this.#resources = source;
   }
 
   /**

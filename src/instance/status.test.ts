@@ -106,3 +106,18 @@ test('the status body: MindIE names, counts, retry countdown, exact cluster ids,
     queuedPosts: 1,
   });
 });
+
+test('the resource block appears only when the engine reports it', () => {
+  const base = {
+    roleStatus: 'RoleReady' as const,
+    currentRole: 'decode' as const,
+    switchingTo: undefined,
+    queuedPosts: 0,
+    lastError: undefined,
+    links: [],
+    now: 0,
+  };
+  expect('resource' in statusBody(base)).toBe(false);
+  const resource = { totalSlotsNum: 64, availSlotsNum: 60, totalBlockNum: 1024, availBlockNum: 1000 };
+  expect(statusBody({ ...base, resource }).resource).toEqual(resource);
+});

@@ -41,6 +41,17 @@ export interface PeerLinkStatus {
   readonly retryInMs?: number;
 }
 
+/**
+ * MindIE's `resource` block: the engine's free and total slots (requests it can run) and KV
+ * blocks. The engine that embeds the agent fills it; the controller sends it on as dynamic_info.
+ */
+export interface ResourceReport {
+  readonly totalSlotsNum: number;
+  readonly availSlotsNum: number;
+  readonly totalBlockNum: number;
+  readonly availBlockNum: number;
+}
+
 export interface StatusBody {
   readonly service: {
     readonly roleStatus: RoleStatusName;
@@ -58,6 +69,8 @@ export interface StatusBody {
     readonly failed: number;
     readonly peers: readonly PeerLinkStatus[];
   };
+  /** Only when the embedding engine reports its resources. */
+  readonly resource?: ResourceReport;
 }
 
 /**
@@ -82,6 +95,7 @@ export interface StatusInput {
   readonly lastError: { readonly message: string; readonly at: number } | undefined;
   readonly links: readonly { readonly plan: PlannedLink; readonly view: LinkView; readonly retry: RetryState | undefined }[];
   readonly now: number;
+  readonly resource?: ResourceReport | undefined;
 }
 
 /**
@@ -118,5 +132,6 @@ export function statusBody(input: StatusInput): StatusBody {
         : { lastError: { message: input.lastError.message, at: new Date(input.lastError.at).toISOString() } }),
     },
     linkStatus: { desired: peers.length, ok, linking: peers.length - ok - failed, failed, peers },
+    ...(input.resource === undefined ? {} : { resource: input.resource }),
   };
 }

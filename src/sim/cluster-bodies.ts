@@ -3,6 +3,7 @@
  * engine's instance config file, its `POST /v1/role/{role}` body, and the Coordinator's
  * `POST /v1/instances/refresh` snapshot.
  */
+import { SIM_TOTAL_SLOTS } from './engine.ts';
 
 export interface EngineLayout {
   readonly name: string;
@@ -61,7 +62,7 @@ export interface RefreshEntry {
  */
 export function refreshBody(entries: readonly RefreshEntry[], model: string, geometry: EngineGeometry): Record<string, unknown> {
   const ids = (role: 'prefill' | 'decode') => entries.filter((e) => e.engine.role === role).map((e) => e.engine.id);
-  const slots = 256;
+  const slots = SIM_TOTAL_SLOTS;
   return {
     ids: entries.map((e) => e.engine.id),
     instances: entries.map(({ engine, inferencePort, managementPort }) => {
@@ -87,5 +88,34 @@ export function refreshBody(entries: readonly RefreshEntry[], model: string, geo
         dynamic_info: { avail_slots_num: slots, avail_block_num: blocks, ...(prefill && peers.length === 0 ? {} : { peers }) },
       };
     }),
+  };
+}
+
+/**
+ * One instance of a controller's topology file for an engine of a launched cluster.
+ * @example topologyEntry(d0, d0.manageUrl, d0.inferenceUrl, 'pdlink-sim', geometry)
+ */
+export function topologyEntry(
+  engine: EngineLayout,
+  manageUrl: string,
+  inferenceUrl: string,
+  model: string,
+  geometry: EngineGeometry,
+): Record<string, unknown> {
+  return {
+    id: engine.id,
+    manage_url: manageUrl,
+    inference_url: inferenceUrl,
+    model_name: model,
+    server_ip: engine.ip,
+    devices: Array.from({ length: engine.devices }, (_, d) => ({ device_logical_id: String(d), device_ip: engine.ip })),
+    role: engine.role,
+    static_info: {
+      max_seq_len: geometry.maxModelLen,
+      max_output_len: Math.max(1, Math.min(1024, geometry.maxModelLen - 1)),
+      total_slots_num: SIM_TOTAL_SLOTS,
+      total_block_num: geometry.numBlocks * engine.devices,
+      block_size: geometry.blockTokens,
+    },
   };
 }

@@ -13,7 +13,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { engineConfig, refreshBody, roleBody, type EngineLayout } from './cluster-bodies.ts';
+import { engineConfig, refreshBody, roleBody, topologyEntry, type EngineLayout } from './cluster-bodies.ts';
 import { spawnListening, until, type ManagedProcess } from './process.ts';
 import type { SimEngineArgs } from './options.ts';
 
@@ -39,6 +39,8 @@ export interface SimClusterOptions {
   readonly onLine?: (line: string) => void;
   /** Upper bound of every start-up wait. */
   readonly deadlineMs?: number;
+  /** Wire the cluster (roles, refresh) after start (default true); false leaves it to a controller. */
+  readonly wire?: boolean;
 }
 
 /** Engine settings of a launched cluster unless overridden: fast enough for tests on two cores. */
@@ -62,19 +64,22 @@ export interface SimEngineHandle extends EngineLayout {
 export class SimCluster {
   readonly model: string;
   readonly settings: SimEngineSettings;
-  readonly coordinator: ManagedProcess;
+  coordinator: ManagedProcess;
   readonly engines: SimEngineHandle[];
   readonly #dir: string;
+  readonly #net: string;
   readonly #linkBasePort: number;
   readonly #options: SimClusterOptions;
 
   private constructor(
     options: SimClusterOptions,
     dir: string,
+    net: string,
     linkBasePort: number,
     coordinator: ManagedProcess,
     engines: SimEngineHandle[],
   ) {
+    this.#net = net;
     this.#options = options;
     this.model = options.model ?? 'pdlink-sim';
     this.settings = { ...CLUSTER_ENGINE_DEFAULTS, ...options.engine };
@@ -101,7 +106,7 @@ export class SimCluster {
         continue;
       }
       try {
-        await cluster.wire();
+        if (options.wire !== false) await cluster.wire();
         return cluster;
       } catch (err) {
         await cluster.stop();
@@ -167,7 +172,7 @@ export class SimCluster {
           return { ...layout, process: proc, manageUrl: proc.urls['management']!, inferenceUrl: proc.urls['inference']! };
         }),
       );
-      return new SimCluster(options, dir, linkBasePort, coordinator, engines);
+      return new SimCluster(options, dir, net, linkBasePort, coordinator, engines);
     } catch (err) {
       await Promise.all(started.map((p) => p.stop('SIGKILL')));
       rmSync(dir, { recursive: true, force: true });
@@ -268,10 +273,61 @@ export class SimCluster {
   }
 
   /**
-   * Starts a stopped (or killed) engine again at the same addresses and wires the cluster anew.
+   * Kills the Coordinator and starts it again on the same addresses, with nothing registered.
+   * @example await cluster.restartCoordinator();
+   */
+  async restartCoordinator(): Promise<void> {
+    const manage = new URL(this.coordinatorUrl);
+    const inference = new URL(this.proxyUrl);
+    const args = this.coordinator.child.spawnargs.slice(1);
+    await this.coordinator.stop('SIGKILL');
+    this.coordinator = await spawnListening({
+      name: 'coordinator',
+      command: [
+        process.execPath,
+        ...args.map((arg, i, all) =>
+          all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--predict_port' ? inference.port : arg,
+        ),
+      ],
+      listeners: ['management', 'inference'],
+      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
+      cwd: this.#dir,
+      ...spawnExtras(this.#options),
+    });
+  }
+
+  /**
+   * Starts one more engine on the next address, not wired (scale-out is the wiring's business).
+   * @example const d2 = await cluster.spawnEngine('decode');
+   */
+  async spawnEngine(role: 'prefill' | 'decode'): Promise<SimEngineHandle> {
+    const index = this.engines.filter((e) => e.role === role).length;
+    const layout: EngineLayout = {
+      name: `${role === 'prefill' ? 'p' : 'd'}${index}`,
+      role,
+      id: (role === 'prefill' ? 100 : 200) + index,
+      ip: `${this.#net}.${2 + this.engines.length}`,
+      devices: this.#options.devices ?? 1,
+    };
+    const path = join(this.#dir, `${layout.name}.json`);
+    writeFileSync(path, JSON.stringify(engineConfig(layout, this.#linkBasePort)));
+    const proc = await spawnListening({
+      name: layout.name,
+      command: [process.execPath, join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts'), ...engineArgs(layout, path, this.model, this.settings)],
+      listeners: ['management', 'inference'],
+      ...spawnExtras(this.#options),
+    });
+    const handle = { ...layout, process: proc, manageUrl: proc.urls['management']!, inferenceUrl: proc.urls['inference']! };
+    this.engines.push(handle);
+    return handle;
+  }
+
+  /**
+   * Starts a stopped (or killed) engine again at the same addresses and, unless told not to
+   * (a controller does it), wires the cluster anew.
    * @example await cluster.restart('d0');
    */
-  async restart(name: string): Promise<void> {
+  async restart(name: string, options: { wire?: boolean } = {}): Promise<void> {
     const engine = this.engine(name);
     await engine.process.stop('SIGKILL');
     const path = join(this.#dir, `${engine.name}.json`);
@@ -290,7 +346,7 @@ export class SimCluster {
       listeners: ['management', 'inference'],
       ...spawnExtras(this.#options),
     });
-    await this.wire();
+    if (options.wire !== false) await this.wire();
   }
 
   /**
@@ -319,6 +375,19 @@ export class SimCluster {
     const query = requestId === undefined ? '' : `?request_id=${encodeURIComponent(requestId)}`;
     return ((await (await fetch(`${this.engine(name).manageUrl}/sim/requests${query}`)).json()) as { requests: Record<string, unknown>[] })
       .requests;
+  }
+
+  /**
+   * The topology file entry of an engine, for a controller.
+   * @example cluster.topologyEntry(cluster.engine('d0'))
+   */
+  topologyEntry(engine: SimEngineHandle): Record<string, unknown> {
+    return topologyEntry(engine, engine.manageUrl, engine.inferenceUrl, this.model, this.settings);
+  }
+
+  /** Directory of the cluster's files (removed on stop). */
+  get dir(): string {
+    return this.#dir;
   }
 
   /**

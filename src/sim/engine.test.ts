@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { SimEngine, type SimEngineOptions } from './engine.ts';
+import { SIM_TOTAL_SLOTS, SimEngine, type SimEngineOptions } from './engine.ts';
 import { simControlApp } from './control-app.ts';
 import { simInferenceApp } from './inference-app.ts';
 import { MemoryFabric, SIM_CACHE_ID } from './kv-port.ts';
@@ -326,5 +326,23 @@ describe('SimEngine over an in-memory KV fabric', () => {
     expect(res.status).toBe(500);
     expect(((await res.json()) as { error: { message: string } }).error.message).toBe('simulated engine crash');
     expect(env.d.stats().kv.blocks_used).toBe(0);
+  });
+});
+
+describe('SimEngine resources', () => {
+  test('report free slots and blocks: blocks a prefill holds for its decoder count as used until released', async () => {
+    const env = pair();
+    await env.p.start();
+    expect(env.p.resources()).toEqual({
+      totalSlotsNum: SIM_TOTAL_SLOTS,
+      availSlotsNum: SIM_TOTAL_SLOTS,
+      totalBlockNum: 64,
+      availBlockNum: 64,
+    });
+    const answer = await prefill(env);
+    const held = Math.ceil(tokenize(PROMPT).length / 4);
+    expect(env.p.resources()).toMatchObject({ availSlotsNum: SIM_TOTAL_SLOTS, availBlockNum: 64 - held });
+    env.p.releaseExport(String(answer.kv_transfer_params['remote_request_id']));
+    expect(env.p.resources().availBlockNum).toBe(64);
   });
 });

@@ -20,6 +20,20 @@ import { runLocal } from './local.ts';
 
 export type SimRole = 'prefill' | 'decode';
 
+/**
+ * Requests the simulator reports it can run at once: it has no real limit, so this is the number
+ * a Coordinator is told (the same as the cluster launcher's refresh).
+ */
+export const SIM_TOTAL_SLOTS = 256;
+
+/** What the engine tells its agent for the status's `resource` block (MindIE's names). */
+export interface SimResources {
+  readonly totalSlotsNum: number;
+  readonly availSlotsNum: number;
+  readonly totalBlockNum: number;
+  readonly availBlockNum: number;
+}
+
 export interface SimDevice {
   /** Link manager endpoint (the logical device id as text). */
   readonly endpoint: string;
@@ -208,6 +222,23 @@ export class SimEngine {
         blocks_pulled: this.counters.blocksPulled,
         verify_failures: this.counters.verifyFailures,
       },
+    };
+  }
+
+  /**
+   * Free and total slots (legs running) and KV blocks (held for decoders included), as the
+   * agent's status reports them.
+   * @example agent.reportResources(() => engine.resources());
+   */
+  resources(): SimResources {
+    const running = this.log.list().reduce((n, r) => n + (r.outcome === 'running' ? 1 : 0), 0);
+    const pools = [...this.pools.values()];
+    const total = pools.reduce((n, p) => n + p.size, 0);
+    return {
+      totalSlotsNum: SIM_TOTAL_SLOTS,
+      availSlotsNum: Math.max(0, SIM_TOTAL_SLOTS - running),
+      totalBlockNum: total,
+      availBlockNum: total - pools.reduce((n, p) => n + p.used, 0),
     };
   }
 

@@ -1,0 +1,56 @@
+/**
+ * Composition root of `pdlink controller`: the control loop, its metrics and its management app
+ * (probes, `/metrics`, the controller API). Shared by the CLI and anyone embedding a controller.
+ */
+import { Hono } from 'hono';
+import { collectDefaultMetrics } from 'prom-client';
+import { Controller } from '../controller/controller.ts';
+import { controllerMetrics } from '../controller/metrics.ts';
+import { desiredInstance, rankDevices } from '../controller/spec.ts';
+import type { ClusterSpec } from '../controller/types.ts';
+import { controllerRoutes } from '../http/controller.ts';
+import { onError, onNotFound } from '../http/envelope.ts';
+import { probeRoutes } from '../http/probes.ts';
+import { createRegistry, type Registry } from '../metrics.ts';
+import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
+
+export interface ControllerAppOptions {
+  readonly spec: ClusterSpec;
+  /** Devices of instances added through the API without their own. */
+  readonly rankTable?: RankTableFile | undefined;
+  /** static_info defaults of instances added through the API. */
+  readonly staticDefaults?: NonNullable<TopologyFile['static_info']>;
+  readonly metrics?: Registry;
+  /** Also export process metrics; the CLI turns this on. */
+  readonly processMetrics?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export interface ControllerApp {
+  readonly controller: Controller;
+  readonly managementApp: Hono;
+  readonly metrics: Registry;
+  /** Stops the loop; idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a controller and its routes; call `controller.start()` to run the loop.
+ * @example const app = createControllerApp({ spec }); app.controller.start(); Bun.serve({ fetch: app.managementApp.fetch });
+ */
+export function createControllerApp(options: ControllerAppOptions): ControllerApp {
+  const metrics = options.metrics ?? createRegistry();
+  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
+  const m = controllerMetrics(metrics);
+  const controller = new Controller({ spec: options.spec, events: m.events, ...(options.log === undefined ? {} : { log: options.log }) });
+  m.watch(controller);
+  const devices = rankDevices(options.rankTable);
+  const defaults = options.staticDefaults ?? {};
+
+  const managementApp = new Hono();
+  managementApp.onError(onError);
+  managementApp.notFound(onNotFound);
+  managementApp.route('/', controllerRoutes({ controller, resolve: (entry) => desiredInstance(entry, '', defaults, devices) }));
+  managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
+  return { controller, managementApp, metrics, close: () => controller.close() };
+}
