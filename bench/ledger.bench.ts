@@ -11,9 +11,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, platform, release } from 'node:os';
 import { join } from 'node:path';
-import { TestCluster } from '../src/cluster/testing.ts';
+import { TestCluster } from '../test/doubles/cluster.ts';
 import { KvLedger } from '../src/ledger/ledger.ts';
-import { createRegistry } from '../src/metrics.ts';
+import { createRegistry } from '../src/core/metrics.ts';
 
 const ROUNDS = 7;
 const ITERATIONS = 100_000;

@@ -6,7 +6,7 @@
  *
  * Run: bun bench/links.bench.ts   → bench/results/links.{json,md}
  */
-import { LLM_STATUS } from '../src/links/status.ts';
+import { LLM_STATUS } from '../src/core/llm-status.ts';
 import type { EndpointTarget } from '../src/links/types.ts';
 import { DEFAULT_POOL_THREADS } from '../src/workers/pool.ts';
 import { startClientStack, startServerSide, type ServerSide } from '../test/fixtures/links/stack.ts';

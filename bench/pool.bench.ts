@@ -14,7 +14,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LLM_STATUS } from '../src/links/status.ts';
+import { LLM_STATUS } from '../src/core/llm-status.ts';
 import type { PoolAtomics } from '../src/workers/pool.ts';
 import { ENCODINGS, type Encoding } from '../src/workers/protocol.ts';
 import { startClientStack, startServerSide, type ServerSide } from '../test/fixtures/links/stack.ts';

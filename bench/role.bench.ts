@@ -9,7 +9,7 @@
  *
  * Run: bun bench/role.bench.ts   → bench/results/role.{json,md}
  */
-import { createInstanceAgent, type InstanceAgent } from '../src/instance/agent.ts';
+import { createInstanceAgent, type InstanceAgent } from '../src/apps/agent.ts';
 import { clusterIdFor } from '../src/links/endpoint.ts';
 import { DEFAULT_POOL_THREADS } from '../src/workers/pool.ts';
 import { alternate, markdownTable, percentile, spread, times, writeResults } from './lib.ts';

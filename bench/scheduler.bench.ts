@@ -16,10 +16,10 @@
  * Run: node_modules/.bin/bun bench/scheduler.bench.ts   (--quick: short rounds, nothing written)
  */
 import { ClusterRegistry } from '../src/cluster/registry.ts';
-import { exampleSnapshot } from '../src/schema/refresh-examples.ts';
+import { exampleSnapshot } from '../test/doubles/refresh-examples.ts';
 import { parseRefresh } from '../src/schema/refresh.ts';
 import { createScheduler, type PdScheduler } from '../src/scheduler/scheduler.ts';
-import { TestLoads } from '../src/scheduler/testing.ts';
+import { TestLoads } from '../test/doubles/scheduler.ts';
 import type { PolicyName } from '../src/scheduler/types.ts';
 import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';
 

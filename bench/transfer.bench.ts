@@ -17,10 +17,10 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInstanceAgent, type InstanceAgent } from '../src/instance/agent.ts';
-import { DEFAULT_CHUNK_BYTES, DEFAULT_PARALLEL_SLICES } from '../src/instance/transfers.ts';
+import { createInstanceAgent, type InstanceAgent } from '../src/apps/agent.ts';
+import { DEFAULT_CHUNK_BYTES, DEFAULT_PARALLEL_SLICES } from '../src/agent/transfers/transfers.ts';
 import { DEFAULT_POOL_THREADS } from '../src/workers/pool.ts';
-import { createRegistry } from '../src/metrics.ts';
+import { createRegistry } from '../src/core/metrics.ts';
 import { cleanupConfigs, prepareCache, startAgent, type Agent } from '../test/fixtures/transfers/harness.ts';
 import { alternate, markdownTable, RESULTS_DIR, spread, times, writeResults, type Spread } from './lib.ts';
 

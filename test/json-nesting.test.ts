@@ -5,11 +5,11 @@
  * than the limit answers 400 naming the limit, and nothing is stored or started.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { createCoordinator, type Coordinator } from '../src/coordinator.ts';
-import { MAX_JSON_DEPTH } from '../src/http/json-depth.ts';
-import { createInstanceAgent, type InstanceAgent } from '../src/instance/agent.ts';
-import { createRegistry } from '../src/metrics.ts';
-import { SEED_REFRESH_BODY } from '../src/schema/refresh-examples.ts';
+import { createCoordinator, type Coordinator } from '../src/apps/coordinator.ts';
+import { MAX_JSON_DEPTH } from '../src/core/json-depth.ts';
+import { createInstanceAgent, type InstanceAgent } from '../src/apps/agent.ts';
+import { createRegistry } from '../src/core/metrics.ts';
+import { SEED_REFRESH_BODY } from './doubles/refresh-examples.ts';
 import { simControlApp } from '../src/sim/control-app.ts';
 import { SimEngine } from '../src/sim/engine.ts';
 import { simInferenceApp } from '../src/sim/inference-app.ts';

@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LLM_STATUS } from '../src/links/status.ts';
+import { LLM_STATUS } from '../src/core/llm-status.ts';
 import { runPdlink, startPdlink, type PdlinkChild } from './support/child.ts';
 import { Peer } from './support/runtime-peer.ts';
 

@@ -3,7 +3,7 @@
  * "worker died"), while a batch on another worker completes and the pool goes on serving.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { LLM_STATUS as S } from '../src/links/status.ts';
+import { LLM_STATUS as S } from '../src/core/llm-status.ts';
 import { startBlackhole } from './fixtures/links/harness.ts';
 import { startClientStack, startServerSide, type ClientStack, type ServerSide } from './fixtures/links/stack.ts';
 

@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from 'bun:test';
-import { createCoordinator } from '../src/coordinator.ts';
-import { seedExample } from '../src/schema/refresh-examples.ts';
+import { createCoordinator } from '../src/apps/coordinator.ts';
+import { seedExample } from './doubles/refresh-examples.ts';
 
 const coordinator = createCoordinator();
 const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: coordinator.inferenceApp.fetch });

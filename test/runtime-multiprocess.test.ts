@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENT_KIND, SIDE } from '../src/ffi/layout.ts';
-import { LLM_STATUS } from '../src/links/status.ts';
+import { LLM_STATUS } from '../src/core/llm-status.ts';
 import { Peer } from './support/runtime-peer.ts';
 
 const BLOCK = 4096;

@@ -5,8 +5,8 @@
  * it is there, and the pull must stop right after that chunk instead of moving the rest.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { createInstanceAgent, type InstanceAgent } from '../src/instance/agent.ts';
-import { createRegistry } from '../src/metrics.ts';
+import { createInstanceAgent, type InstanceAgent } from '../src/apps/agent.ts';
+import { createRegistry } from '../src/core/metrics.ts';
 import { cleanupConfigs, patternOf, prepareCache, startAgent, stop, until, type Agent } from './fixtures/transfers/harness.ts';
 
 const BLOCK = 256 * 1024;

@@ -6,7 +6,7 @@
  * follows a failed transfer: the reservation is released.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
-import { TestCluster } from '../src/cluster/testing.ts';
+import { TestCluster } from './doubles/cluster.ts';
 import { KvLedger } from '../src/ledger/index.ts';
 import {
   cleanupConfigs,

@@ -11,7 +11,7 @@ import type { ClusterSpec } from '../controller/types.ts';
 import { controllerRoutes } from '../http/controller.ts';
 import { onError, onNotFound } from '../http/envelope.ts';
 import { probeRoutes } from '../http/probes.ts';
-import { createRegistry, type Registry } from '../metrics.ts';
+import { createRegistry, type Registry } from '../core/metrics.ts';
 import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 
 export interface ControllerAppOptions {

@@ -4,7 +4,7 @@
  */
 import { isIP, isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
-import { isAllInterfaces } from './all-interfaces.ts';
+import { isAllInterfaces } from '../core/all-interfaces.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 /** A command-line or configuration problem: the process prints the message and exits with 2. */

@@ -1,7 +1,7 @@
 /**
  * `pdlink coordinator`: serves the management and inference listeners until SIGINT/SIGTERM.
  */
-import { createCoordinator } from '../coordinator.ts';
+import { createCoordinator } from '../apps/coordinator.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';

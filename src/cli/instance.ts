@@ -3,8 +3,8 @@
  * local device, serves the management listener, and runs until SIGINT/SIGTERM.
  */
 import { agentOptionsOf, resolveInstanceSettings, type InstanceArgs, MANAGEMENT_IP_ENV } from '../config/instance.ts';
-import { PdlinkError } from '../errors.ts';
-import { createInstanceAgent } from '../instance/agent.ts';
+import { PdlinkError } from '../core/errors.ts';
+import { createInstanceAgent } from '../apps/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
 import { CliError, listeningLine, parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';

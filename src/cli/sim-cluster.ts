@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { CLUSTER_ENGINE_DEFAULTS } from '../sim/cluster.ts';
 import { engineConfig, refreshBody, roleBody, type EngineLayout } from '../sim/cluster-bodies.ts';
 import { spawnListening, until, type ManagedProcess } from '../sim/process.ts';
-import { isAllInterfaces } from './all-interfaces.ts';
+import { isAllInterfaces } from '../core/all-interfaces.ts';
 import { CliError, listeningLine, parseCliIp, parseStringOptions } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 

@@ -7,10 +7,10 @@
 import { Hono } from 'hono';
 import { agentOptionsOf, ALLOW_ALL_ZERO_KEY, DEFAULT_SERVER_IP, resolveInstanceSettings } from '../config/instance.ts';
 import { loadConfigFile } from '../config/load.ts';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { onError } from '../http/envelope.ts';
 import { notFoundOf } from '../http/methods.ts';
-import { createInstanceAgent, type InstanceAgent } from '../instance/agent.ts';
+import { createInstanceAgent, type InstanceAgent } from '../apps/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
 import { InstanceConfigFile } from '../schema/instance-config.ts';
 import { agentKv } from '../sim/agent-kv.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { UnsafeInteger } from '../http/body.ts';
-import { MAX_JSON_DEPTH } from '../http/json-depth.ts';
-import { exampleSnapshot, type ExampleBody, seedExample } from '../schema/refresh-examples.ts';
+import { MAX_JSON_DEPTH } from '../core/json-depth.ts';
+import { exampleSnapshot, type ExampleBody, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import type { RegistryDiff } from './instance.ts';
 import { ClusterRegistry, wireEqual } from './registry.ts';

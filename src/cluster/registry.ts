@@ -3,10 +3,10 @@
  * snapshot replaces the whole picture and is turned into a diff (added / updated / removed) that
  * subscribers receive synchronously.
  */
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { isMeasuredJson, UnsafeInteger } from '../http/body.ts';
-import { MAX_JSON_DEPTH } from '../http/json-depth.ts';
-import { depthOverflowPath } from '../http/value-depth.ts';
+import { MAX_JSON_DEPTH } from '../core/json-depth.ts';
+import { depthOverflowPath } from '../core/value-depth.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
 import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE, type RoleCode } from './instance.ts';
 

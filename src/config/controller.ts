@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { CliError } from '../cli/common.ts';
 import { clusterSpec } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
-import { describeIssues } from '../errors.ts';
+import { describeIssues } from '../core/errors.ts';
 import { MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 import { loadConfigFile } from './load.ts';
 

@@ -15,7 +15,7 @@ import {
   type TlsItems,
 } from '../schema/coordinator-config.ts';
 import { loadConfigFile } from './load.ts';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 

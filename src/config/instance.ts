@@ -18,7 +18,7 @@ import { clusterIdFor } from '../links/endpoint.ts';
 import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';
 import type { Encoding } from '../workers/protocol.ts';
 import { loadConfigFile } from './load.ts';
-import type { TransferSettings } from '../instance/agent-transfers.ts';
+import type { TransferSettings } from '../agent/transfers/setup.ts';
 
 export const MANAGEMENT_IP_ENV = 'MIES_CONTAINER_MANAGEMENT_IP';
 /** MindIE's `managementIpAddress` default, so an agent beside a Coordinator on 127.0.0.1 does not collide with it. */

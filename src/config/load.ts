@@ -4,7 +4,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import * as v from 'valibot';
-import { describeIssues } from '../errors.ts';
+import { describeIssues } from '../core/errors.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import { CliError } from '../cli/common.ts';
 

@@ -6,7 +6,7 @@
  * (an agent silent past the heartbeat timeout) and planned removals (drain, then unlink) change
  * the peers it posts. No HTTP routes here: src/http/controller.ts serves this object.
  */
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { assignRoles, groupOf, peersOf } from './assign.ts';
 import { readAgentStatus, shapeChanged } from './agent-status.ts';
 import { CoordinatorSet, type CoordinatorView } from './coordinators.ts';

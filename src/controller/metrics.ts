@@ -2,7 +2,7 @@
  * The controller's Prometheus metrics: instances by state, role posts and snapshot pushes by
  * result, and the time one evaluation of the cluster takes.
  */
-import { Counter, Gauge, Histogram, type Registry } from '../metrics.ts';
+import { Counter, Gauge, Histogram, type Registry } from '../core/metrics.ts';
 import type { Controller, ControllerEvents } from './controller.ts';
 
 /**

@@ -4,7 +4,7 @@
  * instance's devices from its entry or else the rank table's server of the same server_ip, and
  * static info from the entry, the file's defaults, then built-in ones.
  */
-import type { FieldIssue } from '../errors.ts';
+import type { FieldIssue } from '../core/errors.ts';
 import type { InstanceEntry, MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 import { DEFAULT_TIMING, type ClusterSpec, type DesiredDevice, type DesiredInstance, type StaticDefaults } from './types.ts';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { LLM_STATUS, LlmStatusError } from '../links/status.ts';
+import { LLM_STATUS, LlmStatusError } from '../core/llm-status.ts';
 import * as blocks from './blocks.ts';
 import * as rt from './runtime.ts';
 

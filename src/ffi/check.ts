@@ -2,7 +2,7 @@
  * The one place a runtime status becomes an error: every non-zero `int32_t` from pdrt goes
  * through `check`, and arguments the C layout cannot carry are refused by `invalid`.
  */
-import { LLM_STATUS, LlmStatusError } from '../links/status.ts';
+import { LLM_STATUS, LlmStatusError } from '../core/llm-status.ts';
 
 /**
  * Throws an `LlmStatusError` for any non-zero status.

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { ptr } from 'bun:ffi';
-import { LlmStatusError } from '../links/status.ts';
+import { LlmStatusError } from '../core/llm-status.ts';
 import { CONFIG_BYTES, packConfig } from './config.ts';
 
 describe('packConfig', () => {

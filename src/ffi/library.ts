@@ -5,7 +5,7 @@
 import { dlopen, FFIType, type Library } from 'bun:ffi';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 
 /** PDRT_ABI_VERSION of the header this binding was written against. */
 export const PDRT_ABI_VERSION = 2;

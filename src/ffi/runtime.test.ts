@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from 'bun:test';
-import { LLM_STATUS, LlmStatusError } from '../links/status.ts';
+import { LLM_STATUS, LlmStatusError } from '../core/llm-status.ts';
 import { EVENT_KIND, LINK_STATE, SIDE, type ClusterSpec, type RuntimeEvent } from './layout.ts';
 import * as rt from './runtime.ts';
 

@@ -6,7 +6,7 @@
  */
 import type { Pointer } from 'bun:ffi';
 import { isIP } from 'node:net';
-import { LLM_STATUS, LlmStatusError } from '../links/status.ts';
+import { LLM_STATUS, LlmStatusError } from '../core/llm-status.ts';
 import { check, invalid } from './check.ts';
 import { CONFIG_BYTES, packConfig, type LinkPortLimits } from './config.ts';
 import {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { createInstanceAgent, type InstanceAgent } from '../instance/agent.ts';
-import { createRegistry } from '../metrics.ts';
+import { createInstanceAgent, type InstanceAgent } from '../apps/agent.ts';
+import { createRegistry } from '../core/metrics.ts';
 import { MAX_BLOCKS_PER_REQUEST } from '../schema/blocks.ts';
 
 let agent: InstanceAgent;

@@ -6,8 +6,8 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { errors } from '../errors.ts';
-import type { CallStatus, TransferResult, Transfers } from '../instance/transfers.ts';
+import { errors } from '../core/errors.ts';
+import type { CallStatus, TransferResult, Transfers } from '../agent/transfers/transfers.ts';
 import { clusterIdToWire, type IpPort } from '../links/endpoint.ts';
 import {
   CacheIdSchema,

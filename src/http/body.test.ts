@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { onError } from './envelope.ts';
 import { isMeasuredJson, parseJsonExact, readJsonBody, UnsafeInteger } from './body.ts';
-import { MAX_JSON_DEPTH } from './json-depth.ts';
+import { MAX_JSON_DEPTH } from '../core/json-depth.ts';
 
 function appWithLimit(limitBytes: number): Hono {
   const app = new Hono();

@@ -6,8 +6,8 @@
  * (`client_closed`), not a fault of the server.
  */
 import type { Context } from 'hono';
-import { errors } from '../errors.ts';
-import { depthOverflowAt, MAX_JSON_DEPTH } from './json-depth.ts';
+import { errors } from '../core/errors.ts';
+import { depthOverflowAt, MAX_JSON_DEPTH } from '../core/json-depth.ts';
 
 /** Marker left in place of an integer literal beyond ±(2^53−1), so schemas can reject it by path. */
 export class UnsafeInteger {

@@ -9,7 +9,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import type { ClusterView, Controller, MemberView } from '../controller/controller.ts';
 import type { DesiredInstance } from '../controller/types.ts';
-import { errors, type FieldIssue } from '../errors.ts';
+import { errors, type FieldIssue } from '../core/errors.ts';
 import { AddInstanceBody, InstanceIdParam } from '../schema/controller-api.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import { readJsonBody } from './body.ts';

@@ -4,7 +4,7 @@
  * mid-body is one line on stderr, no stack: it happens to every server and says nothing is wrong.
  */
 import type { Context } from 'hono';
-import { errors, PdlinkError } from '../errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 
 export interface ErrorBody {
   error: string;

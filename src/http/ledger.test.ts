@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
-import { TestCluster } from '../cluster/testing.ts';
-import { ManualClock } from '../ledger/lease-clock.ts';
+import { TestCluster } from '../../test/doubles/cluster.ts';
+import { ManualClock } from '../core/lease-clock.ts';
 import { KvLedger } from '../ledger/ledger.ts';
 import { ledgerRoutes } from './ledger.ts';
 

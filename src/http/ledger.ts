@@ -7,7 +7,7 @@
  */
 import { Hono } from 'hono';
 import type { ClusterView } from '../cluster/instance.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import type { KvLedger } from '../ledger/ledger.ts';
 import type { TransferRecord } from '../ledger/records.ts';
 import type { LedgerTotals } from '../ledger/types.ts';

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { FakeExecutor } from '../../test/fixtures/links/fake-executor.ts';
 import { LinkManager } from '../links/manager.ts';
-import { LLM_STATUS as S } from '../links/status.ts';
+import { LLM_STATUS as S } from '../core/llm-status.ts';
 import { onError, onNotFound } from './envelope.ts';
 import { linkRoutes } from './links.ts';
 

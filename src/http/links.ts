@@ -5,10 +5,10 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { clusterIdToWire, formatIpPort, type IpPort } from '../links/endpoint.ts';
 import type { LinkManager } from '../links/manager.ts';
-import { statusName } from '../links/status.ts';
+import { statusName } from '../core/llm-status.ts';
 import type { CallResult, EndpointTarget, LinkInfo } from '../links/types.ts';
 import { LinkRequestSchema, UnlinkRequestSchema } from '../schema/links.ts';
 import { toFieldIssues } from '../schema/issues.ts';

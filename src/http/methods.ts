@@ -6,7 +6,7 @@
  */
 import type { Context, Hono, NotFoundHandler } from 'hono';
 import { TrieRouter } from 'hono/router/trie-router';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { errorBody, onNotFound } from './envelope.ts';
 
 interface MethodIndex {

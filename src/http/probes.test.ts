@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { Counter } from 'prom-client';
-import { createRegistry } from '../metrics.ts';
+import { createRegistry } from '../core/metrics.ts';
 import { probeRoutes } from './probes.ts';
 
 describe('probes', () => {

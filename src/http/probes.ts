@@ -5,7 +5,7 @@
  */
 import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { onError } from './envelope.ts';
 
 export interface ProbeDeps {

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { ClusterRegistry } from '../cluster/registry.ts';
-import { createRegistry, type Registry } from '../metrics.ts';
-import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../schema/refresh-examples.ts';
+import { createRegistry, type Registry } from '../core/metrics.ts';
+import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { MAX_INSTANCES } from '../schema/refresh.ts';
 import { refreshRoutes } from './refresh.ts';
 

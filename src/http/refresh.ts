@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import { refreshMetrics } from '../cluster/registry-metrics.ts';
-import { errors, PdlinkError } from '../errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 import { validateRefresh } from '../schema/refresh.ts';
 import { readJsonBody, UnsafeInteger } from './body.ts';
 import { onError } from './envelope.ts';

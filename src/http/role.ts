@@ -7,8 +7,8 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { errors } from '../errors.ts';
-import type { RoleController } from '../instance/role.ts';
+import { errors } from '../core/errors.ts';
+import type { RoleController } from '../agent/role/driver.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import { isRole, RoleBody, toRoleRequest } from '../schema/role.ts';
 import { readJsonBody } from './body.ts';

@@ -3,7 +3,7 @@
  * (`avail_slots_num`/`avail_block_num`) and what this process has reserved on top of them. A
  * refresh replaces the reported values; reservations stay until their records end.
  */
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import type { LiveRecord } from './records.ts';
 
 /** Load of one instance, for the scheduler and `GET /v1/coordinator_info`. */

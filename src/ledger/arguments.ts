@@ -2,7 +2,7 @@
  * Argument checks of the ledger's programmatic API. An embedding gateway may call it from plain
  * JavaScript, so every value is checked at run time and a bad one is named by its field.
  */
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { RELEASE_REASONS, type ReleaseReason } from './records.ts';
 
 /** Longest accepted request id (X-Request-Id values are UUIDs or similar; this leaves ample room). */

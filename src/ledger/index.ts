@@ -3,7 +3,7 @@
  */
 export { KvLedger } from './ledger.ts';
 export type { InstanceLoad } from './accounts.ts';
-export { ManualClock, systemClock, type LeaseClock } from './lease-clock.ts';
+export { ManualClock, systemClock, type LeaseClock } from '../core/lease-clock.ts';
 export {
   ACTIVE_STATES,
   FINAL_STATES,

@@ -4,8 +4,8 @@
  * or was renewed, or every record ended) is left to fire, find nothing due and re-arm if needed:
  * clearing and re-arming it on every change made an idle reserve+release cycle 1.6× slower.
  */
-import { DeadlineHeap, type HeapItem } from './deadline-heap.ts';
-import type { LeaseClock } from './lease-clock.ts';
+import { DeadlineHeap, type HeapItem } from '../core/heap.ts';
+import type { LeaseClock } from '../core/lease-clock.ts';
 
 export class LeaseSchedule<T extends HeapItem> {
   readonly #clock: LeaseClock;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { ledgerFixture, PAIR, thrownBy } from './testing.ts';
+import { ledgerFixture, PAIR, thrownBy } from '../../test/doubles/ledger.ts';
 
 describe('refresh and removal', () => {
   test('an update replaces the reported values; reservations stay', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
-import { TestCluster } from '../cluster/testing.ts';
-import { ManualClock } from './lease-clock.ts';
+import { TestCluster } from '../../test/doubles/cluster.ts';
+import { ManualClock } from '../core/lease-clock.ts';
 import { KvLedger } from './ledger.ts';
-import { ledgerFixture, PAIR, thrownBy } from './testing.ts';
+import { ledgerFixture, PAIR, thrownBy } from '../../test/doubles/ledger.ts';
 
 describe('events, snapshot, recent, close', () => {
   test('listeners see every change; a throwing listener is logged and does not break the ledger', () => {

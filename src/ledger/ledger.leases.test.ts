@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
-import { TestCluster } from '../cluster/testing.ts';
-import type { LeaseClock } from './lease-clock.ts';
+import { TestCluster } from '../../test/doubles/cluster.ts';
+import type { LeaseClock } from '../core/lease-clock.ts';
 import { KvLedger } from './ledger.ts';
-import { ledgerFixture, PAIR } from './testing.ts';
+import { ledgerFixture, PAIR } from '../../test/doubles/ledger.ts';
 import type { LedgerEvent } from './types.ts';
 
 describe('leases', () => {

@@ -6,10 +6,10 @@
 import { expect, test } from 'bun:test';
 import fc from 'fast-check';
 import type { InstanceRole } from '../cluster/instance.ts';
-import { TestCluster, type TestInstanceSpec } from '../cluster/testing.ts';
-import { PdlinkError, type ErrorCode } from '../errors.ts';
+import { TestCluster, type TestInstanceSpec } from '../../test/doubles/cluster.ts';
+import { PdlinkError, type ErrorCode } from '../core/errors.ts';
 import type { InstanceLoad } from './accounts.ts';
-import { ManualClock } from './lease-clock.ts';
+import { ManualClock } from '../core/lease-clock.ts';
 import { KvLedger } from './ledger.ts';
 import { RELEASE_REASONS, type ActiveState, type TransferPhase } from './records.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import type { KvLedger } from './ledger.ts';
-import { ledgerFixture, PAIR, thrownBy } from './testing.ts';
+import { ledgerFixture, PAIR, thrownBy } from '../../test/doubles/ledger.ts';
 
 describe('reserve', () => {
   test('takes slots and blocks on both instances and returns the record', () => {

@@ -8,10 +8,10 @@
  * first expires what is due, and one timer (for the earliest deadline only) covers idle periods.
  */
 import type { Instance, RegistryDiff } from '../cluster/instance.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { InstanceAccount, type InstanceLoad } from './accounts.ts';
 import { codeArg, countArg, leaseArg, reasonArg, requestIdArg } from './arguments.ts';
-import { systemClock, type LeaseClock } from './lease-clock.ts';
+import { systemClock, type LeaseClock } from '../core/lease-clock.ts';
 import { LeaseSchedule } from './lease-schedule.ts';
 import { LedgerMetrics } from './metrics.ts';
 import { RecentRecords } from './recent.ts';

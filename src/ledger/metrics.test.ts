@@ -1,7 +1,7 @@
 import { expect, test } from 'bun:test';
-import { TestCluster } from '../cluster/testing.ts';
-import { createRegistry, type Registry } from '../metrics.ts';
-import { ManualClock } from './lease-clock.ts';
+import { TestCluster } from '../../test/doubles/cluster.ts';
+import { createRegistry, type Registry } from '../core/metrics.ts';
+import { ManualClock } from '../core/lease-clock.ts';
 import { KvLedger } from './ledger.ts';
 
 function setup() {

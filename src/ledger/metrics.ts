@@ -3,7 +3,7 @@
  * the per-instance and in-flight gauges are computed when scraped, so the hot path of reserve and
  * release does no label hashing.
  */
-import { Counter, Gauge, Histogram, type Registry } from '../metrics.ts';
+import { Counter, Gauge, Histogram, type Registry } from '../core/metrics.ts';
 import type { InstanceAccount } from './accounts.ts';
 import { ACTIVE_STATES, type ActiveState, type FinalState } from './records.ts';
 

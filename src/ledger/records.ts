@@ -7,7 +7,7 @@
  * expired or released. `done` needs a started phase: a request that never began cannot have moved
  * anything, so complete() on a `reserved` record is an illegal transition.
  */
-import type { HeapItem } from './deadline-heap.ts';
+import type { HeapItem } from '../core/heap.ts';
 
 export const ACTIVE_STATES = ['reserved', 'prefilling', 'transferring'] as const;
 export const FINAL_STATES = ['done', 'failed', 'expired', 'released'] as const;

@@ -2,9 +2,9 @@
  * The shapes of the ledger's programmatic API: options, arguments, and the plain data it returns.
  */
 import type { ClusterView } from '../cluster/instance.ts';
-import type { Registry } from '../metrics.ts';
+import type { Registry } from '../core/metrics.ts';
 import type { InstanceLoad } from './accounts.ts';
-import type { LeaseClock } from './lease-clock.ts';
+import type { LeaseClock } from '../core/lease-clock.ts';
 import type { TransferRecord, TransferState } from './records.ts';
 
 /** P's own lease on prefilled blocks is 30 s in vLLM-style engines; ours matches it by default. */

@@ -3,7 +3,7 @@
  * clusters: items with the same key (endpoint, operation, timeout, force) that arrive within
  * `windowMs` share a call; a full batch leaves at once.
  */
-import { LLM_STATUS } from './status.ts';
+import { LLM_STATUS } from '../core/llm-status.ts';
 import type { BatchOutcome, ClusterTarget, LinkSide } from './types.ts';
 
 export interface BatchKey {

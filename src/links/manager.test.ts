@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { Registry } from 'prom-client';
 import { FakeExecutor } from '../../test/fixtures/links/fake-executor.ts';
 import { LinkManager } from './manager.ts';
-import { LLM_STATUS as S } from './status.ts';
+import { LLM_STATUS as S } from '../core/llm-status.ts';
 import type { EndpointTarget, LinkEvent } from './types.ts';
 
 const target = (id: number, port = 26000, endpoint?: string): EndpointTarget => ({

@@ -3,13 +3,13 @@
  * every link per (local endpoint, remote cluster), coalesces concurrent requests into runtime
  * calls of ≤ 16 clusters, reconciles towards a desired set, and follows runtime events.
  */
-import type { Registry } from '../metrics.ts';
+import type { Registry } from '../core/metrics.ts';
 import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
 import type { IpPort } from './endpoint.ts';
 import { createLinkMetrics, type LinkMetrics } from './metrics.ts';
 import { reconcileOnce, type ReconcileReport } from './reconcile.ts';
 import { CallTimeline } from './call-timeline.ts';
-import { LLM_STATUS } from './status.ts';
+import { LLM_STATUS } from '../core/llm-status.ts';
 import { LinkTable, type LinkListener } from './table.ts';
 import type { CallResult, ClusterTarget, EndpointTarget, LinkExecutor, LinkInfo, RuntimeLinkEvent } from './types.ts';
 

@@ -1,7 +1,7 @@
 /**
  * Link metrics: links by state and side, link/unlink call latency, and runtime batch sizes.
  */
-import { Gauge, Histogram, METRIC_PREFIX, type Registry } from '../metrics.ts';
+import { Gauge, Histogram, METRIC_PREFIX, type Registry } from '../core/metrics.ts';
 import type { LinkTable } from './table.ts';
 
 export interface LinkMetrics {

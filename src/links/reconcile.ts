@@ -3,7 +3,7 @@
  * to another address, or failed) and those that must come, computed from the state table and
  * applied unlinks first. Server-side links belong to the peers that made them and are left alone.
  */
-import { LLM_STATUS } from './status.ts';
+import { LLM_STATUS } from '../core/llm-status.ts';
 import type { ClusterTarget, LinkInfo } from './types.ts';
 
 export interface ReconcileItem {

@@ -3,7 +3,7 @@
  * truth for link state. Every change emits a LinkEvent; an entry that reaches `unlinked` is removed.
  */
 import type { IpPort } from './endpoint.ts';
-import { LLM_STATUS } from './status.ts';
+import { LLM_STATUS } from '../core/llm-status.ts';
 import type { LinkEvent, LinkInfo, LinkSide, LinkState } from './types.ts';
 
 export type LinkListener = (event: LinkEvent) => void;

@@ -8,7 +8,7 @@ import type { AbortCause, ExchangeDeps, ExchangeRequest } from './exchange.ts';
 import { engineUrl, legHeaders } from './legs.ts';
 import type { RetryReason } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
-import { sendLeg } from './stale.ts';
+import { sendLeg } from './send-leg.ts';
 import { passthrough, quoteError, transportMessage } from './upstream.ts';
 
 export type AttemptResult =

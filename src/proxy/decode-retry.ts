@@ -7,7 +7,7 @@
  * D reading freed blocks would decode from a cache that is no longer this prompt's. A 4xx is the
  * client's answer, never retried.
  */
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { MAX_PLACEMENTS, promptFields, union } from './placement.ts';
 import type { PairPicker, PickedPair } from './ports.ts';
 import type { PromptInfo } from './prompt.ts';

@@ -6,7 +6,7 @@
  * answered 5xx hands the leg to another D of the same P (see decode-retry.ts).
  */
 import type { Instance } from '../cluster/instance.ts';
-import { errors, PdlinkError } from '../errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 import { nextDecode, refusedConnection } from './decode-retry.ts';
 import type { Exchange, Prefilled } from './exchange.ts';
 import { kvMovedOf } from './kv-report.ts';
@@ -14,7 +14,7 @@ import type { PickedPair } from './ports.ts';
 import type { Stop } from './stop.ts';
 import { decodeBody, engineUrl, legHeaders, legText } from './legs.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
-import { sendLeg } from './stale.ts';
+import { sendLeg } from './send-leg.ts';
 import { firstChunk, passthrough, quoteError, streamHeaders, transportMessage } from './upstream.ts';
 
 /** A D leg that failed before its first byte, P's blocks untouched: another D may take it. */

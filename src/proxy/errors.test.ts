@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { errorResponse, openAiErrorBody, sseErrorEvent } from './errors.ts';
 
 describe('OpenAI-style errors', () => {

@@ -3,7 +3,7 @@
  * `{"error": {"message", "type", "code", "param"}}` (plus `issues` for a rejected body), as a JSON
  * response before the first byte and as one SSE `data:` event after it.
  */
-import { errors, PdlinkError } from '../errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 
 /** The header that names a request on the client side and on both legs. */
 export const REQUEST_ID_HEADER = 'x-request-id';

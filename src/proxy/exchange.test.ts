@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'bun:test';
 import type { Instance } from '../cluster/instance.ts';
-import { createRegistry } from '../metrics.ts';
+import { createRegistry } from '../core/metrics.ts';
 import type { CompletionBody } from '../schema/completions.ts';
 import { runDecode } from './decode.ts';
 import { Exchange, Stop, type ExchangeDeps } from './exchange.ts';
 import { ProxyMetrics } from './metrics.ts';
 import type { HealthReporter, PairPicker, Reservations } from './ports.ts';
 import { resolveProxySettings } from './settings.ts';
-import { PooledOrigins } from './stale.ts';
+import { PooledOrigins } from './send-leg.ts';
 
 /** Deps that record every call that would touch an instance or its capacity. */
 function recordingDeps() {

@@ -8,7 +8,7 @@
  * request: a timeout, the client leaving or the end of the exchange aborts whatever leg is running.
  * The legs run in prefill.ts and decode.ts; this class owns the clocks, the abort and the settling.
  */
-import { errors, PdlinkError } from '../errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
 import type { AttemptClock } from './attempt.ts';
 import { errorResponse } from './errors.ts';
@@ -19,7 +19,7 @@ import { promptOf, type PromptInfo } from './prompt.ts';
 import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import type { ProxySettings } from './settings.ts';
 import { runDecode } from './decode.ts';
-import type { PooledOrigins } from './stale.ts';
+import type { PooledOrigins } from './send-leg.ts';
 import { Stop } from './stop.ts';
 
 export interface ExchangeRequest {

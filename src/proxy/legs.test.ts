@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { UnsafeInteger } from '../http/body.ts';
 import { decodeBody, engineUrl, legHeaders, legText, PREFILL_KV_REQUEST, prefillBody, viaHasHop, viaHeader } from './legs.ts';
 

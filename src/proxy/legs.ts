@@ -4,7 +4,7 @@
  * `kv_transfer_params`, pulls the blocks and generates.
  */
 import type { Instance } from '../cluster/instance.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { stringifyBody, type CompletionKind } from '../schema/completions.ts';
 import { REQUEST_ID_HEADER } from './errors.ts';
 

@@ -7,7 +7,7 @@
  * - decode: D's first byte → D's last byte (streaming), D request sent → D's answer (non-streaming).
  * Pair selections by policy and circuit states are the scheduler's metrics (src/scheduler/metrics.ts).
  */
-import { Counter, Gauge, Histogram, METRIC_PREFIX, type Registry } from '../metrics.ts';
+import { Counter, Gauge, Histogram, METRIC_PREFIX, type Registry } from '../core/metrics.ts';
 
 /** How a proxied request ended, the `outcome` label. */
 export type ProxyOutcome =

@@ -5,7 +5,7 @@
  * picked while another pair has room. The scheduler is then asked again without the instances
  * that were short.
  */
-import { errors, PdlinkError } from '../errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import type { PairPicker, PickedPair, PickRequest, Reservations } from './ports.ts';
 import { blocksFor, type PromptInfo } from './prompt.ts';

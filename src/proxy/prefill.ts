@@ -4,7 +4,7 @@
  * and the next attempt waits a jittered backoff, up to `maxRetries` retries. A P that rejects the
  * request itself is not retried: another P would answer the same.
  */
-import { errors, PdlinkError } from '../errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 import { attemptPrefill, type AttemptClock, type AttemptExchange } from './attempt.ts';
 import { abortableDelay, backoffDelay } from './backoff.ts';
 import type { ExchangeDeps, ExchangeRequest } from './exchange.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
-import { testInstance } from '../cluster/testing.ts';
-import { ledgerFixture } from '../ledger/testing.ts';
+import { testInstance } from '../../test/doubles/cluster.ts';
+import { ledgerFixture } from '../../test/doubles/ledger.ts';
 import type { PickedPair } from './ports.ts';
 import { RequestReservation } from './reservation.ts';
 

@@ -10,7 +10,7 @@
  * left alone.
  */
 import type { Instance } from '../cluster/instance.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import type { PickedPair, Reservations } from './ports.ts';
 import type { KvMoved } from './kv-report.ts';
 import { blocksFor } from './prompt.ts';

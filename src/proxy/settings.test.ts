@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { checkSettings, DEFAULT_BACKOFF_BASE_MS, resolveProxySettings } from './settings.ts';
 
 function configError(fn: () => unknown): PdlinkError {

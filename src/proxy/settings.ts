@@ -5,7 +5,7 @@
  * as in MindIE's file.
  */
 import * as v from 'valibot';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { BODY_LIMIT_MB, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, type CoordinatorConfigFile } from '../schema/coordinator-config.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { errors, type PdlinkError } from '../errors.ts';
+import { errors, type PdlinkError } from '../core/errors.ts';
 import { lastEventEnd, MAX_HELD_BYTES, relayStream, type ChunkReader } from './stream.ts';
 
 const enc = new TextEncoder();

@@ -6,7 +6,7 @@
  * before an event's blank line anyway, and holding back a torn tail means an error event never
  * lands inside a half-written one. Everything D sent is forwarded when the stream ends normally.
  */
-import type { PdlinkError } from '../errors.ts';
+import type { PdlinkError } from '../core/errors.ts';
 import { sseErrorEvent } from './errors.ts';
 
 /** A torn SSE tail larger than this is forwarded as it is rather than held. */

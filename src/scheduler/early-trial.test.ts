@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
-import { TestCluster, type TestInstanceSpec } from '../cluster/testing.ts';
+import { TestCluster, type TestInstanceSpec } from '../../test/doubles/cluster.ts';
 import { trialEarly } from './early-trial.ts';
-import { createHealth } from './health.ts';
+import { createHealth } from './breakers.ts';
 import { checkPickRequest } from './request.ts';
-import { TestLoads } from './testing.ts';
+import { TestLoads } from '../../test/doubles/scheduler.ts';
 import { Topology } from './topology.ts';
 
 function setup(specs: TestInstanceSpec[]) {

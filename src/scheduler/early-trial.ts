@@ -4,7 +4,7 @@
  * ends first), and the pick runs again. Which role gets it follows what is missing: a P when no
  * linked P admits requests, else a D linked to a P the request may use (or, with none, a P).
  */
-import type { CircuitBreakers } from './health.ts';
+import type { CircuitBreakers } from './breakers.ts';
 import type { CheckedRequest } from './request.ts';
 import type { Topology } from './topology.ts';
 

@@ -1,7 +1,7 @@
 /**
  * The PD scheduler's public surface, for the Coordinator, the proxy and embedding gateways.
  */
-export { CIRCUIT_STATE_CODE, CircuitBreakers, createHealth, type CircuitEvent, type CircuitState, type HealthOptions } from './health.ts';
+export { CIRCUIT_STATE_CODE, CircuitBreakers, createHealth, type CircuitEvent, type CircuitState, type HealthOptions } from './breakers.ts';
 export { ledgerLoads } from './ledger-loads.ts';
 export { capacityOf, NO_RESERVATIONS, type Capacity, type LoadSource, type Reservations } from './loads.ts';
 export { DEFAULT_BLOCK_SIZE } from './prefix-hash.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { ClusterRegistry } from '../cluster/registry.ts';
 import { KvLedger, ManualClock } from '../ledger/index.ts';
-import { exampleSnapshot } from '../schema/refresh-examples.ts';
+import { exampleSnapshot } from '../../test/doubles/refresh-examples.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import { ledgerLoads } from './ledger-loads.ts';
 import { createScheduler } from './scheduler.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { TestCluster } from '../cluster/testing.ts';
-import { createRegistry } from '../metrics.ts';
-import { createHealth } from './health.ts';
+import { TestCluster } from '../../test/doubles/cluster.ts';
+import { createRegistry } from '../core/metrics.ts';
+import { createHealth } from './breakers.ts';
 import { createScheduler } from './scheduler.ts';
 
 async function series(registry: ReturnType<typeof createRegistry>, name: string): Promise<Record<string, number>> {

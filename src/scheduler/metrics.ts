@@ -3,8 +3,8 @@
  * picks by reason, and each instance's circuit state. The circuit gauge is computed when scraped,
  * over the indexed instances, so a closed circuit shows as 0 without any per-request work.
  */
-import { Counter, Gauge, type Registry } from '../metrics.ts';
-import { CIRCUIT_STATE_CODE, type CircuitBreakers } from './health.ts';
+import { Counter, Gauge, type Registry } from '../core/metrics.ts';
+import { CIRCUIT_STATE_CODE, type CircuitBreakers } from './breakers.ts';
 import { PICK_FAILURES, PICK_REASONS, type PickFailureReason, type PickReason, type PolicyChoice, type PolicyName } from './types.ts';
 
 type CounterChild = ReturnType<Counter['labels']>;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { TestCluster } from '../cluster/testing.ts';
+import { TestCluster } from '../../test/doubles/cluster.ts';
 import type { HealthReporter, PairPicker } from '../proxy/ports.ts';
-import { createHealth } from './health.ts';
+import { createHealth } from './breakers.ts';
 import { createScheduler } from './scheduler.ts';
 
 describe('the scheduler and the circuit breakers fit the proxy’s ports', () => {

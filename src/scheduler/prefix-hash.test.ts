@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { DEFAULT_BLOCK_SIZE, prefixHashes } from './prefix-hash.ts';
 
 const tokens = (n: number, start = 0) => Array.from({ length: n }, (_, i) => (start + i) % 50_000);

@@ -7,7 +7,7 @@
  * Token ids are hashed as 32-bit words; text as its UTF-8 bytes taken four at a time, so a text
  * chunk is `blockSize` words (about one block of tokens at four bytes per token).
  */
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 
 /** Tokens per block when instances do not say otherwise (MindIE's default `block_size`). */
 export const DEFAULT_BLOCK_SIZE = 128;

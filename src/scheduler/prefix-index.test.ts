@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { DEFAULT_HOLDERS_PER_BLOCK, DEFAULT_PREFIX_CAPACITY, PrefixIndex } from './prefix-index.ts';
 
 describe('PrefixIndex', () => {

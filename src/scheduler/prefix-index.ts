@@ -5,7 +5,7 @@
  * leaves first); each hash keeps at most `holdersPerBlock` holders (the most recent), so choosing
  * among the holders of a popular system prompt never costs more than that.
  */
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 
 export const DEFAULT_PREFIX_CAPACITY = 16_384;
 export const DEFAULT_HOLDERS_PER_BLOCK = 8;

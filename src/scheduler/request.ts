@@ -3,7 +3,7 @@
  * a given instance (instances may differ in block size).
  */
 import type { Instance } from '../cluster/instance.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import type { PickRequest } from './types.ts';
 
 const NO_IDS: ReadonlySet<number> = new Set();

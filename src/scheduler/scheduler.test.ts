@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
-import { TestCluster, type TestInstanceSpec } from '../cluster/testing.ts';
-import { PdlinkError } from '../errors.ts';
-import { createHealth } from './health.ts';
+import { TestCluster, type TestInstanceSpec } from '../../test/doubles/cluster.ts';
+import { PdlinkError } from '../core/errors.ts';
+import { createHealth } from './breakers.ts';
 import { createScheduler, type SchedulerOptions } from './scheduler.ts';
-import { TestLoads } from './testing.ts';
+import { TestLoads } from '../../test/doubles/scheduler.ts';
 import type { Pair, PickFailure, PickResult } from './types.ts';
 
 const P = (id: number, extra: Partial<TestInstanceSpec> = {}): TestInstanceSpec => ({ id, role: 'prefill', group: 0, ...extra });

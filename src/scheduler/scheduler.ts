@@ -13,10 +13,10 @@
  * (see topology.ts); a pick walks only the head of a pool, whatever the cluster size.
  */
 import type { ClusterView } from '../cluster/instance.ts';
-import { errors } from '../errors.ts';
-import type { Registry } from '../metrics.ts';
+import { errors } from '../core/errors.ts';
+import type { Registry } from '../core/metrics.ts';
 import { trialEarly } from './early-trial.ts';
-import { type CircuitBreakers, createHealth } from './health.ts';
+import { type CircuitBreakers, createHealth } from './breakers.ts';
 import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import type { SchedulerNode } from './node.ts';

@@ -8,7 +8,7 @@
  * Each change touches only the node and its links (≤ group size), never the whole cluster.
  */
 import type { ClusterView, Instance, RegistryDiff } from '../cluster/instance.ts';
-import type { CircuitBreakers } from './health.ts';
+import type { CircuitBreakers } from './breakers.ts';
 import { capacityOf, type LoadSource } from './loads.ts';
 import { SchedulerNode } from './node.ts';
 import { Pool } from './pool.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { parseJsonExact } from '../http/body.ts';
 import { parseCompletionBody, stringifyBody } from './completions.ts';
 

@@ -4,7 +4,7 @@
  * (the engines validate the rest and answer for it).
  */
 import * as v from 'valibot';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { UnsafeInteger } from '../http/body.ts';
 import { toFieldIssues } from './issues.ts';
 

@@ -3,7 +3,7 @@
  * `instances[3].static_info.block_size`.
  */
 import type * as v from 'valibot';
-import type { FieldIssue } from '../errors.ts';
+import type { FieldIssue } from '../core/errors.ts';
 
 /**
  * Formats a Valibot issue path as dotted keys with bracketed indices.

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import * as v from 'valibot';
 import { UnsafeInteger } from '../http/body.ts';
 import { isValidSnapshot } from './refresh-fast.ts';
-import { exampleSnapshot, seedExample } from './refresh-examples.ts';
+import { exampleSnapshot, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { RefreshSchema } from './refresh.ts';
 
 const UNSAFE = new UnsafeInteger('9007199254740993');

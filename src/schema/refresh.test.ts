@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import * as v from 'valibot';
-import { type FieldIssue, PdlinkError } from '../errors.ts';
+import { type FieldIssue, PdlinkError } from '../core/errors.ts';
 import { parseJsonExact } from '../http/body.ts';
 import { isValidSnapshot } from './refresh-fast.ts';
-import { exampleSnapshot, type ExampleBody, seedExample } from './refresh-examples.ts';
+import { exampleSnapshot, type ExampleBody, seedExample } from '../../test/doubles/refresh-examples.ts';
 import {
   MAX_INSTANCES,
   MAX_REPORTED_ISSUES,

@@ -4,7 +4,7 @@
  * DESIGN.md §2.1. Every problem of a body is reported at once, each with its wire path.
  */
 import * as v from 'valibot';
-import { errors, type FieldIssue } from '../errors.ts';
+import { errors, type FieldIssue } from '../core/errors.ts';
 import { UnsafeInteger } from '../http/body.ts';
 import { crossInstanceIssues } from './refresh-cross.ts';
 import { isValidSnapshot } from './refresh-fast.ts';

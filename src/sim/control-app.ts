@@ -6,7 +6,7 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { readJsonBody } from '../http/body.ts';
 import { onError } from '../http/envelope.ts';
 import { toFieldIssues } from '../schema/issues.ts';

@@ -6,7 +6,7 @@
  * before its first byte or after K tokens. Each armed fault is used up by the requests it hits.
  */
 import * as v from 'valibot';
-import { errors } from '../errors.ts';
+import { errors } from '../core/errors.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 
 const Count = v.pipe(

@@ -3,7 +3,7 @@
  * `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models`, `GET /health`.
  */
 import { Hono, type Context } from 'hono';
-import { PdlinkError } from '../errors.ts';
+import { PdlinkError } from '../core/errors.ts';
 import { readJsonBody } from '../http/body.ts';
 import { methodAwareNotFound } from '../http/methods.ts';
 import type { SimEngine } from './engine.ts';

@@ -5,7 +5,7 @@
  * tests use the in-memory fabric below, which keeps the same rules (a pull needs a link, unknown
  * blocks are KV_CACHE_NOT_EXIST) without native code.
  */
-import { LLM_STATUS, statusName } from '../links/status.ts';
+import { LLM_STATUS, statusName } from '../core/llm-status.ts';
 
 /** The one cache id every simulated engine registers on each device (P's and D's agree on it). */
 export const SIM_CACHE_ID = 1n;

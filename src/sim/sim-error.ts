@@ -2,8 +2,8 @@
  * Errors of the simulated engine, answered the way vLLM's OpenAI server answers them:
  * `{"error": {"message", "type", "param", "code"}}` with the HTTP status as `code`.
  */
-import type { FieldIssue } from '../errors.ts';
-import { describeIssues } from '../errors.ts';
+import type { FieldIssue } from '../core/errors.ts';
+import { describeIssues } from '../core/errors.ts';
 
 export class SimError extends Error {
   readonly status: number;

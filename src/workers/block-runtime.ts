@@ -4,7 +4,7 @@
  * implementation is here; tests of the task mechanics implement the interface in plain TypeScript.
  */
 import * as ffi from '../ffi/index.ts';
-import { LlmStatusError } from '../links/status.ts';
+import { LlmStatusError } from '../core/llm-status.ts';
 
 /** One chunk of a pull or push: remoteBlocks[i] of the peer's cache ↔ localBlocks[i] of ours. */
 export interface ChunkSpec {

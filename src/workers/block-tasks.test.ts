@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { LLM_STATUS as S } from '../links/status.ts';
+import { LLM_STATUS as S } from '../core/llm-status.ts';
 import { CONTROL, CONTROL_SLOTS, type TransferTask } from './block-protocol.ts';
 import type { BlockRuntime, ChunkSpec, Status } from './block-runtime.ts';
 import { runBlockTask } from './block-tasks.ts';

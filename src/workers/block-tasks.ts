@@ -5,7 +5,7 @@
  * chunks a slice looks at the abort flag (an abort stops a large pull within one chunk) and at its
  * time budget (it returns so other transfers get the thread in turn).
  */
-import { LLM_STATUS } from '../links/status.ts';
+import { LLM_STATUS } from '../core/llm-status.ts';
 import { CONTROL, type BlockReply, type BlockTask, type TransferTask } from './block-protocol.ts';
 import type { BlockRuntime, ChunkSpec, Status } from './block-runtime.ts';
 

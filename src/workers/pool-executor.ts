@@ -2,7 +2,7 @@
  * The production LinkExecutor: sends each link/unlink batch to the worker pool as one task on the
  * endpoint's runtime context, and maps any worker failure to per-cluster codes.
  */
-import { LLM_STATUS } from '../links/status.ts';
+import { LLM_STATUS } from '../core/llm-status.ts';
 import type { BatchOutcome, ClusterTarget, LinkExecutor } from '../links/types.ts';
 import { encodeClusters, sharedRets } from './encoding.ts';
 import type { WorkerPool } from './pool.ts';

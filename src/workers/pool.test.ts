@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test';
-import { LLM_STATUS as S } from '../links/status.ts';
+import { LLM_STATUS as S } from '../core/llm-status.ts';
 import { LinkManager } from '../links/manager.ts';
 import { PoolLinkExecutor } from './pool-executor.ts';
 import { WorkerPool } from './pool.ts';

@@ -5,7 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
-import { LLM_STATUS } from '../links/status.ts';
+import { LLM_STATUS } from '../core/llm-status.ts';
 import type { TaskReply, WorkerTask } from './protocol.ts';
 import { BOARD_SLOTS } from './tasks.ts';
 

@@ -4,7 +4,7 @@
  * only a worker that cannot reach the runtime at all fails its task.
  */
 import * as ffi from '../ffi/index.ts';
-import { LlmStatusError } from '../links/status.ts';
+import { LlmStatusError } from '../core/llm-status.ts';
 import { ffiBlockRuntime } from './block-runtime.ts';
 import type { DeviceRuntime } from './device-runtime.ts';
 import type { WorkerCluster } from './protocol.ts';

@@ -5,7 +5,7 @@
  */
 import { threadId } from 'node:worker_threads';
 import { LINK_STATE, SIDE } from '../ffi/layout.ts';
-import { LLM_STATUS, normalizeStatus } from '../links/status.ts';
+import { LLM_STATUS, normalizeStatus } from '../core/llm-status.ts';
 import { runBlockTask } from './block-tasks.ts';
 import type { DeviceRuntime } from './device-runtime.ts';
 import { decodeClusters, sharedRecords, sharedRets } from './encoding.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
-import { TestCluster, type TestInstanceSpec } from '../../cluster/testing.ts';
-import { createHealth } from '../health.ts';
+import { TestCluster, type TestInstanceSpec } from '../../../test/doubles/cluster.ts';
+import { createHealth } from '../breakers.ts';
 import { createScheduler } from '../scheduler.ts';
-import { TestLoads } from '../testing.ts';
+import { TestLoads } from '../../../test/doubles/scheduler.ts';
 import type { Pair, PickRequest } from '../types.ts';
 
 const BLOCK = 4;

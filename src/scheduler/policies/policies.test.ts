@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { testInstance } from '../../cluster/testing.ts';
+import { testInstance } from '../../../test/doubles/cluster.ts';
 import { SchedulerNode } from '../node.ts';
 import { Pool } from '../pool.ts';
 import { loadBalance } from './load-balance.ts';
