@@ -1,0 +1,184 @@
+/**
+ * The one import direction of `src/` (DESIGN §3), checked on every test run: a module may import from its
+ * own folder or from a folder on a lower floor, never upward or sideways; only `workers/` opens the FFI;
+ * `schema/` and `ffi/` stand on `core/` alone; only `cli/` starts the simulator; nothing in `src/` reaches
+ * into `test/`; and no two files import each other, even for types, by any path.
+ */
+import { describe, expect, test } from 'bun:test';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+
+const SRC = join(import.meta.dir, '..', 'src');
+
+/** Floors, top to bottom; a unit may import from floors below its own. Root files are units of their own. */
+const FLOORS: readonly (readonly string[])[] = [
+  ['main.ts'],
+  ['cli', 'index.ts'],
+  ['apps', 'config'],
+  ['http'],
+  ['proxy', 'agent', 'controller', 'sim'],
+  ['scheduler', 'ledger', 'links', 'workers', 'store'],
+  ['cluster', 'schema', 'ffi'],
+  ['core'],
+];
+
+/** Sideways imports on one floor that the design allows (a few domain folders lean on a neighbour's types). */
+const SIDEWAYS: ReadonlySet<string> = new Set(['cli>index.ts', 'cluster>schema', 'scheduler>ledger', 'apps>config', 'workers>links']);
+
+/** Edges and circles still being moved out of the way; the list only shrinks, and goes once empty. */
+const PENDING: ReadonlySet<string> = new Set(
+  readFileSync(join(import.meta.dir, 'architecture.pending.txt'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== ''),
+);
+
+/** Folders that only some units may import, and the units that may. */
+const ONLY_FROM: Readonly<Record<string, readonly string[]>> = {
+  ffi: ['workers'],
+  sim: ['cli'],
+};
+
+/** Folders whose imports are limited to the listed units (besides their own). */
+const STANDS_ON: Readonly<Record<string, readonly string[]>> = {
+  core: [],
+  schema: ['core'],
+  ffi: ['core'],
+};
+
+function unitOf(file: string): string {
+  const rel = relative(SRC, file);
+  const first = rel.split('/')[0] ?? rel;
+  return rel.includes('/') ? first : rel;
+}
+
+function floorOf(unit: string): number {
+  const floor = FLOORS.findIndex((units) => units.includes(unit));
+  return floor;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...sourceFiles(path));
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** Every relative module specifier of a file: static, type-only, re-exports and dynamic imports. */
+function specifiers(text: string): string[] {
+  const found: string[] = [];
+  const patterns = [/(?:^|\n)\s*(?:import|export)\s[^;'"]*?from\s+['"]([^'"]+)['"]/g, /import\(\s*['"]([^'"]+)['"]\s*\)/g];
+  for (const re of patterns) for (const match of text.matchAll(re)) found.push(match[1]!);
+  return found.filter((spec) => spec.startsWith('.'));
+}
+
+interface Edge {
+  from: string;
+  to: string;
+}
+
+function edges(): Edge[] {
+  const out: Edge[] = [];
+  for (const file of sourceFiles(SRC)) {
+    for (const spec of specifiers(readFileSync(file, 'utf8'))) {
+      out.push({ from: file, to: normalize(join(dirname(file), spec)) });
+    }
+  }
+  return out;
+}
+
+/** Why one edge breaks the direction, or undefined when it is allowed. */
+export function violation(from: string, to: string): string | undefined {
+  if (!to.startsWith(SRC + '/')) return 'imports from outside src/';
+  const a = unitOf(from);
+  const b = unitOf(to);
+  if (a === b) return undefined;
+  const only = ONLY_FROM[b];
+  if (only !== undefined && !only.includes(a)) return `only ${only.join(', ')} may import ${b}/`;
+  const base = STANDS_ON[a];
+  if (base !== undefined && !base.includes(b)) return `${a}/ stands on ${base.length === 0 ? 'nothing of pdlink' : base.join(', ')}`;
+  const fa = floorOf(a);
+  const fb = floorOf(b);
+  if (fa < 0) return `${a} is on no floor of the design`;
+  if (fb < 0) return `${b} is on no floor of the design`;
+  if (fa === fb) return SIDEWAYS.has(`${a}>${b}`) ? undefined : `sideways: ${a} and ${b} share a floor`;
+  return fb > fa ? undefined : `upward: ${b} is above ${a}`;
+}
+
+/** Strongly connected components with more than one file (Tarjan), each sorted. */
+function circles(all: Edge[]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const { from, to } of all) {
+    const list = next.get(from) ?? [];
+    list.push(to);
+    next.set(from, list);
+  }
+  let index = 0;
+  const idx = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const on = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    idx.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    on.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!idx.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+    }
+    if (low.get(v) === idx.get(v)) {
+      const scc: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        on.delete(w);
+        scc.push(w);
+      } while (w !== v);
+      if (scc.length > 1) out.push(scc.map((f) => relative(SRC, f)).sort());
+    }
+  };
+  for (const v of next.keys()) if (!idx.has(v)) visit(v);
+  return out;
+}
+
+describe('the import direction of src/', () => {
+  const all = edges();
+
+  test('there are imports to check', () => {
+    expect(all.length).toBeGreaterThan(100);
+  });
+
+  test('every import runs down the floors of the design', () => {
+    const bad = all
+      .map(({ from, to }) => ({ from, to, why: violation(from, to) }))
+      .filter((e) => e.why !== undefined)
+      .map((e) => `${relative(SRC, e.from)} -> ${relative(SRC, e.to)}: ${e.why}`)
+      .filter((line) => !PENDING.has(line));
+    expect(bad).toEqual([]);
+  });
+
+  test('no circles, type-only imports included', () => {
+    expect(circles(all).filter((c) => !PENDING.has(`circle: ${c.join(' ')}`))).toEqual([]);
+  });
+
+  test('the rules themselves refuse what they should', () => {
+    const f = (p: string): string => join(SRC, p);
+    expect(violation(f('links/manager.ts'), f('http/envelope.ts'))).toContain('upward');
+    expect(violation(f('proxy/a.ts'), f('ffi/library.ts'))).toContain('only workers');
+    expect(violation(f('http/a.ts'), f('sim/engine.ts'))).toContain('only cli');
+    expect(violation(f('schema/role.ts'), f('cluster/instance.ts'))).toContain('stands on core');
+    expect(violation(f('core/errors.ts'), f('cluster/instance.ts'))).toContain('nothing of pdlink');
+    expect(violation(f('proxy/a.ts'), f('agent/b.ts'))).toContain('sideways');
+    expect(violation(f('proxy/a.ts'), join(SRC, '..', 'test', 'doubles', 'x.ts'))).toContain('outside src/');
+    expect(violation(f('http/a.ts'), f('proxy/b.ts'))).toBeUndefined();
+    expect(violation(f('workers/a.ts'), f('ffi/b.ts'))).toBeUndefined();
+  });
+});
