@@ -22,7 +22,7 @@ import type { Outgoing, OutgoingReply } from '../src/controller/outgoing.ts';
 import { DEFAULT_TIMING, type DesiredInstance } from '../src/controller/types.ts';
 import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';
 
-/** Rounds per config; each waits out the Coordinator's circuit cool-down (≈30 s), so few. */
+/** Rounds per config; each kills and restarts a simulated engine process, so few. */
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 2);
 const CONFIGS = {
   pdlink: {
@@ -314,7 +314,7 @@ const summary =
   `restarted, it is back in the snapshot ${pd.restartToSnapshotMs.median.toFixed(0)} ms vs ${mi.restartToSnapshotMs.median.toFixed(0)} ms after listening; ` +
   `failed requests per fault ${pd.failedPerFault.median.toFixed(1)} vs ${mi.failedPerFault.median.toFixed(1)} ` +
   `(requests in flight to the dead engine; the Coordinator's retries and circuit breaker keep the rest from failing). ` +
-  `"Takes a request" waits for the Coordinator's circuit breaker on that instance to allow a trial (its 30 s cool-down), not for the controller. ` +
+  `Restarted, it takes a request ${pd.restartToServingMs.median.toFixed(0)} ms vs ${mi.restartToServingMs.median.toFixed(0)} ms after listening: the refresh that lists it again gives its open circuit a trial at once. ` +
   `At 4096 instances (${(cost.snapshotBytes / 1024).toFixed(0)} KiB snapshot) one 1 s period costs ${period.median.toFixed(0)} ms of the controller's thread, ` +
   `${times(overhead.median)} the bare answers and serialisation it cannot avoid (${bareSpread.median.toFixed(0)} ms); an evaluation with nothing changed costs ${cost.evaluateMs.toFixed(1)} ms.`;
 writeResults('controller', {
