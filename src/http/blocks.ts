@@ -87,17 +87,10 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
   app.post('/v1/kv/write', async (c) => {
     const body = parse(WriteBlocksSchema, await readJsonBody(c, { limitBytes: WRITE_BODY_LIMIT_BYTES }));
     const endpoint = endpointOf(body.local_ip_info);
-    const data = decodeBase64(body.data);
-    const cache = t.caches().find((x) => x.cacheId === body.cache_id && (endpoint === undefined || x.endpoint === endpoint));
-    if (cache !== undefined && data.byteLength !== body.blocks.length * cache.blockBytes) {
-      throw errors.unprocessable([
-        {
-          path: 'data',
-          message: `must hold ${body.blocks.length} × ${cache.blockBytes} = ${body.blocks.length * cache.blockBytes} bytes, got ${data.byteLength}`,
-        },
-      ]);
-    }
-    return c.json(statusBody(await t.writeBlocks(endpoint, body.cache_id, body.blocks, data)));
+    const result = await t.writeBlocks(endpoint, body.cache_id, body.blocks, decodeBase64(body.data));
+    // The transfer API checks the length against the cache; a refused argument is the body's fault.
+    if (result.refused !== undefined) throw errors.unprocessable([{ path: result.refused.field, message: result.refused.reason }]);
+    return c.json(statusBody(result));
   });
 
   app.post('/v1/kv/read', async (c) => {
