@@ -9,7 +9,7 @@ import { LinkManager } from '../links/manager.ts';
 import { EventPump } from '../workers/event-pump.ts';
 import { PoolLinkExecutor } from '../workers/pool-executor.ts';
 import { WorkerPool, type PoolAtomics } from '../workers/pool.ts';
-import type { ContextSecurity, Encoding } from '../workers/protocol.ts';
+import type { ContextSecurity, Encoding, RuntimeRole } from '../workers/protocol.ts';
 import { openContexts, type ContextDevice } from './contexts.ts';
 import { endpointAt } from './device-lookup.ts';
 import type { IpPort } from '../links/endpoint.ts';
@@ -20,15 +20,13 @@ import type { ResourceReport } from './status.ts';
 import { startTransfers, type TransferSettings } from './transfers/setup.ts';
 import type { Transfers } from './transfers/transfers.ts';
 
-/** Role carried in the runtime handshake (pdrt.h PDRT_ROLE_*). */
-export const RUNTIME_ROLE = { prompt: 0, decoder: 1, mix: 2 } as const;
-
 /** A local device of the agent. */
 export type AgentDevice = ContextDevice;
 
 export interface AgentOptions {
   readonly devices: readonly AgentDevice[];
-  readonly role?: keyof typeof RUNTIME_ROLE;
+  /** Role carried in the runtime handshake (default `mix`). */
+  readonly role?: RuntimeRole;
   readonly threads?: number;
   readonly atomics?: PoolAtomics;
   readonly encoding?: Encoding;
@@ -88,12 +86,10 @@ export async function openAgent(options: AgentOptions): Promise<Agent> {
   // Event waits get a thread of their own so they never delay a link call.
   const eventPool = new WorkerPool({ threads: 1, ...(filename === undefined ? {} : { filename }) });
   const closePools = () => Promise.all([pool.close(), eventPool.close()]);
-  const contexts = await openContexts(pool, options.devices, RUNTIME_ROLE[options.role ?? 'mix'], options.security).catch(
-    async (err: unknown) => {
-      await closePools();
-      throw err;
-    },
-  );
+  const contexts = await openContexts(pool, options.devices, options.role ?? 'mix', options.security).catch(async (err: unknown) => {
+    await closePools();
+    throw err;
+  });
   const kv = await startTransfers(contexts.handles, options.transfers, {
     registry: metrics,
     listPool: pool,

@@ -5,7 +5,7 @@
  */
 import { errors } from '../core/errors.ts';
 import type { WorkerPool } from '../workers/pool.ts';
-import type { ContextSecurity } from '../workers/protocol.ts';
+import type { ContextSecurity, RuntimeRole } from '../workers/protocol.ts';
 
 /** A local device as its context needs it. */
 export interface ContextDevice {
@@ -26,12 +26,12 @@ export interface DeviceContexts {
 
 /**
  * Opens a context per device; rejects (with nothing left open) if one cannot listen.
- * @example const contexts = await openContexts(pool, devices, 2, undefined);
+ * @example const contexts = await openContexts(pool, devices, 'mix', undefined);
  */
 export async function openContexts(
   pool: WorkerPool,
   devices: readonly ContextDevice[],
-  role: number,
+  role: RuntimeRole,
   security: ContextSecurity | undefined,
 ): Promise<DeviceContexts> {
   const handles = new Map<string, number>();

@@ -41,7 +41,7 @@ export class ServerAddresses {
     const reply = await this.#pool.run<RuntimeLink[]>({ op: 'list', handle });
     if (!reply.ok) return;
     for (const link of reply.value) {
-      if (link.side === 1 && link.remoteIp !== '')
+      if (link.side === 'server' && link.remoteIp !== '')
         this.#manager.noteRemote(endpoint, link.remoteClusterId, { ip: link.remoteIp, port: link.remotePort });
     }
   }

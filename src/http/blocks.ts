@@ -164,8 +164,8 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
       links: (await t.links()).map((l) => ({
         endpoint: l.endpoint,
         remote_cluster_id: clusterIdToWire(l.remoteClusterId),
-        side: l.side === 1 ? 'server' : 'client',
-        state: LINK_STATES[l.state] ?? 'unknown',
+        side: l.side,
+        state: l.state,
         same_host: l.sameHost,
         transfers_in_flight: l.transfersInFlight,
       })),
@@ -173,9 +173,6 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
   );
   return app;
 }
-
-/** pdrt.h PDRT_LINK_* values. */
-const LINK_STATES: Record<number, string> = { 1: 'linking', 2: 'linked', 3: 'unlinking', 4: 'unusable' };
 
 function parse<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
   const result = v.safeParse(schema, input, { abortEarly: false });

@@ -4,12 +4,11 @@
  * becomes an LLM_PARAM_INVALID result naming the field, as the runtime would answer it.
  */
 import { LLM_STATUS } from '../../core/llm-status.ts';
+import { MAX_BLOCKS_PER_TRANSFER } from '../../workers/block-protocol.ts';
 
 /** Block indices: a Uint32Array is taken as it is, an array is checked item by item. */
 export type BlockList = Uint32Array | readonly number[];
 
-/** pdrt's bound on blocks per call (PDRT_MAX_BLOCKS_PER_TRANSFER in native/include/pdrt.h). */
-export const MAX_BLOCKS_PER_TRANSFER = 1 << 24;
 /** LLM-DataDist's `sync_kv_timeout` default for pulls and pushes. */
 export const DEFAULT_TRANSFER_TIMEOUT_MS = 1000;
 const MAX_TIMEOUT_MS = 0x7fffffff;
