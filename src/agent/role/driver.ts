@@ -11,8 +11,9 @@
  *   judges whatever linked in between.
  * - a role change (prefill ↔ decode) unlinks every link of the agent (normal unlink, force as
  *   fallback), switches, then applies the new desired set.
- * Posts queue behind the one being applied (role-queue.ts); consecutive queued posts of the same
- * role collapse into the latest, whose desired set wins either way.
+ * Posts queue behind the one being applied (queue.ts); consecutive queued posts of the same
+ * role collapse into the latest, whose desired set wins either way. What to link and unlink is
+ * computed by diffLinks (links/diff.ts); the driver keeps the retry state around it.
  */
 import { errors } from '../../core/errors.ts';
 import { systemClock, type LeaseClock } from '../../core/lease-clock.ts';
