@@ -41,3 +41,18 @@ describe('createCoordinator wires the breaker and cap settings', () => {
     expect(coordinator.health.state(1)).toBe('half_open');
   });
 });
+
+describe('createCoordinator follows the links the registry reports', () => {
+  test('a decode instance that stops listing a prefill peer releases the reservations on that pair', () => {
+    coordinator = createCoordinator();
+    coordinator.registry.apply(parseRefresh(JSON.parse(seed)));
+    coordinator.ledger.reserve({ requestId: 'on-link', p: 0, d: 1, pBlocks: 1, dBlocks: 1 });
+    coordinator.registry.apply(parseRefresh(JSON.parse(seed)));
+    expect(coordinator.ledger.isActive('on-link')).toBe(true);
+    const unlinked = JSON.parse(seed) as { instances: { dynamic_info: { peers?: number[] } }[] };
+    unlinked.instances[1]!.dynamic_info.peers = [];
+    coordinator.registry.apply(parseRefresh(unlinked));
+    expect(coordinator.ledger.get('on-link')).toMatchObject({ state: 'released', code: 'unlink' });
+    expect(coordinator.ledger.instanceLoad(0)).toMatchObject({ reservedSlots: 0, reservedBlocks: 0 });
+  });
+});

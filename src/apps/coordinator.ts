@@ -4,6 +4,7 @@
  */
 import { Hono } from 'hono';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
+import { lostLinks } from '../cluster/lost-links.ts';
 import { ClusterRegistry } from '../cluster/registry.ts';
 import { onError } from '../http/envelope.ts';
 import { notFoundOf } from '../http/methods.ts';
@@ -67,6 +68,10 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const registry = new ClusterRegistry();
   const ledger = new KvLedger({ cluster: registry, metrics });
+  // A decode instance that no longer lists a prefill peer has unlinked it: its reservations go.
+  const stopLinkWatch = registry.onChange((diff) => {
+    for (const { p, d } of lostLinks(diff)) ledger.linkLost(p, d);
+  });
   const health = createHealth(options.circuitCooldownMs === undefined ? {} : { cooldownMs: options.circuitCooldownMs });
   const scheduler = createScheduler({
     cluster: registry,
@@ -109,6 +114,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     async close() {
       if (closed) return;
       closed = true;
+      stopLinkWatch();
       scheduler.close();
       ledger.close();
     },

@@ -28,16 +28,6 @@ const NAME_BY_CODE = new Map<number, StatusName>(
   (Object.entries(LLM_STATUS) as [StatusName, number][]).map(([name, code]) => [code, name]),
 );
 
-/** Codes that real LLM-DataDist clients retry after a backoff. */
-export const RETRYABLE: ReadonlySet<number> = new Set([
-  LLM_STATUS.LLM_CLUSTER_NUM_EXCEED_LIMIT,
-  LLM_STATUS.LLM_PROCESSING_LINK,
-  LLM_STATUS.LLM_OUT_OF_MEMORY,
-  LLM_STATUS.LLM_TIMEOUT,
-  LLM_STATUS.LLM_WAIT_PROC_TIMEOUT,
-  LLM_STATUS.LLM_LINK_BUSY,
-]);
-
 /**
  * Normalises any integer to a known code: anything outside the table is LLM_FAILED.
  * @example normalizeStatus(0x5010b008) // LLM_STATUS.LLM_ALREADY_LINK

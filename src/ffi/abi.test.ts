@@ -5,9 +5,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PdlinkError } from '../core/errors.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
-import { MAX_BLOCKS_PER_TRANSFER } from '../agent/transfers/args.ts';
 import { CONFIG_BYTES, SECRET_MAX, SECRET_MIN } from './config.ts';
-import { CLUSTER_BYTES, EVENT_BYTES, LINK_INFO_BYTES, MAX_CLUSTERS_PER_CALL } from './layout.ts';
+import {
+  CLUSTER_BYTES,
+  EVENT_BYTES,
+  EVENT_KIND,
+  LINK_INFO_BYTES,
+  LINK_STATE,
+  MAX_BLOCKS_PER_TRANSFER,
+  MAX_CLUSTERS_PER_CALL,
+  ROLE,
+  SIDE,
+} from './layout.ts';
 import { DEFAULT_RUNTIME_PATH, PDRT_ABI_VERSION, loadRuntime, runtimeLibraryPath } from './library.ts';
 import { abiVersion } from './runtime.ts';
 
@@ -65,6 +74,14 @@ describe('pdrt.h against the TypeScript tables', () => {
     expect(headerDefine('PDRT_SECRET_MAX')).toBe(SECRET_MAX);
     expect(headerDefine('PDRT_MAX_BLOCKS_PER_TRANSFER')).toBe(MAX_BLOCKS_PER_TRANSFER);
     expect(headerDefine('PDRT_MAX_CLUSTERS_PER_CALL')).toBe(MAX_CLUSTERS_PER_CALL);
+  });
+
+  test('the role, event, side and link-state numbers the workers decode match the header', () => {
+    const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+    const tables = { ROLE, EVENT: EVENT_KIND, SIDE, LINK: LINK_STATE };
+    for (const [prefix, table] of Object.entries(tables))
+      for (const [key, value] of Object.entries(table))
+        expect([prefix, key, headerDefine(`PDRT_${prefix}_${snake(key)}`)]).toEqual([prefix, key, value]);
   });
 });
 

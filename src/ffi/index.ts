@@ -21,7 +21,7 @@ export type { BatchResult, CreateOptions, RuntimeHandle } from './runtime.ts';
 export { pullBlocks, pushBlocks, readBlocks, registerBlocks, unregisterBlocks, writeBlocks } from './blocks.ts';
 export type { BlockList, TransferSpec } from './blocks.ts';
 export { CLUSTER_BYTES, EVENT_KIND, LINK_STATE, MAX_CLUSTERS_PER_CALL, OPTION, ROLE, SIDE } from './layout.ts';
-export type { ClusterSpec, RoleName, RuntimeEvent, RuntimeLinkInfo } from './layout.ts';
+export type { ClusterSpec, PdrtEvent, RoleName, RuntimeLinkInfo } from './layout.ts';
 export { DEFAULT_RUNTIME_PATH, PDRT_ABI_VERSION, loadRuntime, runtimeLibraryPath } from './library.ts';
 export { check } from './check.ts';
 export { CONFIG_BYTES, SECRET_MAX, SECRET_MIN, packConfig } from './config.ts';

@@ -9,6 +9,8 @@ export const EVENT_BYTES = 32;
 export const LINK_INFO_BYTES = 88;
 export const IP_MAX = 64;
 export const MAX_CLUSTERS_PER_CALL = 16;
+/** PDRT_MAX_BLOCKS_PER_TRANSFER: blocks of one pull or push (2^24). */
+export const MAX_BLOCKS_PER_TRANSFER = 1 << 24;
 
 /** PDRT_ROLE_*. */
 export const ROLE = { prompt: 0, decoder: 1, mix: 2 } as const;
@@ -39,7 +41,8 @@ export interface ClusterSpec {
   readonly localPort?: number;
 }
 
-export interface RuntimeEvent {
+/** One pdrt_event record as the runtime queued it (numbers as pdrt.h defines them). */
+export interface PdrtEvent {
   /** EVENT_KIND value. */
   readonly kind: number;
   /** SIDE value of this context on that link. */
@@ -126,7 +129,7 @@ export function packClusters(bytes: Uint8Array, view: DataView, clusters: readon
  * Decodes the pdrt_event at index i.
  * @example const first = decodeEvent(view, 0)
  */
-export function decodeEvent(view: DataView, i: number): RuntimeEvent {
+export function decodeEvent(view: DataView, i: number): PdrtEvent {
   const base = i * EVENT_BYTES;
   return {
     kind: view.getUint32(base, true),

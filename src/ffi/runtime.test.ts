@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { LLM_STATUS, LlmStatusError } from '../core/llm-status.ts';
-import { EVENT_KIND, LINK_STATE, SIDE, type ClusterSpec, type RuntimeEvent } from './layout.ts';
+import { EVENT_KIND, LINK_STATE, SIDE, type ClusterSpec, type PdrtEvent } from './layout.ts';
 import * as rt from './runtime.ts';
 
 const { LLM_SUCCESS, LLM_FAILED } = LLM_STATUS;
@@ -32,7 +32,7 @@ function target(id: bigint, handle: number, ip: string): ClusterSpec {
 const byId = (id: bigint): ClusterSpec => ({ remoteClusterId: id, remoteIp: '', remotePort: 0 });
 
 /** Waits (bounded) for an event of `kind` about `id`; other events are dropped. */
-function nextEvent(handle: number, kind: number, id: bigint): RuntimeEvent {
+function nextEvent(handle: number, kind: number, id: bigint): PdrtEvent {
   const deadline = Date.now() + 5000;
   while (Date.now() < deadline) {
     rt.waitEvents(handle, Math.max(0, deadline - Date.now()));

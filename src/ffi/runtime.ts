@@ -25,7 +25,7 @@ import {
   writeIp,
   type ClusterSpec,
   type RoleName,
-  type RuntimeEvent,
+  type PdrtEvent,
   type RuntimeLinkInfo,
 } from './layout.ts';
 import { runtimeSymbols } from './library.ts';
@@ -208,10 +208,10 @@ export function unlinkRecords(
  * Drains up to `max` queued events (peer lost / linked / unlinked, link unusable).
  * @example for (const e of pollEvents(p)) if (e.kind === EVENT_KIND.peerLost) forget(e.remoteClusterId)
  */
-export function pollEvents(handle: RuntimeHandle, max = EVENT_CHUNK): RuntimeEvent[] {
+export function pollEvents(handle: RuntimeHandle, max = EVENT_CHUNK): PdrtEvent[] {
   const ctx = asPointer(handle);
   checkInt(max, 'max', 1, 0xffffffff);
-  const out: RuntimeEvent[] = [];
+  const out: PdrtEvent[] = [];
   while (out.length < max) {
     const cap = Math.min(EVENT_CHUNK, max - out.length);
     check(runtimeSymbols().pdrt_poll_events(ctx, events, cap, countOut), 'pdrt_poll_events');

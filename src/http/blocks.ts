@@ -87,17 +87,10 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
   app.post('/v1/kv/write', async (c) => {
     const body = parse(WriteBlocksSchema, await readJsonBody(c, { limitBytes: WRITE_BODY_LIMIT_BYTES }));
     const endpoint = endpointOf(body.local_ip_info);
-    const data = decodeBase64(body.data);
-    const cache = t.caches().find((x) => x.cacheId === body.cache_id && (endpoint === undefined || x.endpoint === endpoint));
-    if (cache !== undefined && data.byteLength !== body.blocks.length * cache.blockBytes) {
-      throw errors.unprocessable([
-        {
-          path: 'data',
-          message: `must hold ${body.blocks.length} × ${cache.blockBytes} = ${body.blocks.length * cache.blockBytes} bytes, got ${data.byteLength}`,
-        },
-      ]);
-    }
-    return c.json(statusBody(await t.writeBlocks(endpoint, body.cache_id, body.blocks, data)));
+    const result = await t.writeBlocks(endpoint, body.cache_id, body.blocks, decodeBase64(body.data));
+    // The transfer API checks the length against the cache; a refused argument is the body's fault.
+    if (result.refused !== undefined) throw errors.unprocessable([{ path: result.refused.field, message: result.refused.reason }]);
+    return c.json(statusBody(result));
   });
 
   app.post('/v1/kv/read', async (c) => {
@@ -171,8 +164,8 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
       links: (await t.links()).map((l) => ({
         endpoint: l.endpoint,
         remote_cluster_id: clusterIdToWire(l.remoteClusterId),
-        side: l.side === 1 ? 'server' : 'client',
-        state: LINK_STATES[l.state] ?? 'unknown',
+        side: l.side,
+        state: l.state,
         same_host: l.sameHost,
         transfers_in_flight: l.transfersInFlight,
       })),
@@ -180,9 +173,6 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
   );
   return app;
 }
-
-/** pdrt.h PDRT_LINK_* values. */
-const LINK_STATES: Record<number, string> = { 1: 'linking', 2: 'linked', 3: 'unlinking', 4: 'unusable' };
 
 function parse<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
   const result = v.safeParse(schema, input, { abortEarly: false });

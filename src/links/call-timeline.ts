@@ -8,7 +8,7 @@
  * earlier happened before the call began, and one stamped later may be about what the call made.
  */
 
-import { keyOf } from './table.ts';
+import { linkKey } from './key.ts';
 
 /** How long a settling time is kept: far longer than any event waits for delivery. */
 export const TIMELINE_KEEP_MS = 60_000;
@@ -32,7 +32,7 @@ export class CallTimeline {
    * @example timeline.begin('0', 7n, startedAt);
    */
   begin(endpoint: string, remoteClusterId: bigint, startedAt: number): void {
-    this.#linking.set(keyOf(endpoint, remoteClusterId), { startedAt, drop: undefined });
+    this.#linking.set(linkKey(endpoint, remoteClusterId), { startedAt, drop: undefined });
   }
 
   /**
@@ -41,7 +41,7 @@ export class CallTimeline {
    * @example timeline.dropWhileLinking('0', 7n, event.timeMs, { code: event.code, reason: 'peer-lost' });
    */
   dropWhileLinking(endpoint: string, remoteClusterId: bigint, timeMs: number | undefined, drop: Drop): void {
-    const call = this.#linking.get(keyOf(endpoint, remoteClusterId));
+    const call = this.#linking.get(linkKey(endpoint, remoteClusterId));
     if (call !== undefined && (timeMs === undefined || timeMs >= call.startedAt)) call.drop ??= drop;
   }
 
@@ -50,7 +50,7 @@ export class CallTimeline {
    * @example const drop = timeline.end('0', 7n);
    */
   end(endpoint: string, remoteClusterId: bigint): Drop | undefined {
-    const key = keyOf(endpoint, remoteClusterId);
+    const key = linkKey(endpoint, remoteClusterId);
     const drop = this.#linking.get(key)?.drop;
     this.#linking.delete(key);
     return drop;
@@ -62,7 +62,7 @@ export class CallTimeline {
    * @example timeline.record('0', 7n, startedAt);
    */
   record(endpoint: string, remoteClusterId: bigint, startedAt: number): void {
-    const key = keyOf(endpoint, remoteClusterId);
+    const key = linkKey(endpoint, remoteClusterId);
     this.#at.delete(key); // re-inserted: the map keeps record order, close to time order, for the sweep
     this.#at.set(key, startedAt);
     if (++this.#sinceSweep >= SWEEP_EVERY) this.#sweep(startedAt);
@@ -74,7 +74,7 @@ export class CallTimeline {
    * @example if (timeline.predates('0', 7n, event.timeMs)) return;
    */
   predates(endpoint: string, remoteClusterId: bigint, timeMs: number): boolean {
-    const at = this.#at.get(keyOf(endpoint, remoteClusterId));
+    const at = this.#at.get(linkKey(endpoint, remoteClusterId));
     return at !== undefined && timeMs < at;
   }
 

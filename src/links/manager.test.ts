@@ -169,17 +169,6 @@ describe('forced unlink: the table says what the runtime holds', () => {
     expect(manager.list()).toEqual([]);
     expect(await manager.unlinkClusters([target(1)], { force: true })).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
   });
-
-  test('a peer refusal is retried by reconcile (clear the local end, link again) until the peer lets go', async () => {
-    const { manager, executor } = setup();
-    executor.refuse.set(26000, S.LLM_ALREADY_LINK);
-    expect((await manager.reconcile([target(1)])).linked).toEqual([{ endpoint: '0', remoteClusterId: 1n, code: S.LLM_ALREADY_LINK }]);
-    expect(manager.get('0', 1n)).toMatchObject({ state: 'failed', code: S.LLM_ALREADY_LINK });
-    executor.refuse.delete(26000);
-    expect((await manager.reconcile([target(1)])).linked).toEqual([{ endpoint: '0', remoteClusterId: 1n, code: S.LLM_SUCCESS }]);
-    expect(manager.get('0', 1n)).toMatchObject({ state: 'linked' });
-    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}`)).toEqual(['link', 'unlink!', 'link']);
-  });
 });
 
 describe('runtime events that arrive after a call saw their effect', () => {
@@ -361,64 +350,6 @@ describe('runtime events', () => {
       console.error = original;
     }
     expect(events).toHaveLength(2);
-  });
-});
-
-describe('reconcile', () => {
-  test('links what is new, unlinks what is gone, in chunks of ≤ 16', async () => {
-    const { manager, executor } = setup();
-    const first = Array.from({ length: 20 }, (_, i) => target(i));
-    const report = await manager.reconcile(first);
-    expect(report.linked.filter((r) => r.code === S.LLM_SUCCESS)).toHaveLength(20);
-    expect(executor.batches.every((b) => b.ids.length <= 16)).toBe(true);
-    const second = [...first.slice(5), target(100)];
-    const next = await manager.reconcile(second);
-    expect(next.unlinked.map((r) => r.remoteClusterId).sort()).toEqual([0n, 1n, 2n, 3n, 4n]);
-    expect(next.linked.map((r) => r.remoteClusterId)).toEqual([100n]);
-    expect(
-      manager
-        .list()
-        .map((l) => l.remoteClusterId)
-        .sort((a, b) => Number(a - b)),
-    ).toEqual(second.map((t) => t.remoteClusterId));
-  });
-
-  test('relinks failed links after clearing the local end, and moved peers', async () => {
-    const { manager, executor } = setup();
-    await manager.reconcile([target(1), target(2)]);
-    manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'client', remoteClusterId: 1n, code: 0 });
-    executor.links.delete('0/1');
-    executor.batches.length = 0;
-    await manager.reconcile([target(1), target(2, 26001)]);
-    expect(executor.batches.map((b) => `${b.op}${b.force ? '!' : ''}:${b.ids.join(',')}`).sort()).toEqual([
-      'link:1,2',
-      'unlink!:1',
-      'unlink:2',
-    ]);
-    expect(manager.list().map((l) => [l.remoteClusterId, l.state, l.remote?.port])).toEqual([
-      [1n, 'linked', 26000],
-      [2n, 'linked', 26001],
-    ]);
-  });
-
-  test('leaves server-side links alone and rejects unknown endpoints', async () => {
-    const { manager } = setup();
-    manager.handleRuntimeEvent('0', { kind: 'peer-linked', side: 'server', remoteClusterId: 7n, code: 0 });
-    const report = await manager.reconcile([target(1, 26000, 'x')]);
-    expect(report.linked).toEqual([{ endpoint: 'x', remoteClusterId: 1n, code: S.LLM_PARAM_INVALID }]);
-    expect(manager.get('0', 7n)?.side).toBe('server');
-  });
-
-  test('a reconcile overtaken before it starts is superseded; the newest desired set wins', async () => {
-    const { manager, executor } = setup();
-    executor.hold();
-    const a = manager.reconcile([target(1)]);
-    const b = manager.reconcile([target(2)]);
-    const c = manager.reconcile([target(3)]);
-    executor.release();
-    expect((await b).superseded).toBe(true);
-    await Promise.all([a, c]);
-    expect(manager.list().map((l) => l.remoteClusterId)).toEqual([3n]);
   });
 });
 

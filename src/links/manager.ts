@@ -1,13 +1,13 @@
 /**
  * The link manager: LLM-DataDist link semantics over an injected executor. It owns the state of
  * every link per (local endpoint, remote cluster), coalesces concurrent requests into runtime
- * calls of ≤ 16 clusters, reconciles towards a desired set, and follows runtime events.
+ * calls of ≤ 16 clusters, and follows runtime events. What should be linked is its callers' to say
+ * (diff.ts computes the difference; the role driver applies it).
  */
 import type { Registry } from '../core/metrics.ts';
 import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
 import type { IpPort } from './endpoint.ts';
 import { createLinkMetrics, type LinkMetrics } from './metrics.ts';
-import { reconcileOnce, type ReconcileReport } from './reconcile.ts';
 import { CallTimeline } from './call-timeline.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
 import { LinkTable, type LinkListener } from './table.ts';
@@ -56,8 +56,6 @@ export class LinkManager {
   readonly #localAddresses: ReadonlyMap<string, IpPort>;
   readonly #now: () => number;
   readonly #timeline = new CallTimeline();
-  #reconcileChain: Promise<unknown> = Promise.resolve();
-  #reconcileGeneration = 0;
 
   constructor(options: LinkManagerOptions) {
     const maxBatch = options.maxBatch ?? MAX_CLUSTERS_PER_CALL;
@@ -99,32 +97,6 @@ export class LinkManager {
   unlinkClusters(clusters: readonly EndpointTarget[], options: UnlinkOptions = {}): Promise<CallResult> {
     const force = options.force ?? false;
     return this.#call('unlink', clusters, options.timeoutMs, force, (target, endpoint, key) => this.#unlinkOne(target, endpoint, key));
-  }
-
-  /**
-   * Brings the client-side links to exactly `desired`: links what is new, unlinks what is gone,
-   * relinks failed links; any number of targets, split into batches of ≤ 16. Reconciles run one
-   * at a time; a call overtaken by a newer one before it started resolves `superseded`.
-   * @example await manager.reconcile(peers.map((p) => ({ endpoint: '0', remoteClusterId: p.id, remote: p.address })));
-   */
-  reconcile(desired: readonly EndpointTarget[], options: LinkOptions = {}): Promise<ReconcileReport> {
-    const generation = ++this.#reconcileGeneration;
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const run = this.#reconcileChain.then(async (): Promise<ReconcileReport> => {
-      if (generation !== this.#reconcileGeneration) return { superseded: true, linked: [], unlinked: [] };
-      await Promise.allSettled([...this.#inflight]);
-      return reconcileOnce({
-        desired: desired.map((t) => ({ ...t, endpoint: t.endpoint ?? this.#defaultEndpoint })),
-        current: this.#table.list(),
-        isEndpoint: (e) => this.#endpoints.has(e),
-        link: (endpoint, targets) =>
-          this.#group(targets, (t) => this.#linkOne(t, endpoint, { endpoint, op: 'link', timeoutMs, force: false })),
-        unlink: (endpoint, targets, force) =>
-          this.#group(targets, (t) => this.#unlinkOne(t, endpoint, { endpoint, op: 'unlink', timeoutMs, force })),
-      });
-    });
-    this.#reconcileChain = run.catch(() => undefined);
-    return run;
   }
 
   /**
@@ -335,5 +307,3 @@ function callError(count: number, timeoutMs: number | undefined): number | undef
     return LLM_STATUS.LLM_PARAM_INVALID;
   return undefined;
 }
-
-export type { ReconcileReport } from './reconcile.ts';

@@ -3,15 +3,11 @@
  * truth for link state. Every change emits a LinkEvent; an entry that reaches `unlinked` is removed.
  */
 import type { IpPort } from './endpoint.ts';
+import { linkKey } from './key.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
 import type { LinkEvent, LinkInfo, LinkSide, LinkState } from './types.ts';
 
 export type LinkListener = (event: LinkEvent) => void;
-
-/** The key of a link in the manager's maps. */
-export function keyOf(endpoint: string, remoteClusterId: bigint): string {
-  return `${endpoint}\u0000${remoteClusterId}`;
-}
 
 export interface EntryChange {
   readonly state: LinkState;
@@ -31,7 +27,7 @@ export class LinkTable {
   }
 
   get(endpoint: string, remoteClusterId: bigint): LinkInfo | undefined {
-    return this.#entries.get(keyOf(endpoint, remoteClusterId));
+    return this.#entries.get(linkKey(endpoint, remoteClusterId));
   }
 
   /** Every entry, sorted by endpoint then cluster id, so listings are stable. */
@@ -64,7 +60,7 @@ export class LinkTable {
    * @example table.set('0', 7n, { state: 'linking', reason: 'link', side: 'client', remote });
    */
   set(endpoint: string, remoteClusterId: bigint, change: EntryChange): void {
-    const key = keyOf(endpoint, remoteClusterId);
+    const key = linkKey(endpoint, remoteClusterId);
     const before = this.#entries.get(key);
     const from: LinkState = before?.state ?? 'unlinked';
     const side = change.side ?? before?.side ?? 'client';

@@ -6,6 +6,9 @@
  * once, on different workers) claim the next chunk of the lists.
  */
 
+/** Blocks of one pull or push, the runtime's bound (PDRT_MAX_BLOCKS_PER_TRANSFER, mirrored in ffi/). */
+export { MAX_BLOCKS_PER_TRANSFER } from '../ffi/layout.ts';
+
 /** Slots of a transfer's control array (Int32Array over a SharedArrayBuffer). */
 export const CONTROL = {
   /** Set to 1 by the main thread: stop before the next chunk. */

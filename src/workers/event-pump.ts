@@ -4,11 +4,10 @@
  */
 import type { RuntimeLinkEvent } from '../links/types.ts';
 import type { WorkerPool } from './pool.ts';
-import type { RuntimeEvent } from './protocol.ts';
+import type { ContextEvent } from './protocol.ts';
 
 /** Longest wait of one events task; bounds how long `stop()` takes. */
 export const EVENT_WAIT_MS = 200;
-const KINDS: Record<number, RuntimeLinkEvent['kind']> = { 1: 'peer-lost', 2: 'peer-linked', 3: 'peer-unlinked', 4: 'link-unusable' };
 
 export interface EventPumpOptions {
   readonly pool: WorkerPool;
@@ -45,7 +44,7 @@ export class EventPump {
     const handles = [...this.#options.endpoints.keys()];
     const waitMs = this.#options.waitMs ?? EVENT_WAIT_MS;
     while (!this.#stopped) {
-      const reply = await this.#options.pool.run<RuntimeEvent[]>({ op: 'events', handles, waitMs });
+      const reply = await this.#options.pool.run<ContextEvent[]>({ op: 'events', handles, waitMs });
       if (!reply.ok) {
         // The events worker died or the runtime failed: the pool replaces the thread; back off
         // one period so a persistent failure cannot spin.
@@ -57,18 +56,11 @@ export class EventPump {
     }
   }
 
-  #deliver(e: RuntimeEvent): void {
+  #deliver(e: ContextEvent): void {
     const endpoint = this.#options.endpoints.get(e.handle);
-    const kind = KINDS[e.kind];
-    if (endpoint === undefined || kind === undefined) return;
+    if (endpoint === undefined) return;
     try {
-      this.#options.onEvent(endpoint, {
-        kind,
-        side: e.side === 1 ? 'server' : 'client',
-        remoteClusterId: e.remoteClusterId,
-        code: e.code,
-        timeMs: e.timeMs,
-      });
+      this.#options.onEvent(endpoint, { kind: e.kind, side: e.side, remoteClusterId: e.remoteClusterId, code: e.code, timeMs: e.timeMs });
     } catch (cause) {
       console.error('pdlink: runtime event listener failed', cause);
     }

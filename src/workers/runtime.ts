@@ -9,8 +9,6 @@ import { ffiBlockRuntime } from './block-runtime.ts';
 import type { DeviceRuntime } from './device-runtime.ts';
 import type { WorkerCluster } from './protocol.ts';
 
-const ROLE_NAMES: readonly ffi.RoleName[] = ['prompt', 'decoder', 'mix'];
-
 function toSpecs(clusters: readonly WorkerCluster[]): ffi.ClusterSpec[] {
   return clusters.map((c) => ({ remoteClusterId: c.id, remoteIp: c.ip, remotePort: c.port, localIp: c.localIp, localPort: c.localPort }));
 }
@@ -27,9 +25,7 @@ function statusOf<T>(call: () => T, refused: (code: number) => T): T {
 
 export const ffiRuntime: DeviceRuntime = {
   create(clusterId, role, listenIp, listenPort, security = {}) {
-    const name = ROLE_NAMES[role];
-    if (name === undefined) throw new RangeError(`unknown runtime role ${role}`);
-    return ffi.create({ clusterId, role: name, ...(listenIp === null ? {} : { listenIp, listenPort }), ...security });
+    return ffi.create({ clusterId, role, ...(listenIp === null ? {} : { listenIp, listenPort }), ...security });
   },
   destroy(handle) {
     ffi.destroy(handle);

@@ -4,13 +4,23 @@
  * worker's thread id while it runs, so the main thread can tell which thread holds a task.
  */
 import { threadId } from 'node:worker_threads';
-import { LINK_STATE, SIDE } from '../ffi/layout.ts';
+import { LINK_STATE } from '../ffi/layout.ts';
 import { LLM_STATUS, normalizeStatus } from '../core/llm-status.ts';
 import { runBlockTask } from './block-tasks.ts';
 import type { DeviceRuntime } from './device-runtime.ts';
 import { decodeClusters, sharedRecords, sharedRets } from './encoding.ts';
 import type { LinkSide } from '../links/types.ts';
-import type { EventsTask, LinkReply, LinkTask, RuntimeEvent, TaskReply, WorkerTask } from './protocol.ts';
+import {
+  eventOf,
+  linkOf,
+  sideOf,
+  type ContextEvent,
+  type EventsTask,
+  type LinkReply,
+  type LinkTask,
+  type TaskReply,
+  type WorkerTask,
+} from './protocol.ts';
 
 /** Slots of the shared task board (task id modulo this). */
 export const BOARD_SLOTS = 4096;
@@ -46,7 +56,7 @@ function dispatch(runtime: DeviceRuntime, task: WorkerTask): unknown {
       runtime.destroy(task.handle);
       return null;
     case 'list':
-      return runtime.listLinks(task.handle);
+      return runtime.listLinks(task.handle).map(linkOf);
     case 'events':
       return waitForEvents(runtime, task);
     case 'kv-register':
@@ -118,7 +128,7 @@ function withHolders(runtime: DeviceRuntime, task: LinkTask, rets: ArrayLike<num
       runtime
         .listLinks(task.handle)
         .filter((l) => l.state === LINK_STATE.linked)
-        .map((l) => [l.remoteClusterId, l.side === SIDE.server ? 'server' : 'client']),
+        .map((l) => [l.remoteClusterId, sideOf(l.side)]),
     );
   } catch {
     // Unknown: the refusal stands as a failure, which the owner of the link clears and retries.
@@ -129,7 +139,7 @@ function withHolders(runtime: DeviceRuntime, task: LinkTask, rets: ArrayLike<num
   return { ...reply, holders };
 }
 
-function waitForEvents(runtime: DeviceRuntime, task: EventsTask): RuntimeEvent[] {
+function waitForEvents(runtime: DeviceRuntime, task: EventsTask): ContextEvent[] {
   const deadline = Date.now() + task.waitMs;
   // With several contexts, wait on each in turn for a short slice so none waits a whole period.
   const slice = Math.max(5, Math.floor(task.waitMs / Math.max(1, task.handles.length)));
@@ -143,11 +153,14 @@ function waitForEvents(runtime: DeviceRuntime, task: EventsTask): RuntimeEvent[]
   }
 }
 
-function drain(runtime: DeviceRuntime, handle: number): RuntimeEvent[] {
-  const out: RuntimeEvent[] = [];
+function drain(runtime: DeviceRuntime, handle: number): ContextEvent[] {
+  const out: ContextEvent[] = [];
   for (;;) {
     const batch = runtime.pollEvents(handle, EVENT_BATCH);
-    for (const e of batch) out.push({ ...e, handle });
+    for (const e of batch) {
+      const event = eventOf(handle, e);
+      if (event !== undefined) out.push(event);
+    }
     if (batch.length < EVENT_BATCH) return out;
   }
 }

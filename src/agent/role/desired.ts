@@ -5,7 +5,6 @@
  */
 import type { LeaseClock } from '../../core/lease-clock.ts';
 import type { LinkManager } from '../../links/manager.ts';
-import type { LinkInfo } from '../../links/types.ts';
 import type { PlannedLink } from './plan.ts';
 import { retryDelay, type RetryPolicy } from './retry.ts';
 import { linkView, type LinkView, type RetryState } from '../status.ts';
@@ -96,12 +95,9 @@ export class DesiredLinks {
     return due;
   }
 
-  /** True when the manager's entry is a desired link at the desired address. */
-  wants(entry: LinkInfo): boolean {
-    const t = this.#links.get(`${entry.endpoint}\u0000${entry.remoteClusterId}`);
-    return (
-      t !== undefined && (entry.remote === undefined || (entry.remote.ip === t.plan.remote.ip && entry.remote.port === t.plan.remote.port))
-    );
+  /** The desired set as links to diff against the table. */
+  plans(): PlannedLink[] {
+    return [...this.#links.values()].map((t) => t.plan);
   }
 
   hold(key: string): void {

@@ -11,13 +11,16 @@
  *   judges whatever linked in between.
  * - a role change (prefill ↔ decode) unlinks every link of the agent (normal unlink, force as
  *   fallback), switches, then applies the new desired set.
- * Posts queue behind the one being applied (role-queue.ts); consecutive queued posts of the same
- * role collapse into the latest, whose desired set wins either way.
+ * Posts queue behind the one being applied (queue.ts); consecutive queued posts of the same
+ * role collapse into the latest, whose desired set wins either way. What to link and unlink is
+ * computed by diffLinks (links/diff.ts); the driver keeps the retry state around it.
  */
 import { errors } from '../../core/errors.ts';
 import { systemClock, type LeaseClock } from '../../core/lease-clock.ts';
 import { DEFAULT_TIMEOUT_MS, type LinkManager } from '../../links/manager.ts';
 import { LLM_STATUS, statusName } from '../../core/llm-status.ts';
+import { diffLinks } from '../../links/diff.ts';
+import { linkKey } from '../../links/key.ts';
 import type { LinkEvent, LinkInfo, RuntimeLinkEvent } from '../../links/types.ts';
 import type { Registry } from '../../core/metrics.ts';
 import { DEFAULT_LINK_BASE_PORT } from '../../schema/instance-config.ts';
@@ -25,7 +28,7 @@ import type { Role, RoleRequest } from '../../schema/role.ts';
 import { linkAll, unlinkAll, type LinkRef } from './calls.ts';
 import { DesiredLinks, type Tracked } from './desired.ts';
 import { createRoleMetrics, type RoleMetrics } from './metrics.ts';
-import { linkKey, planLinks, type LocalDevice, type PlannedLink } from './plan.ts';
+import { planLinks, type LocalDevice, type PlannedLink } from './plan.ts';
 import { RoleJobQueue, type RoleJob, type RolePostJob } from './queue.ts';
 import { retryPolicy, RetryTimer, type RetryPolicy } from './retry.ts';
 import { statusBody, type ResourceReport, type RoleStatusName, type StatusBody } from '../status.ts';
@@ -214,15 +217,11 @@ export class RoleController {
       }
       this.#setPlan(job.plan);
       this.#readySince = job.acceptedAt;
-      if (role === 'decode') {
-        await this.#unlink(
-          this.#local().filter((e) => e.side === 'client' && (e.state === 'linked' || e.state === 'failed') && !this.#desired.wants(e)),
-        );
-        await this.#attempt(this.#desired.all());
-      } else {
-        const expected = (e: LinkInfo) => this.#desired.get(linkKey(e.endpoint, e.remoteClusterId)) !== undefined;
-        await this.#unlink(this.#local().filter((e) => e.side === 'server' && e.state === 'linked' && !expected(e)));
-      }
+      // Decode owns its client links (one per desired peer device, at the desired address); prefill
+      // judges the server links its clients made, by cluster alone.
+      const side = role === 'decode' ? 'client' : 'server';
+      await this.#unlink(diffLinks(this.#desired.plans(), this.#local(), { side }).unlink);
+      if (role === 'decode') await this.#attempt(this.#desired.all());
     } finally {
       this.#applying = undefined;
     }
@@ -245,17 +244,17 @@ export class RoleController {
 
   /** Links every given desired link that is not up, clearing a failed or stale local end first. */
   async #attempt(tracked: readonly Tracked[], retry = false): Promise<void> {
-    const clear: LinkRef[] = [];
-    const link: Tracked[] = [];
-    for (const t of tracked) {
-      const entry = this.#manager.get(t.plan.endpoint, t.plan.remoteClusterId);
-      if (entry?.state === 'linked' && !t.stale) this.#desired.succeeded(t);
-      else if (entry?.state === 'linking' || entry?.state === 'unlinking') this.#desired.postpone(t);
-      else {
-        if (entry !== undefined) clear.push(entry);
-        link.push(t);
-      }
-    }
+    const byKey = new Map(tracked.map((t) => [t.plan.key, t]));
+    const of = (plan: PlannedLink) => byKey.get(plan.key)!;
+    const diff = diffLinks(
+      tracked.map((t) => t.plan),
+      this.#manager.list(),
+      { side: 'client', stale: (plan) => of(plan).stale },
+    );
+    for (const plan of diff.up) this.#desired.succeeded(of(plan));
+    for (const plan of diff.busy) this.#desired.postpone(of(plan));
+    const clear: LinkRef[] = diff.clear;
+    const link = diff.link.map(of);
     if (retry) this.#metrics.retried(link.length);
     for (const t of link) this.#desired.hold(t.plan.key);
     try {

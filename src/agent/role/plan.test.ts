@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { clusterIdFor } from '../../links/endpoint.ts';
 import { BASE, LOCAL_DEVICES, LOCAL_IP, peer, request } from '../../../test/fixtures/role/controller.ts';
-import { linkKey, planLinks } from './plan.ts';
+import { linkKey } from '../../links/key.ts';
+import { planLinks } from './plan.ts';
 
 const issuesOf = (...args: Parameters<typeof planLinks>) => planLinks(...args).issues.map((i) => `${i.path}: ${i.message}`);
 

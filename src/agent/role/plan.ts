@@ -15,6 +15,7 @@
  */
 import type { FieldIssue } from '../../core/errors.ts';
 import { clusterIdFor, formatIpPort, type IpPort } from '../../links/endpoint.ts';
+import { linkKey } from '../../links/key.ts';
 import type { RoleRequest } from '../../schema/role.ts';
 
 /** A local device context the agent serves (the subset of AgentDevice the plan needs). */
@@ -45,14 +46,6 @@ export interface LinkPlan {
   readonly links: readonly PlannedLink[];
   /** Problems that make the request unserviceable by this agent (422); `links` is empty then. */
   readonly issues: readonly FieldIssue[];
-}
-
-/**
- * Key of a link in the link manager's table.
- * @example linkKey('0', 7n) // '0\u00007'
- */
-export function linkKey(endpoint: string, remoteClusterId: bigint): string {
-  return `${endpoint}\u0000${remoteClusterId}`;
 }
 
 /** `0.0.0.0` and `::` listen on every address, so any device address reaches them. */

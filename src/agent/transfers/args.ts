@@ -4,21 +4,27 @@
  * becomes an LLM_PARAM_INVALID result naming the field, as the runtime would answer it.
  */
 import { LLM_STATUS } from '../../core/llm-status.ts';
+import { MAX_BLOCKS_PER_TRANSFER } from '../../workers/block-protocol.ts';
 
 /** Block indices: a Uint32Array is taken as it is, an array is checked item by item. */
 export type BlockList = Uint32Array | readonly number[];
 
-/** pdrt's bound on blocks per call (PDRT_MAX_BLOCKS_PER_TRANSFER in native/include/pdrt.h). */
-export const MAX_BLOCKS_PER_TRANSFER = 1 << 24;
 /** LLM-DataDist's `sync_kv_timeout` default for pulls and pushes. */
 export const DEFAULT_TRANSFER_TIMEOUT_MS = 1000;
 const MAX_TIMEOUT_MS = 0x7fffffff;
 const MAX_U64 = (1n << 64n) - 1n;
 
-/** A refused argument: the code the caller gets and why. */
+/** A refused argument: the code the caller gets, the argument and why. */
 export class ArgumentRefused {
   readonly code = LLM_STATUS.LLM_PARAM_INVALID;
-  constructor(readonly message: string) {}
+  constructor(
+    readonly field: string,
+    readonly reason: string,
+  ) {}
+
+  get message(): string {
+    return `${this.field}: ${this.reason}`;
+  }
 }
 
 /**
@@ -28,7 +34,7 @@ export class ArgumentRefused {
 export function u64(value: bigint, field: string): bigint | ArgumentRefused {
   return typeof value === 'bigint' && value >= 0n && value <= MAX_U64
     ? value
-    : new ArgumentRefused(`${field}: must be a bigint in [0, 2^64-1]`);
+    : new ArgumentRefused(field, `must be a bigint in [0, 2^64-1]`);
 }
 
 /**
@@ -39,7 +45,7 @@ export function timeoutArg(value: number | undefined): number | ArgumentRefused 
   const t = value ?? DEFAULT_TRANSFER_TIMEOUT_MS;
   return Number.isInteger(t) && t >= 1 && t <= MAX_TIMEOUT_MS
     ? t
-    : new ArgumentRefused(`timeoutMs: must be an integer in [1, ${MAX_TIMEOUT_MS}]`);
+    : new ArgumentRefused('timeoutMs', `must be an integer in [1, ${MAX_TIMEOUT_MS}]`);
 }
 
 /**
@@ -68,7 +74,7 @@ export function pairedLists(
   if (n instanceof ArgumentRefused) return n;
   const m = lengthOf(local, localField);
   if (m instanceof ArgumentRefused) return m;
-  if (m !== n) return new ArgumentRefused(`${localField}: must list as many blocks as ${remoteField} (${n}), got ${m}`);
+  if (m !== n) return new ArgumentRefused(localField, `must list as many blocks as ${remoteField} (${n}), got ${m}`);
   const lists = new SharedArrayBuffer(n * 8);
   const view = new Uint32Array(lists);
   return fill(view, 0, remote, remoteField) ?? fill(view, n, local, localField) ?? { lists, n };
@@ -76,9 +82,9 @@ export function pairedLists(
 
 function lengthOf(list: BlockList, field: string): number | ArgumentRefused {
   if (!(list instanceof Uint32Array) && !Array.isArray(list))
-    return new ArgumentRefused(`${field}: must be a Uint32Array or an array of block indices`);
-  if (list.length === 0) return new ArgumentRefused(`${field}: must list at least one block`);
-  if (list.length > MAX_BLOCKS_PER_TRANSFER) return new ArgumentRefused(`${field}: at most ${MAX_BLOCKS_PER_TRANSFER} blocks per call`);
+    return new ArgumentRefused(field, `must be a Uint32Array or an array of block indices`);
+  if (list.length === 0) return new ArgumentRefused(field, `must list at least one block`);
+  if (list.length > MAX_BLOCKS_PER_TRANSFER) return new ArgumentRefused(field, `at most ${MAX_BLOCKS_PER_TRANSFER} blocks per call`);
   return list.length;
 }
 
@@ -90,7 +96,7 @@ function fill(out: Uint32Array, at: number, list: BlockList, field: string): Arg
   for (let i = 0; i < list.length; i++) {
     const v: unknown = list[i];
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff)
-      return new ArgumentRefused(`${field}[${i}]: must be an integer in [0, 2^32-1]`);
+      return new ArgumentRefused(`${field}[${i}]`, `must be an integer in [0, 2^32-1]`);
     out[at + i] = v;
   }
   return undefined;

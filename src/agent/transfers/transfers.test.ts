@@ -5,17 +5,17 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { LLM_STATUS as S } from '../../core/llm-status.ts';
 import { createRegistry } from '../../core/metrics.ts';
-import { createInstanceAgent, type InstanceAgent } from '../../apps/agent.ts';
+import { openAgent, type Agent } from '../agent.ts';
 
 const BLOCK = 4096;
 const NBLOCKS = 64;
 
 /** Starts an agent on a random high port of `ip`, retrying when the port is taken. */
-async function agentOn(ip: string, clusterId: bigint, sameHostFastpath: boolean, chunkBytes?: number): Promise<InstanceAgent> {
+async function agentOn(ip: string, clusterId: bigint, sameHostFastpath: boolean, chunkBytes?: number): Promise<Agent> {
   for (let attempt = 0; ; attempt++) {
     const port = 20000 + Math.floor(Math.random() * 30000);
     try {
-      return await createInstanceAgent({
+      return await openAgent({
         devices: [{ endpoint: '0', ip, port, clusterId }],
         threads: 1,
         metrics: createRegistry(),
@@ -38,8 +38,8 @@ function blocksOf(seed: number, list: readonly number[]): Uint8Array {
 }
 
 const all = Array.from({ length: NBLOCKS }, (_, b) => b);
-let p: InstanceAgent;
-const ds: InstanceAgent[] = [];
+let p: Agent;
+const ds: Agent[] = [];
 
 beforeAll(async () => {
   p = await agentOn('127.0.0.2', 1n, true);
@@ -58,7 +58,7 @@ describe.each([
   ['shared memory', true, 2n],
   ['TCP', false, 3n],
 ])('D pulls and pushes over %s', (_, sameHost, dId) => {
-  let d: InstanceAgent;
+  let d: Agent;
 
   beforeAll(async () => {
     // Three blocks per runtime call and a slice per call: the chunk and slice loops both run.
@@ -184,7 +184,13 @@ describe('caches', () => {
     expect(await t.registerCache('7', { cacheId: 3n, numBlocks: 1, blockBytes: BLOCK })).toMatchObject({ retName: 'LLM_PARAM_INVALID' });
     expect(await t.registerCache('0', { cacheId: 3n, numBlocks: 2, blockBytes: 16 })).toEqual({ ret: 0, retName: 'LLM_SUCCESS' });
     expect(t.caches()).toContainEqual({ endpoint: '0', cacheId: 3n, numBlocks: 2, blockBytes: 16 });
-    expect((await t.writeBlocks('0', 3n, [1], new Uint8Array(15))).retName).toBe('LLM_PARAM_INVALID');
+    // Every caller gets the length check the HTTP route reports, naming the argument.
+    expect(await t.writeBlocks('0', 3n, [1], new Uint8Array(15))).toEqual({
+      ret: S.LLM_PARAM_INVALID,
+      retName: 'LLM_PARAM_INVALID',
+      message: 'data: must hold 1 × 16 = 16 bytes, got 15',
+      refused: { field: 'data', reason: 'must hold 1 × 16 = 16 bytes, got 15' },
+    });
     expect((await t.writeBlocks('0', 3n, [2], new Uint8Array(16))).retName).toBe('LLM_KV_CACHE_NOT_EXIST');
     expect((await t.writeBlocks('0', 3n, [1], new Uint8Array(16).fill(4))).ret).toBe(0);
     expect((await t.readBlocks('0', 3n, [1])).data).toEqual(new Uint8Array(16).fill(4));

@@ -62,11 +62,26 @@ interface Running {
   readonly done: Promise<TransferResult>;
 }
 
+/** A transfer whose arguments passed every check, ready to cross to the workers. */
+interface Checked {
+  readonly endpoint: string;
+  readonly handle: number;
+  readonly remoteCacheId: bigint;
+  readonly localCacheId: bigint;
+  readonly timeoutMs: number;
+  readonly lists: SharedArrayBuffer;
+  readonly n: number;
+  readonly blockBytes: number;
+}
+
 const status = (ret: number, message?: string): CallStatus => ({
   ret,
   retName: statusName(ret),
   ...(message === undefined ? {} : { message }),
 });
+
+/** The answer to a refused argument, naming it for callers that report fields (the HTTP routes). */
+const refusal = (r: ArgumentRefused): CallStatus => ({ ...status(r.code, r.message), refused: { field: r.field, reason: r.reason } });
 
 export class Transfers {
   readonly #pool: WorkerPool;
@@ -102,9 +117,9 @@ export class Transfers {
    */
   async registerCache(endpoint: string | undefined, spec: CacheSpec): Promise<CallStatus> {
     const where = this.#endpoint(endpoint);
-    if (where instanceof ArgumentRefused) return status(where.code, where.message);
+    if (where instanceof ArgumentRefused) return refusal(where);
     const id = u64(spec.cacheId, 'cacheId');
-    if (id instanceof ArgumentRefused) return status(id.code, id.message);
+    if (id instanceof ArgumentRefused) return refusal(id);
     const result = await this.#call({
       op: 'kv-register',
       handle: where.handle,
@@ -129,9 +144,9 @@ export class Transfers {
    */
   async unregisterCache(endpoint: string | undefined, cacheId: bigint): Promise<CallStatus> {
     const where = this.#endpoint(endpoint);
-    if (where instanceof ArgumentRefused) return status(where.code, where.message);
+    if (where instanceof ArgumentRefused) return refusal(where);
     const id = u64(cacheId, 'cacheId');
-    if (id instanceof ArgumentRefused) return status(id.code, id.message);
+    if (id instanceof ArgumentRefused) return refusal(id);
     const result = await this.#call({ op: 'kv-unregister', handle: where.handle, cacheId: id });
     if (result.ret === LLM_STATUS.LLM_SUCCESS) this.#caches.delete(cacheKey(where.endpoint, id));
     return result;
@@ -143,12 +158,19 @@ export class Transfers {
    */
   async writeBlocks(endpoint: string | undefined, cacheId: bigint, blocks: BlockList, data: Uint8Array): Promise<CallStatus> {
     const where = this.#endpoint(endpoint);
-    if (where instanceof ArgumentRefused) return status(where.code, where.message);
+    if (where instanceof ArgumentRefused) return refusal(where);
     const id = u64(cacheId, 'cacheId');
-    if (id instanceof ArgumentRefused) return status(id.code, id.message);
+    if (id instanceof ArgumentRefused) return refusal(id);
     const list = sharedList(blocks, 'blocks');
-    if (list instanceof ArgumentRefused) return status(list.code, list.message);
-    if (!(data instanceof Uint8Array)) return status(LLM_STATUS.LLM_PARAM_INVALID, 'data: must be a Uint8Array');
+    if (list instanceof ArgumentRefused) return refusal(list);
+    if (!(data instanceof Uint8Array)) return refusal(new ArgumentRefused('data', 'must be a Uint8Array'));
+    // The runtime refuses a wrong length too, but without saying which argument or by how much.
+    const cache = this.#caches.get(cacheKey(where.endpoint, id));
+    const expected = cache === undefined ? undefined : list.length * cache.blockBytes;
+    if (cache !== undefined && data.byteLength !== expected)
+      return refusal(
+        new ArgumentRefused('data', `must hold ${list.length} × ${cache.blockBytes} = ${expected} bytes, got ${data.byteLength}`),
+      );
     // Shared memory crosses as it is; anything else is copied once into shared memory.
     const shared = data.buffer instanceof SharedArrayBuffer ? data : copyToShared(data);
     return this.#call({ op: 'kv-write', handle: where.handle, cacheId: id, blocks: list, data: shared });
@@ -160,11 +182,11 @@ export class Transfers {
    */
   async readBlocks(endpoint: string | undefined, cacheId: bigint, blocks: BlockList): Promise<CallStatus & { readonly data?: Uint8Array }> {
     const where = this.#endpoint(endpoint);
-    if (where instanceof ArgumentRefused) return status(where.code, where.message);
+    if (where instanceof ArgumentRefused) return refusal(where);
     const id = u64(cacheId, 'cacheId');
-    if (id instanceof ArgumentRefused) return status(id.code, id.message);
+    if (id instanceof ArgumentRefused) return refusal(id);
     const list = sharedList(blocks, 'blocks');
-    if (list instanceof ArgumentRefused) return status(list.code, list.message);
+    if (list instanceof ArgumentRefused) return refusal(list);
     const cache = this.#caches.get(cacheKey(where.endpoint, id));
     if (cache === undefined)
       return status(LLM_STATUS.LLM_KV_CACHE_NOT_EXIST, `cache ${id} is not registered on endpoint ${where.endpoint}`);
@@ -254,7 +276,7 @@ export class Transfers {
   #endpoint(endpoint: string | undefined): { endpoint: string; handle: number } | ArgumentRefused {
     const name = endpoint ?? this.#defaultEndpoint;
     const handle = name === undefined ? undefined : this.#handles.get(name);
-    if (name === undefined || handle === undefined) return new ArgumentRefused(`endpoint: unknown endpoint ${JSON.stringify(endpoint)}`);
+    if (name === undefined || handle === undefined) return new ArgumentRefused('endpoint', `unknown endpoint ${JSON.stringify(endpoint)}`);
     return { endpoint: name, handle };
   }
 
@@ -275,45 +297,67 @@ export class Transfers {
     localBlocks: BlockList,
     localField: string,
   ): Promise<TransferResult> {
-    const refused = (r: ArgumentRefused | CallStatus): TransferResult => ({
-      ...(r instanceof ArgumentRefused ? status(r.code, r.message) : r),
-      bytes: 0,
-      blocks: 0,
-      aborted: false,
-    });
-    if (this.#closed) return refused(status(LLM_STATUS.LLM_FAILED, 'the transfer API is closed'));
+    const checked = this.#check(op, request, remoteCacheId, remoteBlocks, remoteField, localCacheId, localBlocks, localField);
+    if (!('handle' in checked)) return { ...checked, bytes: 0, blocks: 0, aborted: false };
+    const running = this.#start(op, request, checked);
+    try {
+      const result = await running.done;
+      const outcome = result.aborted ? 'aborted' : result.ret === LLM_STATUS.LLM_SUCCESS ? 'success' : 'failure';
+      this.#metrics.observe(op, outcome, result.retName, result.bytes, result.blocks, (performance.now() - running.started) / 1000);
+      return result;
+    } finally {
+      this.#running.delete(running.id);
+    }
+  }
+
+  /** Every check a transfer passes on the main thread: endpoint, ids, timeout, lists, local cache. */
+  #check(
+    op: TransferOp,
+    request: TransferCommon,
+    remoteCacheId: bigint,
+    remoteBlocks: BlockList,
+    remoteField: string,
+    localCacheId: bigint,
+    localBlocks: BlockList,
+    localField: string,
+  ): Checked | CallStatus {
+    if (this.#closed) return status(LLM_STATUS.LLM_FAILED, 'the transfer API is closed');
     const where = this.#endpoint(request.endpoint);
-    if (where instanceof ArgumentRefused) return refused(where);
+    if (where instanceof ArgumentRefused) return refusal(where);
     const ids = [
       u64(request.remoteClusterId, 'remoteClusterId'),
       u64(remoteCacheId, 'remoteCacheId'),
       u64(localCacheId, op === 'pull' ? 'dstCacheId' : 'srcCacheId'),
     ];
     const bad = ids.find((x) => x instanceof ArgumentRefused);
-    if (bad instanceof ArgumentRefused) return refused(bad);
+    if (bad instanceof ArgumentRefused) return refusal(bad);
     const timeoutMs = timeoutArg(request.timeoutMs);
-    if (timeoutMs instanceof ArgumentRefused) return refused(timeoutMs);
+    if (timeoutMs instanceof ArgumentRefused) return refusal(timeoutMs);
     const paired = pairedLists(remoteBlocks, remoteField, localBlocks, localField);
-    if (paired instanceof ArgumentRefused) return refused(paired);
+    if (paired instanceof ArgumentRefused) return refusal(paired);
     const cache = this.#caches.get(cacheKey(where.endpoint, localCacheId));
     if (cache === undefined)
-      return refused(status(LLM_STATUS.LLM_KV_CACHE_NOT_EXIST, `cache ${localCacheId} is not registered on endpoint ${where.endpoint}`));
+      return status(LLM_STATUS.LLM_KV_CACHE_NOT_EXIST, `cache ${localCacheId} is not registered on endpoint ${where.endpoint}`);
+    return { ...where, remoteCacheId, localCacheId, timeoutMs, lists: paired.lists, n: paired.n, blockBytes: cache.blockBytes };
+  }
 
+  /** Hands a checked transfer to the workers in slices and lists it as running. */
+  #start(op: TransferOp, request: TransferCommon, checked: Checked): Running & { readonly started: number } {
     const id = this.#nextId++;
     const control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * 4));
     const started = performance.now();
     const task: TransferTask = {
       op: op === 'pull' ? 'kv-pull' : 'kv-push',
-      handle: where.handle,
+      handle: checked.handle,
       remoteClusterId: request.remoteClusterId,
-      remoteCacheId,
-      localCacheId,
-      lists: paired.lists,
-      n: paired.n,
-      chunkBlocks: Math.max(1, Math.floor(this.#chunkBytes / cache.blockBytes)),
+      remoteCacheId: checked.remoteCacheId,
+      localCacheId: checked.localCacheId,
+      lists: checked.lists,
+      n: checked.n,
+      chunkBlocks: Math.max(1, Math.floor(this.#chunkBytes / checked.blockBytes)),
       sliceMs: this.#sliceMs,
-      deadline: Date.now() + timeoutMs,
-      timeoutMs,
+      deadline: Date.now() + checked.timeoutMs,
+      timeoutMs: checked.timeoutMs,
       control: control.buffer as SharedArrayBuffer,
     };
     const done = runSlices({
@@ -323,28 +367,22 @@ export class Transfers {
       ...(request.signal === undefined ? {} : { signal: request.signal }),
     }).then((o): TransferResult => ({
       ...status(o.rc, o.message),
-      bytes: o.moved * cache.blockBytes,
+      bytes: o.moved * checked.blockBytes,
       blocks: o.moved,
       aborted: o.aborted,
     }));
-    this.#running.set(id, {
+    const running = {
       id,
       op,
-      endpoint: where.endpoint,
+      endpoint: checked.endpoint,
       remoteClusterId: request.remoteClusterId,
-      n: paired.n,
+      n: checked.n,
       control,
       startedAt: Date.now(),
       done,
-    });
-    try {
-      const result = await done;
-      const outcome = result.aborted ? 'aborted' : result.ret === LLM_STATUS.LLM_SUCCESS ? 'success' : 'failure';
-      this.#metrics.observe(op, outcome, result.retName, result.bytes, result.blocks, (performance.now() - started) / 1000);
-      return result;
-    } finally {
-      this.#running.delete(id);
-    }
+    };
+    this.#running.set(id, running);
+    return { ...running, started };
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * The shapes of the transfer API (src/instance/transfers.ts): cache specs, requests, and the plain
+ * The shapes of the transfer API (transfers.ts): cache specs, requests, and the plain
  * data it answers with.
  */
 import type { StatusName } from '../../core/llm-status.ts';
@@ -21,6 +21,8 @@ export interface CallStatus {
   readonly ret: number;
   readonly retName: StatusName;
   readonly message?: string;
+  /** Set when an argument was refused (ret LLM_PARAM_INVALID) before the runtime was asked. */
+  readonly refused?: { readonly field: string; readonly reason: string };
 }
 
 export interface TransferResult extends CallStatus {
