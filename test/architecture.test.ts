@@ -16,7 +16,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ['cli', 'index.ts'],
   ['apps', 'config'],
   ['http'],
-  ['proxy', 'agent', 'controller', 'sim'],
+  ['proxy', 'agent', 'controller', 'sim', 'harness'],
   ['scheduler', 'ledger', 'links', 'workers', 'store'],
   ['cluster', 'schema', 'ffi'],
   ['core'],
@@ -37,6 +37,7 @@ const PENDING: ReadonlySet<string> = new Set(
 const ONLY_FROM: Readonly<Record<string, readonly string[]>> = {
   ffi: ['workers'],
   sim: ['cli'],
+  harness: ['cli'],
 };
 
 /** Folders whose imports are limited to the listed units (besides their own). */
