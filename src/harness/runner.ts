@@ -116,17 +116,20 @@ async function run(settings: RunSettings, mode: 'open' | 'closed', concurrency: 
   return { mode, concurrency, startedAt, durationMs: now(), stoppedBy, records };
 }
 
-/** Resolves at `atMs` on the run's clock, or at once when the run is cut. */
-function waitUntil(atMs: number, now: () => number, cut: AbortSignal): Promise<void> {
-  const delay = atMs - now();
-  if (delay <= 0 || cut.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      cut.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, delay);
-    cut.addEventListener('abort', done, { once: true });
-  });
+/**
+ * Resolves at `atMs` on the run's clock (never before: timers may fire a fraction of a millisecond
+ * early, which would report a negative drift), or at once when the run is cut.
+ */
+async function waitUntil(atMs: number, now: () => number, cut: AbortSignal): Promise<void> {
+  for (let delay = atMs - now(); delay > 0 && !cut.aborted; delay = atMs - now()) {
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        cut.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(1, Math.ceil(delay)));
+      cut.addEventListener('abort', done, { once: true });
+    });
+  }
 }
