@@ -96,7 +96,8 @@ export async function runBenchCommand(argv: string[]): Promise<void> {
   if (baseUrl === undefined) throw new CliError(`--base-url: required\n\n${BENCH_HELP}`);
   if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new CliError(`--base-url: must be an http(s) URL, got ${JSON.stringify(baseUrl)}`);
   const endpoint = values.endpoint ?? 'completions';
-  if (endpoint !== 'completions' && endpoint !== 'chat') throw new CliError(`--endpoint: must be completions or chat, got ${JSON.stringify(endpoint)}`);
+  if (endpoint !== 'completions' && endpoint !== 'chat')
+    throw new CliError(`--endpoint: must be completions or chat, got ${JSON.stringify(endpoint)}`);
   const requestTimeoutMs = num(values, 'request-timeout-s', 300, { min: 0, exclusive: true }) * 1000;
   const workload = loadWorkload(values);
   const maxRequests = int(values, 'max-requests', values.trace === undefined ? workload.items.length : Number.MAX_SAFE_INTEGER, 1);
@@ -164,7 +165,8 @@ function num(values: Values, name: keyof Values, fallback: number, range: { min:
   const value = Number(text);
   const low = range.exclusive === true ? value > range.min : value >= range.min;
   if (text.trim() === '' || !Number.isFinite(value) || !low || (range.max !== undefined && value > range.max)) {
-    const bound = range.max !== undefined ? `in [${range.min}, ${range.max}]` : range.exclusive === true ? `> ${range.min}` : `≥ ${range.min}`;
+    const bound =
+      range.max !== undefined ? `in [${range.min}, ${range.max}]` : range.exclusive === true ? `> ${range.min}` : `≥ ${range.min}`;
     throw new CliError(`--${name}: must be a number ${bound}, got ${JSON.stringify(text)}`);
   }
   return value;

@@ -52,5 +52,12 @@ export async function runBench(plan: BenchPlan, stop: AbortSignal, progress: Pro
       progress.stop();
     }
   }
-  return buildReport({ target: plan.target, workload: plan.workload, maxRequests: plan.maxRequests, settings: plan.settings, slo: plan.slo, runs });
+  return buildReport({
+    target: plan.target,
+    workload: plan.workload,
+    maxRequests: plan.maxRequests,
+    settings: plan.settings,
+    slo: plan.slo,
+    runs,
+  });
 }

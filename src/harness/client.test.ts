@@ -94,7 +94,13 @@ describe('sendRequest on a scripted engine', () => {
     expect(record.outputTokens).toBe(4);
     expect(record.prefill).toBe('101');
     expect(record.decode).toBe('202');
-    expect(lastBody).toMatchObject({ model: 'fake', prompt: ' abc def', max_tokens: 4, stream: true, stream_options: { include_usage: true } });
+    expect(lastBody).toMatchObject({
+      model: 'fake',
+      prompt: ' abc def',
+      max_tokens: 4,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
   });
 
   test('TPOT divides by the usage count when a chunk carries several tokens', async () => {

@@ -27,7 +27,8 @@ async function parse(html: string): Promise<Parsed> {
     .on('*', {
       element(el) {
         tags.push(el.tagName);
-        for (const [name, value] of el.attributes) if (['src', 'href', 'action', 'srcset'].includes(name)) urlAttributes.push(`${name}=${value}`);
+        for (const [name, value] of el.attributes)
+          if (['src', 'href', 'action', 'srcset'].includes(name)) urlAttributes.push(`${name}=${value}`);
         if (VOID.has(el.tagName)) return;
         open.push(el.tagName);
         el.onEndTag((end) => {
@@ -90,7 +91,9 @@ describe('the HTML report', () => {
     const page = await parse(html);
     const data = page.scripts.find((s) => s.type === 'application/json');
     expect(data).toBeDefined();
-    const parsed = JSON.parse(data!.text) as { runs: { label: string; cdf: Record<string, { x: number[]; y: number[] }>; timeline: { t: number[] } }[] };
+    const parsed = JSON.parse(data!.text) as {
+      runs: { label: string; cdf: Record<string, { x: number[]; y: number[] }>; timeline: { t: number[] } }[];
+    };
     expect(parsed.runs.map((r) => r.label)).toEqual(['open', 'closed-c4']);
     const ttft = parsed.runs[0]!.cdf['ttftMs']!;
     const expected = report.runs[0]!.requests.flatMap((r) => (r.ttftMs === null ? [] : [r.ttftMs])).sort((a, b) => a - b);

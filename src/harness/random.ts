@@ -56,7 +56,8 @@ export function parseLength(text: string): LengthDistribution {
   if (parts[0] === 'uniform' && nums.length === 2 && nums.every(Number.isInteger) && positive(nums[0]) && nums[1]! >= nums[0]!)
     return { kind: 'uniform', min: nums[0], max: nums[1]! };
   if (parts[0] === 'exponential' && nums.length === 1 && positive(nums[0])) return { kind: 'exponential', mean: nums[0] };
-  if (parts[0] === 'lognormal' && nums.length === 2 && positive(nums[0]) && positive(nums[1])) return { kind: 'lognormal', mean: nums[0], cv: nums[1] };
+  if (parts[0] === 'lognormal' && nums.length === 2 && positive(nums[0]) && positive(nums[1]))
+    return { kind: 'lognormal', mean: nums[0], cv: nums[1] };
   throw new Error(`must be N, uniform:MIN:MAX, exponential:MEAN or lognormal:MEAN:CV with positive numbers, got ${JSON.stringify(text)}`);
 }
 

@@ -8,7 +8,14 @@ import { REPORT_SCHEMA, REPORT_VERSION } from './report.ts';
 const Num = v.number();
 const NullableNum = v.nullable(v.number());
 
-const Percentiles = v.strictObject({ count: Num, mean: NullableNum, p50: NullableNum, p90: NullableNum, p99: NullableNum, max: NullableNum });
+const Percentiles = v.strictObject({
+  count: Num,
+  mean: NullableNum,
+  p50: NullableNum,
+  p90: NullableNum,
+  p99: NullableNum,
+  max: NullableNum,
+});
 
 const Slo = v.strictObject({ ttftMs: NullableNum, tpotMs: NullableNum });
 
