@@ -26,6 +26,7 @@ const server = Bun.serve({
   port: 0,
   async fetch(req) {
     lastBody = (await req.json()) as Record<string, unknown>;
+    const chat = new URL(req.url).pathname === '/v1/chat/completions';
     if (lastBody['model'] === 'refuse') return Response.json({ error: { message: 'engine overloaded' } }, { status: 503 });
     const current = script;
     const stream = new ReadableStream<Uint8Array>({
@@ -33,7 +34,8 @@ const server = Bun.serve({
         for (const token of current.tokens) {
           const seen = new Promise<void>((resolve) => (tokenSeen = resolve));
           clock = token.at;
-          controller.enqueue(event({ choices: [{ index: 0, text: token.text, finish_reason: null }] }));
+          const choice = chat ? { index: 0, delta: { content: token.text } } : { index: 0, text: token.text, finish_reason: null };
+          controller.enqueue(event({ choices: [choice] }));
           await seen;
         }
         clock = current.endAt;
@@ -168,5 +170,20 @@ describe('sendRequest on a scripted engine', () => {
     });
     expect(record.outcome).toBe('cut');
     expect(record.error).toBe('cut: the run ended first');
+  });
+
+  test('the chat endpoint sends messages and times delta content the same way', async () => {
+    script = {
+      tokens: [
+        { at: 1040, text: 'x' },
+        { at: 1060, text: 'y' },
+      ],
+      endAt: 1061,
+      usage: 2,
+    };
+    const record = await send({ target: { ...target, endpoint: 'chat' } });
+    expect(lastBody).toMatchObject({ messages: [{ role: 'user', content: ' abc def' }], max_tokens: 4 });
+    expect(lastBody).not.toHaveProperty('prompt');
+    expect([record.outcome, record.ttftMs, record.tpotMs, record.e2eMs]).toEqual(['ok', 40, 20, 61]);
   });
 });
