@@ -67,13 +67,11 @@ function parseRow(line: string, lineNumber: number): TraceRow {
       throw new Error(`line ${lineNumber}: ${field} must be a number ≥ ${min}, got ${JSON.stringify(value)}`);
     return value;
   };
+  const timestamp = count('timestamp', 0);
+  const input_length = count('input_length', 1);
+  const output_length = count('output_length', 1);
   const hashes = r['hash_ids'];
   if (!Array.isArray(hashes) || !hashes.every((h) => Number.isSafeInteger(h)))
     throw new Error(`line ${lineNumber}: hash_ids must be an array of integers`);
-  return {
-    timestamp: count('timestamp', 0),
-    input_length: count('input_length', 1),
-    output_length: count('output_length', 1),
-    hash_ids: hashes as number[],
-  };
+  return { timestamp, input_length, output_length, hash_ids: hashes as number[] };
 }
