@@ -7,7 +7,8 @@
  * processes behind the Coordinator's proxy; `pdlink bench` as a child process replays the first
  * HARNESS_BENCH_REQUESTS requests of ../shared/traces/mooncake_synthetic_trace.jsonl open-loop,
  * scaled to fit two shared cores: arrivals × 0.2 (about 20 requests a second), prompt and
- * completion lengths × 0.02 (10-token blocks).
+ * completion lengths × 0.02 (10-token blocks). The engines take 0.1 ms per prompt token to prefill
+ * and 5 ms per generated token (the simulator's linear model; no prefix cache yet).
  *
  * Run: `bun bench/harness.bench.ts` (or `npm run bench -- harness`); results in
  * bench/results/harness-synthetic.{json,html}.
@@ -29,7 +30,11 @@ if (TRACE === undefined) {
   process.exit(1);
 }
 
-const cluster = await SimCluster.start({ prefill: 2, decode: 2, engine: { numBlocks: 4096, maxModelLen: 8192 } });
+const cluster = await SimCluster.start({
+  prefill: 2,
+  decode: 2,
+  engine: { numBlocks: 4096, maxModelLen: 8192, prefillMsPerToken: 0.1, decodeMsPerToken: 5 },
+});
 try {
   const args = [
     join(REPO, 'src', 'main.ts'),
