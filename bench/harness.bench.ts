@@ -19,14 +19,16 @@ import { join, relative } from 'node:path';
 import { SimCluster } from '../src/sim/cluster.ts';
 
 const REPO = join(import.meta.dir, '..');
-const TRACE = [
-  join(REPO, '..', '..', 'shared', 'traces', 'mooncake_synthetic_trace.jsonl'),
-  '/work/shared/traces/mooncake_synthetic_trace.jsonl',
-].find((path) => existsSync(path));
+const TRACE = [process.env['PDLINK_TRACES'], join(REPO, '..', 'shared', 'traces'), join(REPO, '..', '..', 'shared', 'traces')]
+  .filter((dir): dir is string => dir !== undefined)
+  .map((dir) => join(dir, 'mooncake_synthetic_trace.jsonl'))
+  .find((path) => existsSync(path));
 const REQUESTS = process.env['HARNESS_BENCH_REQUESTS'] ?? '600';
 
 if (TRACE === undefined) {
-  console.error('harness bench: mooncake_synthetic_trace.jsonl not found (set it up under ../shared/traces/)');
+  console.error(
+    'harness bench: mooncake_synthetic_trace.jsonl not found: put ../shared/traces/ beside the repository or set PDLINK_TRACES',
+  );
   process.exit(1);
 }
 
