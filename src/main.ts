@@ -16,6 +16,7 @@ Commands:
   instance      serve the instance agent beside one inference engine (role API, links, KV transfers)
   sim-engine    engine simulator for tests, benchmarks and demos (not an inference engine)
   sim-cluster   one prefill and one decode engine simulator on loopback, linked, for a first request
+  bench         measure TTFT, TPOT and goodput of any OpenAI-compatible endpoint (trace or synthetic load)
 
 Run 'pdlink <command> --help' for a command's options.
 `;
@@ -28,6 +29,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   instance: async () => (await import('./cli/instance.ts')).runInstance,
   'sim-engine': async () => (await import('./cli/sim-engine.ts')).runSimEngine,
   'sim-cluster': async () => (await import('./cli/sim-cluster.ts')).runSimCluster,
+  bench: async () => (await import('./cli/bench.ts')).runBenchCommand,
 };
 
 async function main(argv: string[]): Promise<number> {

@@ -1,7 +1,7 @@
 /**
  * The one import direction of `src/` (DESIGN §3), checked on every test run: a module may import from its
  * own folder or from a folder on a lower floor, never upward or sideways; only `workers/` opens the FFI;
- * `schema/` and `ffi/` stand on `core/` alone; only `cli/` starts the simulator; nothing in `src/` reaches
+ * `schema/` and `ffi/` stand on `core/` alone; only `cli/` starts the simulator and the bench harness; nothing in `src/` reaches
  * into `test/`; and no two files import each other, even for types, by any path.
  */
 import { describe, expect, test } from 'bun:test';
@@ -16,7 +16,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ['cli', 'index.ts'],
   ['apps', 'config'],
   ['http'],
-  ['proxy', 'agent', 'controller', 'sim'],
+  ['proxy', 'agent', 'controller', 'sim', 'harness'],
   ['scheduler', 'ledger', 'links', 'workers', 'store'],
   ['cluster', 'schema', 'ffi'],
   ['core'],
@@ -37,6 +37,7 @@ const PENDING: ReadonlySet<string> = new Set(
 const ONLY_FROM: Readonly<Record<string, readonly string[]>> = {
   ffi: ['workers'],
   sim: ['cli'],
+  harness: ['cli'],
 };
 
 /** Folders whose imports are limited to the listed units (besides their own). */

@@ -15,6 +15,7 @@ import type { Stop } from './stop.ts';
 import { decodeBody, engineUrl, legHeaders, legText } from './legs.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import { sendLeg } from './send-leg.ts';
+import { servedBy } from './served-by.ts';
 import { firstChunk, passthrough, quoteError, streamHeaders, transportMessage } from './upstream.ts';
 
 /** A D leg that failed before its first byte, P's blocks untouched: another D may take it. */
@@ -106,7 +107,7 @@ async function decodeLeg(exchange: Exchange, prefilled: Prefilled, pair: PickedP
       // D judged the request itself: its answer is the client's answer, and D is healthy.
       health?.recordSuccess(d);
       exchange.end('upstream_rejected', { kind: 'fail', code: 'decode_rejected', detail: `decode instance ${d} answered ${res.status}` });
-      return passthrough(res.status, contentType, text, requestId);
+      return servedBy(passthrough(res.status, contentType, text, requestId), pair);
     }
     if (res.status >= 500) {
       health?.recordFailure(d);
@@ -126,7 +127,7 @@ async function decodeLeg(exchange: Exchange, prefilled: Prefilled, pair: PickedP
     health?.recordSuccess(d);
     metrics.decode((performance.now() - sentAt) / 1000);
     exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
-    return passthrough(res.status, contentType, bytes, requestId);
+    return servedBy(passthrough(res.status, contentType, bytes, requestId), pair);
   }
 
   const reader: ChunkReader | undefined = res.body?.getReader();
@@ -176,7 +177,7 @@ async function decodeLeg(exchange: Exchange, prefilled: Prefilled, pair: PickedP
     },
     isEventStream(contentType),
   );
-  return new Response(stream, { status: res.status, headers: streamHeaders(res, requestId) });
+  return servedBy(new Response(stream, { status: res.status, headers: streamHeaders(res, requestId) }), pair);
 }
 
 function isEventStream(contentType: string | null): boolean {
