@@ -5,6 +5,9 @@
 import { Hono } from 'hono';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
 import { ClusterRegistry } from '../cluster/registry.ts';
+import { coordinatorSource } from '../http/dashboard-coordinator.ts';
+import { DashboardFeed } from '../http/dashboard-feed.ts';
+import { dashboardRoutes } from '../http/dashboard.ts';
 import { onError } from '../http/envelope.ts';
 import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
@@ -84,6 +87,9 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics }));
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => notReadyReason(registry), metrics }));
+  const dashboardSource = coordinatorSource({ registry, ledger, health });
+  const dashboard = new DashboardFeed(dashboardSource);
+  managementApp.route('/', dashboardRoutes(dashboard));
 
   const proxy: ProxyApp = proxyRoutes({
     scheduler,
@@ -109,6 +115,8 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     async close() {
       if (closed) return;
       closed = true;
+      dashboard.close();
+      dashboardSource.close();
       scheduler.close();
       ledger.close();
     },
