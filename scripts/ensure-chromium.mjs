@@ -17,10 +17,15 @@ if (typeof process.getuid !== 'function' || process.getuid() !== 0) {
   fail('Chromium is missing and installing it needs root: run `apt-get update && apt-get install -y chromium`');
 }
 const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-for (const args of [['update', '-qq'], ['install', '-y', '-qq', '--no-install-recommends', 'chromium']]) {
+for (const args of [
+  ['update', '-qq'],
+  ['install', '-y', '-qq', '--no-install-recommends', 'chromium'],
+]) {
   const result = spawnSync('apt-get', args, { stdio: ['ignore', 'ignore', 'inherit'], env });
   if (result.error !== undefined || result.status !== 0) {
-    fail(`\`apt-get ${args.join(' ')}\` failed (${result.error?.message ?? `exit ${result.status}`}); install the Debian package \`chromium\``);
+    fail(
+      `\`apt-get ${args.join(' ')}\` failed (${result.error?.message ?? `exit ${result.status}`}); install the Debian package \`chromium\``,
+    );
   }
 }
 if (!CANDIDATES.some((path) => existsSync(path))) fail('apt-get installed chromium but no browser is at /usr/bin/chromium');

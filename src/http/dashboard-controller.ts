@@ -48,7 +48,11 @@ export function controllerSource(controller: () => Controller): ControllerSource
     failures() {
       return controller()
         .view()
-        .members.flatMap((m) => (m.lastError === undefined ? [] : [{ at: m.lastError.at, requestId: '', p: m.id, d: m.id, reason: m.lastError.message }]))
+        .members.flatMap((m) =>
+          m.lastError === undefined
+            ? []
+            : [{ at: m.lastError.at, subject: `instance ${m.id}`, instances: [m.id], reason: m.lastError.message }],
+        )
         .sort((a, b) => b.at - a.at);
     },
     watch(changed) {
@@ -88,7 +92,8 @@ export function memberLinks(members: readonly MemberView[]): DashboardLink[] {
       const p = byId.get(pId);
       const gone = [d, p].find((m) => m === undefined || GONE.has(m.state));
       const code = d.failedLinks.get(pId) ?? p?.failedLinks.get(d.id);
-      if (gone !== undefined) links.push({ p: pId, d: d.id, state: 'failed', code: `instance ${gone?.id ?? pId} ${gone?.state ?? 'removed'}` });
+      if (gone !== undefined)
+        links.push({ p: pId, d: d.id, state: 'failed', code: `instance ${gone?.id ?? pId} ${gone?.state ?? 'removed'}` });
       else if (code !== undefined) links.push({ p: pId, d: d.id, state: 'failed', code });
       else if (d.linkedPeers.includes(pId)) links.push({ p: pId, d: d.id, state: 'ok', code: null });
       else links.push({ p: pId, d: d.id, state: 'linking', code: null });

@@ -36,7 +36,7 @@ export function coordinatorSource(parts: CoordinatorSourceParts): DashboardSourc
     if (record.state === 'failed' || record.state === 'expired') {
       const at = record.endedAt ?? Date.now();
       const reason = record.detail === null ? (record.code ?? record.state) : `${record.code ?? record.state}: ${record.detail}`;
-      failures.unshift({ at, requestId: record.clientRequestId ?? record.requestId, p: record.p, d: record.d, reason });
+      failures.unshift({ at, subject: record.clientRequestId ?? record.requestId, instances: [record.p, record.d], reason });
       failures.length = Math.min(failures.length, RECENT_FAILURES);
       for (const id of [record.p, record.d]) lastErrors.set(id, { message: reason, at });
     }
@@ -51,20 +51,18 @@ export function coordinatorSource(parts: CoordinatorSourceParts): DashboardSourc
       const inFlight = new Map<number, number>();
       for (const r of snapshot.active) for (const id of new Set([r.p, r.d])) inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
       const all = registry.all();
-      const instances = all.map(
-        (i): DashboardInstance => ({
-          id: i.id,
-          role: i.role,
-          group: i.groupId,
-          address: `${i.ip}:${i.port}`,
-          state: 'registered',
-          slots: { free: loads.get(i.id)?.availSlots ?? i.availSlots, total: i.totalSlots },
-          blocks: { free: loads.get(i.id)?.availBlocks ?? i.availBlocks, total: i.totalBlocks },
-          inFlight: inFlight.get(i.id) ?? 0,
-          circuit: health.state(i.id),
-          lastError: lastErrors.get(i.id) ?? null,
-        }),
-      );
+      const instances = all.map((i): DashboardInstance => ({
+        id: i.id,
+        role: i.role,
+        group: i.groupId,
+        address: `${i.ip}:${i.port}`,
+        state: 'registered',
+        slots: { free: loads.get(i.id)?.availSlots ?? i.availSlots, total: i.totalSlots },
+        blocks: { free: loads.get(i.id)?.availBlocks ?? i.availBlocks, total: i.totalBlocks },
+        inFlight: inFlight.get(i.id) ?? 0,
+        circuit: health.state(i.id),
+        lastError: lastErrors.get(i.id) ?? null,
+      }));
       return { instances, links: registryLinks(registry) };
     },
     counters() {

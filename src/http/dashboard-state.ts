@@ -32,11 +32,13 @@ export interface DashboardLink {
   readonly code: string | null;
 }
 
+/** A recent failure: a request (the Coordinator) or an instance's error (the controller). */
 export interface DashboardFailure {
   readonly at: number;
-  readonly requestId: string;
-  readonly p: number;
-  readonly d: number;
+  /** The client's request id, or `instance <id>`. */
+  readonly subject: string;
+  /** Instances involved (P and D of a request). */
+  readonly instances: readonly number[];
   readonly reason: string;
 }
 

@@ -50,6 +50,7 @@ export function dashboardRoutes(feed: DashboardFeed, dist: URL = UI_DIST): Hono 
 
 async function asset(dist: URL, name: string, type: string): Promise<Response> {
   const file = Bun.file(new URL(name, dist));
-  if (!(await file.exists())) throw errors.notReady(`the dashboard is not built (${name} missing): run \`npm install\` or \`node scripts/build-ui.mjs\``);
+  if (!(await file.exists()))
+    throw errors.notReady(`the dashboard is not built (${name} missing): run \`npm install\` or \`node scripts/build-ui.mjs\``);
   return new Response(file, { headers: { 'content-type': type, 'cache-control': 'no-cache' } });
 }
