@@ -54,7 +54,17 @@ const STYLE: cytoscape.StylesheetJson = [
 const LAYOUT = {
   name: 'elk',
   nodeDimensionsIncludeLabels: true,
-  elk: { algorithm: 'layered', 'elk.direction': 'RIGHT', 'elk.hierarchyHandling': 'INCLUDE_CHILDREN' },
+  // Spacing is read from each compound node (a group) for its children.
+  nodeLayoutOptions: (node: cytoscape.NodeSingular) =>
+    node.isParent() ? { 'elk.layered.spacing.nodeNodeBetweenLayers': 180, 'elk.spacing.nodeNode': 30 } : {},
+  elk: {
+    algorithm: 'layered',
+    'elk.direction': 'RIGHT',
+    'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
+    // Room between P and D for a failed link's code.
+    'elk.layered.spacing.nodeNodeBetweenLayers': 180,
+    'elk.spacing.nodeNode': 30,
+  },
 } as cytoscape.LayoutOptions;
 
 export class TopologyGraph {

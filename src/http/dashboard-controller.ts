@@ -43,7 +43,7 @@ export function controllerSource(controller: () => Controller): ControllerSource
       return { instances: members.map(instanceOf), links: memberLinks(members) };
     },
     counters() {
-      return Object.fromEntries(Object.entries(counts).map(([name, total]) => [name, { unit: '/s', total }]));
+      return Object.fromEntries(Object.entries(counts).map(([name, total]) => [name, { unit: 'posts/s', total }]));
     },
     failures() {
       return controller()
