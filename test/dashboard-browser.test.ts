@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * The topology page in a real browser: headless Chromium (Debian's, through puppeteer-core) opens
  * `/dashboard` on the controller and on the Coordinator of a simulated 2 P + 2 D cluster wired by
@@ -10,6 +9,20 @@ import type { Browser, Page } from 'puppeteer-core';
 import { launchBrowser, pageUntil, screenshot } from './support/browser.ts';
 import { snapshotWhen, startController, SteadyLoad, type RunningController } from './support/controller.ts';
 import { SimCluster, until } from './support/sim-cluster.ts';
+
+/**
+ * The little of the DOM these tests read. The functions given to `page.evaluate` run in the page,
+ * where `document` is the real one; declaring it here keeps the DOM typings out of the project.
+ */
+interface PageElement {
+  readonly dataset: Record<string, string | undefined>;
+  readonly textContent: string | null;
+}
+declare const document: {
+  querySelectorAll(selector: string): ArrayLike<PageElement> & Iterable<PageElement>;
+  querySelector(selector: string): PageElement | null;
+  getElementById(id: string): PageElement | null;
+};
 
 let cluster: SimCluster;
 let controller: RunningController;
@@ -30,16 +43,14 @@ afterAll(async () => {
 /** Rows of a table as `data-*` attribute maps. */
 function rowsOf(page: Page, table: string): Promise<Record<string, string>[]> {
   return page.evaluate(
-    (id) => [...document.querySelectorAll(`#${id} tbody tr`)].map((tr) => ({ ...(tr as HTMLElement).dataset }) as Record<string, string>),
+    (id) => [...document.querySelectorAll(`#${id} tbody tr`)].map((tr) => ({ ...tr.dataset }) as Record<string, string>),
     table,
   );
 }
 
 /** Runs in the page: `p-d` → state of every link it shows. */
 const LINK_STATES = (): Record<string, string> =>
-  Object.fromEntries(
-    [...document.querySelectorAll<HTMLElement>('#links tbody tr')].map((tr) => [tr.dataset['link'] ?? '', tr.dataset['state'] ?? '']),
-  );
+  Object.fromEntries([...document.querySelectorAll('#links tbody tr')].map((tr) => [tr.dataset['link'] ?? '', tr.dataset['state'] ?? '']));
 
 const allPairs = (): string[] => cluster.prefills.flatMap((p) => cluster.decodes.map((d) => `${p.id}-${d.id}`)).sort();
 
@@ -89,10 +100,7 @@ describe('/dashboard in headless Chromium', () => {
       d1Links[0]!,
     );
     expect(reason).toContain(`instance ${d1.id}`);
-    const d1Row = await page.evaluate(
-      (id) => (document.querySelector(`#instances tr[data-instance-id="${id}"]`) as HTMLElement).dataset['state'],
-      d1.id,
-    );
+    const d1Row = await page.evaluate((id) => document.querySelector(`#instances tr[data-instance-id="${id}"]`)!.dataset['state'], d1.id);
     expect(d1Row).toBe('down');
     await screenshot(page, 'dashboard-controller-failed');
 
