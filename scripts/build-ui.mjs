@@ -10,7 +10,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ui = join(root, 'ui');
 const dist = join(ui, 'dist');
 if (!existsSync(join(ui, 'main.ts'))) process.exit(0);
-const bun = join(root, 'node_modules', '.bin', 'bun');
+// The Bun that npm installed beside pdlink; a copy installed as a dependency finds it on the PATH npm sets.
+const local = join(root, 'node_modules', '.bin', 'bun');
+const bun = existsSync(local) ? local : 'bun';
 mkdirSync(dist, { recursive: true });
 const result = spawnSync(bun, ['build', join(ui, 'main.ts'), '--outfile', join(dist, 'app.js'), '--target', 'browser', '--minify'], {
   stdio: ['ignore', 'ignore', 'inherit'],

@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'bun:test';
+import { describe, expect, jest, test } from 'bun:test';
 import { DashboardFeed } from './dashboard-feed.ts';
 import type { DashboardSource, DashboardState, DashboardTopology } from './dashboard-state.ts';
 
@@ -27,21 +27,6 @@ function feedOf(source: FakeSource, options: { historyPoints?: number } = {}) {
   const clock = { t: 1_000_000 };
   const feed = new DashboardFeed(source, { sampleMs: 3_600_000, coalesceMs: 5, now: () => clock.t, ...options });
   return { feed, clock };
-}
-
-/** Collects what a subscriber receives; `next()` resolves on the next message. */
-function collector() {
-  const received: DashboardState[] = [];
-  let waiter: PromiseWithResolvers<DashboardState> | undefined;
-  return {
-    received,
-    send: (state: DashboardState) => {
-      received.push(state);
-      waiter?.resolve(state);
-      waiter = undefined;
-    },
-    next: () => (waiter = Promise.withResolvers<DashboardState>()).promise,
-  };
 }
 
 describe('DashboardFeed', () => {
@@ -75,42 +60,51 @@ describe('DashboardFeed', () => {
     feed.close();
   });
 
-  test('a subscriber gets the state at once; a burst of changes becomes one update', async () => {
-    const source = new FakeSource();
-    const { feed } = feedOf(source);
-    const c = collector();
-    const off = feed.subscribe(c.send);
-    expect(c.received.length).toBe(1);
-    const next = c.next();
-    source.topologyNow = { instances: [], links: [link('ok')] };
-    for (let i = 0; i < 100; i++) source.change();
-    const update = await next;
-    expect(update.links).toEqual([link('ok')]);
-    expect(c.received.length).toBe(2);
-    off();
-    feed.close();
+  test('a subscriber gets the state at once; a burst of changes becomes one update', () => {
+    jest.useFakeTimers();
+    try {
+      const source = new FakeSource();
+      const { feed } = feedOf(source);
+      const received: DashboardState[] = [];
+      const off = feed.subscribe((state) => received.push(state));
+      expect(received.length).toBe(1);
+      source.topologyNow = { instances: [], links: [link('ok')] };
+      for (let i = 0; i < 100; i++) source.change();
+      jest.advanceTimersByTime(4);
+      expect(received.length).toBe(1);
+      jest.advanceTimersByTime(1);
+      expect(received.length).toBe(2);
+      expect(received[1]!.links).toEqual([link('ok')]);
+      jest.advanceTimersByTime(1000);
+      expect(received.length).toBe(2);
+      off();
+      feed.close();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
-  test('a change that changes nothing is not sent; the next real one is', async () => {
-    const source = new FakeSource();
-    const { feed } = feedOf(source);
-    const c = collector();
-    feed.subscribe(c.send);
-    // The first flush sets the baseline.
-    let next = c.next();
-    source.topologyNow = { instances: [], links: [link('ok')] };
-    source.change();
-    await next;
-    source.change();
-    next = c.next();
-    // The no-op change's timer fires before this one's: if it sent, `next` would carry ok.
-    setTimeout(() => {
+  test('a change that changes nothing is not sent; the next real one is', () => {
+    jest.useFakeTimers();
+    try {
+      const source = new FakeSource();
+      const { feed } = feedOf(source);
+      const received: DashboardState[] = [];
+      feed.subscribe((state) => received.push(state));
+      source.topologyNow = { instances: [], links: [link('ok')] };
+      source.change();
+      jest.advanceTimersByTime(5);
+      source.change();
+      jest.advanceTimersByTime(5);
+      expect(received.map((s) => s.links[0]?.state)).toEqual([undefined, 'ok']);
       source.topologyNow = { instances: [], links: [link('failed')] };
       source.change();
-    }, 20);
-    expect((await next).links).toEqual([link('failed')]);
-    expect(c.received.map((s) => s.links[0]?.state)).toEqual([undefined, 'ok', 'failed']);
-    feed.close();
+      jest.advanceTimersByTime(5);
+      expect(received.map((s) => s.links[0]?.state)).toEqual([undefined, 'ok', 'failed']);
+      feed.close();
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test('watches the source only while someone listens', () => {
