@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { launchBrowser, pageUntil, screenshot } from './support/browser.ts';
 import { snapshotWhen, startController, SteadyLoad, type RunningController } from './support/controller.ts';
-import { SimCluster, until } from './support/sim-cluster.ts';
+import { proxyPost, SimCluster, until } from './support/sim-cluster.ts';
 
 /**
  * The little of the DOM these tests read. The functions given to `page.evaluate` run in the page,
@@ -116,7 +116,7 @@ describe('/dashboard in headless Chromium', () => {
     await page.close();
   }, 90_000);
 
-  test('the Coordinator page shows the registry, live rates while requests flow, and its circuits', async () => {
+  test('the Coordinator page shows the registry, live rates while requests flow, its circuits and a failed request with its reason', async () => {
     await snapshotWhen(cluster, (held) => held.length === 4);
     const page = await browser.newPage();
     await page.goto(`${cluster.coordinatorUrl}/dashboard`);
@@ -157,6 +157,31 @@ describe('/dashboard in headless Chromium', () => {
     );
     const outcomes = await load.stop();
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+
+    // A request whose D leg fails is listed with its reason, and charged to that D only.
+    await Promise.all(cluster.decodes.map((d) => cluster.faults(d.name, { decode_status: { status: 500, count: 1 } })));
+    const failed = await proxyPost(
+      cluster,
+      '/v1/completions',
+      { model: cluster.model, prompt: 'fails '.repeat(8), max_tokens: 4 },
+      'page-failed',
+    );
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    await failed.text();
+    const row = await pageUntil(
+      page,
+      () => document.querySelector('#failures tr[data-subject="page-failed"] td:last-child')?.textContent ?? null,
+      (text) => text !== null,
+      20_000,
+      'the failed request listed',
+    );
+    expect(row).toContain('decode_failed');
+    const charged = await page.evaluate(() =>
+      [...document.querySelectorAll('#instances tbody tr')]
+        .filter((tr) => tr.dataset['error'] !== undefined)
+        .map((tr) => tr.dataset['role']),
+    );
+    expect(charged).toEqual(['decode']);
     await screenshot(page, 'dashboard-coordinator');
     await page.close();
   }, 60_000);

@@ -29,7 +29,13 @@ export function renderTables(state: DashboardState): void {
   fill(
     document.getElementById('instances')!,
     state.instances.map((i) => ({
-      attrs: { 'instance-id': String(i.id), state: i.state, role: i.role, circuit: i.circuit },
+      attrs: {
+        'instance-id': String(i.id),
+        state: i.state,
+        role: i.role,
+        circuit: i.circuit,
+        ...(i.lastError === null ? {} : { error: i.lastError.message }),
+      },
       cells: [
         String(i.id),
         i.role,

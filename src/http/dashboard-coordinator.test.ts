@@ -4,7 +4,7 @@ import { ClusterRegistry } from '../cluster/registry.ts';
 import { KvLedger } from '../ledger/index.ts';
 import { createHealth } from '../scheduler/index.ts';
 import { parseRefresh } from '../schema/refresh.ts';
-import { coordinatorSource } from './dashboard-coordinator.ts';
+import { chargedTo, coordinatorSource } from './dashboard-coordinator.ts';
 
 /** P 0, 1 and D 2, 3 in group 0, every P listing every D and back. */
 function fixture() {
@@ -15,6 +15,18 @@ function fixture() {
   const source = coordinatorSource({ registry, ledger, health });
   return { registry, ledger, health, source };
 }
+
+describe('chargedTo', () => {
+  test('the failed leg, no instance for the client or the ledger, both when the record does not say', () => {
+    expect(chargedTo('decode_failed', 0, 2)).toEqual([2]);
+    expect(chargedTo('decode_rejected', 0, 2)).toEqual([2]);
+    expect(chargedTo('prefill_failed', 0, 2)).toEqual([0]);
+    expect(chargedTo('invalid_request', 0, 2)).toEqual([]);
+    expect(chargedTo('reserve_failed', 0, 2)).toEqual([]);
+    expect(chargedTo('lease_expired', 0, 2)).toEqual([0, 2]);
+    expect(chargedTo(null, 0, 2)).toEqual([0, 2]);
+  });
+});
 
 describe('coordinatorSource', () => {
   test('instances and links as the registry holds them, load from the ledger, circuits from the breakers', () => {
@@ -67,7 +79,7 @@ describe('coordinatorSource', () => {
     source.close();
   });
 
-  test('failed requests are listed newest first with their reason and become the last error of P and D', () => {
+  test('failed requests are listed newest first with their reason and become the last error of the leg that failed', () => {
     const { ledger, source } = fixture();
     ledger.reserve({ requestId: 'k1', clientRequestId: 'client-1', p: 0, d: 2, pBlocks: 1, dBlocks: 1 });
     ledger.fail('k1', 'decode_failed', 'D answered 500');
@@ -79,8 +91,10 @@ describe('coordinatorSource', () => {
       ['client-1', [0, 2], 'decode_failed: D answered 500'],
     ]);
     const byId = new Map(source.topology().instances.map((i) => [i.id, i]));
+    expect(byId.get(0)!.lastError).toBeNull();
     expect(byId.get(2)!.lastError?.message).toBe('decode_failed: D answered 500');
-    expect(byId.get(3)!.lastError?.message).toBe('prefill_failed');
+    expect(byId.get(1)!.lastError?.message).toBe('prefill_failed');
+    expect(byId.get(3)!.lastError).toBeNull();
     expect(source.counters()).toEqual({
       requests: { unit: 'req/s', total: 3 },
       failures: { unit: 'req/s', total: 2 },

@@ -38,7 +38,7 @@ export function coordinatorSource(parts: CoordinatorSourceParts): DashboardSourc
       const reason = record.detail === null ? (record.code ?? record.state) : `${record.code ?? record.state}: ${record.detail}`;
       failures.unshift({ at, subject: record.clientRequestId ?? record.requestId, instances: [record.p, record.d], reason });
       failures.length = Math.min(failures.length, RECENT_FAILURES);
-      for (const id of [record.p, record.d]) lastErrors.set(id, { message: reason, at });
+      for (const id of chargedTo(record.code, record.p, record.d)) lastErrors.set(id, { message: reason, at });
     }
     notify();
   });
@@ -84,6 +84,21 @@ export function coordinatorSource(parts: CoordinatorSourceParts): DashboardSourc
     },
     close: offLedger,
   };
+}
+
+/** Codes of failures no instance caused: the client's request, or no room in the ledger. */
+const NOT_AN_INSTANCE = new Set(['invalid_request', 'reserve_failed']);
+
+/**
+ * The instances whose last error a failed request becomes: the leg that failed, neither when the
+ * client or the ledger caused it, both when the record does not say (a lease that ran out).
+ * @example chargedTo('decode_failed', 0, 2) // [2]
+ */
+export function chargedTo(code: string | null, p: number, d: number): number[] {
+  if (code !== null && NOT_AN_INSTANCE.has(code)) return [];
+  if (code?.startsWith('prefill_') === true) return [p];
+  if (code?.startsWith('decode_') === true) return [d];
+  return p === d ? [p] : [p, d];
 }
 
 /**
