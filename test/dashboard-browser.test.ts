@@ -185,4 +185,25 @@ describe('/dashboard in headless Chromium', () => {
     await screenshot(page, 'dashboard-coordinator');
     await page.close();
   }, 60_000);
+
+  test('a page left open does not hold the controller on SIGTERM: it exits 0 and the page shows it lost the stream', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${controller.url}/dashboard`);
+    await pageUntil(
+      page,
+      () => document.getElementById('connection')!.dataset['state'],
+      (s) => s === 'open',
+      20_000,
+      'stream open',
+    );
+    expect(await controller.process.stop()).toBe(0);
+    await pageUntil(
+      page,
+      () => document.getElementById('connection')!.dataset['state'],
+      (s) => s === 'closed',
+      20_000,
+      'stream closed',
+    );
+    await page.close();
+  }, 60_000);
 });
