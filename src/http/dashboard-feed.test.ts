@@ -107,6 +107,34 @@ describe('DashboardFeed', () => {
     }
   });
 
+  test('a costly rebuild spaces the next one: at 10 ms each, updates come at most every 200 ms', () => {
+    jest.useFakeTimers();
+    try {
+      const source = new FakeSource();
+      const cost = { t: 0 };
+      const topology = source.topology;
+      // Every rebuild reads the topology, which here takes 10 ms of the feed's clock.
+      source.topology = () => ((cost.t += 10), topology());
+      const feed = new DashboardFeed(source, { sampleMs: 3_600_000, coalesceMs: 5, clock: () => cost.t });
+      const received: DashboardState[] = [];
+      feed.subscribe((state) => received.push(state));
+      source.topologyNow = { instances: [], links: [link('ok')] };
+      source.change();
+      jest.advanceTimersByTime(5);
+      expect(received.length).toBe(2);
+      source.topologyNow = { instances: [], links: [link('failed')] };
+      source.change();
+      jest.advanceTimersByTime(199);
+      expect(received.length).toBe(2);
+      jest.advanceTimersByTime(1);
+      expect(received.length).toBe(3);
+      expect(received[2]!.links).toEqual([link('failed')]);
+      feed.close();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   test('watches the source only while someone listens', () => {
     const source = new FakeSource();
     const { feed } = feedOf(source);

@@ -2,7 +2,9 @@
  * Turns a dashboard source into the stream of states the page shows. Every open page shares one
  * feed: a change heard from the source schedules one rebuild within `coalesceMs` however many
  * events arrive, a state equal to the last one is not sent again, and one sampler per feed turns
- * the source's counters into per-second rates. Pages never poll.
+ * the source's counters into per-second rates. Pages never poll. A big cluster makes a rebuild
+ * costly (tens of ms at 4096 instances), so rebuilds are spaced to keep their cost near a fixed
+ * share of one core, whatever the rate of changes.
  */
 import type { DashboardSeries, DashboardSource, DashboardState } from './dashboard-state.ts';
 
@@ -13,22 +15,32 @@ export interface DashboardFeedOptions {
   readonly sampleMs?: number;
   /** Samples kept (default 300: five minutes at one a second). */
   readonly historyPoints?: number;
+  /** Wall clock of `at` and of the samples (default Date.now). */
   readonly now?: () => number;
+  /** Monotonic clock that times and spaces rebuilds (default performance.now). */
+  readonly clock?: () => number;
 }
 
 type Send = (state: DashboardState, json: string) => void;
+
+/** Rebuilds take at most about 1/SPACING of a core: one costing 10 ms waits 200 ms before the next. */
+const SPACING = 20;
 
 export class DashboardFeed {
   readonly #source: DashboardSource;
   readonly #coalesceMs: number;
   readonly #historyPoints: number;
   readonly #now: () => number;
+  readonly #clock: () => number;
   readonly #subscribers = new Set<Send>();
   readonly #times: number[] = [];
   readonly #values = new Map<string, { unit: string; values: number[] }>();
   #lastTotals: Map<string, number> | undefined;
   #lastSampleAt = 0;
   #lastJson = '';
+  /** When the last rebuild ended, and how long to wait after it (`clock` ms). */
+  #lastFlushAt = -Infinity;
+  #gapMs = 0;
   #unwatch: (() => void) | undefined;
   #pending: ReturnType<typeof setTimeout> | undefined;
   #sampler: ReturnType<typeof setInterval> | undefined;
@@ -39,10 +51,11 @@ export class DashboardFeed {
     this.#coalesceMs = options.coalesceMs ?? 100;
     this.#historyPoints = options.historyPoints ?? 300;
     this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? (() => performance.now());
     this.sample();
     this.#sampler = setInterval(() => {
       this.sample();
-      this.#flush();
+      this.#changed();
     }, options.sampleMs ?? 1000);
     // The sampler is bookkeeping: it must never keep a process alive.
     this.#sampler.unref?.();
@@ -119,19 +132,26 @@ export class DashboardFeed {
   }
 
   #changed(): void {
+    if (this.#subscribers.size === 0) return;
+    const wait = Math.max(this.#coalesceMs, this.#lastFlushAt + this.#gapMs - this.#clock());
     this.#pending ??= setTimeout(() => {
       this.#pending = undefined;
       this.#flush();
-    }, this.#coalesceMs);
+    }, wait);
   }
 
   #flush(): void {
     if (this.#subscribers.size === 0) return;
+    const started = this.#clock();
     const state = this.state();
-    const json = JSON.stringify({ ...state, at: 0 });
+    const text = JSON.stringify(state);
+    // `at` always changes; equal otherwise means nothing to show.
+    const json = text.slice(text.indexOf(',"instances":'));
+    const ended = this.#clock();
+    this.#lastFlushAt = ended;
+    this.#gapMs = (ended - started) * SPACING;
     if (json === this.#lastJson) return;
     this.#lastJson = json;
-    const text = JSON.stringify(state);
     for (const send of this.#subscribers) send(state, text);
   }
 }
