@@ -4,11 +4,14 @@
  */
 import { Hono } from 'hono';
 import { collectDefaultMetrics } from 'prom-client';
-import { Controller } from '../controller/controller.ts';
+import { Controller, type ControllerEvents } from '../controller/controller.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
 import { controllerRoutes } from '../http/controller.ts';
+import { controllerSource } from '../http/dashboard-controller.ts';
+import { DashboardFeed } from '../http/dashboard-feed.ts';
+import { dashboardRoutes } from '../http/dashboard.ts';
 import { onError, onNotFound } from '../http/envelope.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
@@ -42,7 +45,23 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const metrics = options.metrics ?? createRegistry();
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const m = controllerMetrics(metrics);
-  const controller = new Controller({ spec: options.spec, events: m.events, ...(options.log === undefined ? {} : { log: options.log }) });
+  const source = controllerSource(() => controller);
+  // The metrics and the topology page hear the same events.
+  const events: ControllerEvents = {
+    rolePost(ok) {
+      m.events.rolePost?.(ok);
+      source.events.rolePost(ok);
+    },
+    snapshotPush(ok) {
+      m.events.snapshotPush?.(ok);
+      source.events.snapshotPush(ok);
+    },
+    evaluated(ms) {
+      m.events.evaluated?.(ms);
+      source.events.evaluated(ms);
+    },
+  };
+  const controller: Controller = new Controller({ spec: options.spec, events, ...(options.log === undefined ? {} : { log: options.log }) });
   m.watch(controller);
   const devices = rankDevices(options.rankTable);
   const defaults = options.staticDefaults ?? {};
@@ -52,5 +71,11 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   managementApp.notFound(onNotFound);
   managementApp.route('/', controllerRoutes({ controller, resolve: (entry) => desiredInstance(entry, '', defaults, devices) }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
-  return { controller, managementApp, metrics, close: () => controller.close() };
+  const dashboard = new DashboardFeed(source);
+  managementApp.route('/', dashboardRoutes(dashboard));
+  const close = (): Promise<void> => {
+    dashboard.close();
+    return controller.close();
+  };
+  return { controller, managementApp, metrics, close };
 }

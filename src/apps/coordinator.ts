@@ -6,6 +6,9 @@ import { Hono } from 'hono';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
 import { lostLinks } from '../cluster/lost-links.ts';
 import { ClusterRegistry } from '../cluster/registry.ts';
+import { coordinatorSource } from '../http/dashboard-coordinator.ts';
+import { DashboardFeed } from '../http/dashboard-feed.ts';
+import { dashboardRoutes } from '../http/dashboard.ts';
 import { onError } from '../http/envelope.ts';
 import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
@@ -89,6 +92,9 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics }));
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => notReadyReason(registry), metrics }));
+  const dashboardSource = coordinatorSource({ registry, ledger, health });
+  const dashboard = new DashboardFeed(dashboardSource);
+  managementApp.route('/', dashboardRoutes(dashboard));
 
   const proxy: ProxyApp = proxyRoutes({
     scheduler,
@@ -115,6 +121,8 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
       if (closed) return;
       closed = true;
       stopLinkWatch();
+      dashboard.close();
+      dashboardSource.close();
       scheduler.close();
       ledger.close();
     },

@@ -21,6 +21,8 @@ export interface AgentObservation {
   readonly queuedPosts: number;
   /** server_ip of every peer whose links are all `ok`. */
   readonly linkedPeers: ReadonlySet<string>;
+  /** server_ip → the code of a failed link to that peer (`LLM_LINK_FAILED`), for the topology page. */
+  readonly linkFailures: ReadonlyMap<string, string>;
   readonly resources: AgentResources | undefined;
 }
 
@@ -36,10 +38,14 @@ export function readAgentStatus(body: unknown): AgentObservation | undefined {
   // One row per (peer, device): a peer counts as linked only if every one of its rows is ok.
   const linked = new Set<string>();
   const notLinked = new Set<string>();
+  const failures = new Map<string, string>();
   for (const row of peers) {
     if (!isObject(row) || typeof row['target'] !== 'string') continue;
     if (row['link'] === 'ok') linked.add(row['target']);
     else notLinked.add(row['target']);
+    if (typeof row['link'] === 'string' && row['link'].startsWith('failed')) {
+      failures.set(row['target'], row['link'].replace(/^failed:?\s*/, '') || 'failed');
+    }
   }
   for (const target of notLinked) linked.delete(target);
   return {
@@ -48,6 +54,7 @@ export function readAgentStatus(body: unknown): AgentObservation | undefined {
     pendingRole: typeof service['switchingTo'] === 'string' ? service['switchingTo'] : undefined,
     queuedPosts: typeof service['queuedPosts'] === 'number' ? service['queuedPosts'] : 0,
     linkedPeers: linked,
+    linkFailures: failures,
     resources: readResources(body['resource']),
   };
 }

@@ -8,7 +8,7 @@
  */
 import { errors } from '../core/errors.ts';
 import { assignRoles, groupOf, peersOf } from './assign.ts';
-import { readAgentStatus, shapeChanged } from './agent-status.ts';
+import { readAgentStatus, shapeChanged, type AgentResources } from './agent-status.ts';
 import { CoordinatorSet, type CoordinatorView } from './coordinators.ts';
 import { Member, type MemberState } from './member.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
@@ -44,6 +44,11 @@ export interface MemberView {
   readonly linkedPeers: readonly number[];
   readonly inSnapshot: boolean;
   readonly lastError: { readonly message: string; readonly at: number } | undefined;
+  readonly inferenceUrl: string;
+  /** What the agent last reported free and in total, when it reports it. */
+  readonly resources: AgentResources | undefined;
+  /** Desired peer id → code of its failed link, as the agent last reported. */
+  readonly failedLinks: ReadonlyMap<number, string>;
 }
 
 export interface ClusterView {
@@ -198,6 +203,9 @@ export class Controller {
         linkedPeers: this.#linkedPeers(m),
         inSnapshot: inSnapshot.has(m.id),
         lastError: m.lastError,
+        inferenceUrl: m.spec.inferenceUrl,
+        resources: m.observation?.resources,
+        failedLinks: this.#failedLinks(m),
       }));
     return {
       coordinators: this.#coordinators.views(),
@@ -390,6 +398,17 @@ export class Controller {
       const peer = this.#members.get(id);
       return peer !== undefined && o.linkedPeers.has(peer.spec.serverIp);
     });
+  }
+
+  #failedLinks(m: Member): Map<number, string> {
+    const failed = new Map<number, string>();
+    const o = m.observation;
+    if (o === undefined) return failed;
+    for (const id of m.peers) {
+      const code = o.linkFailures.get(this.#members.get(id)?.spec.serverIp ?? '');
+      if (code !== undefined) failed.set(id, code);
+    }
+    return failed;
   }
 
   /** Composes the snapshot; pushes it when `always`, or when its shape changed or a drain waits for it. */

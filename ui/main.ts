@@ -1,0 +1,34 @@
+/**
+ * The topology page: one EventSource on `dashboard/events` (the browser reconnects it by itself),
+ * each state message redrawing the graph, the charts and the tables.
+ */
+import type { DashboardState } from '../src/http/dashboard-state.ts';
+import { RateCharts } from './charts.ts';
+import { TopologyGraph } from './graph.ts';
+import { renderTables } from './tables.ts';
+
+const graph = new TopologyGraph(document.getElementById('graph')!);
+const charts = new RateCharts(document.getElementById('charts')!);
+const connection = document.getElementById('connection')!;
+
+function show(state: DashboardState): void {
+  document.getElementById('source')!.textContent = state.source;
+  const linked = state.links.filter((l) => l.state === 'ok').length;
+  document.getElementById('summary')!.textContent =
+    `${state.instances.length} instances · ${linked}/${state.links.length} links ok · updated ${new Date(state.at).toLocaleTimeString()}`;
+  renderTables(state);
+  graph.update(state);
+  charts.update(state);
+  document.body.dataset['updatedAt'] = String(state.at);
+}
+
+const events = new EventSource('dashboard/events');
+events.addEventListener('open', () => {
+  connection.dataset['state'] = 'open';
+  connection.textContent = 'live';
+});
+events.addEventListener('error', () => {
+  connection.dataset['state'] = 'closed';
+  connection.textContent = 'reconnecting';
+});
+events.addEventListener('state', (event) => show(JSON.parse((event as MessageEvent<string>).data) as DashboardState));

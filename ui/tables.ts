@@ -1,0 +1,70 @@
+/**
+ * The tables under the graph: instances, links and recent failures. Every row carries its id and
+ * state as data attributes, so what the graph draws on a canvas is also readable in the DOM.
+ */
+import type { DashboardState } from '../src/http/dashboard-state.ts';
+
+/** Replaces the rows of a table body. */
+function fill(table: HTMLElement, rows: readonly { attrs: Record<string, string>; cells: readonly string[]; errorCell?: number }[]): void {
+  const body = table.querySelector('tbody')!;
+  body.replaceChildren(
+    ...rows.map((row) => {
+      const tr = document.createElement('tr');
+      for (const [k, v] of Object.entries(row.attrs)) tr.setAttribute(`data-${k}`, v);
+      row.cells.forEach((text, index) => {
+        const td = document.createElement('td');
+        td.textContent = text;
+        if (index === row.errorCell) td.className = 'error';
+        tr.append(td);
+      });
+      return tr;
+    }),
+  );
+}
+
+const pair = (x: { free: number; total: number } | null): string => (x === null ? '–' : `${x.free} / ${x.total}`);
+const time = (at: number): string => new Date(at).toLocaleTimeString();
+
+export function renderTables(state: DashboardState): void {
+  fill(
+    document.getElementById('instances')!,
+    state.instances.map((i) => ({
+      attrs: {
+        'instance-id': String(i.id),
+        state: i.state,
+        role: i.role,
+        circuit: i.circuit,
+        ...(i.lastError === null ? {} : { error: i.lastError.message }),
+      },
+      cells: [
+        String(i.id),
+        i.role,
+        String(i.group),
+        i.address,
+        i.state,
+        pair(i.slots),
+        pair(i.blocks),
+        String(i.inFlight),
+        i.circuit,
+        i.lastError === null ? '' : `${time(i.lastError.at)} ${i.lastError.message}`,
+      ],
+      errorCell: 9,
+    })),
+  );
+  fill(
+    document.getElementById('links')!,
+    state.links.map((l) => ({
+      attrs: { link: `${l.p}-${l.d}`, state: l.state },
+      cells: [String(l.p), String(l.d), l.state, l.code ?? ''],
+      errorCell: 3,
+    })),
+  );
+  fill(
+    document.getElementById('failures')!,
+    state.failures.map((f) => ({
+      attrs: { subject: f.subject },
+      cells: [time(f.at), f.subject, f.instances.join(', '), f.reason],
+      errorCell: 3,
+    })),
+  );
+}
