@@ -4,7 +4,7 @@
  * subscribers receive synchronously.
  */
 import { errors } from '../core/errors.ts';
-import { isMeasuredJson, UnsafeInteger } from '../http/body.ts';
+import { isMeasuredJson, UnsafeInteger } from '../core/exact-json.ts';
 import { MAX_JSON_DEPTH } from '../core/json-depth.ts';
 import { depthOverflowPath } from '../core/value-depth.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';

@@ -9,7 +9,7 @@ import type { ClusterRegistry } from '../cluster/registry.ts';
 import { refreshMetrics } from '../cluster/registry-metrics.ts';
 import { errors, PdlinkError } from '../core/errors.ts';
 import { validateRefresh } from '../schema/refresh.ts';
-import { readJsonBody, UnsafeInteger } from './body.ts';
+import { readJsonBody } from './body.ts';
 import { onError } from './envelope.ts';
 
 export interface RefreshRouteDeps {
@@ -53,17 +53,7 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
     return c.body(null, 200);
   });
 
-  app.get('/v1/instances', (c) =>
-    c.body(JSON.stringify(registry.view(), exactIntegers), 200, { 'content-type': 'application/json; charset=UTF-8' }),
-  );
+  app.get('/v1/instances', (c) => c.body(JSON.stringify(registry.view()), 200, { 'content-type': 'application/json; charset=UTF-8' }));
 
   return app;
-}
-
-const rawJSON = (JSON as unknown as { rawJSON?: (text: string) => unknown }).rawJSON;
-
-/** Writes integers kept as UnsafeInteger markers (in unknown fields) back with their exact digits. */
-function exactIntegers(_key: string, value: unknown): unknown {
-  if (!(value instanceof UnsafeInteger)) return value;
-  return rawJSON === undefined ? value.source : rawJSON(value.source);
 }

@@ -5,7 +5,6 @@
  */
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
-import { UnsafeInteger } from '../http/body.ts';
 import { toFieldIssues } from './issues.ts';
 
 /** The two inference APIs the proxy serves. */
@@ -67,12 +66,6 @@ export function parseCompletionBody(kind: CompletionKind, body: unknown): Comple
  * @example const text = stringifyBody({ ...body, max_tokens: 1 });
  */
 export function stringifyBody(body: Readonly<Record<string, unknown>>): string {
-  return JSON.stringify(body, exactReplacer);
-}
-
-/** `JSON.rawJSON` (ES2025 JSON source text access): Bun has it, the bundled lib typings not yet. */
-const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
-
-function exactReplacer(_key: string, value: unknown): unknown {
-  return value instanceof UnsafeInteger ? rawJSON(value.source) : value;
+  // UnsafeInteger markers write their own digits (exact-json.ts); no replacer is needed.
+  return JSON.stringify(body);
 }

@@ -3,7 +3,7 @@
  * unlink_clusters over HTTP). Cluster ids come out as exact bigints; addresses as `{ip, port}`.
  */
 import * as v from 'valibot';
-import { UnsafeInteger } from '../http/body.ts';
+import { UnsafeInteger } from '../core/exact-json.ts';
 import { MAX_CLUSTER_ID, parseIpPort } from '../links/endpoint.ts';
 
 /** Default link/unlink timeout in milliseconds, as LLM-DataDist's Python API. */

@@ -7,7 +7,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
-import { readJsonBody } from '../http/body.ts';
+import { readJsonRequest } from '../core/json-request.ts';
 import { onError } from '../http/envelope.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import type { SimEngine } from './engine.ts';
@@ -35,7 +35,7 @@ export function simControlApp(engine: SimEngine): Hono {
   const app = new Hono();
   app.onError(onError);
   app.post('/sim/faults', async (c) => {
-    engine.faults.arm(parseFaults(await readJsonBody(c, { limitBytes: CONTROL_BODY_LIMIT_BYTES })));
+    engine.faults.arm(parseFaults(await readJsonRequest(c.req.raw, { limitBytes: CONTROL_BODY_LIMIT_BYTES })));
     return c.json(engine.faults.toJSON());
   });
   app.get('/sim/faults', (c) => c.json(engine.faults.toJSON()));
@@ -44,7 +44,7 @@ export function simControlApp(engine: SimEngine): Hono {
     return c.json(engine.faults.toJSON());
   });
   app.post('/sim/kv/release', async (c) => {
-    const parsed = v.safeParse(ReleaseBody, await readJsonBody(c, { limitBytes: CONTROL_BODY_LIMIT_BYTES }));
+    const parsed = v.safeParse(ReleaseBody, await readJsonRequest(c.req.raw, { limitBytes: CONTROL_BODY_LIMIT_BYTES }));
     if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
     const ids = 'remote_request_ids' in parsed.output ? parsed.output.remote_request_ids : [parsed.output.remote_request_id];
     return c.json({ released_blocks: ids.reduce((n, id) => n + engine.releaseExport(id), 0) });

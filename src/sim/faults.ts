@@ -132,7 +132,7 @@ export class FaultPlan {
 
 /**
  * Validates a `POST /sim/faults` body; a 422 PdlinkError names every offending field.
- * @example plan.arm(parseFaults(await readJsonBody(c, { limitBytes: 4096 })))
+ * @example plan.arm(parseFaults(await readJsonRequest(request, { limitBytes: 4096 })))
  */
 export function parseFaults(body: unknown): FaultsInput {
   const parsed = v.safeParse(FaultsBody, body, { abortEarly: false });
