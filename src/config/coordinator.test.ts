@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CliError } from '../cli/common.ts';
+import { ConfigError } from '../core/errors.ts';
 import { CONFIG_PATH_ENV, resolveCoordinatorSettings } from './coordinator.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pdlink-config-'));
@@ -26,7 +26,7 @@ function expectCliError(fn: () => unknown, ...fragments: string[]): void {
   } catch (err) {
     caught = err;
   }
-  expect(caught).toBeInstanceOf(CliError);
+  expect(caught).toBeInstanceOf(ConfigError);
   for (const fragment of fragments) expect((caught as Error).message).toContain(fragment);
 }
 

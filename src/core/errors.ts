@@ -79,6 +79,19 @@ export class PdlinkError extends Error {
   }
 }
 
+/**
+ * A command-line or configuration problem (a bad flag, an unreadable or invalid file): the command
+ * prints the message and exits with 2. Thrown by config/, the simulator's options and cli/; only
+ * cli/ and main.ts turn it into an exit status.
+ */
+export class ConfigError extends Error {
+  readonly exitCode = 2;
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
 /** Formats issues as one line: `a.b: reason; c[0]: reason`. */
 export function describeIssues(issues: readonly FieldIssue[]): string {
   return issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; ');

@@ -4,11 +4,11 @@
  * done with prefills' blocks: `remote_request_id` or a batch in `remote_request_ids`), `GET /sim/status` (counters, KV blocks in use) and
  * `GET /sim/requests[?request_id=]` (what each leg did, with the digest of its answer).
  */
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
+import { asPdlinkError, errorBody } from '../core/error-body.ts';
 import { errors } from '../core/errors.ts';
 import { readJsonRequest } from '../core/json-request.ts';
-import { onError } from '../http/envelope.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import type { SimEngine } from './engine.ts';
 import { parseFaults } from './faults.ts';
@@ -33,7 +33,7 @@ const ReleaseBody = v.union(
  */
 export function simControlApp(engine: SimEngine): Hono {
   const app = new Hono();
-  app.onError(onError);
+  app.onError(renderError);
   app.post('/sim/faults', async (c) => {
     engine.faults.arm(parseFaults(await readJsonRequest(c.req.raw, { limitBytes: CONTROL_BODY_LIMIT_BYTES })));
     return c.json(engine.faults.toJSON());
@@ -52,4 +52,11 @@ export function simControlApp(engine: SimEngine): Hono {
   app.get('/sim/status', (c) => c.json(engine.stats()));
   app.get('/sim/requests', (c) => c.json({ requests: engine.log.list(c.req.query('request_id')) }));
   return app;
+}
+
+/** pdlink's error envelope; an error of the simulator itself is logged, the client sees only a 500. */
+function renderError(err: Error, c: Context): Response {
+  const known = asPdlinkError(err);
+  if (known.code === 'internal') console.error('pdlink sim-engine: control route failed', err);
+  return c.json(errorBody(known), known.status);
 }

@@ -5,7 +5,7 @@
 import { Hono, type Context } from 'hono';
 import { PdlinkError } from '../core/errors.ts';
 import { readJsonRequest } from '../core/json-request.ts';
-import { methodAwareNotFound } from '../http/methods.ts';
+import { methodAwareNotFound } from '../core/route-methods.ts';
 import type { SimEngine } from './engine.ts';
 import type { SimKind } from './request.ts';
 import { SimError } from './sim-error.ts';

@@ -4,7 +4,8 @@
  */
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { CliError, parseCliPort } from '../cli/common.ts';
+import { parseCliPort } from '../core/cli-values.ts';
+import { ConfigError } from '../core/errors.ts';
 import type { SimRole } from './engine.ts';
 
 export const SIM_ENGINE_HELP = `Usage: pdlink sim-engine --role prefill|decode [options]
@@ -89,7 +90,7 @@ export const SIM_DEFAULTS = {
 const MAX_INT32 = 0x7fffffff;
 
 /**
- * Parses the simulator's arguments; a CliError names the bad option.
+ * Parses the simulator's arguments; a ConfigError names the bad option.
  * @example parseSimEngineArgs(['--role', 'prefill', '--port', '0'])
  */
 export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
@@ -119,13 +120,13 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
       },
     }).values;
   } catch (cause) {
-    throw new CliError(`${(cause as Error).message}\n\n${SIM_ENGINE_HELP}`);
+    throw new ConfigError(`${(cause as Error).message}\n\n${SIM_ENGINE_HELP}`);
   }
   const help = values.help === true;
   if (!help && values.role !== 'prefill' && values.role !== 'decode') {
-    throw new CliError(`--role: must be prefill or decode, got ${values.role === undefined ? 'nothing' : JSON.stringify(values.role)}`);
+    throw new ConfigError(`--role: must be prefill or decode, got ${values.role === undefined ? 'nothing' : JSON.stringify(values.role)}`);
   }
-  if (values.model !== undefined && values.model.trim() === '') throw new CliError('--model: must not be empty');
+  if (values.model !== undefined && values.model.trim() === '') throw new ConfigError('--model: must not be empty');
   const args: SimEngineArgs = {
     help,
     role: values.role === 'decode' ? 'decode' : 'prefill',
@@ -150,7 +151,7 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
 function int(option: string, text: string | undefined, fallback: number, min: number, max: number): number {
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
-    throw new CliError(`--${option}: must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`);
+    throw new ConfigError(`--${option}: must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`);
   return Number(text);
 }
 
@@ -158,12 +159,12 @@ function ms(option: string, text: string | undefined, fallback: number): number 
   if (text === undefined) return fallback;
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value) || value < 0 || value > 60_000) {
-    throw new CliError(`--${option}: must be a number of milliseconds in [0, 60000], got ${JSON.stringify(text)}`);
+    throw new ConfigError(`--${option}: must be a number of milliseconds in [0, 60000], got ${JSON.stringify(text)}`);
   }
   return value;
 }
 
 function ip(option: string, value: string): string {
-  if (isIP(value) === 0) throw new CliError(`--${option}: must be an IPv4 or IPv6 address, got ${JSON.stringify(value)}`);
+  if (isIP(value) === 0) throw new ConfigError(`--${option}: must be an IPv4 or IPv6 address, got ${JSON.stringify(value)}`);
   return value;
 }
