@@ -5,7 +5,7 @@
  */
 import { Hono } from 'hono';
 import { collectDefaultMetrics } from 'prom-client';
-import { errors } from '../core/errors.ts';
+import { errors, optionErrors } from '../core/errors.ts';
 import { onError } from '../http/envelope.ts';
 import { notFoundOf } from '../http/methods.ts';
 import { endpointAt } from '../agent/device-lookup.ts';

@@ -1,6 +1,5 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
-import { PdlinkError } from '../core/errors.ts';
 import { onError } from './envelope.ts';
 import { UnsafeInteger } from '../core/exact-json.ts';
 import { readJsonBody } from './body.ts';
@@ -114,12 +113,6 @@ describe('readJsonBody', () => {
     expect((value.id as UnsafeInteger).source).toBe('9007199254740993');
     expect(value.ok).toBe(9007199254740991);
     expect(value.f).toBe(1.5);
-  });
-
-  test('errors are PdlinkError with stable codes', () => {
-    const err = new PdlinkError('unprocessable', 'x');
-    expect(err.status).toBe(422);
-    expect(err.errorType).toBe('UnprocessableEntity');
   });
 });
 

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import { refreshMetrics } from '../cluster/registry-metrics.ts';
-import { errors, PdlinkError } from '../core/errors.ts';
+import { errors, optionErrors, PdlinkError } from '../core/errors.ts';
 import { validateRefresh } from '../schema/refresh.ts';
 import { readJsonBody } from './body.ts';
 import { onError } from './envelope.ts';
@@ -27,7 +27,7 @@ export interface RefreshRouteDeps {
 export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   const { registry, bodyLimitBytes } = deps;
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes <= 0) {
-    throw errors.configInvalid([{ path: 'bodyLimitBytes', message: `must be a positive integer, got ${bodyLimitBytes}` }], 'refreshRoutes');
+    throw optionErrors.positiveInteger('bodyLimitBytes');
   }
   const metrics = refreshMetrics(deps.metrics, registry);
   const app = new Hono();

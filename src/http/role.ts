@@ -7,7 +7,7 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { errors } from '../core/errors.ts';
+import { errors, optionErrors } from '../core/errors.ts';
 import type { RoleController } from '../agent/role/driver.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import { isRole, RoleBody, toRoleRequest } from '../schema/role.ts';
@@ -28,7 +28,7 @@ export interface RoleRouteDeps {
  */
 export function roleRoutes(deps: RoleRouteDeps): Hono {
   const limitBytes = deps.bodyLimitBytes ?? ROLE_BODY_LIMIT_BYTES;
-  if (!Number.isInteger(limitBytes) || limitBytes < 1) throw new RangeError('bodyLimitBytes must be a positive integer');
+  if (!Number.isInteger(limitBytes) || limitBytes < 1) throw optionErrors.positiveInteger('bodyLimitBytes');
   const app = new Hono();
   app.onError(onError);
 

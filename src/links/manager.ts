@@ -3,6 +3,7 @@
  * every link per (local endpoint, remote cluster), coalesces concurrent requests into runtime
  * calls of ≤ 16 clusters, reconciles towards a desired set, and follows runtime events.
  */
+import { optionErrors } from '../core/errors.ts';
 import type { Registry } from '../core/metrics.ts';
 import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
 import type { IpPort } from './endpoint.ts';

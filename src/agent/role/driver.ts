@@ -14,7 +14,7 @@
  * Posts queue behind the one being applied (role-queue.ts); consecutive queued posts of the same
  * role collapse into the latest, whose desired set wins either way.
  */
-import { errors } from '../../core/errors.ts';
+import { errors, optionErrors } from '../../core/errors.ts';
 import { systemClock, type LeaseClock } from '../../core/lease-clock.ts';
 import { DEFAULT_TIMEOUT_MS, type LinkManager } from '../../links/manager.ts';
 import { LLM_STATUS, statusName } from '../../core/llm-status.ts';
@@ -72,11 +72,10 @@ export class RoleController {
 
   constructor(options: RoleControllerOptions) {
     const basePort = options.linkBasePort ?? DEFAULT_LINK_BASE_PORT;
-    if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65535)
-      throw new RangeError('linkBasePort must be an integer in [1, 65535]');
+    if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65535) throw optionErrors.integerIn('linkBasePort', 1, 65535);
     const timeoutMs = options.linkTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1)
-      throw new RangeError('linkTimeoutMs must be an integer in [1, 2^31 - 1]');
+      throw optionErrors.integerIn('linkTimeoutMs', 1, '2^31 - 1');
     this.#manager = options.manager;
     this.#devices = options.devices;
     this.#endpoints = new Set(options.devices.map((d) => d.endpoint));
