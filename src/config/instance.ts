@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { refuseAllInterfaces } from '../core/all-interfaces.ts';
 import { ConfigError } from '../core/errors.ts';
-import { SECRET_MAX, SECRET_MIN, type LinkPortLimits } from '../ffi/config.ts';
+import { SECRET_MAX, SECRET_MIN, type LinkPortLimits } from '../core/limits.ts';
 import type { ContextSecurity } from '../workers/protocol.ts';
 import { clusterIdFor } from '../links/endpoint.ts';
 import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { isMeasuredJson, parseJsonExact, UnsafeInteger } from './exact-json.ts';
-import { MAX_JSON_DEPTH } from './json-depth.ts';
+import { MAX_JSON_DEPTH } from './limits.ts';
 
 describe('parseJsonExact', () => {
   test('refuses deep text before parsing it, whoever sent it', () => {

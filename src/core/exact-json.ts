@@ -7,7 +7,8 @@
  * parsed (json-depth.ts), so every value returned here is safe to recurse over.
  */
 import { errors } from './errors.ts';
-import { depthOverflowAt, MAX_JSON_DEPTH } from './json-depth.ts';
+import { depthOverflowAt } from './json-depth.ts';
+import { MAX_JSON_DEPTH } from './limits.ts';
 
 /** `JSON.rawJSON` (ES2025 JSON source text access): Bun has it, the bundled lib typings not yet. */
 const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;

@@ -8,6 +8,7 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
 import type { CallStatus, TransferResult, Transfers } from '../agent/transfers/transfers.ts';
+import { SMALL_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { clusterIdToWire, type IpPort } from '../links/endpoint.ts';
 import {
   CacheIdSchema,
@@ -28,7 +29,6 @@ import { onError } from './envelope.ts';
 export const TRANSFER_BODY_LIMIT_BYTES = 2 * MAX_BLOCKS_PER_REQUEST * 11 + 64 * 1024;
 /** Write bodies: base64 of MAX_COPY_BYTES, the block list, and the rest. */
 export const WRITE_BODY_LIMIT_BYTES = Math.ceil(MAX_COPY_BYTES / 3) * 4 + MAX_BLOCKS_PER_REQUEST * 11 + 64 * 1024;
-const SMALL_BODY_LIMIT_BYTES = 64 * 1024;
 
 export interface BlockRouteDeps {
   readonly transfers: Transfers;

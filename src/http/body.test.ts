@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import { onError } from './envelope.ts';
 import { UnsafeInteger } from '../core/exact-json.ts';
 import { readJsonBody } from './body.ts';
-import { MAX_JSON_DEPTH } from '../core/json-depth.ts';
+import { MAX_JSON_DEPTH } from '../core/limits.ts';
 
 function appWithLimit(limitBytes: number): Hono {
   const app = new Hono();

@@ -10,13 +10,13 @@ import * as v from 'valibot';
 import type { ClusterView, Controller, MemberView } from '../controller/controller.ts';
 import type { DesiredInstance } from '../controller/types.ts';
 import { errors, type FieldIssue } from '../core/errors.ts';
+import { CONTROLLER_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { AddInstanceBody, InstanceIdParam } from '../schema/controller-api.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import { readJsonBody } from './body.ts';
 import { onError } from './envelope.ts';
 
-/** An instance entry is small; 1 MiB leaves room for 64 devices with long addresses many times over. */
-export const CONTROLLER_BODY_LIMIT_BYTES = 1024 * 1024;
+export { CONTROLLER_BODY_LIMIT_BYTES };
 
 export interface ControllerRouteDeps {
   readonly controller: Controller;

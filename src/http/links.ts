@@ -6,6 +6,7 @@
 import { Hono } from 'hono';
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
+import { LINKS_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { clusterIdToWire, formatIpPort, type IpPort } from '../links/endpoint.ts';
 import type { LinkManager } from '../links/manager.ts';
 import { statusName } from '../core/llm-status.ts';
@@ -15,8 +16,7 @@ import { toFieldIssues } from '../schema/issues.ts';
 import { readJsonBody } from './body.ts';
 import { onError } from './envelope.ts';
 
-/** Largest `/v1/links/*` body: 16 clusters need about 2 KiB; room for clients that send more. */
-export const LINKS_BODY_LIMIT_BYTES = 256 * 1024;
+export { LINKS_BODY_LIMIT_BYTES };
 
 export interface LinksRouteDeps {
   readonly manager: LinkManager;

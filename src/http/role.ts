@@ -9,13 +9,13 @@ import { Hono } from 'hono';
 import * as v from 'valibot';
 import { errors, optionErrors } from '../core/errors.ts';
 import type { RoleController } from '../agent/role/driver.ts';
+import { ROLE_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import { isRole, RoleBody, toRoleRequest } from '../schema/role.ts';
 import { readJsonBody } from './body.ts';
 import { onError } from './envelope.ts';
 
-/** Largest role body: 96 nodes of 16 devices need about 150 KiB; MindIE's own limit is 1–20 MB. */
-export const ROLE_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+export { ROLE_BODY_LIMIT_BYTES };
 
 export interface RoleRouteDeps {
   readonly controller: RoleController;

@@ -4,6 +4,7 @@
  * calls of ≤ 16 clusters, reconciles towards a desired set, and follows runtime events.
  */
 import { optionErrors } from '../core/errors.ts';
+import { INT32_MAX } from '../core/limits.ts';
 import type { Registry } from '../core/metrics.ts';
 import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
 import type { IpPort } from './endpoint.ts';
@@ -332,7 +333,7 @@ const UNLINK_SETTLED: ReadonlySet<number> = new Set([
 function callError(count: number, timeoutMs: number | undefined): number | undefined {
   if (count > MAX_CLUSTERS_PER_CALL) return LLM_STATUS.LLM_CLUSTER_NUM_EXCEED_LIMIT;
   if (count === 0) return LLM_STATUS.LLM_PARAM_INVALID;
-  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1))
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > INT32_MAX))
     return LLM_STATUS.LLM_PARAM_INVALID;
   return undefined;
 }

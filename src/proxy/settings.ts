@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
+import { INT32_MAX } from '../core/limits.ts';
 import { BODY_LIMIT_MB, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, type CoordinatorConfigFile } from '../schema/coordinator-config.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 
@@ -41,7 +42,7 @@ export const DEFAULT_BACKOFF_BASE_MS = 50;
 export const DEFAULT_BACKOFF_CAP_MS = 2_000;
 export const DEFAULT_LEASE_MS = 30_000;
 /** Longest timer a JavaScript runtime honours (2^31−1 ms); longer values would fire at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = INT32_MAX;
 
 const ms = (min: number) =>
   v.pipe(

@@ -3,6 +3,7 @@
  * Only the keys pdlink acts on are checked; every other key is accepted as it is, so a MindIE file
  * can be used unchanged.
  */
+import { INT32_MAX } from '../core/limits.ts';
 import * as v from 'valibot';
 import { DecodePolicySchema, PrefillPolicySchema } from '../scheduler/types.ts';
 
@@ -14,7 +15,7 @@ export const MAX_REQUESTS = { min: 1, max: 90000, default: 10000 } as const;
 export const SINGLE_NODE_MAX_REQUESTS = { min: 1, max: 2000, default: 1000 } as const;
 export const HTTP_TIMEOUT_SECONDS = { min: 0, max: 3600, default: 600 } as const;
 /** `scheduler.circuit_breaker.cooldown_ms`: how long an open circuit refuses requests before its trial. */
-export const CIRCUIT_COOLDOWN_MS = { min: 1, max: 2 ** 31 - 1, default: 30_000 } as const;
+export const CIRCUIT_COOLDOWN_MS = { min: 1, max: INT32_MAX, default: 30_000 } as const;
 
 /** A port as MindIE writes it (a decimal string) or as a plain integer. */
 export const ConfigPort = v.pipe(

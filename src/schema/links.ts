@@ -4,12 +4,13 @@
  */
 import * as v from 'valibot';
 import { UnsafeInteger } from '../core/exact-json.ts';
+import { INT32_MAX } from '../core/limits.ts';
 import { MAX_CLUSTER_ID, parseIpPort } from '../links/endpoint.ts';
 
 /** Default link/unlink timeout in milliseconds, as LLM-DataDist's Python API. */
 export const DEFAULT_LINK_TIMEOUT_MS = 3000;
 /** Largest timeout: an int32. */
-export const MAX_LINK_TIMEOUT_MS = 2 ** 31 - 1;
+export const MAX_LINK_TIMEOUT_MS = INT32_MAX;
 
 const UINT64_MESSAGE = 'must be an unsigned 64-bit integer (a JSON number or a decimal string)';
 

@@ -9,11 +9,10 @@ import * as v from 'valibot';
 import { asPdlinkError, errorBody } from '../core/error-body.ts';
 import { errors } from '../core/errors.ts';
 import { readJsonRequest } from '../core/json-request.ts';
+import { SMALL_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 import type { SimEngine } from './engine.ts';
 import { parseFaults } from './faults.ts';
-
-const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 
 const RequestId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'));
 /** One id, or a batch of them (what a decoder's ReleaseNotifier sends). */
@@ -35,7 +34,7 @@ export function simControlApp(engine: SimEngine): Hono {
   const app = new Hono();
   app.onError(renderError);
   app.post('/sim/faults', async (c) => {
-    engine.faults.arm(parseFaults(await readJsonRequest(c.req.raw, { limitBytes: CONTROL_BODY_LIMIT_BYTES })));
+    engine.faults.arm(parseFaults(await readJsonRequest(c.req.raw, { limitBytes: SMALL_BODY_LIMIT_BYTES })));
     return c.json(engine.faults.toJSON());
   });
   app.get('/sim/faults', (c) => c.json(engine.faults.toJSON()));
@@ -44,7 +43,7 @@ export function simControlApp(engine: SimEngine): Hono {
     return c.json(engine.faults.toJSON());
   });
   app.post('/sim/kv/release', async (c) => {
-    const parsed = v.safeParse(ReleaseBody, await readJsonRequest(c.req.raw, { limitBytes: CONTROL_BODY_LIMIT_BYTES }));
+    const parsed = v.safeParse(ReleaseBody, await readJsonRequest(c.req.raw, { limitBytes: SMALL_BODY_LIMIT_BYTES }));
     if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
     const ids = 'remote_request_ids' in parsed.output ? parsed.output.remote_request_ids : [parsed.output.remote_request_id];
     return c.json({ released_blocks: ids.reduce((n, id) => n + engine.releaseExport(id), 0) });

@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { parseCliPort } from '../core/cli-values.ts';
 import { ConfigError } from '../core/errors.ts';
+import { INT32_MAX } from '../core/limits.ts';
 import type { SimRole } from './engine.ts';
 
 export const SIM_ENGINE_HELP = `Usage: pdlink sim-engine --role prefill|decode [options]
@@ -87,8 +88,6 @@ export const SIM_DEFAULTS = {
   pullTimeoutMs: 1000,
 } as const;
 
-const MAX_INT32 = 0x7fffffff;
-
 /**
  * Parses the simulator's arguments; a ConfigError names the bad option.
  * @example parseSimEngineArgs(['--role', 'prefill', '--port', '0'])
@@ -136,9 +135,9 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
     blockTokens: int('block_tokens', values.block_tokens, SIM_DEFAULTS.blockTokens, 1, 128),
     prefillMsPerToken: ms('prefill_ms_per_token', values.prefill_ms_per_token, SIM_DEFAULTS.prefillMsPerToken),
     decodeMsPerToken: ms('decode_ms_per_token', values.decode_ms_per_token, SIM_DEFAULTS.decodeMsPerToken),
-    maxModelLen: int('max_model_len', values.max_model_len, SIM_DEFAULTS.maxModelLen, 2, MAX_INT32),
-    kvLeaseMs: int('kv_lease_ms', values.kv_lease_ms, SIM_DEFAULTS.kvLeaseMs, 1, MAX_INT32),
-    pullTimeoutMs: int('pull_timeout_ms', values.pull_timeout_ms, SIM_DEFAULTS.pullTimeoutMs, 1, MAX_INT32),
+    maxModelLen: int('max_model_len', values.max_model_len, SIM_DEFAULTS.maxModelLen, 2, INT32_MAX),
+    kvLeaseMs: int('kv_lease_ms', values.kv_lease_ms, SIM_DEFAULTS.kvLeaseMs, 1, INT32_MAX),
+    pullTimeoutMs: int('pull_timeout_ms', values.pull_timeout_ms, SIM_DEFAULTS.pullTimeoutMs, 1, INT32_MAX),
   };
   if (values.config !== undefined) args.config = values.config;
   if (values.manage_ip !== undefined) args.manageIp = ip('manage_ip', values.manage_ip);

@@ -16,6 +16,7 @@
  */
 import { errors, optionErrors } from '../../core/errors.ts';
 import { systemClock, type LeaseClock } from '../../core/lease-clock.ts';
+import { INT32_MAX } from '../../core/limits.ts';
 import { DEFAULT_TIMEOUT_MS, type LinkManager } from '../../links/manager.ts';
 import { LLM_STATUS, statusName } from '../../core/llm-status.ts';
 import type { LinkEvent, LinkInfo, RuntimeLinkEvent } from '../../links/types.ts';
@@ -74,7 +75,7 @@ export class RoleController {
     const basePort = options.linkBasePort ?? DEFAULT_LINK_BASE_PORT;
     if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65535) throw optionErrors.integerIn('linkBasePort', 1, 65535);
     const timeoutMs = options.linkTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1)
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > INT32_MAX)
       throw optionErrors.integerIn('linkTimeoutMs', 1, '2^31 - 1');
     this.#manager = options.manager;
     this.#devices = options.devices;
