@@ -10,6 +10,9 @@
  */
 export const INT32_MAX = 0x7fffffff;
 
+/** Largest uint64: the range of LLM-DataDist cluster ids, and of the wire's 64-bit ids. */
+export const UINT64_MAX = (1n << 64n) - 1n;
+
 /**
  * Deepest nesting of arrays and objects accepted in any JSON pdlink reads: `[]` is 1 level,
  * `{"a":[]}` 2. Legitimate bodies stay far below it (a refresh snapshot or a role post nests 5

@@ -4,8 +4,8 @@
  */
 import * as v from 'valibot';
 import { UnsafeInteger } from '../core/exact-json.ts';
-import { INT32_MAX } from '../core/limits.ts';
-import { MAX_CLUSTER_ID, parseIpPort } from '../links/endpoint.ts';
+import { parseIpPort } from '../core/ip-port.ts';
+import { INT32_MAX, UINT64_MAX } from '../core/limits.ts';
 
 /** Default link/unlink timeout in milliseconds, as LLM-DataDist's Python API. */
 export const DEFAULT_LINK_TIMEOUT_MS = 3000;
@@ -24,7 +24,7 @@ function toUint64(value: unknown): bigint | undefined {
   else return undefined;
   if (!/^\d{1,20}$/.test(text)) return undefined;
   const id = BigInt(text);
-  return id <= MAX_CLUSTER_ID ? id : undefined;
+  return id <= UINT64_MAX ? id : undefined;
 }
 
 /** uint64 given as a JSON number (exact) or a decimal string; output is a bigint. */
