@@ -6,8 +6,14 @@
  */
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
-import { INT32_MAX } from '../core/limits.ts';
-import { BODY_LIMIT_MB, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, type CoordinatorConfigFile } from '../schema/coordinator-config.ts';
+import {
+  BODY_LIMIT_MB,
+  HTTP_TIMEOUT_SECONDS,
+  MAX_REQUESTS,
+  MAX_TIMER_MS,
+  ProxyConfigSection,
+  type CoordinatorConfigFile,
+} from '../schema/coordinator-config.ts';
 import { toFieldIssues } from '../schema/issues.ts';
 
 export interface ProxySettings {
@@ -41,25 +47,7 @@ export const MINDIE_MAX_RETRY = 5;
 export const DEFAULT_BACKOFF_BASE_MS = 50;
 export const DEFAULT_BACKOFF_CAP_MS = 2_000;
 export const DEFAULT_LEASE_MS = 30_000;
-/** Longest timer a JavaScript runtime honours (2^31−1 ms); longer values would fire at once. */
-export const MAX_TIMER_MS = INT32_MAX;
-
-const ms = (min: number) =>
-  v.pipe(
-    v.number('must be a number of milliseconds'),
-    v.integer('must be an integer number of milliseconds'),
-    v.minValue(min, `must be in [${min}, ${MAX_TIMER_MS}]`),
-    v.maxValue(MAX_TIMER_MS, `must be in [${min}, ${MAX_TIMER_MS}]`),
-  );
-
-/** pdlink's own section of the Coordinator file; every key optional. */
-export const ProxyConfigSection = v.looseObject({
-  /** 0 = bounded by first_token_timeout only. */
-  prefill_timeout_ms: v.optional(ms(0)),
-  backoff_base_ms: v.optional(ms(1)),
-  backoff_cap_ms: v.optional(ms(1)),
-  lease_ms: v.optional(ms(1)),
-});
+export { MAX_TIMER_MS, ProxyConfigSection };
 
 /**
  * Resolves the proxy settings from the Coordinator file (sections `exception_config`,
