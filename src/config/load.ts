@@ -5,7 +5,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import * as v from 'valibot';
 import { ConfigError, describeIssues } from '../core/errors.ts';
-import { toFieldIssues } from '../schema/issues.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 
 /** Largest configuration file accepted, as MindIE's server does. */
 export const MAX_CONFIG_BYTES = 10 * 1024 * 1024;
@@ -32,7 +32,5 @@ export function loadConfigFile<S extends v.GenericSchema>(path: string, schema: 
   } catch (cause) {
     throw new ConfigError(`config file ${path}: not valid JSON: ${(cause as Error).message}`);
   }
-  const result = v.safeParse(schema, json, { abortEarly: false });
-  if (!result.success) throw new ConfigError(`config file ${path}: ${describeIssues(toFieldIssues(result.issues))}`);
-  return result.output;
+  return parseOrRefuse(schema, json, (issues) => new ConfigError(`config file ${path}: ${describeIssues(issues)}`));
 }

@@ -5,15 +5,13 @@
  * 400: request errors (unknown role, content type, empty or malformed body); 422: a body that
  * does not meet the specification, or local devices this agent does not serve.
  */
-import { Hono } from 'hono';
-import * as v from 'valibot';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { errors, optionErrors } from '../core/errors.ts';
 import type { RoleController } from '../agent/role/driver.ts';
 import { ROLE_BODY_LIMIT_BYTES } from '../core/limits.ts';
-import { toFieldIssues } from '../schema/issues.ts';
-import { isRole, RoleBody, toRoleRequest } from '../schema/role.ts';
-import { readJsonBody } from './body.ts';
+import { isRole, type Role, RoleBody, toRoleRequest } from '../schema/role.ts';
 import { onError } from './envelope.ts';
+import { jsonBody } from './json-body.ts';
 
 export { ROLE_BODY_LIMIT_BYTES };
 
@@ -32,19 +30,19 @@ export function roleRoutes(deps: RoleRouteDeps): Hono {
   const app = new Hono();
   app.onError(onError);
 
-  app.post('/v1/role/:role', async (c) => {
-    const role = c.req.param('role');
-    // The URL is checked before the body: a wrong role is a request error whatever the body says.
-    if (!isRole(role)) throw errors.invalidArgument('role', `must be "prefill" or "decode", got ${JSON.stringify(role)}`);
-    const body = await readJsonBody(c, { limitBytes });
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw errors.unprocessable([{ path: '', message: 'must be a JSON object' }]);
-    const parsed = v.safeParse(RoleBody, body, { abortEarly: false });
-    if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
-    deps.controller.submit(toRoleRequest(role, parsed.output));
+  // The URL is checked before the body: a wrong role is a request error whatever the body says.
+  app.post('/v1/role/:role', roleParam, jsonBody(RoleBody, { limitBytes, object: true }), (c) => {
+    deps.controller.submit(toRoleRequest(c.req.param('role') as Role, c.req.valid('json')));
     return c.json({ result: 'OK' });
   });
 
   app.get('/v1/status', (c) => c.json(deps.controller.status()));
   return app;
 }
+
+/** Lets only `prefill` and `decode` through as the `:role` of the path (400 otherwise). */
+const roleParam: MiddlewareHandler = async (c, next) => {
+  const role = c.req.param('role') ?? '';
+  if (!isRole(role)) throw errors.invalidArgument('role', `must be "prefill" or "decode", got ${JSON.stringify(role)}`);
+  await next();
+};

@@ -14,7 +14,7 @@ import {
   ProxyConfigSection,
   type CoordinatorConfigFile,
 } from '../schema/coordinator-config.ts';
-import { toFieldIssues } from '../schema/issues.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 
 export interface ProxySettings {
   /** One prefill attempt, from sending P's request to P's complete answer (ms; Infinity = none). */
@@ -56,12 +56,14 @@ export { MAX_TIMER_MS, ProxyConfigSection };
  * @example const settings = resolveProxySettings(coordinatorSettings.file, { maxRetries: 2 });
  */
 export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides: Partial<ProxySettings> = {}): ProxySettings {
-  const parsed = v.safeParse(v.optional(ProxyConfigSection, {}), file['proxy_config'], { abortEarly: false });
-  if (!parsed.success) {
-    const issues = toFieldIssues(parsed.issues).map((i) => ({ ...i, path: i.path === '' ? 'proxy_config' : `proxy_config.${i.path}` }));
-    throw errors.configInvalid(issues, 'proxy_config');
-  }
-  const own = parsed.output;
+  const own = parseOrRefuse(
+    v.optional(ProxyConfigSection, {}),
+    file['proxy_config'],
+    (issues) => errors.configInvalid(issues, 'proxy_config'),
+    {
+      at: 'proxy_config',
+    },
+  );
   const exception = file.exception_config ?? {};
   const limits = file.request_limit ?? {};
   const firstToken = seconds(exception.first_token_timeout ?? MINDIE_TIMEOUT_SECONDS);

@@ -5,7 +5,7 @@
  */
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
-import { toFieldIssues } from './issues.ts';
+import { parseOrRefuse } from './issues.ts';
 
 /** The two inference APIs the proxy serves. */
 export type CompletionKind = 'completions' | 'chat';
@@ -49,13 +49,7 @@ export type CompletionBody = Record<string, unknown> & { model: string; stream?:
  */
 export function parseCompletionBody(kind: CompletionKind, body: unknown): CompletionBody {
   // Valibot's object schemas accept arrays; a request body must be a plain JSON object.
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw errors.invalidBody([{ path: '', message: 'must be a JSON object' }]);
-  const schema = kind === 'chat' ? ChatRequest : CompletionsRequest;
-  const result = v.safeParse(schema, body, { abortEarly: false });
-  if (!result.success) {
-    throw errors.invalidBody(toFieldIssues(result.issues));
-  }
+  parseOrRefuse(kind === 'chat' ? ChatRequest : CompletionsRequest, body, errors.invalidBody, { object: true });
   // The original object, not Valibot's copy: fields the proxy does not know keep their exact
   // values, including UnsafeInteger markers that serialise back to their source digits.
   return body as CompletionBody;

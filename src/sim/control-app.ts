@@ -10,7 +10,7 @@ import { asPdlinkError, errorBody } from '../core/error-body.ts';
 import { errors } from '../core/errors.ts';
 import { readJsonRequest } from '../core/json-request.ts';
 import { SMALL_BODY_LIMIT_BYTES } from '../core/limits.ts';
-import { toFieldIssues } from '../schema/issues.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 import type { SimEngine } from './engine.ts';
 import { parseFaults } from './faults.ts';
 
@@ -43,9 +43,8 @@ export function simControlApp(engine: SimEngine): Hono {
     return c.json(engine.faults.toJSON());
   });
   app.post('/sim/kv/release', async (c) => {
-    const parsed = v.safeParse(ReleaseBody, await readJsonRequest(c.req.raw, { limitBytes: SMALL_BODY_LIMIT_BYTES }));
-    if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
-    const ids = 'remote_request_ids' in parsed.output ? parsed.output.remote_request_ids : [parsed.output.remote_request_id];
+    const body = parseOrRefuse(ReleaseBody, await readJsonRequest(c.req.raw, { limitBytes: SMALL_BODY_LIMIT_BYTES }), errors.unprocessable);
+    const ids = 'remote_request_ids' in body ? body.remote_request_ids : [body.remote_request_id];
     return c.json({ released_blocks: ids.reduce((n, id) => n + engine.releaseExport(id), 0) });
   });
   app.get('/sim/status', (c) => c.json(engine.stats()));

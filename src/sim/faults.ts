@@ -7,7 +7,7 @@
  */
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
-import { toFieldIssues } from '../schema/issues.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 
 const Count = v.pipe(
   v.number('must be an integer'),
@@ -135,9 +135,7 @@ export class FaultPlan {
  * @example plan.arm(parseFaults(await readJsonRequest(request, { limitBytes: 4096 })))
  */
 export function parseFaults(body: unknown): FaultsInput {
-  const parsed = v.safeParse(FaultsBody, body, { abortEarly: false });
-  if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
-  return parsed.output;
+  return parseOrRefuse(FaultsBody, body, errors.unprocessable);
 }
 
 function take(arm: StatusArm | undefined, disarm: () => void): number | undefined {
