@@ -8,8 +8,9 @@
  *
  * Run: node_modules/.bin/bun bench/json-depth.bench.ts   (add --quick for a short check that writes nothing)
  */
-import { parseJsonExact } from '../src/http/body.ts';
-import { depthOverflowAt, MAX_JSON_DEPTH } from '../src/core/json-depth.ts';
+import { parseJsonExact } from '../src/core/exact-json.ts';
+import { depthOverflowAt } from '../src/core/json-depth.ts';
+import { MAX_JSON_DEPTH } from '../src/core/limits.ts';
 import { exampleSnapshot } from '../test/doubles/refresh-examples.ts';
 import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';
 

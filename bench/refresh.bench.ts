@@ -14,7 +14,7 @@ import type { Socket } from 'bun';
 import * as v from 'valibot';
 import { ClusterRegistry } from '../src/cluster/registry.ts';
 import { createCoordinator } from '../src/apps/coordinator.ts';
-import { parseJsonExact } from '../src/http/body.ts';
+import { parseJsonExact } from '../src/core/exact-json.ts';
 import { exampleSnapshot, SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
 import { RefreshSchema, validateRefresh } from '../src/schema/refresh.ts';
 import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';

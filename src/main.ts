@@ -2,7 +2,7 @@
 /**
  * The `pdlink` command: dispatches to a sub-command. No business logic lives here.
  */
-import { CliError } from './cli/common.ts';
+import { ConfigError } from './core/errors.ts';
 import { shutdownSignals } from './cli/shutdown.ts';
 
 // Before anything else: a signal at any moment after start must close the process cleanly.
@@ -49,7 +49,7 @@ async function main(argv: string[]): Promise<number> {
     )(rest);
     return 0;
   } catch (err) {
-    if (err instanceof CliError) {
+    if (err instanceof ConfigError) {
       console.error(`pdlink ${name}: ${err.message}`);
       return err.exitCode;
     }

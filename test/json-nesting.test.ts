@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createCoordinator, type Coordinator } from '../src/apps/coordinator.ts';
-import { MAX_JSON_DEPTH } from '../src/core/json-depth.ts';
+import { MAX_JSON_DEPTH } from '../src/core/limits.ts';
 import { createInstanceAgent, type InstanceAgent } from '../src/apps/agent.ts';
 import { createRegistry } from '../src/core/metrics.ts';
 import { SEED_REFRESH_BODY } from './doubles/refresh-examples.ts';

@@ -5,7 +5,7 @@
  * from a P is that P's fault, and only that P's.
  */
 import { afterEach, describe, expect, test } from 'bun:test';
-import { MAX_JSON_DEPTH } from '../src/core/json-depth.ts';
+import { MAX_JSON_DEPTH } from '../src/core/limits.ts';
 import type { Responder } from './fixtures/proxy/fake-engine.ts';
 import { D_ID, P_ID, startHarness, type Harness } from './fixtures/proxy/harness.ts';
 import { prefillResponder } from './fixtures/proxy/responders.ts';

@@ -4,6 +4,7 @@
  * built together and closed in order. No HTTP: `apps/agent.ts` mounts the routes on it, and the
  * plugin API uses the same objects.
  */
+import { optionErrors } from '../core/errors.ts';
 import type { Registry } from '../core/metrics.ts';
 import { LinkManager } from '../links/manager.ts';
 import { EventPump } from '../workers/event-pump.ts';
@@ -76,7 +77,7 @@ export interface Agent {
  * @example const agent = await openAgent({ devices: [{ endpoint: '0', ip: '127.0.0.2', port: 26000, clusterId: 7n }], metrics });
  */
 export async function openAgent(options: AgentOptions): Promise<Agent> {
-  if (options.devices.length === 0) throw new RangeError('devices must name at least one local device');
+  if (options.devices.length === 0) throw optionErrors.empty('devices', 'local device');
   const { metrics, workerFilename: filename } = options;
   const pool = new WorkerPool({
     ...(options.threads === undefined ? {} : { threads: options.threads }),

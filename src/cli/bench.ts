@@ -13,7 +13,8 @@ import { syntheticWorkload } from '../harness/synthetic.ts';
 import type { Endpoint, Target } from '../harness/target.ts';
 import { parseTrace } from '../harness/trace.ts';
 import type { Workload } from '../harness/workload.ts';
-import { CliError, parseStringOptions } from './common.ts';
+import { ConfigError } from '../core/errors.ts';
+import { parseStringOptions } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export const BENCH_HELP = `Usage: pdlink bench --base-url URL [options]
@@ -93,11 +94,11 @@ export async function runBenchCommand(argv: string[]): Promise<void> {
     return;
   }
   const baseUrl = values['base-url'];
-  if (baseUrl === undefined) throw new CliError(`--base-url: required\n\n${BENCH_HELP}`);
-  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new CliError(`--base-url: must be an http(s) URL, got ${JSON.stringify(baseUrl)}`);
+  if (baseUrl === undefined) throw new ConfigError(`--base-url: required\n\n${BENCH_HELP}`);
+  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new ConfigError(`--base-url: must be an http(s) URL, got ${JSON.stringify(baseUrl)}`);
   const endpoint = values.endpoint ?? 'completions';
   if (endpoint !== 'completions' && endpoint !== 'chat')
-    throw new CliError(`--endpoint: must be completions or chat, got ${JSON.stringify(endpoint)}`);
+    throw new ConfigError(`--endpoint: must be completions or chat, got ${JSON.stringify(endpoint)}`);
   const requestTimeoutMs = num(values, 'request-timeout-s', 300, { min: 0, exclusive: true }) * 1000;
   const workload = loadWorkload(values);
   const maxRequests = int(values, 'max-requests', values.trace === undefined ? workload.items.length : Number.MAX_SAFE_INTEGER, 1);
@@ -132,7 +133,7 @@ function loadWorkload(values: Values): Workload {
     try {
       text = readFileSync(values.trace, 'utf8');
     } catch (err) {
-      throw new CliError(`--trace: cannot read ${values.trace}: ${(err as Error).message}`);
+      throw new ConfigError(`--trace: cannot read ${values.trace}: ${(err as Error).message}`);
     }
     const lengthScale = num(values, 'length-scale', 1, { min: 0, exclusive: true });
     const scaling = {
@@ -144,7 +145,7 @@ function loadWorkload(values: Values): Workload {
     try {
       return parseTrace(text, values.trace, scaling);
     } catch (err) {
-      throw new CliError(`--trace: ${values.trace}: ${(err as Error).message}`);
+      throw new ConfigError(`--trace: ${values.trace}: ${(err as Error).message}`);
     }
   }
   return syntheticWorkload({
@@ -167,7 +168,7 @@ function num(values: Values, name: keyof Values, fallback: number, range: { min:
   if (text.trim() === '' || !Number.isFinite(value) || !low || (range.max !== undefined && value > range.max)) {
     const bound =
       range.max !== undefined ? `in [${range.min}, ${range.max}]` : range.exclusive === true ? `> ${range.min}` : `≥ ${range.min}`;
-    throw new CliError(`--${name}: must be a number ${bound}, got ${JSON.stringify(text)}`);
+    throw new ConfigError(`--${name}: must be a number ${bound}, got ${JSON.stringify(text)}`);
   }
   return value;
 }
@@ -176,7 +177,7 @@ function int(values: Values, name: keyof Values, fallback: number, min: number):
   const text = values[name];
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < min || !Number.isSafeInteger(Number(text)))
-    throw new CliError(`--${name}: must be an integer ≥ ${min}, got ${JSON.stringify(text)}`);
+    throw new ConfigError(`--${name}: must be an integer ≥ ${min}, got ${JSON.stringify(text)}`);
   return Number(text);
 }
 
@@ -184,14 +185,14 @@ function length(values: Values, name: 'input-len' | 'output-len', fallback: stri
   try {
     return parseLength(values[name] ?? fallback);
   } catch (err) {
-    throw new CliError(`--${name}: ${(err as Error).message}`);
+    throw new ConfigError(`--${name}: ${(err as Error).message}`);
   }
 }
 
 function parseLevels(text: string): number[] {
   const levels = text.split(',').map((s) => s.trim());
   if (levels.some((s) => !/^\d+$/.test(s) || Number(s) < 1))
-    throw new CliError(`--concurrency: must be a comma-separated list of integers ≥ 1, got ${JSON.stringify(text)}`);
+    throw new ConfigError(`--concurrency: must be a comma-separated list of integers ≥ 1, got ${JSON.stringify(text)}`);
   return levels.map(Number);
 }
 
@@ -204,7 +205,7 @@ async function firstModel(baseUrl: string): Promise<string> {
     if (res.ok && typeof id === 'string') return id;
     throw new Error(`answered ${res.status} without a model`);
   } catch (err) {
-    throw new CliError(`--model: not given, and GET ${url} did not name one (${(err as Error).message}); pass --model`);
+    throw new ConfigError(`--model: not given, and GET ${url} did not name one (${(err as Error).message}); pass --model`);
   }
 }
 

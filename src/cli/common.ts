@@ -2,19 +2,10 @@
  * What every pdlink command shares: argument parsing errors (exit status 2), the listening lines,
  * serving Hono apps with Bun.serve, the all-interfaces guard, and clean shutdown on SIGINT/SIGTERM.
  */
-import { isIP, isIPv6 } from 'node:net';
+import { isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
-import { isAllInterfaces } from '../core/all-interfaces.ts';
+import { ConfigError } from '../core/errors.ts';
 import { shutdownSignals } from './shutdown.ts';
-
-/** A command-line or configuration problem: the process prints the message and exits with 2. */
-export class CliError extends Error {
-  readonly exitCode = 2;
-  constructor(message: string) {
-    super(message);
-    this.name = 'CliError';
-  }
-}
 
 export interface ListenerSpec {
   /** Name printed in the listening line, e.g. `management`. */
@@ -56,7 +47,7 @@ export function listeningLine(name: string, url: string): string {
  * Starts one Bun server per spec, then prints `preamble` and one listening line per listener. The
  * lines come only once every listener is up: a harness that saw them can rely on the process
  * serving, so a process that fails to bind prints none. On any failure the ones already started
- * are stopped and a CliError names the listener and address.
+ * are stopped and a ConfigError names the listener and address.
  * @example const running = await startListeners([{ name: 'management', hostname: '127.0.0.1', port: 0, fetch: app.fetch }]);
  */
 export async function startListeners(specs: readonly ListenerSpec[], preamble: readonly string[] = []): Promise<RunningListener[]> {
@@ -76,7 +67,7 @@ export async function startListeners(specs: readonly ListenerSpec[], preamble: r
     } catch (cause) {
       await Promise.all(running.map((r) => r.stop()));
       const reason = cause instanceof Error ? cause.message : String(cause);
-      throw new CliError(`cannot listen for ${spec.name} on ${listenerUrl(spec.hostname, spec.port, false)}: ${reason}`);
+      throw new ConfigError(`cannot listen for ${spec.name} on ${listenerUrl(spec.hostname, spec.port, false)}: ${reason}`);
     }
   }
   for (const line of preamble) console.log(line);
@@ -95,34 +86,8 @@ export async function untilSignal(close: () => Promise<void>): Promise<void> {
 }
 
 /**
- * Refuses a listener address meaning every interface unless the configuration allows it.
- * @throws CliError naming `key` and the setting that allows it.
- * @example refuseAllInterfaces('manage_ip', settings.manage.ip, false, 'http_config.allow_all_zero_ip_listening');
- */
-export function refuseAllInterfaces(key: string, host: string, allowed: boolean, allowKey: string): void {
-  if (allowed || !isAllInterfaces(host)) return;
-  throw new CliError(`${key}: ${JSON.stringify(host)} listens on every interface; set ${allowKey} to true to allow it`);
-}
-
-/** Parses a command-line port: an integer in 0..65535 where 0 means any free port. */
-export function parseCliPort(option: string, value: string): number {
-  if (!/^\d+$/.test(value)) throw new CliError(`--${option}: must be an integer port, got ${JSON.stringify(value)}`);
-  const port = Number(value);
-  if (port !== 0 && (port < 1024 || port > 65535)) {
-    throw new CliError(`--${option}: must be in [1024, 65535] (or 0 for any free port), got ${value}`);
-  }
-  return port;
-}
-
-/** Parses a command-line IP address (IPv4 or IPv6 text). */
-export function parseCliIp(option: string, value: string): string {
-  if (isIP(value) === 0) throw new CliError(`--${option}: must be an IPv4 or IPv6 address, got ${JSON.stringify(value)}`);
-  return value;
-}
-
-/**
  * Parses `--name value` string options and `-h/--help`; an unknown option or a missing value is a
- * CliError carrying the command's help text.
+ * ConfigError carrying the command's help text.
  * @example const { values, help } = parseStringOptions(argv, ['config', 'manage_ip'], HELP);
  */
 export function parseStringOptions<const K extends string>(
@@ -137,6 +102,6 @@ export function parseStringOptions<const K extends string>(
     const { help, ...rest } = values as Record<string, string | boolean | undefined>;
     return { values: rest as Partial<Record<K, string>>, help: help === true };
   } catch (cause) {
-    throw new CliError(`${(cause as Error).message}\n\n${helpText}`);
+    throw new ConfigError(`${(cause as Error).message}\n\n${helpText}`);
   }
 }

@@ -7,7 +7,9 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { createControllerApp } from '../apps/controller.ts';
 import { loadTopology } from '../config/controller.ts';
-import { CliError, parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
+import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
+import { ConfigError } from '../core/errors.ts';
+import { parseStringOptions, startListeners, untilSignal } from './common.ts';
 
 /** Management listener defaults. */
 const DEFAULT_MANAGE_IP = '127.0.0.1';
@@ -51,7 +53,7 @@ export function parseControllerArgs(argv: string[]): ControllerArgs {
     managePort: values.manage_port === undefined ? DEFAULT_MANAGE_PORT : parseCliPort('manage_port', values.manage_port),
   };
   if (values.config !== undefined) args.config = values.config;
-  if (!help && args.config === undefined) throw new CliError(`--config: a topology file is required\n\n${CONTROLLER_HELP}`);
+  if (!help && args.config === undefined) throw new ConfigError(`--config: a topology file is required\n\n${CONTROLLER_HELP}`);
   return args;
 }
 

@@ -3,7 +3,8 @@
  */
 import { createCoordinator } from '../apps/coordinator.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
-import { parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
+import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
+import { parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export const COORDINATOR_HELP = `Usage: pdlink coordinator [options]

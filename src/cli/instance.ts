@@ -3,10 +3,11 @@
  * local device, serves the management listener, and runs until SIGINT/SIGTERM.
  */
 import { agentOptionsOf, resolveInstanceSettings, type InstanceArgs, MANAGEMENT_IP_ENV } from '../config/instance.ts';
-import { PdlinkError } from '../core/errors.ts';
+import { ConfigError, PdlinkError } from '../core/errors.ts';
 import { createInstanceAgent } from '../apps/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
-import { CliError, listeningLine, parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
+import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
+import { listeningLine, parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export const INSTANCE_HELP = `Usage: pdlink instance [options]
@@ -62,7 +63,7 @@ export async function runInstance(argv: string[]): Promise<void> {
   try {
     agent = await createInstanceAgent({ ...agentOptionsOf(settings), processMetrics: true });
   } catch (err) {
-    if (err instanceof PdlinkError) throw new CliError(err.message);
+    if (err instanceof PdlinkError) throw new ConfigError(err.message);
     throw err;
   }
   // The device contexts listen already; their lines (each cluster id before its listening line)

@@ -13,7 +13,9 @@ import { CLUSTER_ENGINE_DEFAULTS } from '../sim/cluster.ts';
 import { engineConfig, refreshBody, roleBody, type EngineLayout } from '../sim/cluster-bodies.ts';
 import { spawnListening, until, type ManagedProcess } from '../sim/process.ts';
 import { isAllInterfaces } from '../core/all-interfaces.ts';
-import { CliError, listeningLine, parseCliIp, parseStringOptions } from './common.ts';
+import { parseCliIp } from '../core/cli-values.ts';
+import { ConfigError } from '../core/errors.ts';
+import { listeningLine, parseStringOptions } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export const SIM_CLUSTER_DEFAULTS = { prefillIp: '127.0.0.11', decodeIp: '127.0.0.12', model: 'pdlink-sim' } as const;
@@ -51,12 +53,13 @@ export async function runSimCluster(argv: string[]): Promise<void> {
     return;
   }
   const model = values.model ?? SIM_CLUSTER_DEFAULTS.model;
-  if (model.trim() === '') throw new CliError('--model: must not be empty');
+  if (model.trim() === '') throw new ConfigError('--model: must not be empty');
   const layouts: EngineLayout[] = [
     { name: 'prefill', role: 'prefill', id: 0, ip: ip('prefill_ip', values.prefill_ip ?? SIM_CLUSTER_DEFAULTS.prefillIp), devices: 1 },
     { name: 'decode', role: 'decode', id: 1, ip: ip('decode_ip', values.decode_ip ?? SIM_CLUSTER_DEFAULTS.decodeIp), devices: 1 },
   ];
-  if (layouts[0]!.ip === layouts[1]!.ip) throw new CliError('--decode_ip: must differ from --prefill_ip (both engines use the same ports)');
+  if (layouts[0]!.ip === layouts[1]!.ip)
+    throw new ConfigError('--decode_ip: must differ from --prefill_ip (both engines use the same ports)');
 
   const dir = mkdtempSync(join(tmpdir(), 'pdlink-sim-cluster-'));
   const engines: ManagedProcess[] = [];
@@ -78,8 +81,8 @@ export async function runSimCluster(argv: string[]): Promise<void> {
     await Promise.all(engines.map((e) => untilReady(e, shutdown.received())));
   } catch (err) {
     await stop();
-    if (err instanceof CliError) throw err;
-    throw new CliError(err instanceof Error ? err.message : String(err));
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(err instanceof Error ? err.message : String(err));
   }
   const body = refreshBody(
     layouts.map((engine) => ({ engine, inferencePort: INFERENCE_PORT, managementPort: MANAGEMENT_PORT })),
@@ -99,7 +102,7 @@ export async function runSimCluster(argv: string[]): Promise<void> {
 function ip(option: string, value: string): string {
   const parsed = parseCliIp(option, value);
   // A simulator is for one machine: it never listens on every interface.
-  if (isAllInterfaces(parsed)) throw new CliError(`--${option}: ${parsed} listens on every interface; give a loopback address`);
+  if (isAllInterfaces(parsed)) throw new ConfigError(`--${option}: ${parsed} listens on every interface; give a loopback address`);
   return parsed;
 }
 
@@ -124,7 +127,7 @@ async function startEngine(layout: EngineLayout, dir: string, model: string): Pr
       if (!/listening on|cluster_id|sim-engine \(simulator\)/.test(line)) console.error(`pdlink sim-cluster: ${line}`);
     },
   }).catch((err: unknown) => {
-    throw new CliError(`the ${layout.role} engine did not start: ${err instanceof Error ? err.message.trim() : String(err)}`);
+    throw new ConfigError(`the ${layout.role} engine did not start: ${err instanceof Error ? err.message.trim() : String(err)}`);
   });
 }
 
@@ -134,7 +137,7 @@ async function postRole(engine: ManagedProcess, layout: EngineLayout, peers: Eng
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(roleBody(layout, peers)),
   });
-  if (res.status !== 200) throw new CliError(`role post to the ${layout.role} engine answered ${res.status}: ${await res.text()}`);
+  if (res.status !== 200) throw new ConfigError(`role post to the ${layout.role} engine answered ${res.status}: ${await res.text()}`);
 }
 
 async function untilReady(engine: ManagedProcess, stopped: Promise<void>): Promise<void> {

@@ -7,7 +7,7 @@
 import { Hono } from 'hono';
 import { agentOptionsOf, ALLOW_ALL_ZERO_KEY, DEFAULT_SERVER_IP, resolveInstanceSettings } from '../config/instance.ts';
 import { loadConfigFile } from '../config/load.ts';
-import { PdlinkError } from '../core/errors.ts';
+import { ConfigError, PdlinkError } from '../core/errors.ts';
 import { onError } from '../http/envelope.ts';
 import { notFoundOf } from '../http/methods.ts';
 import { createInstanceAgent, type InstanceAgent } from '../apps/agent.ts';
@@ -18,7 +18,8 @@ import { simControlApp } from '../sim/control-app.ts';
 import { SimEngine } from '../sim/engine.ts';
 import { simInferenceApp } from '../sim/inference-app.ts';
 import { parseSimEngineArgs, SIM_ENGINE_HELP, type SimEngineArgs } from '../sim/options.ts';
-import { CliError, listeningLine, refuseAllInterfaces, startListeners, untilSignal } from './common.ts';
+import { refuseAllInterfaces } from '../core/all-interfaces.ts';
+import { listeningLine, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 /** Inference listener port default, as MindIE's ServerConfig has it. */
@@ -51,7 +52,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   try {
     agent = await createInstanceAgent({ ...agentOptionsOf(settings), processMetrics: true });
   } catch (err) {
-    if (err instanceof PdlinkError) throw new CliError(err.message);
+    if (err instanceof PdlinkError) throw new ConfigError(err.message);
     throw err;
   }
   let engine: SimEngine;
@@ -119,7 +120,7 @@ async function startEngine(args: SimEngineArgs, agent: InstanceAgent): Promise<S
   try {
     await engine.start();
   } catch (err) {
-    throw new CliError(`cannot register the simulated KV cache: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ConfigError(`cannot register the simulated KV cache: ${err instanceof Error ? err.message : String(err)}`);
   }
   return engine;
 }
@@ -131,7 +132,7 @@ if (import.meta.main) {
     await runSimEngine(process.argv.slice(2));
     process.exit(0);
   } catch (err) {
-    if (err instanceof CliError) {
+    if (err instanceof ConfigError) {
       console.error(`pdlink sim-engine: ${err.message}`);
       process.exit(err.exitCode);
     }

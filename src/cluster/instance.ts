@@ -2,16 +2,12 @@
  * The domain shape of one P/D instance as the cluster registry holds it, and the diff events the
  * registry emits. Consumers (link manager, scheduler, KV ledger) depend on these types only.
  */
+import { type LabelCode, ROLE_BY_CODE, type RoleCode } from '../schema/refresh-limits.ts';
 
-export type InstanceRole = 'prefill' | 'decode' | 'undefined';
+// The wire codes belong to the refresh format (schema/); the registry's types are named by them.
+export { LABEL_BY_CODE, ROLE_BY_CODE, type LabelCode, type RoleCode } from '../schema/refresh-limits.ts';
 
-/** Wire value of `static_info.role` → role. */
-export const ROLE_BY_CODE = { 80: 'prefill', 68: 'decode', 85: 'undefined' } as const satisfies Record<number, InstanceRole>;
-export type RoleCode = keyof typeof ROLE_BY_CODE;
-
-/** Wire value of `static_info.label` (PD disaggregation only). */
-export const LABEL_BY_CODE = { 2: 'prefill', 3: 'decode' } as const;
-export type LabelCode = keyof typeof LABEL_BY_CODE;
+export type InstanceRole = (typeof ROLE_BY_CODE)[RoleCode];
 
 export interface Instance {
   readonly id: number;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { PdlinkError } from '../core/errors.ts';
-import { UnsafeInteger } from '../http/body.ts';
-import { MAX_JSON_DEPTH } from '../core/json-depth.ts';
+import { UnsafeInteger } from '../core/exact-json.ts';
+import { MAX_JSON_DEPTH } from '../core/limits.ts';
 import { exampleSnapshot, type ExampleBody, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import type { RegistryDiff } from './instance.ts';

@@ -4,8 +4,8 @@
  * subscribers receive synchronously.
  */
 import { errors } from '../core/errors.ts';
-import { isMeasuredJson, UnsafeInteger } from '../http/body.ts';
-import { MAX_JSON_DEPTH } from '../core/json-depth.ts';
+import { isMeasuredJson, UnsafeInteger } from '../core/exact-json.ts';
+import { MAX_JSON_DEPTH } from '../core/limits.ts';
 import { depthOverflowPath } from '../core/value-depth.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
 import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE, type RoleCode } from './instance.ts';

@@ -1,13 +1,12 @@
 /**
  * Reads the controller's topology file and the MindIE files it points at (`ms_controller`,
  * `rank_table`, relative to the topology file), and resolves them into a ClusterSpec; every
- * problem is a CliError naming the file and the field.
+ * problem is a ConfigError naming the file and the field.
  */
 import { dirname, resolve } from 'node:path';
-import { CliError } from '../cli/common.ts';
+import { ConfigError, describeIssues } from '../core/errors.ts';
 import { clusterSpec } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
-import { describeIssues } from '../core/errors.ts';
 import { MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 import { loadConfigFile } from './load.ts';
 
@@ -29,6 +28,6 @@ export function loadTopology(path: string): LoadedTopology {
   const ms = file.ms_controller === undefined ? undefined : loadConfigFile(near(file.ms_controller), MsControllerFile);
   const rankTable = file.rank_table === undefined ? undefined : loadConfigFile(near(file.rank_table), RankTableFile);
   const result = clusterSpec(file, ms, rankTable);
-  if (!result.ok) throw new CliError(`config file ${path}: ${describeIssues(result.issues)}`);
+  if (!result.ok) throw new ConfigError(`config file ${path}: ${describeIssues(result.issues)}`);
   return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {} };
 }

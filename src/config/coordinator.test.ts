@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CliError } from '../cli/common.ts';
+import { ConfigError } from '../core/errors.ts';
 import { CONFIG_PATH_ENV, resolveCoordinatorSettings } from './coordinator.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pdlink-config-'));
@@ -19,14 +19,14 @@ function emptyDir(): string {
   return mkdtempSync(join(dir, 'cwd-'));
 }
 
-function expectCliError(fn: () => unknown, ...fragments: string[]): void {
+function expectConfigError(fn: () => unknown, ...fragments: string[]): void {
   let caught: unknown;
   try {
     fn();
   } catch (err) {
     caught = err;
   }
-  expect(caught).toBeInstanceOf(CliError);
+  expect(caught).toBeInstanceOf(ConfigError);
   for (const fragment of fragments) expect((caught as Error).message).toContain(fragment);
 }
 
@@ -105,13 +105,13 @@ describe('coordinator settings validation', () => {
     const path = writeConfig({ http_config: { manage_port: port } });
     const run = () => resolveCoordinatorSettings({ config: path }, {}, emptyDir());
     if (ok) expect(run().manage.port).toBe(Number(port));
-    else expectCliError(run, 'http_config.manage_port', '[1024, 65535]');
+    else expectConfigError(run, 'http_config.manage_port', '[1024, 65535]');
   });
 
   test('0.0.0.0 is refused unless allow_all_zero_ip_listening is true', () => {
     const refused = writeConfig({ http_config: { manage_ip: '0.0.0.0' } });
-    expectCliError(() => resolveCoordinatorSettings({ config: refused }, {}, emptyDir()), 'manage_ip', 'allow_all_zero_ip_listening');
-    expectCliError(() => resolveCoordinatorSettings({ predictIp: '::' }, {}, emptyDir()), 'predict_ip');
+    expectConfigError(() => resolveCoordinatorSettings({ config: refused }, {}, emptyDir()), 'manage_ip', 'allow_all_zero_ip_listening');
+    expectConfigError(() => resolveCoordinatorSettings({ predictIp: '::' }, {}, emptyDir()), 'predict_ip');
     const allowed = writeConfig({ http_config: { manage_ip: '0.0.0.0', allow_all_zero_ip_listening: true } });
     expect(resolveCoordinatorSettings({ config: allowed }, {}, emptyDir()).manage.ip).toBe('0.0.0.0');
   });
@@ -120,8 +120,8 @@ describe('coordinator settings validation', () => {
     'every spelling of all interfaces is refused too: %p',
     (ip) => {
       const refused = writeConfig({ http_config: { predict_ip: ip } });
-      expectCliError(() => resolveCoordinatorSettings({ config: refused }, {}, emptyDir()), 'predict_ip', 'allow_all_zero_ip_listening');
-      expectCliError(() => resolveCoordinatorSettings({ manageIp: ip }, {}, emptyDir()), 'manage_ip');
+      expectConfigError(() => resolveCoordinatorSettings({ config: refused }, {}, emptyDir()), 'predict_ip', 'allow_all_zero_ip_listening');
+      expectConfigError(() => resolveCoordinatorSettings({ manageIp: ip }, {}, emptyDir()), 'manage_ip');
       const allowed = writeConfig({ http_config: { predict_ip: ip, allow_all_zero_ip_listening: true } });
       expect(resolveCoordinatorSettings({ config: allowed }, {}, emptyDir()).predict.ip).toBe(ip);
     },
@@ -129,7 +129,7 @@ describe('coordinator settings validation', () => {
 
   test('a bad file names the key and the reason', () => {
     const path = writeConfig({ http_config: { manage_ip: 'not-an-ip', manage_port: 'abc' }, request_limit: { body_limit: 21 } });
-    expectCliError(
+    expectConfigError(
       () => resolveCoordinatorSettings({ config: path }, {}, emptyDir()),
       path,
       'http_config.manage_ip',
@@ -140,11 +140,11 @@ describe('coordinator settings validation', () => {
 
   test('malformed JSON, an empty file and a missing file are errors naming the file', () => {
     const malformed = writeConfig('{"http_config": ');
-    expectCliError(() => resolveCoordinatorSettings({ config: malformed }, {}, emptyDir()), malformed, 'not valid JSON');
+    expectConfigError(() => resolveCoordinatorSettings({ config: malformed }, {}, emptyDir()), malformed, 'not valid JSON');
     const empty = writeConfig('');
-    expectCliError(() => resolveCoordinatorSettings({ config: empty }, {}, emptyDir()), empty, 'size');
+    expectConfigError(() => resolveCoordinatorSettings({ config: empty }, {}, emptyDir()), empty, 'size');
     const missing = join(dir, 'missing.json');
-    expectCliError(() => resolveCoordinatorSettings({ config: missing }, {}, emptyDir()), missing, 'cannot read');
+    expectConfigError(() => resolveCoordinatorSettings({ config: missing }, {}, emptyDir()), missing, 'cannot read');
   });
 
   test("scheduler policy: pdlink's own key, else MindIE's algorithm_type for prefill, else load_balance", () => {
@@ -163,7 +163,7 @@ describe('coordinator settings validation', () => {
       decode: 'power_of_two',
     });
     const bad = writeConfig({ scheduler: { policy: { decode: 'cache_affinity' } } });
-    expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.policy.decode', 'must be one of');
+    expectConfigError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.policy.decode', 'must be one of');
   });
 
   test('proxy settings come from exception_config and request_limit; a bad proxy_config key is named', () => {
@@ -173,7 +173,7 @@ describe('coordinator settings validation', () => {
     expect(s.proxy.firstTokenTimeoutMs).toBe(30000);
     expect(s.proxy.maxInFlight).toBe(64);
     const bad = writeConfig({ proxy_config: { backoff_base_ms: -1 } });
-    expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'proxy_config.backoff_base_ms');
+    expectConfigError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'proxy_config.backoff_base_ms');
   });
 
   test('circuit cool-down (scheduler.circuit_breaker.cooldown_ms), per-instance cap and engine idle timeout from the file', () => {
@@ -189,11 +189,11 @@ describe('coordinator settings validation', () => {
     const s = resolveCoordinatorSettings({ config: path }, {}, emptyDir());
     expect([s.circuitCooldownMs, s.singleNodeMaxRequests, s.proxy.engineIdleTimeoutMs]).toEqual([2_000, 8, Infinity]);
     const bad = writeConfig({ scheduler: { circuit_breaker: { cooldown_ms: 0 } } });
-    expectCliError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.circuit_breaker.cooldown_ms');
+    expectConfigError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.circuit_breaker.cooldown_ms');
   });
 
   test('TLS enabled without certificate paths is an error naming the key', () => {
     const path = writeConfig({ tls_config: { controller_server_tls_enable: true } });
-    expectCliError(() => resolveCoordinatorSettings({ config: path }, {}, emptyDir()), 'controller_server_tls_items');
+    expectConfigError(() => resolveCoordinatorSettings({ config: path }, {}, emptyDir()), 'controller_server_tls_items');
   });
 });

@@ -4,7 +4,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CliError, refuseAllInterfaces } from '../cli/common.ts';
+import { refuseAllInterfaces } from '../core/all-interfaces.ts';
+import { ConfigError, PdlinkError } from '../core/errors.ts';
 import {
   BODY_LIMIT_MB,
   CIRCUIT_COOLDOWN_MS,
@@ -15,7 +16,6 @@ import {
   type TlsItems,
 } from '../schema/coordinator-config.ts';
 import { loadConfigFile } from './load.ts';
-import { PdlinkError } from '../core/errors.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
@@ -86,7 +86,7 @@ export function findConfigPath(args: CoordinatorArgs, env: Record<string, string
 }
 
 /**
- * Resolves every setting; throws CliError (exit status 2) naming the key on any problem.
+ * Resolves every setting; throws ConfigError (exit status 2) naming the key on any problem.
  * @example resolveCoordinatorSettings({ managePort: 0 }, process.env, process.cwd())
  */
 export function resolveCoordinatorSettings(
@@ -152,7 +152,7 @@ function proxySettingsOf(file: CoordinatorConfigFile, source: string): ProxySett
   try {
     return resolveProxySettings(file);
   } catch (err) {
-    if (err instanceof PdlinkError) throw new CliError(`config file ${source}: ${err.message}`);
+    if (err instanceof PdlinkError) throw new ConfigError(`config file ${source}: ${err.message}`);
     throw err;
   }
 }
@@ -162,7 +162,7 @@ function tlsSettings(name: string, enabled: boolean | undefined, items: TlsItems
   // TLS is on only when the file asks for it.
   if (enabled !== true) return undefined;
   if (items?.tls_cert === undefined || items.tls_key === undefined) {
-    throw new CliError(`tls_config.${name}_tls_items: tls_cert and tls_key are required when ${name}_tls_enable is true`);
+    throw new ConfigError(`tls_config.${name}_tls_items: tls_cert and tls_key are required when ${name}_tls_enable is true`);
   }
   const settings: TlsSettings = {
     cert: readPem(`${name}_tls_items.tls_cert`, items.tls_cert),
@@ -177,6 +177,6 @@ function readPem(key: string, path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (cause) {
-    throw new CliError(`tls_config.${key}: cannot read ${path}: ${(cause as Error).message}`);
+    throw new ConfigError(`tls_config.${key}: cannot read ${path}: ${(cause as Error).message}`);
   }
 }

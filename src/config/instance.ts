@@ -11,8 +11,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { CliError, refuseAllInterfaces } from '../cli/common.ts';
-import { SECRET_MAX, SECRET_MIN, type LinkPortLimits } from '../ffi/config.ts';
+import { refuseAllInterfaces } from '../core/all-interfaces.ts';
+import { ConfigError } from '../core/errors.ts';
+import { SECRET_MAX, SECRET_MIN, type LinkPortLimits } from '../core/limits.ts';
 import type { ContextSecurity } from '../workers/protocol.ts';
 import { clusterIdFor } from '../links/endpoint.ts';
 import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';
@@ -79,12 +80,12 @@ function readLinkSecret(configured: string | undefined, env: Record<string, stri
   try {
     bytes = readFileSync(path);
   } catch (err) {
-    throw new CliError(`${key}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new ConfigError(`${key}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
   }
   let end = bytes.length;
   while (end > 0 && /\s/.test(String.fromCharCode(bytes[end - 1]!))) end--;
-  if (end === 0) throw new CliError(`${key}: ${path} is empty`);
-  if (end < SECRET_MIN || end > SECRET_MAX) throw new CliError(`${key}: ${path} must hold ${SECRET_MIN} to ${SECRET_MAX} bytes`);
+  if (end === 0) throw new ConfigError(`${key}: ${path} is empty`);
+  if (end < SECRET_MIN || end > SECRET_MAX) throw new ConfigError(`${key}: ${path} must hold ${SECRET_MIN} to ${SECRET_MAX} bytes`);
   return new Uint8Array(bytes.subarray(0, end));
 }
 
@@ -98,7 +99,7 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
   const server = file.ServerConfig ?? {};
   const envIp = env[MANAGEMENT_IP_ENV];
   if (envIp !== undefined && envIp !== '' && isIP(envIp) === 0) {
-    throw new CliError(`${MANAGEMENT_IP_ENV}: must be an IPv4 or IPv6 address, got ${JSON.stringify(envIp)}`);
+    throw new ConfigError(`${MANAGEMENT_IP_ENV}: must be an IPv4 or IPv6 address, got ${JSON.stringify(envIp)}`);
   }
   const manage = {
     ip: args.manageIp ?? (envIp || undefined) ?? server.managementIpAddress ?? server.ipAddress ?? DEFAULT_MANAGE_IP,
@@ -110,16 +111,16 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
   const base = pd.link_base_port ?? DEFAULT_LINK_BASE_PORT;
   const wanted = pd.devices ?? [{ device_logical_id: 0, device_ip: server.ipAddress ?? DEFAULT_SERVER_IP }];
   if (pd.cluster_id !== undefined && wanted.length !== 1) {
-    throw new CliError(`config ${source}: pdlink.cluster_id: only allowed with exactly one device; give each device its own cluster_id`);
+    throw new ConfigError(`config ${source}: pdlink.cluster_id: only allowed with exactly one device; give each device its own cluster_id`);
   }
   const seen = new Set<number>();
   const devices = wanted.map((d, i): DeviceSettings => {
     const logicalId = Number(d.device_logical_id);
-    if (seen.has(logicalId)) throw new CliError(`config ${source}: pdlink.devices[${i}].device_logical_id: duplicate ${logicalId}`);
+    if (seen.has(logicalId)) throw new ConfigError(`config ${source}: pdlink.devices[${i}].device_logical_id: duplicate ${logicalId}`);
     seen.add(logicalId);
     refuseAllInterfaces(`config ${source}: pdlink.devices[${i}].device_ip`, d.device_ip, allowAllZero, ALLOW_ALL_ZERO_KEY);
     const port = base + logicalId;
-    if (port > 65535) throw new CliError(`config ${source}: pdlink.devices[${i}]: link port ${base} + ${logicalId} exceeds 65535`);
+    if (port > 65535) throw new ConfigError(`config ${source}: pdlink.devices[${i}]: link port ${base} + ${logicalId} exceeds 65535`);
     const explicit = d.cluster_id ?? pd.cluster_id;
     return {
       endpoint: String(logicalId),
@@ -130,7 +131,7 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     };
   });
   const ids = new Set(devices.map((d) => d.clusterId));
-  if (ids.size !== devices.length) throw new CliError(`config ${source}: pdlink.devices: two devices share a cluster id`);
+  if (ids.size !== devices.length) throw new ConfigError(`config ${source}: pdlink.devices: two devices share a cluster id`);
   const p = pd.pool ?? {};
   const pool: PoolSettings = {
     ...(p.threads === undefined ? {} : { threads: p.threads }),

@@ -1,12 +1,11 @@
 /**
- * Reads and validates a JSON configuration file; every failure is a CliError naming the file,
+ * Reads and validates a JSON configuration file; every failure is a ConfigError naming the file,
  * the key and the reason.
  */
 import { readFileSync, statSync } from 'node:fs';
 import * as v from 'valibot';
-import { describeIssues } from '../core/errors.ts';
-import { toFieldIssues } from '../schema/issues.ts';
-import { CliError } from '../cli/common.ts';
+import { ConfigError, describeIssues } from '../core/errors.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 
 /** Largest configuration file accepted, as MindIE's server does. */
 export const MAX_CONFIG_BYTES = 10 * 1024 * 1024;
@@ -20,20 +19,18 @@ export function loadConfigFile<S extends v.GenericSchema>(path: string, schema: 
   try {
     const size = statSync(path).size;
     if (size === 0 || size > MAX_CONFIG_BYTES) {
-      throw new CliError(`config file ${path}: size must be in (0, ${MAX_CONFIG_BYTES}] bytes, got ${size}`);
+      throw new ConfigError(`config file ${path}: size must be in (0, ${MAX_CONFIG_BYTES}] bytes, got ${size}`);
     }
     text = readFileSync(path, 'utf8');
   } catch (cause) {
-    if (cause instanceof CliError) throw cause;
-    throw new CliError(`config file ${path}: cannot read: ${(cause as Error).message}`);
+    if (cause instanceof ConfigError) throw cause;
+    throw new ConfigError(`config file ${path}: cannot read: ${(cause as Error).message}`);
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (cause) {
-    throw new CliError(`config file ${path}: not valid JSON: ${(cause as Error).message}`);
+    throw new ConfigError(`config file ${path}: not valid JSON: ${(cause as Error).message}`);
   }
-  const result = v.safeParse(schema, json, { abortEarly: false });
-  if (!result.success) throw new CliError(`config file ${path}: ${describeIssues(toFieldIssues(result.issues))}`);
-  return result.output;
+  return parseOrRefuse(schema, json, (issues) => new ConfigError(`config file ${path}: ${describeIssues(issues)}`));
 }

@@ -5,6 +5,7 @@
  * `000.0.0.0`, `::`, `[::]`, `0:0:0:0:0:0:0:0`, the IPv4-mapped `::ffff:0.0.0.0` / `::ffff:0:0`,
  * the IPv4-compatible `::0.0.0.0`, zone ids), not only the two canonical ones.
  */
+import { ConfigError } from './errors.ts';
 
 /**
  * True when `host` binds every interface (IPv4 0.0.0.0 or IPv6 ::, in any spelling).
@@ -82,4 +83,14 @@ function ipv4Dotted(text: string): number | undefined {
   const parts = text.split('.');
   if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255)) return undefined;
   return parts.reduce((acc, p) => acc * 256 + Number(p), 0);
+}
+
+/**
+ * Refuses a listener address meaning every interface unless the configuration allows it.
+ * @throws ConfigError naming `key` and the setting that allows it.
+ * @example refuseAllInterfaces('manage_ip', settings.manage.ip, false, 'http_config.allow_all_zero_ip_listening');
+ */
+export function refuseAllInterfaces(key: string, host: string, allowed: boolean, allowKey: string): void {
+  if (allowed || !isAllInterfaces(host)) return;
+  throw new ConfigError(`${key}: ${JSON.stringify(host)} listens on every interface; set ${allowKey} to true to allow it`);
 }

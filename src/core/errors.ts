@@ -79,6 +79,19 @@ export class PdlinkError extends Error {
   }
 }
 
+/**
+ * A command-line or configuration problem (a bad flag, an unreadable or invalid file): the command
+ * prints the message and exits with 2. Thrown by config/, the simulator's options and cli/; only
+ * cli/ and main.ts turn it into an exit status.
+ */
+export class ConfigError extends Error {
+  readonly exitCode = 2;
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
 /** Formats issues as one line: `a.b: reason; c[0]: reason`. */
 export function describeIssues(issues: readonly FieldIssue[]): string {
   return issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('; ');
@@ -152,4 +165,31 @@ export const errors = {
     new PdlinkError('unavailable', `device runtime ${path}: ${why}`, { cause }),
   invalidArgument: (path: string, message: string) =>
     new PdlinkError('bad_request', `${path}: ${message}`, { issues: [{ path, message }] }),
+};
+
+/**
+ * A constructor or factory was given an option it cannot use: a mistake in the calling code, found
+ * before anything starts. A RangeError, so callers that catch those keep working.
+ */
+export class OptionError extends RangeError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OptionError';
+  }
+}
+
+/**
+ * Every option error, by factory, so all constructors word them alike (as piscina does:
+ * `maxThreads must be a positive integer`); `name` is the option as the caller spells it.
+ */
+export const optionErrors = {
+  positiveInteger: (name: string) => new OptionError(`${name} must be a positive integer`),
+  positiveNumber: (name: string) => new OptionError(`${name} must be a positive number`),
+  nonNegativeNumber: (name: string) => new OptionError(`${name} must be a non-negative number`),
+  /** `max` may be spelled as a formula (`2^31 - 1`) where that reads better than its digits. */
+  integerIn: (name: string, min: number, max: number | string) => new OptionError(`${name} must be an integer in [${min}, ${max}]`),
+  /** `than` names the option this one may not fall below. */
+  notBelow: (name: string, than: string) => new OptionError(`${name} must be a number ≥ ${than}`),
+  /** `what` is one item of the list, e.g. `local device`. */
+  empty: (name: string, what: string) => new OptionError(`${name} must name at least one ${what}`),
 };

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { depthOverflowAt, MAX_JSON_DEPTH } from './json-depth.ts';
+import { depthOverflowAt } from './json-depth.ts';
+import { MAX_JSON_DEPTH } from './limits.ts';
 
 const nested = (levels: number, open = '[', close = ']') => open.repeat(levels) + close.repeat(levels);
 

@@ -6,13 +6,7 @@
  * Anything within the limit is safe to recurse over.
  */
 
-/**
- * Deepest nesting of arrays and objects accepted in any JSON pdlink reads: `[]` is 1 level,
- * `{"a":[]}` 2. Legitimate bodies stay far below it (a refresh snapshot or a role post nests 5
- * levels, an OpenAI chat body with tools and a JSON-schema `response_format` rarely 30); 128 is
- * also serde_json's default. JSON.stringify in Bun overflows somewhere above 10,000.
- */
-export const MAX_JSON_DEPTH = 128;
+export { MAX_JSON_DEPTH } from './limits.ts';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

@@ -3,6 +3,7 @@
  * clock; tests use `ManualClock` and move time forward explicitly, so lease expiry is tested
  * deterministically and without sleeping.
  */
+import { INT32_MAX } from './limits.ts';
 
 /** Milliseconds since the epoch, and one-shot timers measured against the same clock. */
 export interface LeaseClock {
@@ -13,7 +14,7 @@ export interface LeaseClock {
 }
 
 /** Largest delay `setTimeout` honours; longer delays would fire at once, so timers are capped and re-armed. */
-export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+export const MAX_TIMER_DELAY_MS = INT32_MAX;
 
 /**
  * The process clock: epoch-based but monotonic (`performance.timeOrigin + performance.now()`), so a

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { UnsafeInteger } from '../http/body.ts';
+import { UnsafeInteger } from './exact-json.ts';
 import { depthOverflowPath } from './value-depth.ts';
 
 function nestedArrays(levels: number): unknown {

@@ -4,7 +4,7 @@
  * stores is later compared and serialised by recursive code. The walk stops at the limit, so it is
  * itself safe on any value, cyclic ones included (a cycle is infinitely deep).
  */
-import { UnsafeInteger } from '../http/body.ts';
+import { UnsafeInteger } from './exact-json.ts';
 
 /**
  * The path to the first array or object of `value` nested deeper than `limit` levels (the value

@@ -3,6 +3,7 @@
  * Block lists may be Uint32Arrays (passed as they are) or number arrays (copied into reused
  * scratch arrays). Every non-zero status is thrown as an `LlmStatusError` by `check`.
  */
+import { INT32_MAX } from '../core/limits.ts';
 import { check, invalid } from './check.ts';
 import { checkInt, checkU64 } from './layout.ts';
 import { runtimeSymbols } from './library.ts';
@@ -97,7 +98,7 @@ function transferArgs(spec: TransferSpec): { remote: Uint32Array; local: Uint32A
   checkU64(spec.remoteClusterId, 'remoteClusterId');
   checkU64(spec.remoteCacheId, 'remoteCacheId');
   checkU64(spec.localCacheId, 'localCacheId');
-  checkInt(spec.timeoutMs, 'timeoutMs', 1, 0x7fffffff);
+  checkInt(spec.timeoutMs, 'timeoutMs', 1, INT32_MAX);
   const remote = blockArray(spec.remoteBlocks, 'remoteBlocks', 0);
   const local = blockArray(spec.localBlocks, 'localBlocks', 1);
   if (remote.length === 0) throw invalid('remoteBlocks', 'must list at least one block');

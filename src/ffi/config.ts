@@ -5,30 +5,12 @@
  * only as long as the pdrt_create call in this buffer's reach.
  */
 import { ptr } from 'bun:ffi';
+import { INT32_MAX, SECRET_MAX, SECRET_MIN, type LinkPortLimits } from '../core/limits.ts';
 import { invalid } from './check.ts';
 import { checkInt } from './layout.ts';
 
 export const CONFIG_BYTES = 48;
-/** PDRT_SECRET_MIN / PDRT_SECRET_MAX: bytes of a cluster secret. */
-export const SECRET_MIN = 16;
-export const SECRET_MAX = 4096;
-
-/** Caps of a context's link port (pdrt_config); an absent field takes the runtime's default. */
-export interface LinkPortLimits {
-  /** An unfinished incoming handshake is dropped after this (default 5000). */
-  readonly handshakeTimeoutMs?: number;
-  /** A served data connection idle this long is closed (default 60000). */
-  readonly idleTimeoutMs?: number;
-  /** Links served in total (default 1024), and from one peer address (default 64). */
-  readonly maxLinks?: number;
-  readonly maxLinksPerPeer?: number;
-  /** Incoming handshakes in progress in total (default 256), and from one peer address (default 32). */
-  readonly maxHandshakes?: number;
-  readonly maxHandshakesPerPeer?: number;
-  /** Data connections served to one peer address (default 256), and in total (default 1024). */
-  readonly maxConnsPerPeer?: number;
-  readonly maxConns?: number;
-}
+export { SECRET_MAX, SECRET_MIN, type LinkPortLimits };
 
 /** Field order of the limits after link_secret (8 bytes) and link_secret_len (4 bytes). */
 const LIMIT_FIELDS = [
@@ -58,6 +40,6 @@ export function packConfig(bytes: Uint8Array, secret: Uint8Array | undefined, li
   }
   LIMIT_FIELDS.forEach((field, i) => {
     const value = limits[field];
-    if (value !== undefined) view.setUint32(12 + 4 * i, checkInt(value, `linkPort.${field}`, 1, 0x7fffffff), true);
+    if (value !== undefined) view.setUint32(12 + 4 * i, checkInt(value, `linkPort.${field}`, 1, INT32_MAX), true);
   });
 }

@@ -4,6 +4,7 @@
  * share one. Calls block until the runtime returns (each by its own deadline): run them in workers.
  * Buffers are module-level and reused, so the link path allocates only its result.
  */
+import { INT32_MAX } from '../core/limits.ts';
 import type { Pointer } from 'bun:ffi';
 import { isIP } from 'node:net';
 import { LLM_STATUS, LlmStatusError } from '../core/llm-status.ts';
@@ -52,7 +53,6 @@ export interface BatchResult {
   readonly rets: number[];
 }
 
-const MAX_TIMEOUT_MS = 0x7fffffff;
 const EVENT_CHUNK = 64;
 
 const records = new Uint8Array(MAX_CLUSTERS_PER_CALL * CLUSTER_BYTES);
@@ -138,7 +138,7 @@ function checkBatch(op: string, n: number, timeoutMs: number): void {
     throw new LlmStatusError(LLM_STATUS.LLM_CLUSTER_NUM_EXCEED_LIMIT, `pdrt_${op}: ${n} clusters, at most ${MAX_CLUSTERS_PER_CALL}`);
   }
   if (!Number.isInteger(n) || n < 1) throw invalid('clusters', 'must name at least one cluster');
-  checkInt(timeoutMs, 'timeoutMs', 1, MAX_TIMEOUT_MS);
+  checkInt(timeoutMs, 'timeoutMs', 1, INT32_MAX);
 }
 
 /** Per-cluster outcomes are results; a call the runtime refused as a whole is an error. */
@@ -228,7 +228,7 @@ export function pollEvents(handle: RuntimeHandle, max = EVENT_CHUNK): PdrtEvent[
  */
 export function waitEvents(handle: RuntimeHandle, timeoutMs: number): boolean {
   const ctx = asPointer(handle);
-  const rc = runtimeSymbols().pdrt_wait_events(ctx, checkInt(timeoutMs, 'timeoutMs', 0, MAX_TIMEOUT_MS));
+  const rc = runtimeSymbols().pdrt_wait_events(ctx, checkInt(timeoutMs, 'timeoutMs', 0, INT32_MAX));
   if (rc === LLM_STATUS.LLM_TIMEOUT) return false;
   check(rc, 'pdrt_wait_events');
   return true;

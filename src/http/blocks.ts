@@ -5,9 +5,9 @@
  * are malformed or off-spec. A client that disconnects aborts its pull or push.
  */
 import { Hono } from 'hono';
-import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
 import type { CallStatus, TransferResult, Transfers } from '../agent/transfers/transfers.ts';
+import { SMALL_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { clusterIdToWire, type IpPort } from '../links/endpoint.ts';
 import {
   CacheIdSchema,
@@ -19,16 +19,15 @@ import {
   RegisterCacheSchema,
   WriteBlocksSchema,
 } from '../schema/blocks.ts';
-import { toFieldIssues } from '../schema/issues.ts';
+import { parseOrRefuse, type Refusal } from '../schema/issues.ts';
 import { LocalIpInfoSchema } from '../schema/links.ts';
-import { readJsonBody } from './body.ts';
 import { onError } from './envelope.ts';
+import { jsonBody } from './json-body.ts';
 
 /** Pull/push bodies: two lists of up to 256 Ki indices (≤ 11 bytes each in JSON) and the rest. */
 export const TRANSFER_BODY_LIMIT_BYTES = 2 * MAX_BLOCKS_PER_REQUEST * 11 + 64 * 1024;
 /** Write bodies: base64 of MAX_COPY_BYTES, the block list, and the rest. */
 export const WRITE_BODY_LIMIT_BYTES = Math.ceil(MAX_COPY_BYTES / 3) * 4 + MAX_BLOCKS_PER_REQUEST * 11 + 64 * 1024;
-const SMALL_BODY_LIMIT_BYTES = 64 * 1024;
 
 export interface BlockRouteDeps {
   readonly transfers: Transfers;
@@ -54,8 +53,8 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
     return endpoint;
   };
 
-  app.post('/v1/kv/caches', async (c) => {
-    const body = parse(RegisterCacheSchema, await readJsonBody(c, { limitBytes: SMALL_BODY_LIMIT_BYTES }));
+  app.post('/v1/kv/caches', jsonBody(RegisterCacheSchema, { limitBytes: SMALL_BODY_LIMIT_BYTES }), async (c) => {
+    const body = c.req.valid('json');
     const endpoint = endpointOf(body.local_ip_info);
     const result = await t.registerCache(endpoint, { cacheId: body.cache_id, numBlocks: body.num_blocks, blockBytes: body.block_bytes });
     return c.json({
@@ -75,17 +74,14 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
   );
 
   app.delete('/v1/kv/caches/:cache_id', async (c) => {
-    const id = v.safeParse(CacheIdSchema, c.req.param('cache_id'));
-    if (!id.success) throw errors.unprocessable([{ path: 'cache_id', message: id.issues[0]?.message ?? 'invalid' }]);
+    const id = parseOrRefuse(CacheIdSchema, c.req.param('cache_id'), firstIssueAt('cache_id'));
     const localText = c.req.query('local_ip_info');
-    const local = localText === undefined ? undefined : v.safeParse(LocalIpInfoSchema, localText);
-    if (local !== undefined && !local.success)
-      throw errors.unprocessable([{ path: 'local_ip_info', message: local.issues[0]?.message ?? 'invalid' }]);
-    return c.json(statusBody(await t.unregisterCache(endpointOf(local?.output), id.output)));
+    const local = localText === undefined ? undefined : parseOrRefuse(LocalIpInfoSchema, localText, firstIssueAt('local_ip_info'));
+    return c.json(statusBody(await t.unregisterCache(endpointOf(local), id)));
   });
 
-  app.post('/v1/kv/write', async (c) => {
-    const body = parse(WriteBlocksSchema, await readJsonBody(c, { limitBytes: WRITE_BODY_LIMIT_BYTES }));
+  app.post('/v1/kv/write', jsonBody(WriteBlocksSchema, { limitBytes: WRITE_BODY_LIMIT_BYTES }), async (c) => {
+    const body = c.req.valid('json');
     const endpoint = endpointOf(body.local_ip_info);
     const result = await t.writeBlocks(endpoint, body.cache_id, body.blocks, decodeBase64(body.data));
     // The transfer API checks the length against the cache; a refused argument is the body's fault.
@@ -93,8 +89,8 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
     return c.json(statusBody(result));
   });
 
-  app.post('/v1/kv/read', async (c) => {
-    const body = parse(ReadBlocksSchema, await readJsonBody(c, { limitBytes: TRANSFER_BODY_LIMIT_BYTES }));
+  app.post('/v1/kv/read', jsonBody(ReadBlocksSchema, { limitBytes: TRANSFER_BODY_LIMIT_BYTES }), async (c) => {
+    const body = c.req.valid('json');
     const endpoint = endpointOf(body.local_ip_info);
     const cache = t.caches().find((x) => x.cacheId === body.cache_id && (endpoint === undefined || x.endpoint === endpoint));
     if (cache !== undefined && body.blocks.length * cache.blockBytes > MAX_COPY_BYTES) {
@@ -114,8 +110,8 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
     });
   });
 
-  app.post('/v1/kv/pull', async (c) => {
-    const body = parse(PullSchema, await readJsonBody(c, { limitBytes: TRANSFER_BODY_LIMIT_BYTES }));
+  app.post('/v1/kv/pull', jsonBody(PullSchema, { limitBytes: TRANSFER_BODY_LIMIT_BYTES }), async (c) => {
+    const body = c.req.valid('json');
     const result = await t.pullBlocks({
       ...optionalEndpoint(endpointOf(body.local_ip_info)),
       remoteClusterId: body.remote_cluster_id,
@@ -129,8 +125,8 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
     return c.json(transferBody(result));
   });
 
-  app.post('/v1/kv/push', async (c) => {
-    const body = parse(PushSchema, await readJsonBody(c, { limitBytes: TRANSFER_BODY_LIMIT_BYTES }));
+  app.post('/v1/kv/push', jsonBody(PushSchema, { limitBytes: TRANSFER_BODY_LIMIT_BYTES }), async (c) => {
+    const body = c.req.valid('json');
     const result = await t.pushBlocks({
       ...optionalEndpoint(endpointOf(body.local_ip_info)),
       remoteClusterId: body.remote_cluster_id,
@@ -174,10 +170,9 @@ export function blockRoutes(deps: BlockRouteDeps): Hono {
   return app;
 }
 
-function parse<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
-  const result = v.safeParse(schema, input, { abortEarly: false });
-  if (!result.success) throw errors.unprocessable(toFieldIssues(result.issues));
-  return result.output;
+/** A 422 naming `path` with the first issue of a path or query parameter (one value, one reason). */
+function firstIssueAt(path: string): Refusal {
+  return (issues) => errors.unprocessable([{ path, message: issues[0]?.message ?? 'invalid' }]);
 }
 
 const optionalEndpoint = (endpoint: string | undefined) => (endpoint === undefined ? {} : { endpoint });

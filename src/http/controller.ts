@@ -6,17 +6,16 @@
  * 409: an id or server_ip already taken; 404: no such instance. A refused change changes nothing.
  */
 import { Hono } from 'hono';
-import * as v from 'valibot';
 import type { ClusterView, Controller, MemberView } from '../controller/controller.ts';
 import type { DesiredInstance } from '../controller/types.ts';
 import { errors, type FieldIssue } from '../core/errors.ts';
+import { CONTROLLER_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { AddInstanceBody, InstanceIdParam } from '../schema/controller-api.ts';
-import { toFieldIssues } from '../schema/issues.ts';
-import { readJsonBody } from './body.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 import { onError } from './envelope.ts';
+import { jsonBody } from './json-body.ts';
 
-/** An instance entry is small; 1 MiB leaves room for 64 devices with long addresses many times over. */
-export const CONTROLLER_BODY_LIMIT_BYTES = 1024 * 1024;
+export { CONTROLLER_BODY_LIMIT_BYTES };
 
 export interface ControllerRouteDeps {
   readonly controller: Controller;
@@ -34,13 +33,8 @@ export function controllerRoutes(deps: ControllerRouteDeps): Hono {
 
   app.get('/v1/cluster', (c) => c.json(clusterWire(deps.controller.view())));
 
-  app.post('/v1/cluster/instances', async (c) => {
-    const body = await readJsonBody(c, { limitBytes: CONTROLLER_BODY_LIMIT_BYTES });
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw errors.unprocessable([{ path: '', message: 'must be a JSON object' }]);
-    const parsed = v.safeParse(AddInstanceBody, body, { abortEarly: false });
-    if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
-    const resolved = deps.resolve(parsed.output);
+  app.post('/v1/cluster/instances', jsonBody(AddInstanceBody, { limitBytes: CONTROLLER_BODY_LIMIT_BYTES, object: true }), (c) => {
+    const resolved = deps.resolve(c.req.valid('json'));
     if (!resolved.ok) throw errors.unprocessable(resolved.issues);
     deps.controller.add(resolved.instance);
     const view = deps.controller.view().members.find((m) => m.id === resolved.instance.id);
@@ -48,11 +42,10 @@ export function controllerRoutes(deps: ControllerRouteDeps): Hono {
   });
 
   app.delete('/v1/cluster/instances/:id', (c) => {
-    const parsed = v.safeParse(InstanceIdParam, c.req.param('id'));
-    if (!parsed.success) throw errors.invalidArgument('id', parsed.issues[0].message);
+    const id = parseOrRefuse(InstanceIdParam, c.req.param('id'), (issues) => errors.invalidArgument('id', issues[0]!.message));
     // The drain runs on; GET /v1/cluster shows it until the instance is gone.
-    deps.controller.remove(parsed.output).catch(() => {});
-    return c.json({ id: parsed.output, state: 'draining' }, 202);
+    deps.controller.remove(id).catch(() => {});
+    return c.json({ id, state: 'draining' }, 202);
   });
 
   return app;

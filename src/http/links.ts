@@ -4,19 +4,16 @@
  * status codes in a 200 answer; 400/422 only for requests that are malformed or off-spec.
  */
 import { Hono } from 'hono';
-import * as v from 'valibot';
-import { errors } from '../core/errors.ts';
+import { LINKS_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { clusterIdToWire, formatIpPort, type IpPort } from '../links/endpoint.ts';
 import type { LinkManager } from '../links/manager.ts';
 import { statusName } from '../core/llm-status.ts';
 import type { CallResult, EndpointTarget, LinkInfo } from '../links/types.ts';
 import { LinkRequestSchema, UnlinkRequestSchema } from '../schema/links.ts';
-import { toFieldIssues } from '../schema/issues.ts';
-import { readJsonBody } from './body.ts';
 import { onError } from './envelope.ts';
+import { jsonBody } from './json-body.ts';
 
-/** Largest `/v1/links/*` body: 16 clusters need about 2 KiB; room for clients that send more. */
-export const LINKS_BODY_LIMIT_BYTES = 256 * 1024;
+export { LINKS_BODY_LIMIT_BYTES };
 
 export interface LinksRouteDeps {
   readonly manager: LinkManager;
@@ -51,26 +48,20 @@ export function linkRoutes(deps: LinksRouteDeps): Hono {
       };
     });
 
-  app.post('/v1/links/link', async (c) => {
-    const body = parse(LinkRequestSchema, await readJsonBody(c, { limitBytes }));
+  app.post('/v1/links/link', jsonBody(LinkRequestSchema, { limitBytes }), async (c) => {
+    const body = c.req.valid('json');
     const result = await deps.manager.linkClusters(toTargets(body.clusters), { timeoutMs: body.timeout });
     return c.json(callBody(body.clusters, result));
   });
 
-  app.post('/v1/links/unlink', async (c) => {
-    const body = parse(UnlinkRequestSchema, await readJsonBody(c, { limitBytes }));
+  app.post('/v1/links/unlink', jsonBody(UnlinkRequestSchema, { limitBytes }), async (c) => {
+    const body = c.req.valid('json');
     const result = await deps.manager.unlinkClusters(toTargets(body.clusters), { timeoutMs: body.timeout, force: body.force });
     return c.json(callBody(body.clusters, result));
   });
 
   app.get('/v1/links', (c) => c.json({ links: deps.manager.list().map(linkBody) }));
   return app;
-}
-
-function parse<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
-  const result = v.safeParse(schema, input, { abortEarly: false });
-  if (!result.success) throw errors.unprocessable(toFieldIssues(result.issues));
-  return result.output;
 }
 
 /** Codes go out unsigned, as LLMStatusCode's values (LLM_FAILED = 4294967295). */

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { ClusterRegistry } from '../cluster/registry.ts';
+import { OptionError } from '../core/errors.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { MAX_INSTANCES } from '../schema/refresh.ts';
@@ -304,7 +305,8 @@ describe('POST /v1/instances/refresh', () => {
 describe('options', () => {
   test.each([0, -1, 1.5, Number.NaN])('bodyLimitBytes %p is refused when the routes are built', (limit) => {
     const build = () => refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: limit, metrics: createRegistry() });
-    expect(build).toThrow('bodyLimitBytes: must be a positive integer');
+    expect(build).toThrow(new OptionError('bodyLimitBytes must be a positive integer'));
+    expect(build).toThrow(OptionError);
   });
 });
 

@@ -7,10 +7,10 @@ import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import { refreshMetrics } from '../cluster/registry-metrics.ts';
-import { errors, PdlinkError } from '../core/errors.ts';
-import { validateRefresh } from '../schema/refresh.ts';
-import { readJsonBody, UnsafeInteger } from './body.ts';
+import { optionErrors, PdlinkError } from '../core/errors.ts';
+import { parseRefresh } from '../schema/refresh.ts';
 import { onError } from './envelope.ts';
+import { jsonBody } from './json-body.ts';
 
 export interface RefreshRouteDeps {
   registry: ClusterRegistry;
@@ -27,43 +27,29 @@ export interface RefreshRouteDeps {
 export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   const { registry, bodyLimitBytes } = deps;
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes <= 0) {
-    throw errors.configInvalid([{ path: 'bodyLimitBytes', message: `must be a positive integer, got ${bodyLimitBytes}` }], 'refreshRoutes');
+    throw optionErrors.positiveInteger('bodyLimitBytes');
   }
   const metrics = refreshMetrics(deps.metrics, registry);
   const app = new Hono();
   app.onError(onError);
 
-  app.post('/v1/instances/refresh', async (c) => {
-    let body: unknown;
-    try {
-      body = await readJsonBody(c, { limitBytes: bodyLimitBytes });
-    } catch (error) {
-      metrics.refreshed(error instanceof PdlinkError && error.code === 'payload_too_large' ? 'too_large' : 'invalid');
-      throw error;
-    }
+  // The snapshot's own check (a fast path for valid bodies, then Valibot to explain), refused with 400.
+  const check = (body: unknown) => {
     const started = performance.now();
-    const result = validateRefresh(body);
-    if (!result.ok) {
-      metrics.refreshed('invalid');
-      throw errors.invalidBody(result.issues);
-    }
-    registry.apply(result.snapshot);
+    return { snapshot: parseRefresh(body), started };
+  };
+  const onRefused = (error: unknown) =>
+    metrics.refreshed(error instanceof PdlinkError && error.code === 'payload_too_large' ? 'too_large' : 'invalid');
+
+  app.post('/v1/instances/refresh', jsonBody(check, { limitBytes: bodyLimitBytes, onRefused }), (c) => {
+    const { snapshot, started } = c.req.valid('json');
+    registry.apply(snapshot);
     metrics.applied((performance.now() - started) / 1000);
     metrics.refreshed('ok');
     return c.body(null, 200);
   });
 
-  app.get('/v1/instances', (c) =>
-    c.body(JSON.stringify(registry.view(), exactIntegers), 200, { 'content-type': 'application/json; charset=UTF-8' }),
-  );
+  app.get('/v1/instances', (c) => c.body(JSON.stringify(registry.view()), 200, { 'content-type': 'application/json; charset=UTF-8' }));
 
   return app;
-}
-
-const rawJSON = (JSON as unknown as { rawJSON?: (text: string) => unknown }).rawJSON;
-
-/** Writes integers kept as UnsafeInteger markers (in unknown fields) back with their exact digits. */
-function exactIntegers(_key: string, value: unknown): unknown {
-  if (!(value instanceof UnsafeInteger)) return value;
-  return rawJSON === undefined ? value.source : rawJSON(value.source);
 }

@@ -5,17 +5,15 @@
  * 400: request errors (unknown role, content type, empty or malformed body); 422: a body that
  * does not meet the specification, or local devices this agent does not serve.
  */
-import { Hono } from 'hono';
-import * as v from 'valibot';
-import { errors } from '../core/errors.ts';
+import { Hono, type MiddlewareHandler } from 'hono';
+import { errors, optionErrors } from '../core/errors.ts';
 import type { RoleController } from '../agent/role/driver.ts';
-import { toFieldIssues } from '../schema/issues.ts';
-import { isRole, RoleBody, toRoleRequest } from '../schema/role.ts';
-import { readJsonBody } from './body.ts';
+import { ROLE_BODY_LIMIT_BYTES } from '../core/limits.ts';
+import { isRole, type Role, RoleBody, toRoleRequest } from '../schema/role.ts';
 import { onError } from './envelope.ts';
+import { jsonBody } from './json-body.ts';
 
-/** Largest role body: 96 nodes of 16 devices need about 150 KiB; MindIE's own limit is 1–20 MB. */
-export const ROLE_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+export { ROLE_BODY_LIMIT_BYTES };
 
 export interface RoleRouteDeps {
   readonly controller: RoleController;
@@ -28,23 +26,23 @@ export interface RoleRouteDeps {
  */
 export function roleRoutes(deps: RoleRouteDeps): Hono {
   const limitBytes = deps.bodyLimitBytes ?? ROLE_BODY_LIMIT_BYTES;
-  if (!Number.isInteger(limitBytes) || limitBytes < 1) throw new RangeError('bodyLimitBytes must be a positive integer');
+  if (!Number.isInteger(limitBytes) || limitBytes < 1) throw optionErrors.positiveInteger('bodyLimitBytes');
   const app = new Hono();
   app.onError(onError);
 
-  app.post('/v1/role/:role', async (c) => {
-    const role = c.req.param('role');
-    // The URL is checked before the body: a wrong role is a request error whatever the body says.
-    if (!isRole(role)) throw errors.invalidArgument('role', `must be "prefill" or "decode", got ${JSON.stringify(role)}`);
-    const body = await readJsonBody(c, { limitBytes });
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw errors.unprocessable([{ path: '', message: 'must be a JSON object' }]);
-    const parsed = v.safeParse(RoleBody, body, { abortEarly: false });
-    if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
-    deps.controller.submit(toRoleRequest(role, parsed.output));
+  // The URL is checked before the body: a wrong role is a request error whatever the body says.
+  app.post('/v1/role/:role', roleParam, jsonBody(RoleBody, { limitBytes, object: true }), (c) => {
+    deps.controller.submit(toRoleRequest(c.req.param('role') as Role, c.req.valid('json')));
     return c.json({ result: 'OK' });
   });
 
   app.get('/v1/status', (c) => c.json(deps.controller.status()));
   return app;
 }
+
+/** Lets only `prefill` and `decode` through as the `:role` of the path (400 otherwise). */
+const roleParam: MiddlewareHandler = async (c, next) => {
+  const role = c.req.param('role') ?? '';
+  if (!isRole(role)) throw errors.invalidArgument('role', `must be "prefill" or "decode", got ${JSON.stringify(role)}`);
+  await next();
+};

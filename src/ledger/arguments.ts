@@ -3,12 +3,13 @@
  * JavaScript, so every value is checked at run time and a bad one is named by its field.
  */
 import { errors } from '../core/errors.ts';
+import { INT32_MAX } from '../core/limits.ts';
 import { RELEASE_REASONS, type ReleaseReason } from './records.ts';
 
 /** Longest accepted request id (X-Request-Id values are UUIDs or similar; this leaves ample room). */
 export const MAX_REQUEST_ID_LENGTH = 512;
 /** Longest lease: the int32 millisecond range every timeout in pdlink uses. */
-export const MAX_LEASE_MS = 2 ** 31 - 1;
+export const MAX_LEASE_MS = INT32_MAX;
 /** Longest failure code. */
 export const MAX_CODE_LENGTH = 128;
 

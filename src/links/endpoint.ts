@@ -1,43 +1,17 @@
 /**
- * Addresses and cluster ids of device endpoints: parsing LLM-DataDist's `"ip:port"` text and the
- * deterministic cluster-id rule that lets a decode agent compute a prefill device's id from its
- * address alone.
+ * Cluster ids of device endpoints: the deterministic rule that lets a decode agent compute a
+ * prefill device's id from its address alone (the `"ip:port"` text itself is core/ip-port.ts).
  */
 import { isIPv4, isIPv6 } from 'node:net';
+import { UINT64_MAX } from '../core/limits.ts';
+
+export { formatIpPort, parseIpPort, type IpPort } from '../core/ip-port.ts';
 
 /** Largest uint64, the range of an LLM-DataDist cluster id. */
-export const MAX_CLUSTER_ID = (1n << 64n) - 1n;
+export const MAX_CLUSTER_ID = UINT64_MAX;
 
 /** IPv6 ids carry this bit so they never collide with IPv4 ids, which stay below 2^48. */
 const IPV6_ID_FLAG = 1n << 63n;
-
-export interface IpPort {
-  readonly ip: string;
-  readonly port: number;
-}
-
-/**
- * Parses `"ip:port"` (IPv6 as `"[::1]:port"`); `undefined` when the text is not of that form or
- * the port is outside 1..65535 (0 too when `allowAnyPort`).
- * @example parseIpPort('127.0.0.2:26000') // { ip: '127.0.0.2', port: 26000 }
- */
-export function parseIpPort(text: string, allowAnyPort = false): IpPort | undefined {
-  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
-  if (match === null) return undefined;
-  const ip = match[1] ?? match[2] ?? '';
-  const port = Number(match[3]);
-  if (match[1] !== undefined ? !isIPv6(ip) : !isIPv4(ip)) return undefined;
-  if (port > 65535 || (port === 0 && !allowAnyPort)) return undefined;
-  return { ip, port };
-}
-
-/**
- * Formats an address as LLM-DataDist writes it, IPv6 in brackets.
- * @example formatIpPort({ ip: '::1', port: 26000 }) // '[::1]:26000'
- */
-export function formatIpPort(address: IpPort): string {
-  return isIPv6(address.ip) ? `[${address.ip}]:${address.port}` : `${address.ip}:${address.port}`;
-}
 
 /**
  * The cluster id of the device endpoint listening on `ip:port`: for IPv4 the address as a u32

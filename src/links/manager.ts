@@ -4,6 +4,8 @@
  * calls of ≤ 16 clusters, and follows runtime events. What should be linked is its callers' to say
  * (diff.ts computes the difference; the role driver applies it).
  */
+import { optionErrors } from '../core/errors.ts';
+import { INT32_MAX } from '../core/limits.ts';
 import type { Registry } from '../core/metrics.ts';
 import { Batcher, type BatchKey, type ItemOutcome } from './batcher.ts';
 import type { IpPort } from './endpoint.ts';
@@ -303,7 +305,7 @@ const UNLINK_SETTLED: ReadonlySet<number> = new Set([
 function callError(count: number, timeoutMs: number | undefined): number | undefined {
   if (count > MAX_CLUSTERS_PER_CALL) return LLM_STATUS.LLM_CLUSTER_NUM_EXCEED_LIMIT;
   if (count === 0) return LLM_STATUS.LLM_PARAM_INVALID;
-  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1))
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > INT32_MAX))
     return LLM_STATUS.LLM_PARAM_INVALID;
   return undefined;
 }

@@ -3,7 +3,7 @@
  * KV parameters for D, a rejection that is the client's answer, a failure worth another P, or the
  * exchange's abort.
  */
-import { parseJsonExact } from '../http/body.ts';
+import { parseJsonExact } from '../core/exact-json.ts';
 import type { AbortCause, ExchangeDeps, ExchangeRequest } from './exchange.ts';
 import { engineUrl, legHeaders } from './legs.ts';
 import type { RetryReason } from './metrics.ts';

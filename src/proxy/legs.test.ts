@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { PdlinkError } from '../core/errors.ts';
-import { UnsafeInteger } from '../http/body.ts';
+import { UnsafeInteger } from '../core/exact-json.ts';
 import { decodeBody, engineUrl, legHeaders, legText, PREFILL_KV_REQUEST, prefillBody, viaHasHop, viaHeader } from './legs.ts';
 
 describe('prefillBody', () => {

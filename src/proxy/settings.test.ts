@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { PdlinkError } from '../core/errors.ts';
+import type { CoordinatorConfigFile } from '../schema/coordinator-config.ts';
 import { checkSettings, DEFAULT_BACKOFF_BASE_MS, resolveProxySettings } from './settings.ts';
 
 function configError(fn: () => unknown): PdlinkError {
@@ -53,7 +54,9 @@ describe('resolveProxySettings', () => {
   });
 
   test('a bad proxy_config key is named with its section', () => {
-    const err = configError(() => resolveProxySettings({ proxy_config: { backoff_base_ms: -1, lease_ms: 'x' } }));
+    // A file object built by code, not read through the file schema, is checked all the same.
+    const unchecked = { proxy_config: { backoff_base_ms: -1, lease_ms: 'x' } } as unknown as CoordinatorConfigFile;
+    const err = configError(() => resolveProxySettings(unchecked));
     expect(err.issues.map((i) => i.path).sort()).toEqual(['proxy_config.backoff_base_ms', 'proxy_config.lease_ms']);
   });
 

@@ -6,8 +6,15 @@
  */
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
-import { BODY_LIMIT_MB, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, type CoordinatorConfigFile } from '../schema/coordinator-config.ts';
-import { toFieldIssues } from '../schema/issues.ts';
+import {
+  BODY_LIMIT_MB,
+  HTTP_TIMEOUT_SECONDS,
+  MAX_REQUESTS,
+  MAX_TIMER_MS,
+  ProxyConfigSection,
+  type CoordinatorConfigFile,
+} from '../schema/coordinator-config.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 
 export interface ProxySettings {
   /** One prefill attempt, from sending P's request to P's complete answer (ms; Infinity = none). */
@@ -40,25 +47,7 @@ export const MINDIE_MAX_RETRY = 5;
 export const DEFAULT_BACKOFF_BASE_MS = 50;
 export const DEFAULT_BACKOFF_CAP_MS = 2_000;
 export const DEFAULT_LEASE_MS = 30_000;
-/** Longest timer a JavaScript runtime honours (2^31−1 ms); longer values would fire at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
-
-const ms = (min: number) =>
-  v.pipe(
-    v.number('must be a number of milliseconds'),
-    v.integer('must be an integer number of milliseconds'),
-    v.minValue(min, `must be in [${min}, ${MAX_TIMER_MS}]`),
-    v.maxValue(MAX_TIMER_MS, `must be in [${min}, ${MAX_TIMER_MS}]`),
-  );
-
-/** pdlink's own section of the Coordinator file; every key optional. */
-export const ProxyConfigSection = v.looseObject({
-  /** 0 = bounded by first_token_timeout only. */
-  prefill_timeout_ms: v.optional(ms(0)),
-  backoff_base_ms: v.optional(ms(1)),
-  backoff_cap_ms: v.optional(ms(1)),
-  lease_ms: v.optional(ms(1)),
-});
+export { MAX_TIMER_MS, ProxyConfigSection };
 
 /**
  * Resolves the proxy settings from the Coordinator file (sections `exception_config`,
@@ -67,12 +56,14 @@ export const ProxyConfigSection = v.looseObject({
  * @example const settings = resolveProxySettings(coordinatorSettings.file, { maxRetries: 2 });
  */
 export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides: Partial<ProxySettings> = {}): ProxySettings {
-  const parsed = v.safeParse(v.optional(ProxyConfigSection, {}), file['proxy_config'], { abortEarly: false });
-  if (!parsed.success) {
-    const issues = toFieldIssues(parsed.issues).map((i) => ({ ...i, path: i.path === '' ? 'proxy_config' : `proxy_config.${i.path}` }));
-    throw errors.configInvalid(issues, 'proxy_config');
-  }
-  const own = parsed.output;
+  const own = parseOrRefuse(
+    v.optional(ProxyConfigSection, {}),
+    file['proxy_config'],
+    (issues) => errors.configInvalid(issues, 'proxy_config'),
+    {
+      at: 'proxy_config',
+    },
+  );
   const exception = file.exception_config ?? {};
   const limits = file.request_limit ?? {};
   const firstToken = seconds(exception.first_token_timeout ?? MINDIE_TIMEOUT_SECONDS);

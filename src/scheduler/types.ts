@@ -2,21 +2,20 @@
  * The scheduler's public shapes: policy names (as `scheduler.policy` names them in configuration),
  * the request it places, and what it answers.
  */
-import * as v from 'valibot';
 import type { Instance } from '../cluster/instance.ts';
+import type { DecodePolicyName, PolicyName } from '../schema/coordinator-config.ts';
 
-/** Every pair-selection policy; `cache_affinity` applies to prefill only. */
-export const POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two', 'cache_affinity'] as const;
-export type PolicyName = (typeof POLICY_NAMES)[number];
-/** Policies a decode instance can be chosen by: its KV arrives from P, so it has no prefix cache to aim at. */
-export const DECODE_POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two'] as const;
-export type DecodePolicyName = (typeof DECODE_POLICY_NAMES)[number];
+// Policy names are what the Coordinator file spells (schema/coordinator-config.ts).
+export {
+  DECODE_POLICY_NAMES,
+  DecodePolicySchema,
+  POLICY_NAMES,
+  PrefillPolicySchema,
+  type DecodePolicyName,
+  type PolicyName,
+} from '../schema/coordinator-config.ts';
 
 export const DEFAULT_POLICY: PolicyName = 'load_balance';
-
-/** Configuration schema of one role's policy, for `scheduler.policy.prefill` / `.decode`. */
-export const PrefillPolicySchema = v.picklist(POLICY_NAMES, `must be one of ${POLICY_NAMES.join(', ')}`);
-export const DecodePolicySchema = v.picklist(DECODE_POLICY_NAMES, `must be one of ${DECODE_POLICY_NAMES.join(', ')}`);
 
 export interface PolicyChoice {
   readonly prefill: PolicyName;

@@ -3,6 +3,7 @@
  * reads, and pulls/pushes over a link. Ids are exact uint64 bigints, block lists come out as
  * Uint32Arrays, and a bad index is reported with its path (`src_blocks[3]`).
  */
+import { INT32_MAX } from '../core/limits.ts';
 import * as v from 'valibot';
 import { ClusterIdSchema, LocalIpInfoSchema } from './links.ts';
 
@@ -12,7 +13,7 @@ export const MAX_BLOCKS_PER_REQUEST = 256 * 1024;
 export const MAX_COPY_BYTES = 16 * 1024 * 1024;
 /** LLM-DataDist's `sync_kv_timeout` default, in ms. */
 export const DEFAULT_KV_TIMEOUT_MS = 1000;
-export const MAX_KV_TIMEOUT_MS = 2 ** 31 - 1;
+export const MAX_KV_TIMEOUT_MS = INT32_MAX;
 /** Index issues reported per list; a hostile list of a million bad items gets the first few. */
 const MAX_LIST_ISSUES = 10;
 const MAX_U32 = 0xffffffff;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { PdlinkError } from '../core/errors.ts';
-import { parseJsonExact } from '../http/body.ts';
+import { parseJsonExact } from '../core/exact-json.ts';
 import { parseCompletionBody, stringifyBody } from './completions.ts';
 
 function issuesOf(fn: () => unknown): { path: string; message: string }[] {

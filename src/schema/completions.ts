@@ -5,8 +5,7 @@
  */
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
-import { UnsafeInteger } from '../http/body.ts';
-import { toFieldIssues } from './issues.ts';
+import { parseOrRefuse } from './issues.ts';
 
 /** The two inference APIs the proxy serves. */
 export type CompletionKind = 'completions' | 'chat';
@@ -50,13 +49,7 @@ export type CompletionBody = Record<string, unknown> & { model: string; stream?:
  */
 export function parseCompletionBody(kind: CompletionKind, body: unknown): CompletionBody {
   // Valibot's object schemas accept arrays; a request body must be a plain JSON object.
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw errors.invalidBody([{ path: '', message: 'must be a JSON object' }]);
-  const schema = kind === 'chat' ? ChatRequest : CompletionsRequest;
-  const result = v.safeParse(schema, body, { abortEarly: false });
-  if (!result.success) {
-    throw errors.invalidBody(toFieldIssues(result.issues));
-  }
+  parseOrRefuse(kind === 'chat' ? ChatRequest : CompletionsRequest, body, errors.invalidBody, { object: true });
   // The original object, not Valibot's copy: fields the proxy does not know keep their exact
   // values, including UnsafeInteger markers that serialise back to their source digits.
   return body as CompletionBody;
@@ -67,12 +60,6 @@ export function parseCompletionBody(kind: CompletionKind, body: unknown): Comple
  * @example const text = stringifyBody({ ...body, max_tokens: 1 });
  */
 export function stringifyBody(body: Readonly<Record<string, unknown>>): string {
-  return JSON.stringify(body, exactReplacer);
-}
-
-/** `JSON.rawJSON` (ES2025 JSON source text access): Bun has it, the bundled lib typings not yet. */
-const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
-
-function exactReplacer(_key: string, value: unknown): unknown {
-  return value instanceof UnsafeInteger ? rawJSON(value.source) : value;
+  // UnsafeInteger markers write their own digits (exact-json.ts); no replacer is needed.
+  return JSON.stringify(body);
 }

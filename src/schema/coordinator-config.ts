@@ -1,10 +1,11 @@
 /**
- * Schema of the Coordinator's configuration file, MindIE's `ms_coordinator.json` layout.
- * Only the keys pdlink acts on are checked; every other key is accepted as it is, so a MindIE file
- * can be used unchanged.
+ * Schema of the Coordinator's configuration file, MindIE's `ms_coordinator.json` layout, all of it
+ * (MindIE's sections, and pdlink's own `scheduler` and `proxy_config`) in this one module. Only the
+ * keys pdlink acts on are checked; every other key is accepted as it is, so a MindIE file can be
+ * used unchanged. The scheduler and the proxy take plain option objects resolved from it.
  */
 import * as v from 'valibot';
-import { DecodePolicySchema, PrefillPolicySchema } from '../scheduler/types.ts';
+import { INT32_MAX } from '../core/limits.ts';
 
 export const MIN_PORT = 1024;
 export const MAX_PORT = 65535;
@@ -14,7 +15,38 @@ export const MAX_REQUESTS = { min: 1, max: 90000, default: 10000 } as const;
 export const SINGLE_NODE_MAX_REQUESTS = { min: 1, max: 2000, default: 1000 } as const;
 export const HTTP_TIMEOUT_SECONDS = { min: 0, max: 3600, default: 600 } as const;
 /** `scheduler.circuit_breaker.cooldown_ms`: how long an open circuit refuses requests before its trial. */
-export const CIRCUIT_COOLDOWN_MS = { min: 1, max: 2 ** 31 - 1, default: 30_000 } as const;
+export const CIRCUIT_COOLDOWN_MS = { min: 1, max: INT32_MAX, default: 30_000 } as const;
+
+/** Every pair-selection policy; `cache_affinity` applies to prefill only. */
+export const POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two', 'cache_affinity'] as const;
+export type PolicyName = (typeof POLICY_NAMES)[number];
+/** Policies a decode instance can be chosen by: its KV arrives from P, so it has no prefix cache to aim at. */
+export const DECODE_POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two'] as const;
+export type DecodePolicyName = (typeof DECODE_POLICY_NAMES)[number];
+
+/** Configuration schema of one role's policy, for `scheduler.policy.prefill` / `.decode`. */
+export const PrefillPolicySchema = v.picklist(POLICY_NAMES, `must be one of ${POLICY_NAMES.join(', ')}`);
+export const DecodePolicySchema = v.picklist(DECODE_POLICY_NAMES, `must be one of ${DECODE_POLICY_NAMES.join(', ')}`);
+
+/** Longest timer a JavaScript runtime honours (2^31−1 ms); longer values would fire at once. */
+export const MAX_TIMER_MS = INT32_MAX;
+
+const ms = (min: number) =>
+  v.pipe(
+    v.number('must be a number of milliseconds'),
+    v.integer('must be an integer number of milliseconds'),
+    v.minValue(min, `must be in [${min}, ${MAX_TIMER_MS}]`),
+    v.maxValue(MAX_TIMER_MS, `must be in [${min}, ${MAX_TIMER_MS}]`),
+  );
+
+/** pdlink's own `proxy_config` section: the proxy's millisecond values; every key optional. */
+export const ProxyConfigSection = v.looseObject({
+  /** 0 = bounded by first_token_timeout only. */
+  prefill_timeout_ms: v.optional(ms(0)),
+  backoff_base_ms: v.optional(ms(1)),
+  backoff_cap_ms: v.optional(ms(1)),
+  lease_ms: v.optional(ms(1)),
+});
 
 /** A port as MindIE writes it (a decimal string) or as a plain integer. */
 export const ConfigPort = v.pipe(
@@ -91,6 +123,7 @@ export const CoordinatorConfigFile = v.looseObject({
       circuit_breaker: v.optional(v.looseObject({ cooldown_ms: v.optional(intIn(CIRCUIT_COOLDOWN_MS.min, CIRCUIT_COOLDOWN_MS.max)) })),
     }),
   ),
+  proxy_config: v.optional(ProxyConfigSection),
   tls_config: v.optional(
     v.looseObject({
       controller_server_tls_enable: v.optional(v.boolean('must be a boolean')),

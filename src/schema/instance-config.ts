@@ -2,6 +2,7 @@
  * The instance agent's configuration file: MindIE's `config.json` (`ServerConfig` holds the
  * listener addresses) plus pdlink's own `pdlink` section for the device runtime.
  */
+import { INT32_MAX } from '../core/limits.ts';
 import { isIP } from 'node:net';
 import * as v from 'valibot';
 
@@ -35,8 +36,8 @@ const Uint64 = v.union(
 const LinkCap = v.pipe(
   v.number('must be an integer'),
   v.integer('must be an integer'),
-  v.minValue(1, 'must be in [1, 2147483647]'),
-  v.maxValue(0x7fffffff, 'must be in [1, 2147483647]'),
+  v.minValue(1, `must be in [1, ${INT32_MAX}]`),
+  v.maxValue(INT32_MAX, `must be in [1, ${INT32_MAX}]`),
 );
 
 const Device = v.object({

@@ -1,9 +1,40 @@
 /**
  * Turns Valibot issues into pdlink field issues with wire paths such as
- * `instances[3].static_info.block_size`.
+ * `instances[3].static_info.block_size`, and is the one way a value is checked against a schema
+ * outside the JSON body middleware: `parseOrRefuse` runs the schema and hands every issue to the
+ * error the caller names (422, 400, a configuration error), so each site picks its error in one place.
  */
-import type * as v from 'valibot';
+import * as v from 'valibot';
 import type { FieldIssue } from '../core/errors.ts';
+
+/** Builds the error a refused value throws, e.g. `errors.unprocessable` (422) or `errors.invalidBody` (400). */
+export type Refusal = (issues: readonly FieldIssue[]) => Error;
+
+export interface ParseOptions {
+  /** Prefix of every issue path: where the value sits in a larger document, e.g. `proxy_config`. */
+  readonly at?: string;
+  /** Refuse anything but a JSON object at the top (Valibot's object schemas accept arrays too). */
+  readonly object?: boolean;
+}
+
+/**
+ * The schema's output for `input`, or `refuse(issues)` thrown with every issue (not just the first).
+ * @example const body = parseOrRefuse(RoleBody, input, errors.unprocessable, { object: true });
+ */
+export function parseOrRefuse<S extends v.GenericSchema>(
+  schema: S,
+  input: unknown,
+  refuse: Refusal,
+  options: ParseOptions = {},
+): v.InferOutput<S> {
+  const { at } = options;
+  if (options.object === true && (typeof input !== 'object' || input === null || Array.isArray(input)))
+    throw refuse([{ path: at ?? '', message: 'must be a JSON object' }]);
+  const result = v.safeParse(schema, input, { abortEarly: false });
+  if (result.success) return result.output;
+  const issues = toFieldIssues(result.issues);
+  throw refuse(at === undefined ? issues : issues.map((i) => ({ ...i, path: i.path === '' ? at : `${at}.${i.path}` })));
+}
 
 /**
  * Formats a Valibot issue path as dotted keys with bracketed indices.

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import * as v from 'valibot';
-import { UnsafeInteger } from '../http/body.ts';
+import { UnsafeInteger } from '../core/exact-json.ts';
 import { toFieldIssues } from './issues.ts';
 import { LinkRequestSchema, UnlinkRequestSchema } from './links.ts';
 

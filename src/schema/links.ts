@@ -3,13 +3,14 @@
  * unlink_clusters over HTTP). Cluster ids come out as exact bigints; addresses as `{ip, port}`.
  */
 import * as v from 'valibot';
-import { UnsafeInteger } from '../http/body.ts';
-import { MAX_CLUSTER_ID, parseIpPort } from '../links/endpoint.ts';
+import { UnsafeInteger } from '../core/exact-json.ts';
+import { parseIpPort } from '../core/ip-port.ts';
+import { INT32_MAX, UINT64_MAX } from '../core/limits.ts';
 
 /** Default link/unlink timeout in milliseconds, as LLM-DataDist's Python API. */
 export const DEFAULT_LINK_TIMEOUT_MS = 3000;
 /** Largest timeout: an int32. */
-export const MAX_LINK_TIMEOUT_MS = 2 ** 31 - 1;
+export const MAX_LINK_TIMEOUT_MS = INT32_MAX;
 
 const UINT64_MESSAGE = 'must be an unsigned 64-bit integer (a JSON number or a decimal string)';
 
@@ -23,7 +24,7 @@ function toUint64(value: unknown): bigint | undefined {
   else return undefined;
   if (!/^\d{1,20}$/.test(text)) return undefined;
   const id = BigInt(text);
-  return id <= MAX_CLUSTER_ID ? id : undefined;
+  return id <= UINT64_MAX ? id : undefined;
 }
 
 /** uint64 given as a JSON number (exact) or a decimal string; output is a bigint. */

@@ -3,8 +3,7 @@
  * role, duplicates). They run inside the Valibot schema (a `v.rawCheck`) on partially valid input
  * too, so their issues come together with the structural ones.
  */
-import type { RoleCode } from '../cluster/instance.ts';
-import { isUint64, MAX_INSTANCES, ROLE_CODES, ROLE_DECODE, ROLE_PREFILL } from './refresh-limits.ts';
+import { isUint64, MAX_INSTANCES, ROLE_CODES, ROLE_DECODE, ROLE_PREFILL, type RoleCode } from './refresh-limits.ts';
 
 export type IssueKey = string | number;
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import * as v from 'valibot';
-import { UnsafeInteger } from '../http/body.ts';
+import { UnsafeInteger } from '../core/exact-json.ts';
 import { isValidSnapshot } from './refresh-fast.ts';
 import { exampleSnapshot, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { RefreshSchema } from './refresh.ts';

@@ -3,7 +3,6 @@
  * a rejection) and the hand-written fast check (which accepts the common all-valid body).
  */
 import { isIP } from 'node:net';
-import type { LabelCode, RoleCode } from '../cluster/instance.ts';
 
 /** Most instances one snapshot may carry (MindIE's cap). */
 export const MAX_INSTANCES = 4096;
@@ -17,6 +16,14 @@ export const UINT64_MAX_EXACT = Number.MAX_SAFE_INTEGER;
 export const TOTAL_SLOTS_MAX = 5000;
 /** `static_info.block_size` is in [1, BLOCK_SIZE_MAX]. */
 export const BLOCK_SIZE_MAX = 128;
+/** Wire value of `static_info.role` → role. */
+export const ROLE_BY_CODE = { 80: 'prefill', 68: 'decode', 85: 'undefined' } as const;
+export type RoleCode = keyof typeof ROLE_BY_CODE;
+
+/** Wire value of `static_info.label` (PD disaggregation only). */
+export const LABEL_BY_CODE = { 2: 'prefill', 3: 'decode' } as const;
+export type LabelCode = keyof typeof LABEL_BY_CODE;
+
 /** `static_info.role`: 80 prefill, 68 decode, 85 undefined. */
 export const ROLE_PREFILL = 80;
 export const ROLE_DECODE = 68;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import * as v from 'valibot';
 import { type FieldIssue, PdlinkError } from '../core/errors.ts';
-import { parseJsonExact } from '../http/body.ts';
+import { parseJsonExact } from '../core/exact-json.ts';
 import { isValidSnapshot } from './refresh-fast.ts';
 import { exampleSnapshot, type ExampleBody, seedExample } from '../../test/doubles/refresh-examples.ts';
 import {

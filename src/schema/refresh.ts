@@ -5,7 +5,7 @@
  */
 import * as v from 'valibot';
 import { errors, type FieldIssue } from '../core/errors.ts';
-import { UnsafeInteger } from '../http/body.ts';
+import { UnsafeInteger } from '../core/exact-json.ts';
 import { crossInstanceIssues } from './refresh-cross.ts';
 import { isValidSnapshot } from './refresh-fast.ts';
 import {

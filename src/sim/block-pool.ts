@@ -4,6 +4,7 @@
  * and frees them when that decoder says it is done, or when the lease runs out (the decoder died,
  * the client left before the decode leg) so blocks are never stranded.
  */
+import { optionErrors } from '../core/errors.ts';
 
 export interface BlockPoolOptions {
   readonly numBlocks: number;

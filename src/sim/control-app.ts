@@ -4,16 +4,15 @@
  * done with prefills' blocks: `remote_request_id` or a batch in `remote_request_ids`), `GET /sim/status` (counters, KV blocks in use) and
  * `GET /sim/requests[?request_id=]` (what each leg did, with the digest of its answer).
  */
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
+import { asPdlinkError, errorBody } from '../core/error-body.ts';
 import { errors } from '../core/errors.ts';
-import { readJsonBody } from '../http/body.ts';
-import { onError } from '../http/envelope.ts';
-import { toFieldIssues } from '../schema/issues.ts';
+import { readJsonRequest } from '../core/json-request.ts';
+import { SMALL_BODY_LIMIT_BYTES } from '../core/limits.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 import type { SimEngine } from './engine.ts';
 import { parseFaults } from './faults.ts';
-
-const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 
 const RequestId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'));
 /** One id, or a batch of them (what a decoder's ReleaseNotifier sends). */
@@ -33,9 +32,9 @@ const ReleaseBody = v.union(
  */
 export function simControlApp(engine: SimEngine): Hono {
   const app = new Hono();
-  app.onError(onError);
+  app.onError(renderError);
   app.post('/sim/faults', async (c) => {
-    engine.faults.arm(parseFaults(await readJsonBody(c, { limitBytes: CONTROL_BODY_LIMIT_BYTES })));
+    engine.faults.arm(parseFaults(await readJsonRequest(c.req.raw, { limitBytes: SMALL_BODY_LIMIT_BYTES })));
     return c.json(engine.faults.toJSON());
   });
   app.get('/sim/faults', (c) => c.json(engine.faults.toJSON()));
@@ -44,12 +43,18 @@ export function simControlApp(engine: SimEngine): Hono {
     return c.json(engine.faults.toJSON());
   });
   app.post('/sim/kv/release', async (c) => {
-    const parsed = v.safeParse(ReleaseBody, await readJsonBody(c, { limitBytes: CONTROL_BODY_LIMIT_BYTES }));
-    if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
-    const ids = 'remote_request_ids' in parsed.output ? parsed.output.remote_request_ids : [parsed.output.remote_request_id];
+    const body = parseOrRefuse(ReleaseBody, await readJsonRequest(c.req.raw, { limitBytes: SMALL_BODY_LIMIT_BYTES }), errors.unprocessable);
+    const ids = 'remote_request_ids' in body ? body.remote_request_ids : [body.remote_request_id];
     return c.json({ released_blocks: ids.reduce((n, id) => n + engine.releaseExport(id), 0) });
   });
   app.get('/sim/status', (c) => c.json(engine.stats()));
   app.get('/sim/requests', (c) => c.json({ requests: engine.log.list(c.req.query('request_id')) }));
   return app;
+}
+
+/** pdlink's error envelope; an error of the simulator itself is logged, the client sees only a 500. */
+function renderError(err: Error, c: Context): Response {
+  const known = asPdlinkError(err);
+  if (known.code === 'internal') console.error('pdlink sim-engine: control route failed', err);
+  return c.json(errorBody(known), known.status);
 }

@@ -7,7 +7,7 @@
  */
 import * as v from 'valibot';
 import { errors } from '../core/errors.ts';
-import { toFieldIssues } from '../schema/issues.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 
 const Count = v.pipe(
   v.number('must be an integer'),
@@ -132,12 +132,10 @@ export class FaultPlan {
 
 /**
  * Validates a `POST /sim/faults` body; a 422 PdlinkError names every offending field.
- * @example plan.arm(parseFaults(await readJsonBody(c, { limitBytes: 4096 })))
+ * @example plan.arm(parseFaults(await readJsonRequest(request, { limitBytes: 4096 })))
  */
 export function parseFaults(body: unknown): FaultsInput {
-  const parsed = v.safeParse(FaultsBody, body, { abortEarly: false });
-  if (!parsed.success) throw errors.unprocessable(toFieldIssues(parsed.issues));
-  return parsed.output;
+  return parseOrRefuse(FaultsBody, body, errors.unprocessable);
 }
 
 function take(arm: StatusArm | undefined, disarm: () => void): number | undefined {

@@ -4,8 +4,8 @@
  */
 import { Hono, type Context } from 'hono';
 import { PdlinkError } from '../core/errors.ts';
-import { readJsonBody } from '../http/body.ts';
-import { methodAwareNotFound } from '../http/methods.ts';
+import { readJsonRequest } from '../core/json-request.ts';
+import { methodAwareNotFound } from '../core/route-methods.ts';
 import type { SimEngine } from './engine.ts';
 import type { SimKind } from './request.ts';
 import { SimError } from './sim-error.ts';
@@ -23,7 +23,7 @@ export function simInferenceApp(engine: SimEngine): Hono {
     const requestId = c.req.header('x-request-id') ?? crypto.randomUUID();
     let body: unknown;
     try {
-      body = await readJsonBody(c, { limitBytes: SIM_BODY_LIMIT_BYTES });
+      body = await readJsonRequest(c.req.raw, { limitBytes: SIM_BODY_LIMIT_BYTES });
     } catch (err) {
       if (err instanceof PdlinkError) return new SimError(err.status, err.message, 'BadRequestError').toResponse(requestId);
       throw err;

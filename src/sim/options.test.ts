@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { CliError } from '../cli/common.ts';
+import { ConfigError } from '../core/errors.ts';
 import { parseSimEngineArgs, SIM_DEFAULTS, SIM_ENGINE_HELP } from './options.ts';
 
 describe('sim-engine options', () => {
@@ -75,7 +75,7 @@ describe('sim-engine options', () => {
     [['--role', 'decode', '--prefill_ms_per_token', 'fast'], /--prefill_ms_per_token: must be a number of milliseconds/],
     [['--role', 'decode', '--bogus'], /Unknown option '--bogus'/],
   ])('%p is refused naming the option', (argv, message) => {
-    expect(() => parseSimEngineArgs(argv as string[])).toThrow(CliError);
+    expect(() => parseSimEngineArgs(argv as string[])).toThrow(ConfigError);
     expect(() => parseSimEngineArgs(argv as string[])).toThrow(message as RegExp);
   });
 });

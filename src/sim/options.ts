@@ -4,7 +4,9 @@
  */
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { CliError, parseCliPort } from '../cli/common.ts';
+import { parseCliPort } from '../core/cli-values.ts';
+import { ConfigError } from '../core/errors.ts';
+import { INT32_MAX } from '../core/limits.ts';
 import type { SimRole } from './engine.ts';
 
 export const SIM_ENGINE_HELP = `Usage: pdlink sim-engine --role prefill|decode [options]
@@ -86,10 +88,8 @@ export const SIM_DEFAULTS = {
   pullTimeoutMs: 1000,
 } as const;
 
-const MAX_INT32 = 0x7fffffff;
-
 /**
- * Parses the simulator's arguments; a CliError names the bad option.
+ * Parses the simulator's arguments; a ConfigError names the bad option.
  * @example parseSimEngineArgs(['--role', 'prefill', '--port', '0'])
  */
 export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
@@ -119,13 +119,13 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
       },
     }).values;
   } catch (cause) {
-    throw new CliError(`${(cause as Error).message}\n\n${SIM_ENGINE_HELP}`);
+    throw new ConfigError(`${(cause as Error).message}\n\n${SIM_ENGINE_HELP}`);
   }
   const help = values.help === true;
   if (!help && values.role !== 'prefill' && values.role !== 'decode') {
-    throw new CliError(`--role: must be prefill or decode, got ${values.role === undefined ? 'nothing' : JSON.stringify(values.role)}`);
+    throw new ConfigError(`--role: must be prefill or decode, got ${values.role === undefined ? 'nothing' : JSON.stringify(values.role)}`);
   }
-  if (values.model !== undefined && values.model.trim() === '') throw new CliError('--model: must not be empty');
+  if (values.model !== undefined && values.model.trim() === '') throw new ConfigError('--model: must not be empty');
   const args: SimEngineArgs = {
     help,
     role: values.role === 'decode' ? 'decode' : 'prefill',
@@ -135,9 +135,9 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
     blockTokens: int('block_tokens', values.block_tokens, SIM_DEFAULTS.blockTokens, 1, 128),
     prefillMsPerToken: ms('prefill_ms_per_token', values.prefill_ms_per_token, SIM_DEFAULTS.prefillMsPerToken),
     decodeMsPerToken: ms('decode_ms_per_token', values.decode_ms_per_token, SIM_DEFAULTS.decodeMsPerToken),
-    maxModelLen: int('max_model_len', values.max_model_len, SIM_DEFAULTS.maxModelLen, 2, MAX_INT32),
-    kvLeaseMs: int('kv_lease_ms', values.kv_lease_ms, SIM_DEFAULTS.kvLeaseMs, 1, MAX_INT32),
-    pullTimeoutMs: int('pull_timeout_ms', values.pull_timeout_ms, SIM_DEFAULTS.pullTimeoutMs, 1, MAX_INT32),
+    maxModelLen: int('max_model_len', values.max_model_len, SIM_DEFAULTS.maxModelLen, 2, INT32_MAX),
+    kvLeaseMs: int('kv_lease_ms', values.kv_lease_ms, SIM_DEFAULTS.kvLeaseMs, 1, INT32_MAX),
+    pullTimeoutMs: int('pull_timeout_ms', values.pull_timeout_ms, SIM_DEFAULTS.pullTimeoutMs, 1, INT32_MAX),
   };
   if (values.config !== undefined) args.config = values.config;
   if (values.manage_ip !== undefined) args.manageIp = ip('manage_ip', values.manage_ip);
@@ -150,7 +150,7 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
 function int(option: string, text: string | undefined, fallback: number, min: number, max: number): number {
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
-    throw new CliError(`--${option}: must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`);
+    throw new ConfigError(`--${option}: must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`);
   return Number(text);
 }
 
@@ -158,12 +158,12 @@ function ms(option: string, text: string | undefined, fallback: number): number 
   if (text === undefined) return fallback;
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value) || value < 0 || value > 60_000) {
-    throw new CliError(`--${option}: must be a number of milliseconds in [0, 60000], got ${JSON.stringify(text)}`);
+    throw new ConfigError(`--${option}: must be a number of milliseconds in [0, 60000], got ${JSON.stringify(text)}`);
   }
   return value;
 }
 
 function ip(option: string, value: string): string {
-  if (isIP(value) === 0) throw new CliError(`--${option}: must be an IPv4 or IPv6 address, got ${JSON.stringify(value)}`);
+  if (isIP(value) === 0) throw new ConfigError(`--${option}: must be an IPv4 or IPv6 address, got ${JSON.stringify(value)}`);
   return value;
 }

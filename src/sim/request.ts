@@ -4,7 +4,7 @@
  * remote decoder, load it from a remote prefiller, or nothing).
  */
 import * as v from 'valibot';
-import { toFieldIssues } from '../schema/issues.ts';
+import { parseOrRefuse } from '../schema/issues.ts';
 import { SimError } from './sim-error.ts';
 import { chatTemplate, tokenize, VOCAB_SIZE, type ChatMessage } from './tokens.ts';
 
@@ -100,10 +100,7 @@ const ImportParams = v.looseObject({
 export function readSimRequest(kind: SimKind, body: unknown): SimRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw SimError.badRequest('request body must be a JSON object', null);
-  const parsed =
-    kind === 'chat' ? v.safeParse(ChatBody, body, { abortEarly: false }) : v.safeParse(CompletionsBody, body, { abortEarly: false });
-  if (!parsed.success) throw SimError.invalid(toFieldIssues(parsed.issues));
-  const out = parsed.output;
+  const out = kind === 'chat' ? parseOrRefuse(ChatBody, body, SimError.invalid) : parseOrRefuse(CompletionsBody, body, SimError.invalid);
   let tokens: number[];
   if ('messages' in out) tokens = tokenize(chatTemplate(out.messages as ChatMessage[]));
   else {
@@ -129,13 +126,7 @@ function kvIntent(params: Record<string, unknown> | undefined): KvIntent {
   if (params === undefined) return { kind: 'none' };
   if (params['do_remote_decode'] === true) return { kind: 'export' };
   if (params['do_remote_prefill'] !== true) return { kind: 'none' };
-  const parsed = v.safeParse(ImportParams, params, { abortEarly: false });
-  if (!parsed.success) {
-    throw SimError.invalid(
-      toFieldIssues(parsed.issues).map((i) => ({ ...i, path: i.path === '' ? 'kv_transfer_params' : `kv_transfer_params.${i.path}` })),
-    );
-  }
-  const p = parsed.output;
+  const p = parseOrRefuse(ImportParams, params, SimError.invalid, { at: 'kv_transfer_params' });
   return {
     kind: 'import',
     blockIds: p.remote_block_ids,

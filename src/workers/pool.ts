@@ -5,6 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
+import { optionErrors } from '../core/errors.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
 import type { TaskReply, WorkerTask } from './protocol.ts';
 import { BOARD_SLOTS } from './tasks.ts';

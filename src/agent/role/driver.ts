@@ -15,8 +15,9 @@
  * role collapse into the latest, whose desired set wins either way. What to link and unlink is
  * computed by diffLinks (links/diff.ts); the driver keeps the retry state around it.
  */
-import { errors } from '../../core/errors.ts';
+import { errors, optionErrors } from '../../core/errors.ts';
 import { systemClock, type LeaseClock } from '../../core/lease-clock.ts';
+import { INT32_MAX } from '../../core/limits.ts';
 import { DEFAULT_TIMEOUT_MS, type LinkManager } from '../../links/manager.ts';
 import { LLM_STATUS, statusName } from '../../core/llm-status.ts';
 import { diffLinks } from '../../links/diff.ts';
@@ -75,11 +76,10 @@ export class RoleController {
 
   constructor(options: RoleControllerOptions) {
     const basePort = options.linkBasePort ?? DEFAULT_LINK_BASE_PORT;
-    if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65535)
-      throw new RangeError('linkBasePort must be an integer in [1, 65535]');
+    if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65535) throw optionErrors.integerIn('linkBasePort', 1, 65535);
     const timeoutMs = options.linkTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2 ** 31 - 1)
-      throw new RangeError('linkTimeoutMs must be an integer in [1, 2^31 - 1]');
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > INT32_MAX)
+      throw optionErrors.integerIn('linkTimeoutMs', 1, '2^31 - 1');
     this.#manager = options.manager;
     this.#devices = options.devices;
     this.#endpoints = new Set(options.devices.map((d) => d.endpoint));

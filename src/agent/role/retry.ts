@@ -3,6 +3,7 @@
  * backoff with jitter, capped, so the links of a dead prefill instance are retried often at first
  * and then about every `capMs`, and links that failed together do not all retry in the same tick.
  */
+import { optionErrors } from '../../core/errors.ts';
 import type { LeaseClock } from '../../core/lease-clock.ts';
 
 /** First wait after a failure. */
@@ -22,8 +23,8 @@ export interface RetryPolicy {
 export function retryPolicy(options: Partial<RetryPolicy> = {}): RetryPolicy {
   const baseMs = options.baseMs ?? RETRY_BASE_MS;
   const capMs = options.capMs ?? Math.max(RETRY_CAP_MS, baseMs);
-  if (!Number.isFinite(baseMs) || baseMs <= 0) throw new RangeError('retry.baseMs must be a positive number');
-  if (!Number.isFinite(capMs) || capMs < baseMs) throw new RangeError('retry.capMs must be a number ≥ retry.baseMs');
+  if (!Number.isFinite(baseMs) || baseMs <= 0) throw optionErrors.positiveNumber('retry.baseMs');
+  if (!Number.isFinite(capMs) || capMs < baseMs) throw optionErrors.notBelow('retry.capMs', 'retry.baseMs');
   return { baseMs, capMs };
 }
 

@@ -3,6 +3,7 @@
  * block lists become one SharedArrayBuffer (never a cloned array of numbers), and bad input
  * becomes an LLM_PARAM_INVALID result naming the field, as the runtime would answer it.
  */
+import { INT32_MAX } from '../../core/limits.ts';
 import { LLM_STATUS } from '../../core/llm-status.ts';
 import { MAX_BLOCKS_PER_TRANSFER } from '../../workers/block-protocol.ts';
 
@@ -11,7 +12,6 @@ export type BlockList = Uint32Array | readonly number[];
 
 /** LLM-DataDist's `sync_kv_timeout` default for pulls and pushes. */
 export const DEFAULT_TRANSFER_TIMEOUT_MS = 1000;
-const MAX_TIMEOUT_MS = 0x7fffffff;
 const MAX_U64 = (1n << 64n) - 1n;
 
 /** A refused argument: the code the caller gets, the argument and why. */
@@ -43,9 +43,7 @@ export function u64(value: bigint, field: string): bigint | ArgumentRefused {
  */
 export function timeoutArg(value: number | undefined): number | ArgumentRefused {
   const t = value ?? DEFAULT_TRANSFER_TIMEOUT_MS;
-  return Number.isInteger(t) && t >= 1 && t <= MAX_TIMEOUT_MS
-    ? t
-    : new ArgumentRefused('timeoutMs', `must be an integer in [1, ${MAX_TIMEOUT_MS}]`);
+  return Number.isInteger(t) && t >= 1 && t <= INT32_MAX ? t : new ArgumentRefused('timeoutMs', `must be an integer in [1, ${INT32_MAX}]`);
 }
 
 /**

@@ -6,6 +6,7 @@
  * once, and hand the thread back every `sliceMs`, so a huge pull neither starves others nor
  * ignores an abort for long.
  */
+import { optionErrors } from '../../core/errors.ts';
 import { LLM_STATUS, normalizeStatus, statusName } from '../../core/llm-status.ts';
 import type { Registry } from '../../core/metrics.ts';
 import { CONTROL, CONTROL_SLOTS, type BlockReply, type TransferTask } from '../../workers/block-protocol.ts';
@@ -105,9 +106,9 @@ export class Transfers {
     this.#chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
     this.#sliceMs = options.sliceMs ?? DEFAULT_SLICE_MS;
     this.#parallel = options.parallelSlices ?? DEFAULT_PARALLEL_SLICES;
-    if (!Number.isInteger(this.#parallel) || this.#parallel < 1) throw new RangeError('parallelSlices must be a positive integer');
-    if (!Number.isSafeInteger(this.#chunkBytes) || this.#chunkBytes < 1) throw new RangeError('chunkBytes must be a positive integer');
-    if (!Number.isFinite(this.#sliceMs) || this.#sliceMs < 0) throw new RangeError('sliceMs must be a non-negative number');
+    if (!Number.isInteger(this.#parallel) || this.#parallel < 1) throw optionErrors.positiveInteger('parallelSlices');
+    if (!Number.isSafeInteger(this.#chunkBytes) || this.#chunkBytes < 1) throw optionErrors.positiveInteger('chunkBytes');
+    if (!Number.isFinite(this.#sliceMs) || this.#sliceMs < 0) throw optionErrors.nonNegativeNumber('sliceMs');
     this.#metrics = createTransferMetrics(options.registry, () => [...this.#running.values()]);
   }
 
