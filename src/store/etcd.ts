@@ -45,7 +45,7 @@ export class EtcdStore implements Store {
         'grpc.initial_reconnect_backoff_ms': 200,
         'grpc.max_reconnect_backoff_ms': 1000,
         'grpc.min_reconnect_backoff_ms': 100,
-      } as IOptions['grpcOptions'],
+      } as NonNullable<IOptions['grpcOptions']>,
     };
     this.#client = new Etcd3(config);
     this.#probe = setInterval(() => void this.#ping(), PROBE_MS);
