@@ -4,7 +4,10 @@
  */
 import { Hono } from 'hono';
 import { collectDefaultMetrics } from 'prom-client';
-import { Controller } from '../controller/controller.ts';
+import { Controller, type ControllerEvents } from '../controller/controller.ts';
+import { Leadership } from '../controller/leadership.ts';
+import { storeMetrics } from '../store/metrics.ts';
+import type { Store } from '../store/store.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
@@ -24,12 +27,16 @@ export interface ControllerAppOptions {
   /** Also export process metrics; the CLI turns this on. */
   readonly processMetrics?: boolean;
   readonly log?: (line: string) => void;
+  /** Several controllers on one store: this one stands by until elected (see `lead`). */
+  readonly ha?: { readonly store: Store; readonly ttlSeconds: number } | undefined;
 }
 
 export interface ControllerApp {
   readonly controller: Controller;
   readonly managementApp: Hono;
   readonly metrics: Registry;
+  /** With `ha`: runs for leader under this management URL (known once the listener is up). */
+  campaign(url: string): void;
   /** Stops the loop; idempotent. */
   close(): Promise<void>;
 }
@@ -42,7 +49,23 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const metrics = options.metrics ?? createRegistry();
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const m = controllerMetrics(metrics);
-  const controller = new Controller({ spec: options.spec, events: m.events, ...(options.log === undefined ? {} : { log: options.log }) });
+  const ha = options.ha;
+  let leadership: Leadership | undefined;
+  const events: ControllerEvents = {
+    ...m.events,
+    rolePost: (ok) => {
+      m.events.rolePost?.(ok);
+      if (ok) leadership?.rolePosted();
+    },
+    composed: (snapshot, generation) => leadership?.composed(snapshot, generation),
+  };
+  const controller = new Controller({
+    spec: options.spec,
+    events,
+    leading: ha === undefined,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  if (ha !== undefined) storeMetrics(metrics, ha.store);
   m.watch(controller);
   const devices = rankDevices(options.rankTable);
   const defaults = options.staticDefaults ?? {};
@@ -50,7 +73,34 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(onNotFound);
-  managementApp.route('/', controllerRoutes({ controller, resolve: (entry) => desiredInstance(entry, '', defaults, devices) }));
+  managementApp.route(
+    '/',
+    controllerRoutes({
+      controller,
+      resolve: (entry) => desiredInstance(entry, '', defaults, devices),
+      leadership: () => leadership?.view(),
+    }),
+  );
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
-  return { controller, managementApp, metrics, close: () => controller.close() };
+  return {
+    controller,
+    managementApp,
+    metrics,
+    campaign(url) {
+      if (ha === undefined || leadership !== undefined) return;
+      leadership = new Leadership({
+        controller,
+        store: ha.store,
+        url,
+        ttlSeconds: ha.ttlSeconds,
+        ...(options.log === undefined ? {} : { log: options.log }),
+      });
+      leadership.start();
+    },
+    async close() {
+      await leadership?.close();
+      await controller.close();
+      await ha?.store.close();
+    },
+  };
 }

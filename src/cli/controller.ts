@@ -7,6 +7,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { createControllerApp } from '../apps/controller.ts';
 import { loadTopology } from '../config/controller.ts';
+import { openStore } from '../store/open.ts';
 import { CliError, parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
 
 /** Management listener defaults. */
@@ -65,11 +66,18 @@ export async function runController(argv: string[]): Promise<void> {
   const path = args.config;
   let loaded = loadTopology(path);
   const log = (line: string): void => console.log(`pdlink controller: ${line}`);
-  const app = createControllerApp({ ...loaded, processMetrics: true, log });
+  const store = loaded.store;
+  const ha = store === undefined ? undefined : { store: openStore(store), ttlSeconds: store.leaseTtlSeconds };
+  const app = createControllerApp({ ...loaded, processMetrics: true, log, ha });
   const listeners = await startListeners([
     { name: 'controller', hostname: args.manageIp, port: args.managePort, fetch: app.managementApp.fetch },
   ]);
   app.controller.start();
+  // Several controllers on one etcd: the one elected leads, the others stand by.
+  if (store !== undefined) {
+    log(`sharing cluster ${store.cluster} on etcd ${store.endpoints.join(',')} (lease ${store.leaseTtlSeconds} s)`);
+    app.campaign(listeners[0]!.url);
+  }
 
   let timer: ReturnType<typeof setTimeout> | undefined;
   const reload = (): void => {

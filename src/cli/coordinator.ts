@@ -2,6 +2,8 @@
  * `pdlink coordinator`: serves the management and inference listeners until SIGINT/SIGTERM.
  */
 import { createCoordinator } from '../apps/coordinator.ts';
+import { CoordinatorHa } from '../apps/coordinator-ha.ts';
+import { openStore } from '../store/open.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort, parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
@@ -48,7 +50,14 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     return;
   }
   const settings = resolveCoordinatorSettings(args, process.env, process.cwd());
+  const haSettings = settings.ha;
+  let ha: CoordinatorHa | undefined;
   const coordinator = createCoordinator({
+    // A master/standby Coordinator is not ready before it has joined the election.
+    notReadyReason: () =>
+      haSettings?.mode === 'master_standby'
+        ? (ha?.notReadyReason() ?? (ha === undefined ? 'not master: joining the election' : undefined))
+        : undefined,
     bodyLimitBytes: settings.bodyLimitBytes,
     policy: settings.policy,
     circuitCooldownMs: settings.circuitCooldownMs,
@@ -81,8 +90,25 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     await coordinator.close();
     throw err;
   }
+  if (haSettings !== undefined) {
+    const log = (line: string): void => console.log(`pdlink coordinator: ${line}`);
+    const { store: where, mode } = haSettings;
+    log(
+      `${mode === 'master_standby' ? 'master/standby' : 'active/active'} on etcd ${where.endpoints.join(',')} (cluster ${where.cluster})`,
+    );
+    ha = new CoordinatorHa({
+      mode,
+      store: openStore(where),
+      registry: coordinator.registry,
+      metrics: coordinator.metrics,
+      url: listeners[0]!.url,
+      ttlSeconds: where.leaseTtlSeconds,
+      log,
+    });
+  }
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
+    await ha?.close();
     await coordinator.close();
   });
 }
