@@ -18,42 +18,47 @@ export interface CoordinatorHaOptions {
   readonly store: Store;
   readonly registry: ClusterRegistry;
   readonly metrics: Registry;
-  /** This Coordinator's management URL: the lock's value. */
-  readonly url: string;
   readonly ttlSeconds: number;
   readonly log?: (line: string) => void;
 }
 
 export class CoordinatorHa {
   readonly #options: CoordinatorHaOptions;
-  readonly #election: Election | undefined;
+  #election: Election | undefined;
   readonly #stopConnected: () => void;
   #closed = false;
 
-  /** @example const ha = new CoordinatorHa({ mode: 'master_standby', store, registry, metrics, url, ttlSeconds: 2 }); */
+  /**
+   * Reads the stored snapshot now (and again when the store comes back, until one is held).
+   * @example const ha = new CoordinatorHa({ mode: 'master_standby', store, registry, metrics, ttlSeconds: 2 }); await ha.loadSnapshot(); ...; ha.campaign(url);
+   */
   constructor(options: CoordinatorHaOptions) {
     this.#options = options;
     storeMetrics(options.metrics, options.store);
-    if (options.mode === 'master_standby') {
-      this.#election = new Election({
-        store: options.store,
-        key: KEYS.coordinatorMaster,
-        value: options.url,
-        ttlSeconds: options.ttlSeconds,
-        holdWhileDisconnected: true,
-        ...(options.log === undefined ? {} : { log: options.log }),
-      });
-      this.#election.start();
-    }
     this.#stopConnected = options.store.onConnected((connected) => {
       if (connected && options.registry.generation === 0) void this.loadSnapshot();
     });
-    void this.loadSnapshot();
+  }
+
+  /** master/standby: runs for master under this management URL (known once the listener is up). */
+  campaign(url: string): void {
+    if (this.#options.mode !== 'master_standby' || this.#election !== undefined || this.#closed) return;
+    this.#election = new Election({
+      store: this.#options.store,
+      key: KEYS.coordinatorMaster,
+      value: url,
+      ttlSeconds: this.#options.ttlSeconds,
+      holdWhileDisconnected: true,
+      ...(this.#options.log === undefined ? {} : { log: this.#options.log }),
+    });
+    this.#election.start();
   }
 
   /** Readiness: a standby is not ready (MindIE: 503 "not master"). */
   notReadyReason(): string | undefined {
-    if (this.#election === undefined || this.#election.leader) return undefined;
+    if (this.#options.mode !== 'master_standby') return undefined;
+    if (this.#election === undefined) return 'not master: joining the election';
+    if (this.#election.leader) return undefined;
     return `not master: the master Coordinator is ${this.#election.holder ?? 'not elected yet'}`;
   }
 

@@ -53,11 +53,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
   const haSettings = settings.ha;
   let ha: CoordinatorHa | undefined;
   const coordinator = createCoordinator({
-    // A master/standby Coordinator is not ready before it has joined the election.
-    notReadyReason: () =>
-      haSettings?.mode === 'master_standby'
-        ? (ha?.notReadyReason() ?? (ha === undefined ? 'not master: joining the election' : undefined))
-        : undefined,
+    notReadyReason: () => ha?.notReadyReason(),
     bodyLimitBytes: settings.bodyLimitBytes,
     policy: settings.policy,
     circuitCooldownMs: settings.circuitCooldownMs,
@@ -65,6 +61,23 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     proxy: settings.proxy,
     processMetrics: true,
   });
+  if (haSettings !== undefined) {
+    const log = (line: string): void => console.log(`pdlink coordinator: ${line}`);
+    const { store: where, mode } = haSettings;
+    log(
+      `${mode === 'master_standby' ? 'master/standby' : 'active/active'} on etcd ${where.endpoints.join(',')} (cluster ${where.cluster})`,
+    );
+    ha = new CoordinatorHa({
+      mode,
+      store: openStore(where),
+      registry: coordinator.registry,
+      metrics: coordinator.metrics,
+      ttlSeconds: where.leaseTtlSeconds,
+      log,
+    });
+    // Ready on the last stored snapshot before listening (bounded by the store's call deadline).
+    await ha.loadSnapshot();
+  }
   let listeners;
   try {
     listeners = await startListeners([
@@ -87,25 +100,12 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     ]);
   } catch (err) {
     // Nothing may stay open after a failed start: the listeners already up were stopped, the core goes too.
+    await ha?.close();
     await coordinator.close();
     throw err;
   }
-  if (haSettings !== undefined) {
-    const log = (line: string): void => console.log(`pdlink coordinator: ${line}`);
-    const { store: where, mode } = haSettings;
-    log(
-      `${mode === 'master_standby' ? 'master/standby' : 'active/active'} on etcd ${where.endpoints.join(',')} (cluster ${where.cluster})`,
-    );
-    ha = new CoordinatorHa({
-      mode,
-      store: openStore(where),
-      registry: coordinator.registry,
-      metrics: coordinator.metrics,
-      url: listeners[0]!.url,
-      ttlSeconds: where.leaseTtlSeconds,
-      log,
-    });
-  }
+  // master/standby: runs for master under the management URL, the lock's value.
+  ha?.campaign(listeners[0]!.url);
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
     await ha?.close();
