@@ -4,7 +4,7 @@
  * Times are printed, not asserted (bench/failover.bench.ts measures them).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { HaCluster, HaLoad } from './support/ha-cluster.ts';
+import { HaCluster, HaLoad, when } from './support/ha-cluster.ts';
 import { E2E_DEADLINE_MS, until } from './support/sim-cluster.ts';
 
 let ha: HaCluster;
@@ -80,5 +80,42 @@ describe('active/active on etcd', () => {
     const generation = await ha.generation(1);
     expect(readiness.status).toBe(200);
     expect(generation).toBeGreaterThanOrEqual(1);
+  }, 120_000);
+
+  test('etcd down ~10 s under load: the leader steps down after its lease, Coordinators keep serving and show disconnected; back: a leader, no role re-posted, generations move', async () => {
+    await ha.leader();
+    const posts = await ha.rolePosts();
+    const load = new HaLoad(ha, 4);
+    await load.more(10);
+    const stoppedAt = Date.now();
+    await ha.etcd.stop();
+    await when(
+      async () => (await ha.storeConnected(0)) === 0 && (await ha.storeConnected(1)) === 0,
+      'both Coordinators report pdlink_store_connected 0',
+    );
+    const steppedDownAt = await when(
+      async () => (await ha.leadership()).every((v) => v === undefined || v.state === 'standby'),
+      'the leader controller steps down',
+    );
+    // Nothing leads, yet both Coordinators answer with the snapshot they hold.
+    await when(
+      async () => Date.now() - stoppedAt >= 10_000 && load.outcomes.filter((o) => o.startedAt > steppedDownAt).length >= 10,
+      'ten seconds of outage with load served',
+    );
+    const during = [(await ha.generation(0))!, (await ha.generation(1))!];
+    await ha.etcd.resume();
+    const resumedAt = Date.now();
+    await ha.leader();
+    const leaderBackMs = Date.now() - resumedAt;
+    await when(async () => (await ha.storeConnected(0)) === 1 && (await ha.storeConnected(1)) === 1, 'both Coordinators reconnect');
+    await generationPasses(0, during[0]! + 2);
+    await generationPasses(1, during[1]! + 2);
+    const outcomes = await load.stop();
+    console.log(
+      `etcd outage: leader stepped down ${steppedDownAt - stoppedAt} ms after etcd stopped; a leader again ${leaderBackMs} ms after it restarted`,
+    );
+    expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+    expect(await ha.rolePosts()).toBe(posts);
+    expect(ha.coordinators.every((c) => c.running()) && ha.controllers.every((c) => c.running())).toBe(true);
   }, 120_000);
 });

@@ -249,7 +249,7 @@ export interface HaOutcome {
 }
 
 /**
- * Clients sending short completions back to back, client i starting on Coordinator i % n; a
+ * Clients sending short completions back to back, spread over the Coordinators; a
  * refused connection (the request reached nothing) is sent again to the next Coordinator, as a
  * load balancer does, and the client stays there.
  * @example const load = new HaLoad(ha, 4); ...; const outcomes = await load.stop();
@@ -261,9 +261,10 @@ export class HaLoad {
   #running = true;
   #seq = 0;
 
-  constructor(ha: HaCluster, clients: number, targets: readonly number[] = [0, 1]) {
+  /** `spread`: client i starts on targets[i % n]; else every client starts on targets[0] (a master). */
+  constructor(ha: HaCluster, clients: number, targets: readonly number[] = [0, 1], spread = true) {
     this.#ha = ha;
-    for (let c = 0; c < clients; c++) this.#clients.push(this.#client(targets, c % targets.length));
+    for (let c = 0; c < clients; c++) this.#clients.push(this.#client(targets, spread ? c % targets.length : 0));
   }
 
   async more(n: number): Promise<void> {
@@ -318,4 +319,17 @@ export class HaLoad {
 function isRefused(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   return code === 'ConnectionRefused' || code === 'ECONNREFUSED' || /refused|Unable to connect/i.test(String(err));
+}
+
+/**
+ * Waits until `probe` holds; resolves with the time it first did.
+ * @example const at = await when(async () => (await ha.readiness(1)).status === 200, 'standby ready');
+ */
+export function when(probe: () => Promise<boolean>, what: string, deadlineMs = E2E_DEADLINE_MS): Promise<number> {
+  return until(
+    async () => ((await probe()) ? Date.now() : undefined),
+    deadlineMs,
+    () => `never: ${what}`,
+    10,
+  );
 }
