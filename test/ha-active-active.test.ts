@@ -51,7 +51,13 @@ describe('active/active on etcd', () => {
     expect(await ha.rolePosts()).toBe(posts);
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
     await ha.restartController(first);
-    expect((await ha.leadership())[first]).toMatchObject({ state: 'standby' });
+    await when(async () => (await ha.leadership())[first]?.leader === ha.controllerUrl(next), 'the restarted controller sees the leader');
+    expect((await ha.leadership())[first]).toMatchObject({ state: 'standby', store_connected: true });
+    // A standby changes nothing and names the leader.
+    const removal = await fetch(`${ha.controllerUrl(first)}/v1/cluster/instances/100`, { method: 'DELETE' });
+    expect(removal.status).toBe(503);
+    expect(await removal.text()).toContain(ha.controllerUrl(next));
+    expect(await ha.leader()).toBe(next);
   }, 120_000);
 
   test('kill -9 one Coordinator under load: only requests in flight on it fail; a restarted one is ready from the stored snapshot at once', async () => {
