@@ -151,7 +151,7 @@ export class EtcdStore implements Store {
 
   async #createIfAbsent(lease: Lease, key: string, value: string): Promise<{ created: boolean; holder: string | undefined }> {
     return this.#call(async () => {
-      const full = this.#prefixed(key);
+      const full = this.prefix + key;
       const result = await this.#client
         .if(full, 'Create', '==', 0)
         .then(
@@ -166,10 +166,6 @@ export class EtcdStore implements Store {
       const kv = result.responses[0]?.response_range?.kvs[0];
       return { created: false, holder: kv === undefined ? undefined : kv.value.toString() };
     });
-  }
-
-  #prefixed(key: string): string {
-    return this.prefix + key;
   }
 
   async #ping(): Promise<void> {

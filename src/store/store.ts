@@ -42,9 +42,6 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** Cluster names are one path segment of the key prefix. */
-export const CLUSTER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
-
 /** The keys pdlink uses, relative to the cluster prefix. */
 export const KEYS = {
   controllerLeader: 'controller/leader',
