@@ -35,6 +35,11 @@ export interface ControllerApp {
   readonly controller: Controller;
   readonly managementApp: Hono;
   readonly metrics: Registry;
+  /**
+   * Applies a changed topology file as a diff against the one loaded before.
+   * @example app.applyFile(loadTopology(path).spec);
+   */
+  applyFile(next: ClusterSpec): void;
   /** With `ha`: runs for leader under this management URL (known once the listener is up). */
   campaign(url: string): void;
   /** Stops the loop; idempotent. */
@@ -51,6 +56,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const m = controllerMetrics(metrics);
   const ha = options.ha;
   let leadership: Leadership | undefined;
+  let fileSpec = options.spec;
   const events: ControllerEvents = {
     ...m.events,
     rolePost: (ok) => {
@@ -86,6 +92,11 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
     controller,
     managementApp,
     metrics,
+    applyFile(next) {
+      controller.apply(fileSpec, next);
+      fileSpec = next;
+      leadership?.fileApplied();
+    },
     campaign(url) {
       if (ha === undefined || leadership !== undefined) return;
       leadership = new Leadership({
@@ -93,6 +104,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
         store: ha.store,
         url,
         ttlSeconds: ha.ttlSeconds,
+        fileSpec: () => fileSpec,
         ...(options.log === undefined ? {} : { log: options.log }),
       });
       leadership.start();

@@ -84,7 +84,7 @@ export async function runController(argv: string[]): Promise<void> {
     timer = undefined;
     try {
       const next = loadTopology(path);
-      app.controller.apply(loaded.spec, next.spec);
+      app.applyFile(next.spec);
       loaded = next;
       log(`topology reloaded from ${path}`);
     } catch (err) {

@@ -141,15 +141,20 @@ describe('Controller leading and standing by', () => {
 });
 
 describe('Leadership', () => {
-  function candidate(store: MemoryStore, fake: FakeCluster, url: string): { controller: Controller; leadership: Leadership } {
+  function candidate(
+    store: MemoryStore,
+    fake: FakeCluster,
+    url: string,
+    spec: ClusterSpec = SPEC,
+  ): { controller: Controller; leadership: Leadership } {
     let leadership: Leadership | undefined;
     const controller = new Controller({
-      spec: SPEC,
+      spec,
       client: fake,
       leading: false,
       events: { rolePost: () => leadership?.rolePosted(), composed: (s, g) => leadership?.composed(s, g) },
     });
-    leadership = new Leadership({ controller, store, url, ttlSeconds: 60 });
+    leadership = new Leadership({ controller, store, url, ttlSeconds: 60, fileSpec: () => spec });
     return { controller, leadership };
   }
 
@@ -183,6 +188,32 @@ describe('Leadership', () => {
     expect(fake.refreshes.at(-1)!.ids).toEqual([1, 2]);
     expect(fake.posts.length).toBe(2);
     expect(b.leadership.view()).toMatchObject({ state: 'leader', leader: 'http://b' });
+    await b.leadership.close();
+    await b.controller.close();
+    await store.close();
+  });
+
+  test('a new leader whose topology file differs from the stored one applies the difference as a reload would', async () => {
+    const store = new MemoryStore();
+    const fake = new FakeCluster();
+    const a = candidate(store, fake, 'http://a');
+    a.leadership.start();
+    a.controller.start();
+    await eventually(() => fake.refreshes.at(-1)?.ids.length === 2, 'a snapshot with both instances');
+    let file: string | undefined;
+    await eventually(() => {
+      void store.get(KEYS.file).then((v) => (file = v));
+      return file !== undefined;
+    }, 'the file stored');
+    await a.leadership.close();
+    await a.controller.close();
+
+    const edited: ClusterSpec = { ...SPEC, instances: [...SPEC.instances, instance(3, '10.0.0.3', 'decode')] };
+    const b = candidate(store, fake, 'http://b', edited);
+    b.leadership.start();
+    b.controller.start();
+    await eventually(() => fake.refreshes.at(-1)?.ids.length === 3, 'a snapshot with the added instance');
+    expect(b.controller.view().desired.map((d) => d.id)).toEqual([1, 2, 3]);
     await b.leadership.close();
     await b.controller.close();
     await store.close();

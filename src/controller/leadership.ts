@@ -8,6 +8,7 @@ import { Election } from '../store/election.ts';
 import { KEYS, type Store } from '../store/store.ts';
 import type { Controller } from './controller.ts';
 import type { RefreshBody } from './snapshot.ts';
+import type { ClusterSpec } from './types.ts';
 import { readAssignments, readDesired, readGeneration } from './stored-state.ts';
 
 /** Pause between reads of the stored state when a fresh leader cannot read it. */
@@ -27,6 +28,8 @@ export interface LeadershipOptions {
   /** This controller's management URL: what the others name as the leader. */
   readonly url: string;
   readonly ttlSeconds: number;
+  /** The topology file as this controller last loaded it. */
+  readonly fileSpec: () => ClusterSpec;
   readonly log?: (line: string) => void;
 }
 
@@ -35,6 +38,7 @@ export class Leadership {
   readonly #store: Store;
   readonly #election: Election;
   readonly #log: (line: string) => void;
+  readonly #fileSpec: () => ClusterSpec;
   #snapshot: { snapshot: RefreshBody; generation: number } | undefined;
   #writing: Promise<void> | undefined;
   #again = false;
@@ -46,6 +50,7 @@ export class Leadership {
     this.#controller = options.controller;
     this.#store = options.store;
     this.#log = options.log ?? (() => {});
+    this.#fileSpec = options.fileSpec;
     this.#election = new Election({
       store: options.store,
       key: KEYS.controllerLeader,
@@ -73,6 +78,11 @@ export class Leadership {
     };
   }
 
+  /** The topology file changed (already applied to the controller): the stored copy follows. */
+  fileApplied(): void {
+    this.#persistSoon();
+  }
+
   /** A role post was accepted: the assignments changed. */
   rolePosted(): void {
     this.#persistSoon();
@@ -95,10 +105,11 @@ export class Leadership {
     // Leading blind would re-post every role, so the stored state is read first, retried while this term lasts.
     while (term === this.#term) {
       try {
-        const [desired, assignments, snapshot] = await Promise.all([
+        const [desired, assignments, snapshot, file] = await Promise.all([
           this.#store.get(KEYS.desired),
           this.#store.get(KEYS.assignments),
           this.#store.get(KEYS.snapshot),
+          this.#store.get(KEYS.file),
         ]);
         if (term !== this.#term) return;
         this.#controller.lead({
@@ -106,6 +117,15 @@ export class Leadership {
           assignments: readAssignments(assignments),
           generation: readGeneration(snapshot),
         });
+        // The stored instances are the last leader's file plus API changes; a file edited since
+        // (all controllers down, or edited here only) applies on top as the same diff a reload makes.
+        const mine = this.#fileSpec();
+        const theirs = readDesired(file);
+        if (theirs !== undefined && JSON.stringify(theirs) !== JSON.stringify(mine.instances)) {
+          this.#controller.apply({ ...mine, instances: theirs }, mine);
+          this.#log('topology file differs from the stored one: applied as a diff');
+        }
+        this.#persistSoon();
         return;
       } catch (err) {
         this.#log(`elected but cannot read the stored state: ${err instanceof Error ? err.message : String(err)}`);
@@ -138,6 +158,7 @@ export class Leadership {
     const writes = [
       this.#store.put(KEYS.desired, JSON.stringify(state.desired)),
       this.#store.put(KEYS.assignments, JSON.stringify(state.assignments)),
+      this.#store.put(KEYS.file, JSON.stringify(this.#fileSpec().instances)),
     ];
     if (this.#snapshot !== undefined) writes.push(this.#store.put(KEYS.snapshot, JSON.stringify(this.#snapshot)));
     await Promise.all(writes);

@@ -46,6 +46,8 @@ export interface Store {
 export const KEYS = {
   controllerLeader: 'controller/leader',
   desired: 'controller/desired',
+  /** The topology file's instances as the leader last loaded them. */
+  file: 'controller/file',
   assignments: 'controller/assignments',
   snapshot: 'snapshot',
   /** MindIE's `/coordinator/master_lock`, under the cluster prefix. */
