@@ -31,6 +31,9 @@ Options:
 
 Management listener: GET /v1/cluster, POST /v1/cluster/instances, DELETE /v1/cluster/instances/{id},
 probes, /metrics.
+
+With pdlink.store.etcd.endpoints in the file (or env PDLINK_ETCD_ENDPOINTS), several controllers
+share one etcd: the elected one leads, the others stand by (README, "High availability on etcd").
 `;
 
 export interface ControllerArgs {

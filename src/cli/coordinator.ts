@@ -24,6 +24,8 @@ Options:
   -h, --help           show this help
 
 A command-line value wins over the configuration file, which wins over the defaults.
+With pdlink.store.etcd.endpoints in the file (or env PDLINK_ETCD_ENDPOINTS), several Coordinators
+share one etcd: active/active, or master/standby with backup_config.function_enable.
 `;
 
 /**
