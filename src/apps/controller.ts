@@ -27,7 +27,7 @@ export interface ControllerAppOptions {
   /** Also export process metrics; the CLI turns this on. */
   readonly processMetrics?: boolean;
   readonly log?: (line: string) => void;
-  /** Several controllers on one store: this one stands by until elected (see `lead`). */
+  /** Several controllers on one store: this one stands by until elected (see `campaign`). */
   readonly ha?: { readonly store: Store; readonly ttlSeconds: number } | undefined;
 }
 
