@@ -5,6 +5,9 @@
 import { Hono } from 'hono';
 import { collectDefaultMetrics } from 'prom-client';
 import { Controller, type ControllerEvents } from '../controller/controller.ts';
+import { Leadership } from '../controller/leadership.ts';
+import { storeMetrics } from '../store/metrics.ts';
+import type { Store } from '../store/store.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
@@ -27,12 +30,21 @@ export interface ControllerAppOptions {
   /** Also export process metrics; the CLI turns this on. */
   readonly processMetrics?: boolean;
   readonly log?: (line: string) => void;
+  /** Several controllers on one store: this one stands by until elected (see `campaign`). */
+  readonly ha?: { readonly store: Store; readonly ttlSeconds: number } | undefined;
 }
 
 export interface ControllerApp {
   readonly controller: Controller;
   readonly managementApp: Hono;
   readonly metrics: Registry;
+  /**
+   * Applies a changed topology file as a diff against the one loaded before.
+   * @example app.applyFile(loadTopology(path).spec);
+   */
+  applyFile(next: ClusterSpec): void;
+  /** With `ha`: runs for leader under this management URL (known once the listener is up). */
+  campaign(url: string): void;
   /** Stops the loop; idempotent. */
   close(): Promise<void>;
 }
@@ -46,11 +58,16 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const m = controllerMetrics(metrics);
   const source = controllerSource(() => controller);
-  // The metrics and the topology page hear the same events.
+  const ha = options.ha;
+  let leadership: Leadership | undefined;
+  let fileSpec = options.spec;
+  // The metrics, the topology page and the leadership hear the same events.
   const events: ControllerEvents = {
+    ...m.events,
     rolePost(ok) {
       m.events.rolePost?.(ok);
       source.events.rolePost(ok);
+      if (ok) leadership?.rolePosted();
     },
     snapshotPush(ok) {
       m.events.snapshotPush?.(ok);
@@ -60,8 +77,15 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
       m.events.evaluated?.(ms);
       source.events.evaluated(ms);
     },
+    composed: (snapshot, generation) => leadership?.composed(snapshot, generation),
   };
-  const controller: Controller = new Controller({ spec: options.spec, events, ...(options.log === undefined ? {} : { log: options.log }) });
+  const controller: Controller = new Controller({
+    spec: options.spec,
+    events,
+    leading: ha === undefined,
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
+  if (ha !== undefined) storeMetrics(metrics, ha.store);
   m.watch(controller);
   const devices = rankDevices(options.rankTable);
   const defaults = options.staticDefaults ?? {};
@@ -69,13 +93,43 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(onNotFound);
-  managementApp.route('/', controllerRoutes({ controller, resolve: (entry) => desiredInstance(entry, '', defaults, devices) }));
+  managementApp.route(
+    '/',
+    controllerRoutes({
+      controller,
+      resolve: (entry) => desiredInstance(entry, '', defaults, devices),
+      leadership: () => leadership?.view(),
+    }),
+  );
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
   const dashboard = new DashboardFeed(source);
   managementApp.route('/', dashboardRoutes(dashboard));
-  const close = (): Promise<void> => {
-    dashboard.close();
-    return controller.close();
+  return {
+    controller,
+    managementApp,
+    metrics,
+    applyFile(next) {
+      controller.apply(fileSpec, next);
+      fileSpec = next;
+      leadership?.fileApplied();
+    },
+    campaign(url) {
+      if (ha === undefined || leadership !== undefined) return;
+      leadership = new Leadership({
+        controller,
+        store: ha.store,
+        url,
+        ttlSeconds: ha.ttlSeconds,
+        fileSpec: () => fileSpec,
+        ...(options.log === undefined ? {} : { log: options.log }),
+      });
+      leadership.start();
+    },
+    async close() {
+      dashboard.close();
+      await leadership?.close();
+      await controller.close();
+      await ha?.store.close();
+    },
   };
-  return { controller, managementApp, metrics, close };
 }

@@ -43,6 +43,8 @@ export interface CoordinatorOptions {
   proxy?: Partial<ProxySettings>;
   /** Also export the process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
   processMetrics?: boolean;
+  /** A reason to answer readiness 503 before the registry's own (a standby: "not master"). */
+  notReadyReason?: () => string | undefined;
 }
 
 export interface Coordinator {
@@ -91,7 +93,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   managementApp.notFound(notFoundOf(managementApp));
   managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics }));
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
-  managementApp.route('/', probeRoutes({ notReadyReason: () => notReadyReason(registry), metrics }));
+  managementApp.route('/', probeRoutes({ notReadyReason: () => options.notReadyReason?.() ?? notReadyReason(registry), metrics }));
   const dashboardSource = coordinatorSource({ registry, ledger, health });
   const dashboard = new DashboardFeed(dashboardSource);
   managementApp.route('/', dashboardRoutes(dashboard));

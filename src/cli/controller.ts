@@ -9,6 +9,7 @@ import { createControllerApp } from '../apps/controller.ts';
 import { loadTopology } from '../config/controller.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
 import { ConfigError } from '../core/errors.ts';
+import { openStore } from '../store/open.ts';
 import { parseStringOptions, startListeners, untilSignal } from './common.ts';
 
 /** Management listener defaults. */
@@ -32,6 +33,9 @@ Options:
 
 Management listener: GET /v1/cluster, POST /v1/cluster/instances, DELETE /v1/cluster/instances/{id},
 probes, /metrics.
+
+With pdlink.store.etcd.endpoints in the file (or env PDLINK_ETCD_ENDPOINTS), several controllers
+share one etcd: the elected one leads, the others stand by (README, "High availability on etcd").
 `;
 
 export interface ControllerArgs {
@@ -67,18 +71,25 @@ export async function runController(argv: string[]): Promise<void> {
   const path = args.config;
   let loaded = loadTopology(path);
   const log = (line: string): void => console.log(`pdlink controller: ${line}`);
-  const app = createControllerApp({ ...loaded, processMetrics: true, log });
+  const store = loaded.store;
+  const ha = store === undefined ? undefined : { store: openStore(store), ttlSeconds: store.leaseTtlSeconds };
+  const app = createControllerApp({ ...loaded, processMetrics: true, log, ha });
   const listeners = await startListeners([
     { name: 'controller', hostname: args.manageIp, port: args.managePort, fetch: app.managementApp.fetch },
   ]);
   app.controller.start();
+  // Several controllers on one etcd: the one elected leads, the others stand by.
+  if (store !== undefined) {
+    log(`sharing cluster ${store.cluster} on etcd ${store.endpoints.join(',')} (lease ${store.leaseTtlSeconds} s)`);
+    app.campaign(listeners[0]!.url);
+  }
 
   let timer: ReturnType<typeof setTimeout> | undefined;
   const reload = (): void => {
     timer = undefined;
     try {
       const next = loadTopology(path);
-      app.controller.apply(loaded.spec, next.spec);
+      app.applyFile(next.spec);
       loaded = next;
       log(`topology reloaded from ${path}`);
     } catch (err) {

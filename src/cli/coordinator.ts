@@ -2,6 +2,8 @@
  * `pdlink coordinator`: serves the management and inference listeners until SIGINT/SIGTERM.
  */
 import { createCoordinator } from '../apps/coordinator.ts';
+import { CoordinatorHa } from '../apps/coordinator-ha.ts';
+import { openStore } from '../store/open.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
 import { parseStringOptions, startListeners, untilSignal } from './common.ts';
@@ -23,6 +25,8 @@ Options:
   -h, --help           show this help
 
 A command-line value wins over the configuration file, which wins over the defaults.
+With pdlink.store.etcd.endpoints in the file (or env PDLINK_ETCD_ENDPOINTS), several Coordinators
+share one etcd: active/active, or master/standby with backup_config.function_enable.
 `;
 
 /**
@@ -49,7 +53,10 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     return;
   }
   const settings = resolveCoordinatorSettings(args, process.env, process.cwd());
+  const haSettings = settings.ha;
+  let ha: CoordinatorHa | undefined;
   const coordinator = createCoordinator({
+    notReadyReason: () => ha?.notReadyReason(),
     bodyLimitBytes: settings.bodyLimitBytes,
     policy: settings.policy,
     circuitCooldownMs: settings.circuitCooldownMs,
@@ -57,6 +64,23 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     proxy: settings.proxy,
     processMetrics: true,
   });
+  if (haSettings !== undefined) {
+    const log = (line: string): void => console.log(`pdlink coordinator: ${line}`);
+    const { store: where, mode } = haSettings;
+    log(
+      `${mode === 'master_standby' ? 'master/standby' : 'active/active'} on etcd ${where.endpoints.join(',')} (cluster ${where.cluster})`,
+    );
+    ha = new CoordinatorHa({
+      mode,
+      store: openStore(where),
+      registry: coordinator.registry,
+      metrics: coordinator.metrics,
+      ttlSeconds: where.leaseTtlSeconds,
+      log,
+    });
+    // Ready on the last stored snapshot before listening (bounded by the store's call deadline).
+    await ha.loadSnapshot();
+  }
   let listeners;
   try {
     listeners = await startListeners([
@@ -79,11 +103,15 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     ]);
   } catch (err) {
     // Nothing may stay open after a failed start: the listeners already up were stopped, the core goes too.
+    await ha?.close();
     await coordinator.close();
     throw err;
   }
+  // master/standby: runs for master under the management URL, the lock's value.
+  ha?.campaign(listeners[0]!.url);
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
+    await ha?.close();
     await coordinator.close();
   });
 }

@@ -9,6 +9,7 @@ import { clusterSpec } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
 import { MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 import { loadConfigFile } from './load.ts';
+import { resolveStoreSettings, type StoreSettings } from './store.ts';
 
 export interface LoadedTopology {
   readonly spec: ClusterSpec;
@@ -16,18 +17,26 @@ export interface LoadedTopology {
   readonly rankTable: RankTableFile | undefined;
   /** The file's static_info defaults, for instances added through the API. */
   readonly staticDefaults: NonNullable<TopologyFile['static_info']>;
+  /** The shared etcd (`pdlink.store.etcd`, or env PDLINK_ETCD_ENDPOINTS); undefined: this controller alone. */
+  readonly store: StoreSettings | undefined;
 }
 
 /**
  * Loads and resolves a topology file.
  * @example const { spec } = loadTopology('cluster.json');
  */
-export function loadTopology(path: string): LoadedTopology {
+export function loadTopology(path: string, env: Record<string, string | undefined> = process.env): LoadedTopology {
   const file = loadConfigFile(path, TopologyFile);
   const near = (p: string) => resolve(dirname(path), p);
   const ms = file.ms_controller === undefined ? undefined : loadConfigFile(near(file.ms_controller), MsControllerFile);
   const rankTable = file.rank_table === undefined ? undefined : loadConfigFile(near(file.rank_table), RankTableFile);
   const result = clusterSpec(file, ms, rankTable);
   if (!result.ok) throw new ConfigError(`config file ${path}: ${describeIssues(result.issues)}`);
-  return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {} };
+  let store: StoreSettings | undefined;
+  try {
+    store = resolveStoreSettings(file.pdlink, env);
+  } catch (err) {
+    throw new ConfigError(`config file ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {}, store };
 }

@@ -16,6 +16,7 @@ import {
   type TlsItems,
 } from '../schema/coordinator-config.ts';
 import { loadConfigFile } from './load.ts';
+import { ETCD_ENDPOINTS_ENV, resolveStoreSettings, type StoreSettings } from './store.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
@@ -68,9 +69,23 @@ export interface CoordinatorSettings {
   circuitCooldownMs: number;
   /** PD proxy: leg timeouts, retries, in-flight limit (from exception_config, request_limit, proxy_config). */
   proxy: ProxySettings;
+  /** Several Coordinators on one etcd (undefined: this one alone, state in memory). */
+  ha: CoordinatorHaSettings | undefined;
   /** The file as accepted, unknown keys included, for the parts that read their own sections. */
   file: CoordinatorConfigFile;
 }
+
+/**
+ * `master_standby`: MindIE's backup_config.function_enable, one master holds the lock and the
+ * others answer readiness 503 "not master". `active_active`: every Coordinator serves.
+ */
+export interface CoordinatorHaSettings {
+  mode: 'master_standby' | 'active_active';
+  store: StoreSettings;
+}
+
+/** MindIE's etcd client port, when backup_config names a server without one. */
+const MINDIE_ETCD_PORT = 2379;
 
 /**
  * Picks the configuration file: `--config`, else the env variable, else `./ms_coordinator.json`
@@ -133,6 +148,7 @@ export function resolveCoordinatorSettings(
     policy: policyOf(file),
     circuitCooldownMs: file.scheduler?.circuit_breaker?.cooldown_ms ?? CIRCUIT_COOLDOWN_MS.default,
     proxy: proxySettingsOf(file, path ?? 'defaults'),
+    ha: haSettingsOf(file, env, path ?? 'defaults'),
     file,
   };
 }
@@ -146,6 +162,35 @@ function policyOf(file: CoordinatorConfigFile): PolicyChoice {
     prefill: own.prefill ?? fromMindie ?? DEFAULT_POLICY,
     decode: own.decode ?? 'load_balance',
   };
+}
+
+function haSettingsOf(
+  file: CoordinatorConfigFile,
+  env: Record<string, string | undefined>,
+  source: string,
+): CoordinatorHaSettings | undefined {
+  const backup = file.backup_config ?? {};
+  const masterStandby = backup.function_enable === true;
+  // MindIE's own files name the etcd in backup_config even with the function off: only used when on.
+  const dns = backup.database_server_dns;
+  const fromBackup =
+    masterStandby && dns !== undefined
+      ? [`http://${dns.includes(':') ? `[${dns}]` : dns}:${backup.database_server_port ?? MINDIE_ETCD_PORT}`]
+      : undefined;
+  let store: StoreSettings | undefined;
+  try {
+    store = resolveStoreSettings(file.pdlink, env, fromBackup);
+  } catch (err) {
+    throw new ConfigError(`config file ${source}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (store === undefined) {
+    if (masterStandby)
+      throw new ConfigError(
+        `config file ${source}: backup_config.function_enable: master/standby needs etcd: set pdlink.store.etcd.endpoints, backup_config.database_server_dns or env ${ETCD_ENDPOINTS_ENV}`,
+      );
+    return undefined;
+  }
+  return { mode: masterStandby ? 'master_standby' : 'active_active', store };
 }
 
 function proxySettingsOf(file: CoordinatorConfigFile, source: string): ProxySettings {

@@ -13,6 +13,7 @@ import { CoordinatorSet, type CoordinatorView } from './coordinators.ts';
 import { Member, type MemberState } from './member.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
 import { composeSnapshot, type RefreshBody, type SnapshotCandidate } from './snapshot.ts';
+import type { StoredState } from './stored-state.ts';
 import type { ClusterSpec, ControllerTiming, DesiredInstance, PdRates } from './types.ts';
 
 export interface ControllerEvents {
@@ -20,6 +21,8 @@ export interface ControllerEvents {
   snapshotPush?(ok: boolean): void;
   /** One evaluation of the whole cluster took this long (ms). */
   evaluated?(ms: number): void;
+  /** A snapshot is about to go to the Coordinators (the leader keeps it in the store). */
+  composed?(snapshot: RefreshBody, generation: number): void;
 }
 
 export interface ControllerOptions {
@@ -30,6 +33,8 @@ export interface ControllerOptions {
   readonly events?: ControllerEvents;
   /** One line per notable change (default: none). */
   readonly log?: (line: string) => void;
+  /** Whether it acts (posts roles, pushes snapshots) from the start (default true); a standby waits for lead(). */
+  readonly leading?: boolean;
 }
 
 export interface MemberView {
@@ -78,6 +83,12 @@ export class Controller {
   #snapshot: RefreshBody = { ids: [], instances: [] };
   #timers: ReturnType<typeof setInterval>[] = [];
   #closed = false;
+  /** Only a leader posts roles and pushes snapshots; a standby polls, so it is warm when it takes over. */
+  #leading: boolean;
+  /** Event mark of the takeover: no role goes to an agent before a status read after it. */
+  #takeoverMark = 0;
+  /** Snapshots sent so far, across leaders (a new leader continues from the stored count). */
+  #generation = 0;
 
   /** @example const controller = new Controller({ spec }); controller.start(); */
   constructor(options: ControllerOptions) {
@@ -87,6 +98,7 @@ export class Controller {
     this.#now = options.now ?? Date.now;
     this.#events = options.events ?? {};
     this.#log = options.log ?? (() => {});
+    this.#leading = options.leading ?? true;
     this.#coordinators = new CoordinatorSet(options.spec.coordinators, {
       client: this.#client,
       now: this.#now,
@@ -110,7 +122,7 @@ export class Controller {
   tick(): void {
     if (this.#closed) return;
     for (const member of this.#members.values()) if (!member.polling) void this.#poll(member);
-    this.#coordinators.probe();
+    if (this.#leading) this.#coordinators.probe();
     this.evaluate();
   }
 
@@ -177,6 +189,7 @@ export class Controller {
    * @example await controller.sync();
    */
   sync(): Promise<boolean> {
+    if (!this.#leading) return Promise.resolve(false);
     return this.#compose(this.#now(), true);
   }
 
@@ -217,6 +230,66 @@ export class Controller {
     };
   }
 
+  get leading(): boolean {
+    return this.#leading;
+  }
+
+  /** Snapshots sent so far, across leaders. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /**
+   * Takes over from a stored state: the stored desired instances replace the file's, each member
+   * gets its stored role and the role body in force, and roles go out only where a status read
+   * after this call shows the agent lacks them.
+   * @example controller.lead({ desired, assignments, generation });
+   */
+  lead(state: StoredState): void {
+    if (this.#closed) return;
+    if (state.desired !== undefined) {
+      const wanted = new Map(state.desired.map((d) => [d.id, d]));
+      for (const id of [...this.#members.keys()]) if (!wanted.has(id)) this.#members.delete(id);
+      for (const [id, spec] of wanted) if (!this.#members.has(id)) this.#members.set(id, new Member(spec, spec.role ?? 'prefill'));
+    }
+    for (const a of state.assignments) {
+      const m = this.#members.get(a.id);
+      if (m === undefined || (m.spec.role !== undefined && m.spec.role !== a.role)) continue;
+      m.role = a.role;
+      m.group = a.group;
+      m.postedKey = a.postedKey;
+      // A non-empty wanted key keeps the role through the replan (see #replan).
+      m.wantedKey = a.postedKey ?? `${a.role} stored`;
+      m.joined = a.joined && a.postedKey !== undefined;
+    }
+    this.#generation = Math.max(this.#generation, state.generation);
+    this.#takeoverMark = this.#mark();
+    this.#replan();
+    for (const m of this.#members.values()) if (m.postedKey !== m.wantedKey) m.joined = false;
+    this.#shapeKey = '';
+    this.#dirty = true;
+    this.#leading = true;
+    this.#log(`leading from stored state (${state.assignments.length} assignments, generation ${this.#generation})`);
+    this.evaluate();
+  }
+
+  /** Stops acting (another controller leads); polling goes on so a later takeover starts warm. */
+  follow(): void {
+    if (!this.#leading) return;
+    this.#leading = false;
+    this.#log('standing by');
+  }
+
+  /** What a leader keeps in the store: the desired instances and every member's assignment. */
+  storedState(): StoredState {
+    const members = [...this.#members.values()];
+    return {
+      desired: members.filter((m) => m.drain === undefined).map((m) => m.spec),
+      assignments: members.map((m) => ({ id: m.id, role: m.role, group: m.group, postedKey: m.postedKey, joined: m.joined })),
+      generation: this.#generation,
+    };
+  }
+
   /** Stops the loop and waits for snapshot pushes in flight; idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -252,7 +325,7 @@ export class Controller {
         this.#log(`instance ${m.id} ready as ${m.role}`);
       }
       if (wasJoined !== m.joined) replan = true;
-      if (m.drain !== undefined && this.#drained(m, now)) {
+      if (this.#leading && m.drain !== undefined && this.#drained(m, now)) {
         this.#finishDrain(m);
         replan = true;
       }
@@ -261,8 +334,10 @@ export class Controller {
       this.#replan();
       this.#dirty = true;
     }
-    this.#postRoles(now);
-    if (this.#dirty) void this.#compose(now, false);
+    if (this.#leading) {
+      this.#postRoles(now);
+      if (this.#dirty) void this.#compose(now, false);
+    }
     this.#events.evaluated?.(performance.now() - started);
   }
 
@@ -325,6 +400,8 @@ export class Controller {
   #postRoles(now: number): void {
     for (const m of this.#members.values()) {
       if (m.postInFlight || m.postedKey === m.wantedKey || now < m.nextPostAt) continue;
+      // After a takeover, what the agent holds is read first: a role already in force is not posted again.
+      if (m.observedMark <= this.#takeoverMark) continue;
       if (!m.alive(now, this.#timing.heartbeatTimeoutMs)) continue;
       // P first: a P must want a D before that D links to it, or it would drop the link as unwanted.
       if (m.role === 'decode' && m.peers.some((id) => this.#members.get(id)?.postInFlight === true)) continue;
@@ -436,6 +513,8 @@ export class Controller {
     const draining = [...this.#members.values()].filter((m) => m.drain !== undefined && !m.drain.pushed);
     if (shape === this.#shapeKey && draining.length === 0 && !always) return Promise.resolve(true);
     this.#shapeKey = shape;
+    this.#generation += 1;
+    this.#events.composed?.(this.#snapshot, this.#generation);
     for (const m of draining) m.drain!.pushed = true;
     return this.#coordinators.pushAll().then((ok) => {
       // Coordinators that could not be told are not waited for: the drain timeout bounds them.

@@ -72,8 +72,10 @@ export class CoordinatorSet {
       this.#deps.client
         .get(`${link.url}/v1/readiness`)
         .then(
-          ({ status }) => {
-            if (status === 503 || !link.reachable) void this.#push(link);
+          ({ status, body }) => {
+            // A standby Coordinator is 503 "not master" by design, not for want of a snapshot; the period sends it one.
+            const restarted = status === 503 && !JSON.stringify(body ?? '').includes('not master');
+            if (restarted || !link.reachable) void this.#push(link);
           },
           (err: unknown) => {
             link.reachable = false;

@@ -7,6 +7,7 @@
  */
 import { Hono } from 'hono';
 import type { ClusterView, Controller, MemberView } from '../controller/controller.ts';
+import type { LeadershipView } from '../controller/leadership.ts';
 import type { DesiredInstance } from '../controller/types.ts';
 import { errors, type FieldIssue } from '../core/errors.ts';
 import { CONTROLLER_BODY_LIMIT_BYTES } from '../core/limits.ts';
@@ -21,7 +22,11 @@ export interface ControllerRouteDeps {
   readonly controller: Controller;
   /** The entry resolved as the topology file would resolve it (static defaults, rank table devices). */
   readonly resolve: (entry: AddInstanceBody) => { ok: true; instance: DesiredInstance } | { ok: false; issues: FieldIssue[] };
+  /** Leader or standby (several controllers on one store); absent: the only controller, always leading. */
+  readonly leadership?: () => LeadershipView | undefined;
 }
+
+const ALONE: LeadershipView = { state: 'leader', leader: undefined, store: 'memory', storeConnected: true };
 
 /**
  * Routes of the controller API.
@@ -31,7 +36,19 @@ export function controllerRoutes(deps: ControllerRouteDeps): Hono {
   const app = new Hono();
   app.onError(onError);
 
-  app.get('/v1/cluster', (c) => c.json(clusterWire(deps.controller.view())));
+  const leadership = (): LeadershipView => deps.leadership?.() ?? ALONE;
+  app.get('/v1/cluster', (c) => c.json({ ...clusterWire(deps.controller.view()), leadership: leadershipWire(leadership()) }));
+
+  // A standby changes nothing: the leader's address is in the answer, for the caller to go there.
+  const leaderOnly = async (_c: unknown, next: () => Promise<void>): Promise<void> => {
+    const view = leadership();
+    if (view.state !== 'leader') {
+      throw errors.unavailable(`this controller is a standby; the leader is ${view.leader ?? 'not elected yet'}: send changes there`);
+    }
+    await next();
+  };
+  app.post('/v1/cluster/instances', leaderOnly);
+  app.delete('/v1/cluster/instances/:id', leaderOnly);
 
   app.post('/v1/cluster/instances', jsonBody(AddInstanceBody, { limitBytes: CONTROLLER_BODY_LIMIT_BYTES, object: true }), (c) => {
     const resolved = deps.resolve(c.req.valid('json'));
@@ -69,6 +86,10 @@ function memberWire(m: MemberView): Record<string, unknown> {
     in_snapshot: m.inSnapshot,
     last_error: m.lastError === undefined ? null : { message: m.lastError.message, at: iso(m.lastError.at) },
   };
+}
+
+function leadershipWire(view: LeadershipView): Record<string, unknown> {
+  return { state: view.state, leader: view.leader ?? null, store: view.store, store_connected: view.storeConnected };
 }
 
 function clusterWire(view: ClusterView): Record<string, unknown> {

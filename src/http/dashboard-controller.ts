@@ -12,7 +12,7 @@ const GONE = new Set(['down', 'unreachable']);
 
 export interface ControllerSource extends DashboardSource {
   /** Feed these from the controller's events: every evaluation may have changed what the page shows. */
-  readonly events: Required<ControllerEvents>;
+  readonly events: Required<Pick<ControllerEvents, 'rolePost' | 'snapshotPush' | 'evaluated'>>;
 }
 
 /**

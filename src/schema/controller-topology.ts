@@ -5,6 +5,7 @@
  * of `POST /v1/cluster/instances`, so a file and the API cannot drift apart.
  */
 import * as v from 'valibot';
+import { PdlinkSection } from './store-config.ts';
 
 /** Most instances one controller manages: a snapshot's cap (MindIE's 4096). */
 export const MAX_CLUSTER_INSTANCES = 4096;
@@ -99,6 +100,8 @@ export const TopologyFile = v.pipe(
     rank_table: v.optional(v.pipe(v.string('must be a path'), v.minLength(1, 'must not be empty'))),
     /** Defaults of every instance's static_info. */
     static_info: v.optional(StaticInfo),
+    /** Cluster name and the etcd shared by several controllers (absent: one controller, state in memory). */
+    pdlink: v.optional(PdlinkSection),
     instances: v.pipe(
       v.array(InstanceEntry, 'must be an array of instances'),
       v.maxLength(MAX_CLUSTER_INSTANCES, `must list at most ${MAX_CLUSTER_INSTANCES} instances`),

@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { INT32_MAX } from '../core/limits.ts';
+import { PdlinkSection } from './store-config.ts';
 
 export const MIN_PORT = 1024;
 export const MAX_PORT = 65535;
@@ -124,6 +125,16 @@ export const CoordinatorConfigFile = v.looseObject({
     }),
   ),
   proxy_config: v.optional(ProxyConfigSection),
+  /** MindIE's master/standby: one master holds the etcd lock, a standby's readiness is 503 "not master". */
+  backup_config: v.optional(
+    v.looseObject({
+      function_enable: v.optional(v.boolean('must be a boolean')),
+      database_server_dns: v.optional(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'))),
+      database_server_port: v.optional(ConfigPort),
+    }),
+  ),
+  /** pdlink's own: cluster name and the shared etcd (absent: this Coordinator alone, as before). */
+  pdlink: v.optional(PdlinkSection),
   tls_config: v.optional(
     v.looseObject({
       controller_server_tls_enable: v.optional(v.boolean('must be a boolean')),
