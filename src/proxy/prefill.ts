@@ -7,20 +7,12 @@
 import { errors, PdlinkError } from '../core/errors.ts';
 import { attemptPrefill, type AttemptClock, type AttemptExchange } from './attempt.ts';
 import { abortableDelay, backoffDelay } from './backoff.ts';
-import type { ExchangeDeps, ExchangeRequest } from './exchange.ts';
 import { legText, prefillBody } from './legs.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import { placePair, type PlacingExchange } from './placement.ts';
-import type { PickedPair } from './ports.ts';
 import type { LedgerEnd, RequestReservation } from './reservation.ts';
 import { Stop } from './stop.ts';
-
-/** P answered: the pair, P's KV parameters for D, and when P answered (performance.now()). */
-export interface Prefilled {
-  readonly pair: PickedPair;
-  readonly kvTransferParams: unknown;
-  readonly answeredAt: number;
-}
+import type { ExchangeDeps, ExchangeRequest, Prefilled } from './types.ts';
 
 /** What the prefill loop sees of its exchange. */
 export interface PrefillExchange extends AttemptExchange, PlacingExchange {
