@@ -6,7 +6,7 @@
  */
 import { errors } from '../core/errors.ts';
 import type { DecodeFailures } from './decode-failures.ts';
-import { kvMovedOf } from './kv-report.ts';
+import { kvMovedOf } from '../core/kv-report.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import type { DecodeExchange, Prefilled } from './types.ts';
 import { firstChunk, passthrough, streamHeaders, transportMessage } from './upstream.ts';

@@ -12,7 +12,7 @@
 import type { Instance } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
 import type { PickedPair, Reservations } from './ports.ts';
-import type { KvMoved } from './kv-report.ts';
+import type { KvMoved } from '../core/kv-report.ts';
 import { blocksFor } from './prompt.ts';
 
 /** How the record ends: `none` when there is nothing (left) to end. */

@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { CliError, parseCliPort } from '../cli/common.ts';
-import type { SimRole } from './engine.ts';
+import type { SimRole } from './types.ts';
 
 export const SIM_ENGINE_HELP = `Usage: pdlink sim-engine --role prefill|decode [options]
 
