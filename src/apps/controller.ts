@@ -7,7 +7,7 @@ import { collectDefaultMetrics } from 'prom-client';
 import { Controller } from '../controller/controller.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
-import type { ClusterSpec } from '../controller/types.ts';
+import type { TopologySpec } from '../controller/types.ts';
 import { controllerRoutes } from '../http/controller.ts';
 import { onError, onNotFound } from '../http/envelope.ts';
 import { probeRoutes } from '../http/probes.ts';
@@ -15,7 +15,7 @@ import { createRegistry, type Registry } from '../core/metrics.ts';
 import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 
 export interface ControllerAppOptions {
-  readonly spec: ClusterSpec;
+  readonly spec: TopologySpec;
   /** Devices of instances added through the API without their own. */
   readonly rankTable?: RankTableFile | undefined;
   /** static_info defaults of instances added through the API. */

@@ -16,7 +16,7 @@ import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { createRegistry } from '../core/metrics.ts';
 import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from '../schema/coordinator-config.ts';
 import {
-  createHealth,
+  createBreakers,
   createScheduler,
   ledgerLoads,
   type CircuitBreakers,
@@ -67,7 +67,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
   const registry = new ClusterRegistry();
   const ledger = new KvLedger({ cluster: registry, metrics });
-  const health = createHealth(options.circuitCooldownMs === undefined ? {} : { cooldownMs: options.circuitCooldownMs });
+  const health = createBreakers(options.circuitCooldownMs === undefined ? {} : { cooldownMs: options.circuitCooldownMs });
   const scheduler = createScheduler({
     cluster: registry,
     loads: ledgerLoads(ledger),
@@ -88,7 +88,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const proxy: ProxyApp = proxyRoutes({
     scheduler,
     ledger,
-    health,
+    breakers: health,
     metrics,
     settings: resolveProxySettings({}, { bodyLimitBytes, ...options.proxy }),
   });

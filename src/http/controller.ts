@@ -7,7 +7,7 @@
  */
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import type { ClusterView, Controller, MemberView } from '../controller/controller.ts';
+import type { ControllerView, Controller, MemberView } from '../controller/controller.ts';
 import type { DesiredInstance } from '../controller/types.ts';
 import { errors, type FieldIssue } from '../core/errors.ts';
 import { AddInstanceBody, InstanceIdParam } from '../schema/controller-api.ts';
@@ -78,7 +78,7 @@ function memberWire(m: MemberView): Record<string, unknown> {
   };
 }
 
-function clusterWire(view: ClusterView): Record<string, unknown> {
+function clusterWire(view: ControllerView): Record<string, unknown> {
   const t = view.timing;
   return {
     desired: {

@@ -25,7 +25,7 @@ export interface DecodeAnswer {
  */
 export async function wholeAnswer(exchange: DecodeExchange, answer: DecodeAnswer): Promise<Response> {
   const { res, d, sentAt, fails } = answer;
-  const { health, metrics } = exchange.deps;
+  const { breakers, metrics } = exchange.deps;
   let bytes: ArrayBuffer;
   try {
     bytes = await res.arrayBuffer();
@@ -33,7 +33,7 @@ export async function wholeAnswer(exchange: DecodeExchange, answer: DecodeAnswer
     throw fails.broken(err, 'failed while answering');
   }
   if (bytes.byteLength === 0) throw fails.refused(`answered ${res.status} with an empty body`);
-  health?.recordSuccess(d);
+  breakers?.recordSuccess(d);
   metrics.decode((performance.now() - sentAt) / 1000);
   exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
   return passthrough(res.status, res.headers.get('content-type'), bytes, exchange.request.requestId);
@@ -46,7 +46,7 @@ export async function wholeAnswer(exchange: DecodeExchange, answer: DecodeAnswer
  */
 export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefilled, answer: DecodeAnswer): Promise<Response> {
   const { res, d, fails } = answer;
-  const { health, metrics } = exchange.deps;
+  const { breakers, metrics } = exchange.deps;
   const reader: ChunkReader | undefined = res.body?.getReader();
   if (reader === undefined) throw fails.refused(`answered ${res.status} with an empty body`);
   let first: Uint8Array | null;
@@ -65,7 +65,7 @@ export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefil
     reader,
     {
       onEnd() {
-        health?.recordSuccess(d);
+        breakers?.recordSuccess(d);
         metrics.decode((performance.now() - firstAt) / 1000);
         exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
       },
@@ -75,7 +75,7 @@ export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefil
           exchange.end('client_abort', { kind: 'release' });
           return null;
         }
-        health?.recordFailure(d);
+        breakers?.recordFailure(d);
         const failure =
           cause !== null
             ? exchange.timeoutError(cause, d)

@@ -30,7 +30,7 @@ export interface DecodeFailures {
  * @example throw decodeFailures(exchange, 21).refused('answered 200 with an empty body');
  */
 export function decodeFailures(exchange: DecodeExchange, d: number): DecodeFailures {
-  const { health } = exchange.deps;
+  const { breakers } = exchange.deps;
   const failWith = (message: string) => (): Stop => {
     const failure = errors.upstreamFailed(`decode instance ${d} ${message}`);
     return exchange.fail('upstream_failed', failure, { kind: 'fail', code: 'decode_failed', detail: failure.message });
@@ -39,11 +39,11 @@ export function decodeFailures(exchange: DecodeExchange, d: number): DecodeFailu
     failWith,
     broken(err, what) {
       if (exchange.cause !== null) return exchange.stopForAbort(d);
-      health?.recordFailure(d);
+      breakers?.recordFailure(d);
       return failWith(`${what}: ${transportMessage(err)}`)();
     },
     refused(message) {
-      health?.recordFailure(d);
+      breakers?.recordFailure(d);
       return failWith(message)();
     },
   };

@@ -20,7 +20,7 @@ import { passthrough, quoteError, transportMessage } from './upstream.ts';
  */
 export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, pair: PickedPair): Promise<Response | Retryable> {
   const { kind, body, requestId, clientHeaders } = exchange.request;
-  const { health, metrics } = exchange.deps;
+  const { breakers, metrics } = exchange.deps;
   const d = pair.d.id;
   const sentAt = performance.now();
   const fails = decodeFailures(exchange, d);
@@ -46,7 +46,7 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
     );
   } catch (err) {
     if (exchange.cause === null && refusedConnection(err)) {
-      health?.recordFailure(d);
+      breakers?.recordFailure(d);
       return { reason: 'refused', stop: fails.failWith(`could not be reached: ${transportMessage(err)}`) };
     }
     throw fails.broken(err, 'could not be reached');
@@ -61,12 +61,12 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
     }
     if (res.status >= 400 && res.status < 500) {
       // D judged the request itself: its answer is the client's answer, and D is healthy.
-      health?.recordSuccess(d);
+      breakers?.recordSuccess(d);
       exchange.end('upstream_rejected', { kind: 'fail', code: 'decode_rejected', detail: `decode instance ${d} answered ${res.status}` });
       return passthrough(res.status, res.headers.get('content-type'), text, requestId);
     }
     if (res.status >= 500) {
-      health?.recordFailure(d);
+      breakers?.recordFailure(d);
       return { reason: 'status_5xx', stop: fails.failWith(`answered ${res.status}: ${quoteError(text)}`) };
     }
     throw fails.refused(`answered ${res.status}: ${quoteError(text)}`);

@@ -1,7 +1,7 @@
 /**
  * One proxied request from admission to the end of its response: pick a pair, reserve its KV
  * capacity, run the P leg (retrying on another P), then the D leg, and settle everything exactly
- * once whatever happens — the ledger record, the health reports, the metrics, the in-flight place.
+ * once whatever happens — the ledger record, the circuit-breaker reports, the metrics, the in-flight place.
  *
  * Every wait is bounded: a prefill attempt by `prefillTimeoutMs`, the first byte by
  * `firstTokenTimeoutMs`, the whole request by `inferTimeoutMs`. One AbortController covers the
@@ -131,7 +131,7 @@ export class Exchange implements DecodeExchange {
       // Nobody reads this: the client is gone. 499 is the conventional "client closed request".
       return new Stop(new Response(null, { status: 499 }));
     }
-    if (instanceId !== undefined) this.deps.health?.recordFailure(instanceId);
+    if (instanceId !== undefined) this.deps.breakers?.recordFailure(instanceId);
     const err = this.timeoutError(cause, instanceId);
     this.end('timeout', { kind: 'fail', code: 'timeout', detail: err.message });
     return new Stop(errorResponse(err, this.request.requestId));

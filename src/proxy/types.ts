@@ -7,7 +7,7 @@
 import type { PdlinkError } from '../core/errors.ts';
 import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
 import type { ProxyMetrics, ProxyOutcome } from './metrics.ts';
-import type { HealthReporter, PairPicker, PickedPair, Reservations } from './ports.ts';
+import type { BreakerReporter, PairPicker, PickedPair, ReservationLedger } from './ports.ts';
 import type { PromptInfo } from './prompt.ts';
 import type { LedgerEnd } from './reservation.ts';
 import type { PooledOrigins } from './send-leg.ts';
@@ -30,8 +30,9 @@ export interface ExchangeRequest {
 
 export interface ExchangeDeps {
   readonly picker: PairPicker;
-  readonly ledger: Reservations;
-  readonly health: HealthReporter | undefined;
+  readonly ledger: ReservationLedger;
+  /** The circuit breakers, told how each instance answered; optional. */
+  readonly breakers: BreakerReporter | undefined;
   readonly metrics: ProxyMetrics;
   readonly settings: ProxySettings;
   /** Origins that answered before: a lost connection to one of them may be a stale pooled one. */
