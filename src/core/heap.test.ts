@@ -85,10 +85,10 @@ test('an IndexedHeap orders by its comparator, and reorder restores the order af
   expect(heap.peek()?.id).toBe(1);
   // Every position holds an item that knows it, and no child comes before its parent.
   for (let i = 0; i < heap.size; i++) {
-    expect(heap.at(i)?.heapIndex).toBe(i);
-    if (i > 0) expect(heap.at((i - 1) >> 1)!.load <= heap.at(i)!.load).toBe(true);
+    expect(heap.items[i]?.heapIndex).toBe(i);
+    if (i > 0) expect(heap.items[(i - 1) >> 1]!.load <= heap.items[i]!.load).toBe(true);
   }
-  expect(heap.at(heap.size)).toBeUndefined();
+  expect(heap.items).toHaveLength(heap.size);
 });
 
 test('has and reorder tell apart an item that is not in the heap, even one with a stale position', () => {

@@ -40,12 +40,12 @@ export class IndexedHeap<T extends Indexed> {
   }
 
   /**
-   * The item at a heap position (0 is the first; the children of i are 2i+1 and 2i+2), for walks
-   * that read the heap in order without taking from it.
-   * @example heap.at(1)
+   * The heap's positions as they are (0 first; the children of i at 2i+1 and 2i+2), read-only and
+   * live, for walks that read the heap in order without taking from it.
+   * @example heap.items[1]
    */
-  at(index: number): T | undefined {
-    return this.#items[index];
+  get items(): readonly T[] {
+    return this.#items;
   }
 
   /**

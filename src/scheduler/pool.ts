@@ -134,7 +134,7 @@ export class Pool<T extends PoolMember> {
           i = child;
         }
       }
-      yield (heap.at(top) as Entry<T>).member;
+      yield (heap.items[top] as Entry<T>).member;
       push(2 * top + 1);
       push(2 * top + 2);
     }
@@ -149,8 +149,8 @@ export class Pool<T extends PoolMember> {
   }
 
   #lessAt(a: number, b: number): boolean {
-    const heap = this.#heap;
-    return lessLoaded((heap.at(a) as Entry<T>).member, (heap.at(b) as Entry<T>).member);
+    const items = this.#heap.items;
+    return lessLoaded((items[a] as Entry<T>).member, (items[b] as Entry<T>).member);
   }
 }
 
