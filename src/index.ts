@@ -36,7 +36,7 @@ export type { Transfers } from './agent/transfers/transfers.ts';
 export type { TransferResult, CallStatus } from './agent/transfers/types.ts';
 export { RoleController } from './agent/role/driver.ts';
 export type { StatusBody, RoleStatusName } from './agent/status.ts';
-export { createScheduler, createHealth } from './scheduler/index.ts';
+export { createScheduler, createBreakers, createHealth } from './scheduler/index.ts';
 export type { PdScheduler, CircuitBreakers, PolicyChoice, PolicyName, PickRequest, PickResult } from './scheduler/index.ts';
 export { PdlinkError, errors } from './core/errors.ts';
 export type { ErrorCode, FieldIssue } from './core/errors.ts';

@@ -10,7 +10,7 @@ import { storeMetrics } from '../store/metrics.ts';
 import type { Store } from '../store/store.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
-import type { ClusterSpec } from '../controller/types.ts';
+import type { TopologySpec } from '../controller/types.ts';
 import { controllerRoutes } from '../http/controller.ts';
 import { controllerSource } from '../http/dashboard-controller.ts';
 import { DashboardFeed } from '../http/dashboard-feed.ts';
@@ -21,7 +21,7 @@ import { createRegistry, type Registry } from '../core/metrics.ts';
 import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 
 export interface ControllerAppOptions {
-  readonly spec: ClusterSpec;
+  readonly spec: TopologySpec;
   /** Devices of instances added through the API without their own. */
   readonly rankTable?: RankTableFile | undefined;
   /** static_info defaults of instances added through the API. */
@@ -42,7 +42,7 @@ export interface ControllerApp {
    * Applies a changed topology file as a diff against the one loaded before.
    * @example app.applyFile(loadTopology(path).spec);
    */
-  applyFile(next: ClusterSpec): void;
+  applyFile(next: TopologySpec): void;
   /** With `ha`: runs for leader under this management URL (known once the listener is up). */
   campaign(url: string): void;
   /** Stops the loop; idempotent. */

@@ -20,7 +20,7 @@ import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { createRegistry } from '../core/metrics.ts';
 import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from '../schema/coordinator-config.ts';
 import {
-  createHealth,
+  createBreakers,
   createScheduler,
   ledgerLoads,
   type CircuitBreakers,
@@ -77,7 +77,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const stopLinkWatch = registry.onChange((diff) => {
     for (const { p, d } of lostLinks(diff)) ledger.linkLost(p, d);
   });
-  const health = createHealth(options.circuitCooldownMs === undefined ? {} : { cooldownMs: options.circuitCooldownMs });
+  const health = createBreakers(options.circuitCooldownMs === undefined ? {} : { cooldownMs: options.circuitCooldownMs });
   const scheduler = createScheduler({
     cluster: registry,
     loads: ledgerLoads(ledger),
@@ -101,7 +101,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const proxy: ProxyApp = proxyRoutes({
     scheduler,
     ledger,
-    health,
+    breakers: health,
     metrics,
     settings: resolveProxySettings({}, { bodyLimitBytes, ...options.proxy }),
   });

@@ -1,18 +1,18 @@
 /**
  * Reads the controller's topology file and the MindIE files it points at (`ms_controller`,
- * `rank_table`, relative to the topology file), and resolves them into a ClusterSpec; every
+ * `rank_table`, relative to the topology file), and resolves them into a TopologySpec; every
  * problem is a ConfigError naming the file and the field.
  */
 import { dirname, resolve } from 'node:path';
 import { ConfigError, describeIssues } from '../core/errors.ts';
 import { clusterSpec } from '../controller/spec.ts';
-import type { ClusterSpec } from '../controller/types.ts';
+import type { TopologySpec } from '../controller/types.ts';
 import { MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 import { loadConfigFile } from './load.ts';
 import { resolveStoreSettings, type StoreSettings } from './store.ts';
 
 export interface LoadedTopology {
-  readonly spec: ClusterSpec;
+  readonly spec: TopologySpec;
   /** The rank table's devices stay available to instances added through the API. */
   readonly rankTable: RankTableFile | undefined;
   /** The file's static_info defaults, for instances added through the API. */

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { Controller } from './controller.ts';
 import type { Outgoing, OutgoingReply } from './outgoing.ts';
 import type { RefreshBody } from './snapshot.ts';
-import { DEFAULT_TIMING, type ClusterSpec, type DesiredInstance } from './types.ts';
+import { DEFAULT_TIMING, type TopologySpec, type DesiredInstance } from './types.ts';
 
 /** A fake agent: answers status from what was posted; every posted peer that is up counts as linked. */
 interface FakeAgent {
@@ -79,7 +79,7 @@ const instance = (id: number, ip: string, role?: 'prefill' | 'decode'): DesiredI
 function setup(instances: DesiredInstance[]): { controller: Controller; fake: FakeCluster; clock: { now: number } } {
   const fake = new FakeCluster();
   const clock = { now: 1_000_000 };
-  const spec: ClusterSpec = { coordinators: ['http://127.0.0.1:1026'], timing: DEFAULT_TIMING, rates: { p: 0, d: 0 }, instances };
+  const spec: TopologySpec = { coordinators: ['http://127.0.0.1:1026'], timing: DEFAULT_TIMING, rates: { p: 0, d: 0 }, instances };
   const controller = new Controller({ spec, client: fake, now: () => clock.now });
   return { controller, fake, clock };
 }

@@ -14,7 +14,7 @@ import { Member, type MemberState } from './member.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
 import { composeSnapshot, type RefreshBody, type SnapshotCandidate } from './snapshot.ts';
 import type { StoredState } from './stored-state.ts';
-import type { ClusterSpec, ControllerTiming, DesiredInstance, PdRates } from './types.ts';
+import type { TopologySpec, ControllerTiming, DesiredInstance, PdRates } from './types.ts';
 
 export interface ControllerEvents {
   rolePost?(ok: boolean): void;
@@ -26,7 +26,7 @@ export interface ControllerEvents {
 }
 
 export interface ControllerOptions {
-  readonly spec: ClusterSpec;
+  readonly spec: TopologySpec;
   /** Outgoing calls (default: a client with the spec's HTTP timeout). */
   readonly client?: Outgoing;
   readonly now?: () => number;
@@ -56,7 +56,8 @@ export interface MemberView {
   readonly failedLinks: ReadonlyMap<number, string>;
 }
 
-export interface ClusterView {
+/** What the Controller shows of itself (`GET /v1/cluster`): the desired state, the observed one, each member. */
+export interface ControllerView {
   readonly coordinators: readonly CoordinatorView[];
   readonly timing: ControllerTiming;
   readonly rates: PdRates;
@@ -164,7 +165,7 @@ export class Controller {
    * updated (a new role or devices means a new role post).
    * @example controller.apply(previousFileSpec, nextFileSpec);
    */
-  apply(previous: ClusterSpec, next: ClusterSpec): void {
+  apply(previous: TopologySpec, next: TopologySpec): void {
     this.#coordinators.urls = next.coordinators;
     const before = new Map(previous.instances.map((i) => [i.id, i]));
     const after = new Map(next.instances.map((i) => [i.id, i]));
@@ -199,7 +200,7 @@ export class Controller {
   }
 
   /** Desired, observed and per-instance state, for `GET /v1/cluster`. */
-  view(): ClusterView {
+  view(): ControllerView {
     const now = this.#now();
     const inSnapshot = new Set(this.#snapshot.ids);
     const members = [...this.#members.values()]

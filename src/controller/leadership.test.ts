@@ -5,7 +5,7 @@ import { Controller } from './controller.ts';
 import { Leadership } from './leadership.ts';
 import type { Outgoing, OutgoingReply } from './outgoing.ts';
 import type { RefreshBody } from './snapshot.ts';
-import { DEFAULT_TIMING, type ClusterSpec, type DesiredInstance } from './types.ts';
+import { DEFAULT_TIMING, type TopologySpec, type DesiredInstance } from './types.ts';
 
 /** Agents that answer status from what was posted (every posted peer linked), and Coordinators that take snapshots. */
 class FakeCluster implements Outgoing {
@@ -58,7 +58,7 @@ const instance = (id: number, ip: string, role?: 'prefill' | 'decode'): DesiredI
 });
 
 // Roles left to the P:D rates, so a new leader that ignored the stored roles could pick others.
-const SPEC: ClusterSpec = {
+const SPEC: TopologySpec = {
   coordinators: ['http://127.0.0.1:1026'],
   timing: DEFAULT_TIMING,
   rates: { p: 1, d: 1 },
@@ -145,7 +145,7 @@ describe('Leadership', () => {
     store: MemoryStore,
     fake: FakeCluster,
     url: string,
-    spec: ClusterSpec = SPEC,
+    spec: TopologySpec = SPEC,
   ): { controller: Controller; leadership: Leadership } {
     let leadership: Leadership | undefined;
     const controller = new Controller({
@@ -208,7 +208,7 @@ describe('Leadership', () => {
     await a.leadership.close();
     await a.controller.close();
 
-    const edited: ClusterSpec = { ...SPEC, instances: [...SPEC.instances, instance(3, '10.0.0.3', 'decode')] };
+    const edited: TopologySpec = { ...SPEC, instances: [...SPEC.instances, instance(3, '10.0.0.3', 'decode')] };
     const b = candidate(store, fake, 'http://b', edited);
     b.leadership.start();
     b.controller.start();

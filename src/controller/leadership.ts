@@ -8,7 +8,7 @@ import { Election } from '../store/election.ts';
 import { KEYS, type Store } from '../store/store.ts';
 import type { Controller } from './controller.ts';
 import type { RefreshBody } from './snapshot.ts';
-import type { ClusterSpec } from './types.ts';
+import type { TopologySpec } from './types.ts';
 import { readAssignments, readDesired, readGeneration } from './stored-state.ts';
 
 /** Pause between reads of the stored state when a fresh leader cannot read it. */
@@ -29,7 +29,7 @@ export interface LeadershipOptions {
   readonly url: string;
   readonly ttlSeconds: number;
   /** The topology file as this controller last loaded it. */
-  readonly fileSpec: () => ClusterSpec;
+  readonly fileSpec: () => TopologySpec;
   readonly log?: (line: string) => void;
 }
 
@@ -38,7 +38,7 @@ export class Leadership {
   readonly #store: Store;
   readonly #election: Election;
   readonly #log: (line: string) => void;
-  readonly #fileSpec: () => ClusterSpec;
+  readonly #fileSpec: () => TopologySpec;
   #snapshot: { snapshot: RefreshBody; generation: number } | undefined;
   #writing: Promise<void> | undefined;
   #again = false;

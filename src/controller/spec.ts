@@ -1,12 +1,12 @@
 /**
- * From the topology file's wire shape (and MindIE's inputs) to the controller's ClusterSpec:
+ * From the topology file's wire shape (and MindIE's inputs) to the controller's TopologySpec:
  * timings in ms with precedence file > ms_controller.json > defaults, rates likewise, each
  * instance's devices from its entry or else the rank table's server of the same server_ip, and
  * static info from the entry, the file's defaults, then built-in ones.
  */
 import type { FieldIssue } from '../core/errors.ts';
 import type { InstanceEntry, MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
-import { DEFAULT_TIMING, type ClusterSpec, type DesiredDevice, type DesiredInstance, type StaticDefaults } from './types.ts';
+import { DEFAULT_TIMING, type TopologySpec, type DesiredDevice, type DesiredInstance, type StaticDefaults } from './types.ts';
 
 /** Static info when neither the engine nor the file says (the seed's example values). */
 export const DEFAULT_STATIC: StaticDefaults = { maxSeqLen: 2048, maxOutputLen: 512, totalSlots: 200, totalBlocks: 1024, blockSize: 128 };
@@ -86,7 +86,7 @@ export function clusterSpec(
   file: TopologyFile,
   ms: MsControllerFile | undefined,
   table: RankTableFile | undefined,
-): { ok: true; spec: ClusterSpec } | { ok: false; issues: FieldIssue[] } {
+): { ok: true; spec: TopologySpec } | { ok: false; issues: FieldIssue[] } {
   const t = file.timing ?? {};
   const ms1000 = (x: number | undefined, fallback: number): number => (x === undefined ? fallback : Math.round(x * 1000));
   const devices = rankDevices(table);

@@ -63,7 +63,8 @@ export interface PdRates {
   readonly d: number;
 }
 
-export interface ClusterSpec {
+/** The topology file resolved: the Coordinators, the timing, the P:D rates and the desired instances. */
+export interface TopologySpec {
   readonly coordinators: readonly string[];
   readonly timing: ControllerTiming;
   readonly rates: PdRates;

@@ -1,6 +1,6 @@
 import { expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { DeadlineHeap, type HeapItem } from './heap.ts';
+import { DeadlineHeap, IndexedHeap, type HeapItem } from './heap.ts';
 
 interface Item extends HeapItem {
   readonly name: number;
@@ -64,4 +64,44 @@ test('removing an item that is not in the heap is a no-op', () => {
   heap.remove(a);
   expect(heap.size).toBe(0);
   expect(heap.peek()).toBeUndefined();
+});
+
+interface Loaded {
+  id: number;
+  load: number;
+  heapIndex: number;
+}
+
+test('an IndexedHeap orders by its comparator, and reorder restores the order after a key changed', () => {
+  const heap = new IndexedHeap<Loaded>((a, b) => a.load < b.load || (a.load === b.load && a.id < b.id));
+  const nodes = [0.5, 0.1, 0.9, 0.1].map((load, id) => ({ id, load, heapIndex: -1 }));
+  for (const node of nodes) heap.push(node);
+  expect(heap.peek()?.id).toBe(1); // 0.1 twice: the lower id first
+  nodes[2]!.load = 0;
+  heap.reorder(nodes[2]!);
+  expect(heap.peek()?.id).toBe(2);
+  nodes[2]!.load = 1;
+  heap.reorder(nodes[2]!);
+  expect(heap.peek()?.id).toBe(1);
+  // Every position holds an item that knows it, and no child comes before its parent.
+  for (let i = 0; i < heap.size; i++) {
+    expect(heap.items[i]?.heapIndex).toBe(i);
+    if (i > 0) expect(heap.items[(i - 1) >> 1]!.load <= heap.items[i]!.load).toBe(true);
+  }
+  expect(heap.items).toHaveLength(heap.size);
+});
+
+test('has and reorder tell apart an item that is not in the heap, even one with a stale position', () => {
+  const heap = new IndexedHeap<Loaded>((a, b) => a.load < b.load);
+  const a = { id: 1, load: 1, heapIndex: -1 };
+  const stranger = { id: 2, load: 0, heapIndex: 0 };
+  heap.push(a);
+  expect(heap.has(a)).toBe(true);
+  expect(heap.has(stranger)).toBe(false);
+  heap.reorder(stranger);
+  expect(heap.size).toBe(1);
+  expect(heap.peek()).toBe(a);
+  heap.remove(a);
+  expect(heap.has(a)).toBe(false);
+  expect(a.heapIndex).toBe(-1);
 });

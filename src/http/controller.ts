@@ -6,7 +6,7 @@
  * 409: an id or server_ip already taken; 404: no such instance. A refused change changes nothing.
  */
 import { Hono } from 'hono';
-import type { ClusterView, Controller, MemberView } from '../controller/controller.ts';
+import type { ControllerView, Controller, MemberView } from '../controller/controller.ts';
 import type { LeadershipView } from '../controller/leadership.ts';
 import type { DesiredInstance } from '../controller/types.ts';
 import { errors, type FieldIssue } from '../core/errors.ts';
@@ -92,7 +92,7 @@ function leadershipWire(view: LeadershipView): Record<string, unknown> {
   return { state: view.state, leader: view.leader ?? null, store: view.store, store_connected: view.storeConnected };
 }
 
-function clusterWire(view: ClusterView): Record<string, unknown> {
+function clusterWire(view: ControllerView): Record<string, unknown> {
   const t = view.timing;
   return {
     desired: {

@@ -13,7 +13,7 @@ import { Exchange, type ExchangeDeps } from '../proxy/exchange.ts';
 import { viaHasHop, viaHeader } from '../proxy/legs.ts';
 import { InFlightLimit } from '../proxy/limiter.ts';
 import { ProxyMetrics } from '../proxy/metrics.ts';
-import type { HealthReporter, PairPicker, Reservations } from '../proxy/ports.ts';
+import type { BreakerReporter, PairPicker, ReservationLedger } from '../proxy/ports.ts';
 import { PooledOrigins } from '../proxy/send-leg.ts';
 import { fetchCapWarning } from '../proxy/upstream.ts';
 import { checkSettings, resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
@@ -26,9 +26,9 @@ export interface ProxyDeps {
   /** Chooses the (P, D) pair of each request (the scheduler). */
   scheduler: PairPicker;
   /** Holds the pair's slots and KV blocks for the request (the KV ledger). */
-  ledger: Reservations;
-  /** Hears every instance's answer (passive health / circuit breaker); optional. */
-  health?: HealthReporter;
+  ledger: ReservationLedger;
+  /** The circuit breakers, told every instance's answer; optional. */
+  breakers?: BreakerReporter;
   /** Registry for the proxy's metrics (default: a private one). */
   metrics?: Registry;
   /** Settings (default: MindIE's defaults, see resolveProxySettings). */
@@ -43,7 +43,7 @@ export interface ProxyApp extends Hono {
 
 /**
  * Builds the proxy's Hono sub-app; mount it on the inference listener with `app.route('/', proxyRoutes(deps))`.
- * @example inferenceApp.route('/', proxyRoutes({ scheduler, ledger, health, metrics, settings: resolveProxySettings(file) }));
+ * @example inferenceApp.route('/', proxyRoutes({ scheduler, ledger, breakers, metrics, settings: resolveProxySettings(file) }));
  */
 export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const settings = checkSettings(deps.settings ?? resolveProxySettings());
@@ -53,7 +53,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const exchangeDeps: ExchangeDeps = {
     picker: deps.scheduler,
     ledger: deps.ledger,
-    health: deps.health,
+    breakers: deps.breakers,
     metrics,
     settings,
     origins: new PooledOrigins(),

@@ -4,11 +4,11 @@
  * exchange's abort.
  */
 import { parseJsonExact } from '../core/exact-json.ts';
-import type { AbortCause, ExchangeDeps, ExchangeRequest } from './exchange.ts';
 import { engineUrl, legHeaders } from './legs.ts';
 import type { RetryReason } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
 import { sendLeg } from './send-leg.ts';
+import type { AbortCause, ExchangeDeps, ExchangeRequest } from './types.ts';
 import { passthrough, quoteError, transportMessage } from './upstream.ts';
 
 export type AttemptResult =

@@ -5,7 +5,7 @@ import type { CompletionBody } from '../schema/completions.ts';
 import { runDecode } from './decode.ts';
 import { Exchange, Stop, type ExchangeDeps } from './exchange.ts';
 import { ProxyMetrics } from './metrics.ts';
-import type { HealthReporter, PairPicker, Reservations } from './ports.ts';
+import type { BreakerReporter, PairPicker, ReservationLedger } from './ports.ts';
 import { resolveProxySettings } from './settings.ts';
 import { PooledOrigins } from './send-leg.ts';
 
@@ -18,13 +18,13 @@ function recordingDeps() {
       return { ok: false, message: 'no pair in this test' };
     },
   };
-  const ledger = new Proxy({} as Reservations, {
+  const ledger = new Proxy({} as ReservationLedger, {
     get: (_target, name) => () => {
       calls.push(`ledger.${String(name)}`);
       return false;
     },
   });
-  const health: HealthReporter = {
+  const breakers: BreakerReporter = {
     recordSuccess: (id) => calls.push(`success ${id}`),
     recordFailure: (id) => calls.push(`failure ${id}`),
   };
@@ -32,7 +32,7 @@ function recordingDeps() {
   const deps: ExchangeDeps = {
     picker,
     ledger,
-    health,
+    breakers,
     metrics: new ProxyMetrics(metrics),
     settings: resolveProxySettings({}, { maxRetries: 2 }),
     origins: new PooledOrigins(),

@@ -1,7 +1,7 @@
 /**
  * One proxied request from admission to the end of its response: pick a pair, reserve its KV
  * capacity, run the P leg (retrying on another P), then the D leg, and settle everything exactly
- * once whatever happens — the ledger record, the health reports, the metrics, the in-flight place.
+ * once whatever happens — the ledger record, the circuit-breaker reports, the metrics, the in-flight place.
  *
  * Every wait is bounded: a prefill attempt by `prefillTimeoutMs`, the first byte by
  * `firstTokenTimeoutMs`, the whole request by `inferTimeoutMs`. One AbortController covers the
@@ -9,50 +9,21 @@
  * The legs run in prefill.ts and decode.ts; this class owns the clocks, the abort and the settling.
  */
 import { errors, PdlinkError } from '../core/errors.ts';
-import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
 import type { AttemptClock } from './attempt.ts';
 import { errorResponse } from './errors.ts';
-import type { ProxyMetrics, ProxyOutcome } from './metrics.ts';
-import type { HealthReporter, PairPicker, Reservations } from './ports.ts';
+import type { ProxyOutcome } from './metrics.ts';
 import { runPrefill } from './prefill.ts';
 import { promptOf, type PromptInfo } from './prompt.ts';
 import { RequestReservation, type LedgerEnd } from './reservation.ts';
-import type { ProxySettings } from './settings.ts';
 import { runDecode } from './decode.ts';
-import type { PooledOrigins } from './send-leg.ts';
 import { Stop } from './stop.ts';
+import type { AbortCause, DecodeExchange, ExchangeDeps, ExchangeRequest } from './types.ts';
 
-export interface ExchangeRequest {
-  readonly kind: CompletionKind;
-  /** `api` label of the metrics. */
-  readonly api: string;
-  readonly body: CompletionBody;
-  /** The client's `X-Request-Id` (or one made for it): sent on both legs and echoed to the client. */
-  readonly requestId: string;
-  /** Key of the request's ledger record, made by the proxy so that no client id can collide with it. */
-  readonly transferId: string;
-  readonly clientHeaders: Headers;
-  /** Aborts when the client disconnects. */
-  readonly clientSignal: AbortSignal;
-}
-
-export interface ExchangeDeps {
-  readonly picker: PairPicker;
-  readonly ledger: Reservations;
-  readonly health: HealthReporter | undefined;
-  readonly metrics: ProxyMetrics;
-  readonly settings: ProxySettings;
-  /** Origins that answered before: a lost connection to one of them may be a stale pooled one. */
-  readonly origins: PooledOrigins;
-}
-
-export type AbortCause = 'client_abort' | 'prefill_timeout' | 'first_token_timeout' | 'infer_timeout';
-
+export type { AbortCause, ExchangeDeps, ExchangeRequest, Prefilled } from './types.ts';
 export type { LedgerEnd } from './reservation.ts';
-export type { Prefilled } from './prefill.ts';
 export { Stop } from './stop.ts';
 
-export class Exchange {
+export class Exchange implements DecodeExchange {
   readonly request: ExchangeRequest;
   readonly deps: ExchangeDeps;
   readonly prompt: PromptInfo;
@@ -160,7 +131,7 @@ export class Exchange {
       // Nobody reads this: the client is gone. 499 is the conventional "client closed request".
       return new Stop(new Response(null, { status: 499 }));
     }
-    if (instanceId !== undefined) this.deps.health?.recordFailure(instanceId);
+    if (instanceId !== undefined) this.deps.breakers?.recordFailure(instanceId);
     const err = this.timeoutError(cause, instanceId);
     this.end('timeout', { kind: 'fail', code: 'timeout', detail: err.message });
     return new Stop(errorResponse(err, this.request.requestId));

@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'bun:test';
 import type { Instance } from '../cluster/instance.ts';
 import { shortInstances, union } from './placement.ts';
-import type { PickedPair, Reservations } from './ports.ts';
+import type { PickedPair, ReservationLedger } from './ports.ts';
 
 const instance = (id: number, blockSize = 16): Instance => ({ id, blockSize }) as Instance;
 const pair = (p: Instance, d: Instance): PickedPair => ({ ok: true, p, d });
 
-function ledgerWith(loads: Record<number, { availSlots: number; availBlocks: number }>): Reservations {
-  return { instanceLoad: (id: number) => loads[id] } as unknown as Reservations;
+function ledgerWith(loads: Record<number, { availSlots: number; availBlocks: number }>): ReservationLedger {
+  return { instanceLoad: (id: number) => loads[id] } as unknown as ReservationLedger;
 }
 
 describe('shortInstances', () => {
@@ -24,7 +24,7 @@ describe('shortInstances', () => {
   });
 
   test('both when the ledger cannot tell or finds both roomy; one id when P and D are one instance', () => {
-    expect(shortInstances(pair(instance(1), instance(2)), 16, {} as Reservations)).toEqual([1, 2]);
+    expect(shortInstances(pair(instance(1), instance(2)), 16, {} as ReservationLedger)).toEqual([1, 2]);
     const roomy = ledgerWith({ 1: { availSlots: 4, availBlocks: 100 }, 2: { availSlots: 4, availBlocks: 100 } });
     expect(shortInstances(pair(instance(1), instance(2)), 16, roomy)).toEqual([1, 2]);
     expect(shortInstances(pair(instance(3), instance(3)), 16, roomy)).toEqual([3]);

@@ -7,7 +7,7 @@
  */
 import { errors, PdlinkError } from '../core/errors.ts';
 import type { ProxyOutcome } from './metrics.ts';
-import type { PairPicker, PickedPair, PickRequest, Reservations } from './ports.ts';
+import type { PairPicker, PickedPair, PlacementRequest, ReservationLedger } from './ports.ts';
 import { blocksFor, type PromptInfo } from './prompt.ts';
 import type { LedgerEnd, RequestReservation } from './reservation.ts';
 import type { Stop } from './stop.ts';
@@ -20,7 +20,7 @@ export const MAX_PLACEMENTS = 8;
  * the ledger cannot tell, so that every refusal excludes something and the picks end.
  * @example shortInstances(pair, prompt.tokenCount, ledger) // [21]: D 21 is full, P 10 has room
  */
-export function shortInstances(pair: PickedPair, promptTokens: number, ledger: Reservations): number[] {
+export function shortInstances(pair: PickedPair, promptTokens: number, ledger: ReservationLedger): number[] {
   const { p, d } = pair;
   if (p.id === d.id) return [p.id];
   if (ledger.instanceLoad === undefined) return [p.id, d.id];
@@ -46,7 +46,7 @@ export function union(base: ReadonlySet<number>, more: ReadonlySet<number>): Rea
 /** What placement sees of its exchange. */
 export interface PlacingExchange {
   readonly prompt: PromptInfo;
-  readonly deps: { readonly picker: PairPicker; readonly ledger: Reservations };
+  readonly deps: { readonly picker: PairPicker; readonly ledger: ReservationLedger };
   fail(outcome: ProxyOutcome, err: PdlinkError, ledgerEnd: LedgerEnd): Stop;
 }
 
@@ -61,13 +61,13 @@ export function placePair(
   reservation: Pick<RequestReservation, 'take'>,
   failedP: ReadonlySet<number>,
   last: PdlinkError | undefined,
-): { pair: PickedPair; request: PickRequest } {
+): { pair: PickedPair; request: PlacementRequest } {
   const { prompt } = exchange;
   const shortP = new Set<number>();
   const shortD = new Set<number>();
   const refusals: string[] = [];
   for (let placement = 0; placement < MAX_PLACEMENTS; placement++) {
-    const request: PickRequest = { excludeP: union(failedP, shortP), excludeD: shortD, ...promptFields(prompt) };
+    const request: PlacementRequest = { excludeP: union(failedP, shortP), excludeD: shortD, ...promptFields(prompt) };
     const pair = pick(exchange, request, shortP, last, refusals);
     const refused = reserve(exchange, reservation, pair);
     if (refused === undefined) return { pair, request };
@@ -82,7 +82,7 @@ export function placePair(
 
 function pick(
   exchange: PlacingExchange,
-  request: PickRequest,
+  request: PlacementRequest,
   shortP: ReadonlySet<number>,
   last: PdlinkError | undefined,
   refusals: readonly string[],

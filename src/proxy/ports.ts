@@ -1,11 +1,12 @@
 /**
  * What the proxy needs from the rest of the Coordinator, as narrow interfaces: the scheduler picks
- * a pair, the KV ledger holds the pair's capacity for the request, the health tracker hears how
+ * a pair, the KV ledger holds the pair's capacity for the request, the circuit breakers hear how
  * each instance answered. The real modules satisfy them structurally; tests can too.
  */
 import type { Instance } from '../cluster/instance.ts';
 
-export interface PickRequest {
+/** What the proxy asks the picker for: a pair for this prompt, without the instances that failed it. */
+export interface PlacementRequest {
   /** The prompt as text (completions with text prompts, chat), for policies that hash or match it. */
   promptText?: string;
   /** The prompt as token ids, when the client sent them. */
@@ -31,15 +32,15 @@ export interface NoPair {
 
 /** Chooses a (P, D) pair (src/scheduler/scheduler.ts `PdScheduler`); counts its own selections. */
 export interface PairPicker {
-  pick(request: PickRequest): PickedPair | NoPair;
+  pick(request: PlacementRequest): PickedPair | NoPair;
   /** P prefilled this request (the object given to pick): prefix-aware policies remember it. */
-  recordPrefill?(pId: number, request: PickRequest): void;
+  recordPrefill?(pId: number, request: PlacementRequest): void;
   /** Another D linked to P (which already answered), for a D leg that failed before its first byte. */
-  pickDecode?(pId: number, request: PickRequest): PickedPair | NoPair;
+  pickDecode?(pId: number, request: PlacementRequest): PickedPair | NoPair;
 }
 
-/** The KV ledger's request-facing calls (see src/ledger/ledger.ts). */
-export interface Reservations {
+/** The KV ledger's request-facing calls (see src/ledger/ledger.ts): reserve, move through the phases, end. */
+export interface ReservationLedger {
   reserve(request: {
     requestId: string;
     clientRequestId?: string;
@@ -61,8 +62,8 @@ export interface Reservations {
   instanceLoad?(id: number): { readonly availSlots: number; readonly availBlocks: number } | undefined;
 }
 
-/** Passive health: every answer of an instance is reported; failures open its circuit. */
-export interface HealthReporter {
+/** The circuit breakers (scheduler/breakers.ts): every answer of an instance is reported; failures open its circuit. */
+export interface BreakerReporter {
   recordSuccess(id: number): void;
   recordFailure(id: number): void;
 }

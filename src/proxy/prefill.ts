@@ -7,20 +7,12 @@
 import { errors, PdlinkError } from '../core/errors.ts';
 import { attemptPrefill, type AttemptClock, type AttemptExchange } from './attempt.ts';
 import { abortableDelay, backoffDelay } from './backoff.ts';
-import type { ExchangeDeps, ExchangeRequest } from './exchange.ts';
 import { legText, prefillBody } from './legs.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import { placePair, type PlacingExchange } from './placement.ts';
-import type { PickedPair } from './ports.ts';
 import type { LedgerEnd, RequestReservation } from './reservation.ts';
 import { Stop } from './stop.ts';
-
-/** P answered: the pair, P's KV parameters for D, and when P answered (performance.now()). */
-export interface Prefilled {
-  readonly pair: PickedPair;
-  readonly kvTransferParams: unknown;
-  readonly answeredAt: number;
-}
+import type { ExchangeDeps, ExchangeRequest, Prefilled } from './types.ts';
 
 /** What the prefill loop sees of its exchange. */
 export interface PrefillExchange extends AttemptExchange, PlacingExchange {
@@ -41,7 +33,7 @@ export interface PrefillControls {
  * @example const prefilled = await runPrefill(this, { reservation, attemptClock });
  */
 export async function runPrefill(exchange: PrefillExchange, controls: PrefillControls): Promise<Prefilled> {
-  const { settings, metrics, health } = exchange.deps;
+  const { settings, metrics, breakers } = exchange.deps;
   const { reservation, attemptClock } = controls;
   // Serialised before any pair is placed: a body that cannot be sent is the client's fault and must
   // reach no instance, and every attempt sends the same text.
@@ -66,7 +58,7 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
     const result = await attemptPrefill(exchange, attemptClock, pair, legBody);
     const p = pair.p.id;
     if (result.kind === 'ok') {
-      health?.recordSuccess(p);
+      breakers?.recordSuccess(p);
       exchange.deps.picker.recordPrefill?.(p, request);
       const answeredAt = performance.now();
       metrics.prefill((answeredAt - started) / 1000);
@@ -76,7 +68,7 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
     if (result.kind === 'aborted') throw exchange.stopForAbort(p);
     if (result.kind === 'rejected') {
       // P judged the request itself: another P would answer the same, and P is healthy.
-      health?.recordSuccess(p);
+      breakers?.recordSuccess(p);
       exchange.end('upstream_rejected', {
         kind: 'fail',
         code: 'prefill_rejected',
@@ -84,7 +76,7 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
       });
       throw new Stop(result.response);
     }
-    health?.recordFailure(p);
+    breakers?.recordFailure(p);
     // Give the capacity back now: the next attempt may pick another pair, and backoff takes time.
     reservation.end({ kind: 'fail', code: 'prefill_failed', detail: result.message });
     last = errors.upstreamFailed(result.message);

@@ -11,8 +11,8 @@
  */
 import type { Instance } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
-import type { PickedPair, Reservations } from './ports.ts';
-import type { KvMoved } from './kv-report.ts';
+import type { PickedPair, ReservationLedger } from './ports.ts';
+import type { KvMoved } from '../core/kv-report.ts';
 import { blocksFor } from './prompt.ts';
 
 /** How the record ends: `none` when there is nothing (left) to end. */
@@ -20,7 +20,7 @@ export type LedgerEnd =
   ({ kind: 'complete' } & KvMoved) | { kind: 'fail'; code: string; detail: string } | { kind: 'release' } | { kind: 'none' };
 
 export class RequestReservation {
-  readonly #ledger: Reservations;
+  readonly #ledger: ReservationLedger;
   readonly #requestId: string;
   readonly #clientRequestId: string | undefined;
   readonly #leaseMs: number;
@@ -31,7 +31,7 @@ export class RequestReservation {
    * `requestId` keys the ledger record; `clientRequestId` is only shown beside it.
    * @example const reservation = new RequestReservation(ledger, transferId, settings.leaseMs, clientRequestId);
    */
-  constructor(ledger: Reservations, requestId: string, leaseMs: number, clientRequestId?: string) {
+  constructor(ledger: ReservationLedger, requestId: string, leaseMs: number, clientRequestId?: string) {
     this.#ledger = ledger;
     this.#requestId = requestId;
     this.#clientRequestId = clientRequestId;

@@ -1,5 +1,6 @@
 /**
- * Stale keep-alive connections. Bun's fetch pools connections per origin and drops a pooled
+ * Sending a leg: every P and D leg goes out through `sendLeg`, which sends it once more when a
+ * stale keep-alive connection lost it. Bun's fetch pools connections per origin and drops a pooled
  * connection that the engine closed while it sat idle, so an idle close seen in time costs
  * nothing. But when the engine's close crosses the next request on the wire (its idle timeout
  * fires just as the request is written), fetch rejects that request with ECONNRESET and does not

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { PdlinkError } from '../core/errors.ts';
-import { type CircuitEvent, createHealth } from './breakers.ts';
+import { CircuitBreakers, type CircuitEvent, createBreakers, createHealth } from './breakers.ts';
 
 function setup(options: Parameters<typeof createHealth>[0] = {}) {
   const clock = { now: 1_000 };
@@ -231,4 +231,9 @@ describe('CircuitBreakers', () => {
     expect(health.trialEarly([])).toBeUndefined();
     expect(health.trialEarly([7])).toBeUndefined();
   });
+});
+
+test('createHealth, the earlier name of createBreakers, still makes circuit breakers', () => {
+  expect(createHealth).toBe(createBreakers);
+  expect(createHealth()).toBeInstanceOf(CircuitBreakers);
 });

@@ -1,5 +1,5 @@
 /**
- * Passive per-instance health: a circuit breaker per instance, fed by the outcomes the proxy sees.
+ * Circuit breakers, one per instance, fed by the outcomes the proxy sees (passive health checking).
  * closed → open after `failureThreshold` consecutive failures; open → half-open once `cooldownMs`
  * has passed; half-open admits one trial request at a time, closes after `successThreshold`
  * successful trials and reopens on a failed one. Only transport errors and 5xx count as failures:
@@ -24,7 +24,7 @@ export const DEFAULT_FAILURE_THRESHOLD = 5;
 export const DEFAULT_SUCCESS_THRESHOLD = 2;
 export const DEFAULT_COOLDOWN_MS = 30_000;
 
-export interface HealthOptions {
+export interface BreakerOptions {
   /** Consecutive failures that open a closed circuit (default 5). */
   failureThreshold?: number;
   /** Successful trials that close a half-open circuit (default 2). */
@@ -54,7 +54,7 @@ interface Circuit {
   until: number;
 }
 
-/** Health of every instance; instances never reported on are closed and hold no memory. */
+/** The breakers of every instance; instances never reported on are closed and hold no memory. */
 export class CircuitBreakers {
   readonly #circuits = new Map<number, Circuit>();
   readonly #listeners = new Set<(event: CircuitEvent) => void>();
@@ -66,7 +66,7 @@ export class CircuitBreakers {
   /** Earliest time any circuit changes by itself; poll() is O(1) before it. */
   #nextDeadline = Infinity;
 
-  constructor(options: HealthOptions = {}) {
+  constructor(options: BreakerOptions = {}) {
     this.#failureThreshold = positiveInteger(options.failureThreshold, DEFAULT_FAILURE_THRESHOLD, 'health.failureThreshold');
     this.#successThreshold = positiveInteger(options.successThreshold, DEFAULT_SUCCESS_THRESHOLD, 'health.successThreshold');
     this.#cooldownMs = positiveNumber(options.cooldownMs, DEFAULT_COOLDOWN_MS, 'health.cooldownMs');
@@ -265,11 +265,17 @@ export class CircuitBreakers {
 
 /**
  * Creates the circuit breakers of a Coordinator.
- * @example const health = createHealth({ cooldownMs: 10_000 });
+ * @example const breakers = createBreakers({ cooldownMs: 10_000 });
  */
-export function createHealth(options: HealthOptions = {}): CircuitBreakers {
+export function createBreakers(options: BreakerOptions = {}): CircuitBreakers {
   return new CircuitBreakers(options);
 }
+
+/** The name `createBreakers` had first; library users may still call it. */
+export const createHealth = createBreakers;
+
+/** The name `BreakerOptions` had first. */
+export type HealthOptions = BreakerOptions;
 
 function isAdmissible(circuit: Circuit | undefined): boolean {
   if (circuit === undefined || circuit.state === 'closed') return true;

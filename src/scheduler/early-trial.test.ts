@@ -9,7 +9,7 @@ import { Topology } from './topology.ts';
 function setup(specs: TestInstanceSpec[]) {
   const clock = { now: 0 };
   const health = createHealth({ clock: () => clock.now, failureThreshold: 1, cooldownMs: 1_000 });
-  const topology = new Topology({ cluster: new TestCluster(specs), loads: new TestLoads(), health });
+  const topology = new Topology({ cluster: new TestCluster(specs), loads: new TestLoads(), breakers: health });
   return { clock, health, topology };
 }
 

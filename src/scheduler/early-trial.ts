@@ -11,21 +11,21 @@ import type { Topology } from './topology.ts';
 /**
  * Turns one open instance half-open for a request that found no pair; returns its id, or
  * undefined when there is none to try (or one of the role's trials already runs).
- * @example if (trialEarly(topology, health, checked) !== undefined) result = walk();
+ * @example if (trialEarly(topology, breakers, checked) !== undefined) result = walk();
  */
-export function trialEarly(topology: Topology, health: CircuitBreakers, checked: CheckedRequest): number | undefined {
+export function trialEarly(topology: Topology, breakers: CircuitBreakers, checked: CheckedRequest): number | undefined {
   if (topology.counts().healthyLinkedPrefill > 0) {
-    const d = health.trialEarly(openOf(topology, health, checked, 'decode'));
+    const d = breakers.trialEarly(openOf(topology, breakers, checked, 'decode'));
     if (d !== undefined) return d;
   }
-  return health.trialEarly(openOf(topology, health, checked, 'prefill'));
+  return breakers.trialEarly(openOf(topology, breakers, checked, 'prefill'));
 }
 
 /** Ids of the role's instances with a circuit not closed that could complete a pair for the request. */
-function openOf(topology: Topology, health: CircuitBreakers, checked: CheckedRequest, role: 'prefill' | 'decode'): number[] {
+function openOf(topology: Topology, breakers: CircuitBreakers, checked: CheckedRequest, role: 'prefill' | 'decode'): number[] {
   const ids: number[] = [];
   // Only circuits that are not closed are walked, never the whole cluster.
-  for (const { id } of health.tripped()) {
+  for (const { id } of breakers.tripped()) {
     const node = topology.get(id);
     if (node === undefined || node.role !== role) continue;
     if (role === 'prefill') {

@@ -1,9 +1,18 @@
 /**
  * The PD scheduler's public surface, for the Coordinator, the proxy and embedding gateways.
  */
-export { CIRCUIT_STATE_CODE, CircuitBreakers, createHealth, type CircuitEvent, type CircuitState, type HealthOptions } from './breakers.ts';
+export {
+  CIRCUIT_STATE_CODE,
+  CircuitBreakers,
+  createBreakers,
+  createHealth,
+  type BreakerOptions,
+  type CircuitEvent,
+  type CircuitState,
+  type HealthOptions,
+} from './breakers.ts';
 export { ledgerLoads } from './ledger-loads.ts';
-export { capacityOf, NO_RESERVATIONS, type Capacity, type LoadSource, type Reservations } from './loads.ts';
+export { capacityOf, NO_RESERVATIONS, type Capacity, type LoadSource, type ReservedCapacity } from './loads.ts';
 export { DEFAULT_BLOCK_SIZE } from './prefix-hash.ts';
 export type { PrefixIndexOptions } from './prefix-index.ts';
 export { createScheduler, PdScheduler, type SchedulerOptions } from './scheduler.ts';

@@ -6,7 +6,7 @@
 import type { Instance } from '../cluster/instance.ts';
 
 /** Capacity this process holds on one instance. */
-export interface Reservations {
+export interface ReservedCapacity {
   readonly reservedSlots: number;
   readonly reservedBlocks: number;
 }
@@ -14,7 +14,7 @@ export interface Reservations {
 /** The narrow view of the KV ledger the scheduler reads. */
 export interface LoadSource {
   /** Current reservations on an instance; undefined when none are known. */
-  load(id: number): Reservations | undefined;
+  load(id: number): ReservedCapacity | undefined;
   /** Subscribes to reservation changes of one instance at a time; returns the unsubscribe function. */
   onLoadChange(listener: (id: number) => void): () => void;
 }
@@ -44,7 +44,7 @@ export interface Capacity {
  * than `maxRequests` − local reservations: `request_limit.single_node_max_requests`) and load.
  * @example capacityOf(instance, ledger.instanceLoad(instance.id)).freeSlots
  */
-export function capacityOf(instance: Instance, reserved: Reservations | undefined, maxRequests = Infinity): Capacity {
+export function capacityOf(instance: Instance, reserved: ReservedCapacity | undefined, maxRequests = Infinity): Capacity {
   const reservedSlots = reserved?.reservedSlots ?? 0;
   const reportedSlots = Math.max(0, instance.availSlots - reservedSlots);
   const freeSlots = Math.min(reportedSlots, Math.max(0, maxRequests - reservedSlots));

@@ -21,7 +21,7 @@ export class SchedulerMetrics {
   readonly #selections: Record<PickReason, CounterChild>;
   readonly #failures: Record<PickFailureReason, CounterChild>;
 
-  constructor(registry: Registry, policy: PolicyChoice, source: { ids(): Iterable<number>; health: CircuitBreakers }) {
+  constructor(registry: Registry, policy: PolicyChoice, source: { ids(): Iterable<number>; breakers: CircuitBreakers }) {
     const registers = [registry];
     const selections = new Counter({
       name: 'pdlink_pd_pair_selections_total',
@@ -52,7 +52,7 @@ export class SchedulerMetrics {
       registers,
       collect() {
         this.reset();
-        for (const id of source.ids()) this.set({ instance: String(id) }, CIRCUIT_STATE_CODE[source.health.state(id)]);
+        for (const id of source.ids()) this.set({ instance: String(id) }, CIRCUIT_STATE_CODE[source.breakers.state(id)]);
       },
     });
   }

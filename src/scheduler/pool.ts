@@ -2,9 +2,10 @@
  * A set of schedulable instances that answers the three questions the policies ask in O(1) or
  * O(log n): the least-loaded member, the k least-loaded in order, and the member at a position
  * (for round robin and random sampling). Members are kept in an indexed min-heap keyed by
- * (load, id) and in a dense array; both record each member's position, so add, delete and a load
- * change never search.
+ * (load, id) (core/heap.ts) and in a dense array; both record each member's position, so add,
+ * delete and a load change never search.
  */
+import { IndexedHeap } from '../core/heap.ts';
 
 /** What a pool orders by. `load` is a utilisation in [0, 1); ties go to the lower id. */
 export interface PoolMember {
@@ -20,7 +21,7 @@ interface Entry<T> {
 
 export class Pool<T extends PoolMember> {
   readonly #entries = new Map<T, Entry<T>>();
-  readonly #heap: Entry<T>[] = [];
+  readonly #heap = new IndexedHeap<Entry<T>>((a, b) => lessLoaded(a.member, b.member));
   readonly #list: Entry<T>[] = [];
   /** Round-robin position; kept here so every pool (the prefill pool, each P's decode pool) has its own. */
   cursor = 0;
@@ -43,11 +44,10 @@ export class Pool<T extends PoolMember> {
    */
   add(member: T): void {
     if (this.#entries.has(member)) return;
-    const entry: Entry<T> = { member, heapIndex: this.#heap.length, listIndex: this.#list.length };
+    const entry: Entry<T> = { member, heapIndex: -1, listIndex: this.#list.length };
     this.#entries.set(member, entry);
     this.#list.push(entry);
     this.#heap.push(entry);
-    this.#up(entry.heapIndex);
   }
 
   /**
@@ -64,12 +64,7 @@ export class Pool<T extends PoolMember> {
       this.#list[entry.listIndex] = lastListed;
       lastListed.listIndex = entry.listIndex;
     }
-    const lastHeaped = this.#heap.pop() as Entry<T>;
-    if (lastHeaped !== entry) {
-      this.#heap[entry.heapIndex] = lastHeaped;
-      lastHeaped.heapIndex = entry.heapIndex;
-      this.#restore(entry.heapIndex);
-    }
+    this.#heap.remove(entry);
   }
 
   /**
@@ -78,7 +73,7 @@ export class Pool<T extends PoolMember> {
    */
   reorder(member: T): void {
     const entry = this.#entries.get(member);
-    if (entry !== undefined) this.#restore(entry.heapIndex);
+    if (entry !== undefined) this.#heap.reorder(entry);
   }
 
   /**
@@ -94,7 +89,7 @@ export class Pool<T extends PoolMember> {
    * @example pool.min()?.id
    */
   min(): T | undefined {
-    return this.#heap[0]?.member;
+    return this.#heap.peek()?.member;
   }
 
   /**
@@ -104,14 +99,14 @@ export class Pool<T extends PoolMember> {
    */
   *ascending(): Generator<T, void, undefined> {
     const heap = this.#heap;
-    const root = heap[0];
+    const root = heap.peek();
     if (root === undefined) return;
     yield root.member;
     // The k smallest of a heap: a frontier of heap positions, itself a small heap ordered by the
     // same key, seeded with the root's children.
     const frontier: number[] = [];
     const push = (index: number): void => {
-      if (index >= heap.length) return;
+      if (index >= heap.size) return;
       frontier.push(index);
       let i = frontier.length - 1;
       while (i > 0) {
@@ -139,7 +134,7 @@ export class Pool<T extends PoolMember> {
           i = child;
         }
       }
-      yield (heap[top] as Entry<T>).member;
+      yield (heap.items[top] as Entry<T>).member;
       push(2 * top + 1);
       push(2 * top + 2);
     }
@@ -153,46 +148,9 @@ export class Pool<T extends PoolMember> {
     for (const entry of this.#list) yield entry.member;
   }
 
-  #restore(index: number): void {
-    if (index > 0 && this.#lessAt(index, (index - 1) >> 1)) this.#up(index);
-    else this.#down(index);
-  }
-
-  #up(index: number): void {
-    let i = index;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.#lessAt(i, parent)) break;
-      this.#swapHeap(i, parent);
-      i = parent;
-    }
-  }
-
-  #down(index: number): void {
-    const n = this.#heap.length;
-    let i = index;
-    for (;;) {
-      const left = 2 * i + 1;
-      if (left >= n) break;
-      const right = left + 1;
-      const child = right < n && this.#lessAt(right, left) ? right : left;
-      if (!this.#lessAt(child, i)) break;
-      this.#swapHeap(i, child);
-      i = child;
-    }
-  }
-
   #lessAt(a: number, b: number): boolean {
-    return lessLoaded((this.#heap[a] as Entry<T>).member, (this.#heap[b] as Entry<T>).member);
-  }
-
-  #swapHeap(a: number, b: number): void {
-    const x = this.#heap[a] as Entry<T>;
-    const y = this.#heap[b] as Entry<T>;
-    this.#heap[a] = y;
-    this.#heap[b] = x;
-    x.heapIndex = b;
-    y.heapIndex = a;
+    const items = this.#heap.items;
+    return lessLoaded((items[a] as Entry<T>).member, (items[b] as Entry<T>).member);
   }
 }
 

@@ -1,11 +1,11 @@
 import { describe, expect, test } from 'bun:test';
 import { TestCluster } from '../../test/doubles/cluster.ts';
-import type { HealthReporter, PairPicker } from '../proxy/ports.ts';
+import type { BreakerReporter, PairPicker } from '../proxy/ports.ts';
 import { createHealth } from './breakers.ts';
 import { createScheduler } from './scheduler.ts';
 
 describe('the scheduler and the circuit breakers fit the proxy’s ports', () => {
-  test('PairPicker and HealthReporter, structurally, with the proxy’s request shape', () => {
+  test('PairPicker and BreakerReporter, structurally, with the proxy’s request shape', () => {
     const health = createHealth();
     const scheduler = createScheduler({
       cluster: new TestCluster([
@@ -17,7 +17,7 @@ describe('the scheduler and the circuit breakers fit the proxy’s ports', () =>
       blockSize: 2,
     });
     const picker: PairPicker = scheduler;
-    const reporter: HealthReporter = health;
+    const reporter: BreakerReporter = health;
     const request = { promptText: 'a system prompt, then a question', excludeP: new Set<number>(), excludeD: new Set<number>() };
     const result = picker.pick(request);
     expect(result.ok).toBe(true);

@@ -16,7 +16,7 @@ import type { ClusterView } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
 import type { Registry } from '../core/metrics.ts';
 import { trialEarly } from './early-trial.ts';
-import { type CircuitBreakers, createHealth } from './breakers.ts';
+import { type CircuitBreakers, createBreakers } from './breakers.ts';
 import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import type { SchedulerNode } from './node.ts';
@@ -85,7 +85,7 @@ export class PdScheduler {
     if (options.rng !== undefined && typeof options.rng !== 'function')
       throw errors.invalidArgument('rng', 'must be a function returning a number in [0, 1)');
     this.#rng = options.rng ?? Math.random;
-    this.health = options.health ?? createHealth();
+    this.health = options.health ?? createBreakers();
     this.#prefix = prefill === 'cache_affinity' ? new PrefixIndex(options.prefix) : undefined;
     const maxRequests = options.maxRequestsPerInstance;
     if (maxRequests !== undefined && (!Number.isSafeInteger(maxRequests) || maxRequests < 1))
@@ -93,7 +93,7 @@ export class PdScheduler {
     this.#topology = new Topology({
       cluster: options.cluster,
       loads: options.loads ?? NO_RESERVATIONS,
-      health: this.health,
+      breakers: this.health,
       ...(maxRequests === undefined ? {} : { maxRequests }),
       onRemove: (node) => this.#prefix?.forget(node.id),
     });
@@ -109,7 +109,7 @@ export class PdScheduler {
         ? undefined
         : new SchedulerMetrics(options.metrics, this.policy, {
             ids: () => [...this.#topology.nodes()].map((n) => n.id),
-            health: this.health,
+            breakers: this.health,
           });
   }
 

@@ -12,7 +12,7 @@ function setup(specs: TestInstanceSpec[]) {
   const clock = { now: 0 };
   const health = createHealth({ clock: () => clock.now, failureThreshold: 1, cooldownMs: 100 });
   const removed: number[] = [];
-  const topology = new Topology({ cluster, loads, health, onRemove: (n) => removed.push(n.id) });
+  const topology = new Topology({ cluster, loads, breakers: health, onRemove: (n) => removed.push(n.id) });
   const pool = () => [...topology.prefills.members()].map((n) => n.id).sort((a, b) => a - b);
   const decodesOf = (p: number) => [...(topology.get(p)?.decodes.members() ?? [])].map((n) => n.id).sort((a, b) => a - b);
   const links = (id: number) => [...(topology.get(id)?.links ?? [])].map((n) => n.id).sort((a, b) => a - b);
@@ -208,7 +208,7 @@ describe('Topology follows registry diffs', () => {
         return () => listeners.delete(listener);
       },
     };
-    const topology = new Topology({ cluster, loads, health: createHealth() });
+    const topology = new Topology({ cluster, loads, breakers: createHealth() });
     expect(topology.get(11)?.freeSlots).toBe(100);
     expect([...topology.get(0)!.decodes.ascending()].map((n) => n.id)).toEqual([10, 11]);
   });

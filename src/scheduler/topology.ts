@@ -35,7 +35,7 @@ interface Group {
 export interface TopologyOptions {
   cluster: ClusterView;
   loads: LoadSource;
-  health: CircuitBreakers;
+  breakers: CircuitBreakers;
   /** Requests this process may have in flight on one instance (`single_node_max_requests`); default no cap. */
   maxRequests?: number;
   /** Called after a node left the index (removal or role change). */
@@ -48,7 +48,7 @@ export class Topology {
   readonly #nodes = new Map<number, SchedulerNode>();
   readonly #groups = new Map<number, Group>();
   readonly #loads: LoadSource;
-  readonly #health: CircuitBreakers;
+  readonly #breakers: CircuitBreakers;
   readonly #onRemove: (node: SchedulerNode) => void;
   readonly #maxRequests: number;
   /** Nodes full only because of their request cap, to tell a 429 from a 503 without a cluster scan. */
@@ -60,14 +60,14 @@ export class Topology {
 
   constructor(options: TopologyOptions) {
     this.#loads = options.loads;
-    this.#health = options.health;
+    this.#breakers = options.breakers;
     this.#onRemove = options.onRemove ?? (() => {});
     this.#maxRequests = options.maxRequests ?? Infinity;
     this.#enqueue({ generation: 0, added: options.cluster.all(), updated: [], removed: [] });
     this.#unsubscribe = [
       options.cluster.onChange((diff) => this.#enqueue(diff)),
       options.loads.onLoadChange((id) => this.#enqueue(id)),
-      options.health.onChange((event) => this.#enqueue(event.id)),
+      options.breakers.onChange((event) => this.#enqueue(event.id)),
     ];
   }
 
@@ -256,7 +256,7 @@ export class Topology {
     node.freeSlots = capacity.freeSlots;
     node.freeBlocks = capacity.freeBlocks;
     node.load = capacity.load;
-    node.admissible = this.#health.admissible(node.id);
+    node.admissible = this.#breakers.admissible(node.id);
     // The common case under traffic: a reservation moved the load but not what the node can do.
     const sameStanding = wasViable === node.viable && wasAdmissible === node.admissible;
     if (node.role === 'prefill') {

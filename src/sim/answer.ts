@@ -4,7 +4,7 @@
  * the request record, an abort honoured between tokens, and the crash fault (the process dies
  * after K tokens, as an engine that falls over mid-stream).
  */
-import { KV_BLOCKS_HEADER, KV_BYTES_HEADER } from '../proxy/kv-report.ts';
+import { KV_BLOCKS_HEADER, KV_BYTES_HEADER } from '../core/kv-report.ts';
 import { answerHead, roleChunk, SSE_DONE, sseEvent, sseText, tokenChunk, usage, usageChunk, wholeAnswer } from './openai.ts';
 import { finish, type RequestRecord } from './request-log.ts';
 import type { SimRequest } from './request.ts';

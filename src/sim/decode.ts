@@ -6,13 +6,13 @@
  * verification failure names the block and byte), never a 200 with wrong output.
  */
 import { answer } from './answer.ts';
-import type { SimEngine } from './engine.ts';
 import { verifyBlocks } from './kv-bytes.ts';
 import { SIM_CACHE_ID } from './kv-port.ts';
 import { finish, type RequestRecord } from './request-log.ts';
 import type { KvIntent, SimRequest } from './request.ts';
 import { SimError } from './sim-error.ts';
 import { blocksNeeded, promptHash } from './tokens.ts';
+import type { LegEngine } from './types.ts';
 
 type Import = Extract<KvIntent, { kind: 'import' }>;
 
@@ -21,7 +21,7 @@ type Import = Extract<KvIntent, { kind: 'import' }>;
  * @example return runDecode(engine, request, request.kv, requestId, signal);
  */
 export async function runDecode(
-  engine: SimEngine,
+  engine: LegEngine,
   request: SimRequest,
   kv: Import,
   requestId: string,
@@ -111,7 +111,7 @@ interface PullPlan {
   readonly signal: AbortSignal;
 }
 
-async function pullAndVerify(engine: SimEngine, record: RequestRecord, plan: PullPlan): Promise<SimError | 'aborted' | undefined> {
+async function pullAndVerify(engine: LegEngine, record: RequestRecord, plan: PullPlan): Promise<SimError | 'aborted' | undefined> {
   const { options } = engine;
   const started = performance.now();
   let result;

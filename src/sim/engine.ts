@@ -17,8 +17,9 @@ import { SimError } from './sim-error.ts';
 import { runPrefill } from './prefill.ts';
 import { runDecode } from './decode.ts';
 import { runLocal } from './local.ts';
+import type { KvNotifyAddress, LegEngine, SimDevice, SimEngineOptions, SimRole } from './types.ts';
 
-export type SimRole = 'prefill' | 'decode';
+export type { KvNotifyAddress, SimDevice, SimEngineOptions, SimRole } from './types.ts';
 
 /**
  * Requests the simulator reports it can run at once: it has no real limit, so this is the number
@@ -32,42 +33,6 @@ export interface SimResources {
   readonly availSlotsNum: number;
   readonly totalBlockNum: number;
   readonly availBlockNum: number;
-}
-
-export interface SimDevice {
-  /** Link manager endpoint (the logical device id as text). */
-  readonly endpoint: string;
-  readonly clusterId: bigint;
-}
-
-export interface SimEngineOptions {
-  readonly role: SimRole;
-  readonly model: string;
-  readonly devices: readonly SimDevice[];
-  readonly kv: SimKv;
-  /** KV blocks registered per device. */
-  readonly numBlocks: number;
-  readonly blockBytes: number;
-  /** Prompt tokens per KV block. */
-  readonly blockTokens: number;
-  readonly prefillMsPerToken: number;
-  readonly decodeMsPerToken: number;
-  /** Longest prompt + completion, in tokens (vLLM's max_model_len). */
-  readonly maxModelLen: number;
-  /** How long a prefill keeps its blocks for a decoder that never says it is done. */
-  readonly kvLeaseMs: number;
-  /** Deadline of one pull (LLM-DataDist's sync_kv_timeout). */
-  readonly pullTimeoutMs: number;
-  /** Kills the process (SIGKILL by default); the crash fault calls it. */
-  readonly crash?: () => void;
-  /** Tells a prefiller that its blocks of a request may be freed (default: the engine's ReleaseNotifier). */
-  readonly notifyDone?: (host: string, port: number, remoteRequestId: string) => Promise<void>;
-}
-
-/** Where decoders reach this engine to free its blocks: the management listener. */
-export interface KvNotifyAddress {
-  readonly host: string;
-  readonly port: number;
 }
 
 export interface SimStats {
@@ -91,7 +56,7 @@ export interface SimStats {
   };
 }
 
-export class SimEngine {
+export class SimEngine implements LegEngine {
   readonly options: SimEngineOptions;
   readonly faults = new FaultPlan();
   readonly log = new RequestLog();

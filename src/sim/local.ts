@@ -3,16 +3,16 @@
  * prefill the prompt locally, then generate, as a non-disaggregated engine would.
  */
 import { answer, pause } from './answer.ts';
-import type { SimEngine } from './engine.ts';
 import { finish } from './request-log.ts';
 import type { SimRequest } from './request.ts';
 import { promptHash } from './tokens.ts';
+import type { LegEngine } from './types.ts';
 
 /**
  * Serves a request without a remote KV cache.
  * @example return runLocal(engine, request, requestId, signal);
  */
-export async function runLocal(engine: SimEngine, request: SimRequest, requestId: string, signal: AbortSignal): Promise<Response> {
+export async function runLocal(engine: LegEngine, request: SimRequest, requestId: string, signal: AbortSignal): Promise<Response> {
   const { options } = engine;
   const record = engine.log.start({
     requestId,

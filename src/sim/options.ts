@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { parseCliPort } from '../core/cli-values.ts';
 import { ConfigError } from '../core/errors.ts';
 import { INT32_MAX } from '../core/limits.ts';
-import type { SimRole } from './engine.ts';
+import type { SimRole } from './types.ts';
 
 export const SIM_ENGINE_HELP = `Usage: pdlink sim-engine --role prefill|decode [options]
 

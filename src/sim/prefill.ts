@@ -7,19 +7,19 @@
  */
 import { answerHead, usage, wholeAnswer } from './openai.ts';
 import { pause } from './answer.ts';
-import type { SimEngine } from './engine.ts';
 import { promptBlocks } from './kv-bytes.ts';
 import { SIM_CACHE_ID } from './kv-port.ts';
 import { finish } from './request-log.ts';
 import type { SimRequest } from './request.ts';
 import { SimError } from './sim-error.ts';
 import { blocksNeeded, generatedToken, promptHash } from './tokens.ts';
+import type { LegEngine } from './types.ts';
 
 /**
  * Serves a request whose `kv_transfer_params` ask to keep the KV cache for a remote decoder.
  * @example return runPrefill(engine, request, requestId, signal);
  */
-export async function runPrefill(engine: SimEngine, request: SimRequest, requestId: string, signal: AbortSignal): Promise<Response> {
+export async function runPrefill(engine: LegEngine, request: SimRequest, requestId: string, signal: AbortSignal): Promise<Response> {
   const { options } = engine;
   const record = engine.log.start({ requestId, kind: request.kind, leg: 'prefill', stream: false, promptTokens: request.tokens.length });
   const faulted = engine.faults.takePrefillStatus();

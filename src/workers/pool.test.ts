@@ -4,6 +4,7 @@ import { LinkManager } from '../links/manager.ts';
 import { PoolLinkExecutor } from './pool-executor.ts';
 import { WorkerPool } from './pool.ts';
 import { ENCODINGS } from './protocol.ts';
+import { echo } from '../../test/fixtures/links/echo-task.ts';
 
 const filename = new URL('../../test/fixtures/links/sim-worker.ts', import.meta.url);
 const pool = new WorkerPool({ threads: 2, filename });
@@ -22,46 +23,46 @@ const target = (id: number, port = 26000) => ({ remoteClusterId: BigInt(id), rem
 
 describe('WorkerPool', () => {
   test('runs tasks and returns plain data', async () => {
-    expect(await pool.run({ op: 'echo', ms: 0 })).toEqual({ ok: true, value: 0 });
+    expect(await pool.run(echo(0))).toEqual({ ok: true, value: 0 });
     expect(pool.threads).toBe(2);
     expect(() => new WorkerPool({ threads: 0, filename })).toThrow('threads must be a positive integer');
   });
 
   test('a worker killed mid-call fails only its own task; the pool goes on', async () => {
-    const doomed = pool.submit({ op: 'echo', ms: 20000 });
-    const survivor = pool.submit({ op: 'echo', ms: 50 });
+    const doomed = pool.submit(echo(20000));
+    const survivor = pool.submit(echo(50));
     await until(() => pool.threadOf(doomed.taskId) !== 0);
     expect(await pool.terminateThreadOf(doomed.taskId)).toBe(true);
     const reply = await doomed.reply;
     expect(reply).toMatchObject({ ok: false, code: S.LLM_FAILED });
     expect(reply.ok ? '' : reply.message).toStartWith('worker died');
     expect(await survivor.reply).toEqual({ ok: true, value: 50 });
-    expect(await pool.run({ op: 'echo', ms: 1 })).toEqual({ ok: true, value: 1 });
+    expect(await pool.run(echo(1))).toEqual({ ok: true, value: 1 });
     expect(await pool.terminateThreadOf(doomed.taskId)).toBe(false);
   });
 
   test('a worker that exits by itself fails its task only', async () => {
     const reply = await pool.run({ op: 'exit' } as never);
     expect(reply).toMatchObject({ ok: false, code: S.LLM_FAILED });
-    expect(await pool.run({ op: 'echo', ms: 0 })).toEqual({ ok: true, value: 0 });
+    expect(await pool.run(echo(0))).toEqual({ ok: true, value: 0 });
   });
 
   test('an aborted task fails with a code and a message', async () => {
     const controller = new AbortController();
-    const task = pool.submit({ op: 'echo', ms: 20000 }, { signal: controller.signal });
+    const task = pool.submit(echo(20000), { signal: controller.signal });
     await until(() => pool.threadOf(task.taskId) !== 0);
     controller.abort();
     const reply = await task.reply;
     expect(reply).toMatchObject({ ok: false, code: S.LLM_FAILED });
     expect(reply.ok ? '' : reply.message).toStartWith('task aborted');
-    expect(await pool.run({ op: 'echo', ms: 0 })).toEqual({ ok: true, value: 0 });
+    expect(await pool.run(echo(0))).toEqual({ ok: true, value: 0 });
   });
 
   test('a closed pool answers failures without throwing', async () => {
     const other = new WorkerPool({ threads: 1, filename });
     await other.close();
     await other.close();
-    expect(await other.run({ op: 'echo', ms: 0 })).toMatchObject({ ok: false, message: 'worker pool is closed' });
+    expect(await other.run(echo(0))).toMatchObject({ ok: false, message: 'worker pool is closed' });
   });
 });
 
@@ -103,7 +104,7 @@ describe('PoolLinkExecutor', () => {
     const single = new WorkerPool({ threads: 1, filename });
     try {
       const executor = new PoolLinkExecutor({ pool: single, handles: new Map([['0', 8]]) });
-      const blocker = single.run({ op: 'echo', ms: 300 });
+      const blocker = single.run(echo(300));
       const late = await executor.link('0', [target(1)], 50);
       expect(late.rets).toEqual([S.LLM_TIMEOUT]);
       await blocker;

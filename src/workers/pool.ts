@@ -79,7 +79,7 @@ export class WorkerPool {
 
   /**
    * Runs a task; resolves with its reply, or with `{ ok: false }` if the worker died or the task was aborted.
-   * @example const reply = await pool.run<number>({ op: 'echo', ms: 0 });
+   * @example const reply = await pool.run<RuntimeLinkInfo[]>({ op: 'list', handle });
    */
   run<T>(task: PoolTask, options: RunOptions = {}): Promise<TaskReply<T>> {
     return this.submit<T>(task, options).reply;
@@ -87,7 +87,7 @@ export class WorkerPool {
 
   /**
    * Like `run`, also returning the task id (see `threadOf`).
-   * @example const { taskId, reply } = pool.submit({ op: 'echo', ms: 100 });
+   * @example const { taskId, reply } = pool.submit({ op: 'list', handle });
    */
   submit<T>(task: PoolTask, options: RunOptions = {}): SubmittedTask<T> {
     const taskId = this.#nextTaskId++;

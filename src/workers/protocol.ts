@@ -72,13 +72,7 @@ export interface EventsTask {
   readonly waitMs: number;
 }
 
-/** Test and benchmark helper: returns at once (measures pool overhead) or waits `ms`. */
-export interface EchoTask {
-  readonly op: 'echo';
-  readonly ms: number;
-}
-
-export type WorkerTask = (LinkTask | CreateTask | HandleTask | EventsTask | EchoTask | BlockTask) & { readonly taskId: number };
+export type WorkerTask = (LinkTask | CreateTask | HandleTask | EventsTask | BlockTask) & { readonly taskId: number };
 
 export type TaskReply<T> =
   { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: number; readonly message: string };

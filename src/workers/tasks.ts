@@ -67,9 +67,6 @@ function dispatch(runtime: DeviceRuntime, task: WorkerTask): unknown {
     case 'kv-push':
     case 'kv-fastpath':
       return runBlockTask(runtime.blocks, task);
-    case 'echo':
-      if (task.ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, task.ms);
-      return task.ms;
   }
 }
 

@@ -2,14 +2,14 @@
  * A load source for the scheduler's tests and benchmark whose reservations the test sets; the
  * cluster view they pair it with is `TestCluster` (src/cluster/testing.ts).
  */
-import type { LoadSource, Reservations } from '../../src/scheduler/loads.ts';
+import type { LoadSource, ReservedCapacity } from '../../src/scheduler/loads.ts';
 
 /** Reservations the test sets; every change is announced like the ledger does. */
 export class TestLoads implements LoadSource {
-  readonly #reserved = new Map<number, Reservations>();
+  readonly #reserved = new Map<number, ReservedCapacity>();
   readonly #listeners = new Set<(id: number) => void>();
 
-  load(id: number): Reservations | undefined {
+  load(id: number): ReservedCapacity | undefined {
     return this.#reserved.get(id);
   }
 

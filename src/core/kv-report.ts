@@ -3,7 +3,9 @@
  * pull itself (D reads P's blocks over the link on its own), so the ledger's `bytes_moved` can
  * only come from D: an engine that knows what it pulled sends it in these response headers, and
  * the proxy passes them to the ledger when the request completes. An engine that does not send
- * them (or sends junk) leaves the ledger's defaults: 0 bytes, the reserved D blocks.
+ * them (or sends junk) leaves the ledger's defaults: 0 bytes, the reserved D blocks. The header
+ * names and their parsing are a wire contract between an engine and the proxy, so both sides (the
+ * proxy and the engine simulator) take them from here.
  */
 
 /** Bytes of KV cache D pulled from P for this request. */
