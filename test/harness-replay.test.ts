@@ -4,25 +4,17 @@
  * percentiles), completes, and names the P and D that served it through the proxy's headers.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as v from 'valibot';
 import { runBench } from '../src/harness/bench-run.ts';
 import type { Progress } from '../src/harness/progress.ts';
 import { BenchReportSchema } from '../src/harness/report-schema.ts';
 import { parseTrace } from '../src/harness/trace.ts';
-import { REPO_ROOT } from './support/child.ts';
 import { SimCluster } from './support/sim-cluster.ts';
 
-/** The traces live beside the repository (`../shared/traces/`), or where PDLINK_TRACES says. */
-const TRACE_FILE = [
-  process.env['PDLINK_TRACES'],
-  join(REPO_ROOT, '..', 'shared', 'traces'),
-  join(REPO_ROOT, '..', '..', 'shared', 'traces'),
-]
-  .filter((dir): dir is string => dir !== undefined)
-  .map((dir) => join(dir, 'mooncake_synthetic_trace.jsonl'))
-  .find((path) => existsSync(path));
+/** The first 300 requests of Mooncake's synthetic trace, kept with the tests (see fixtures/traces/README.md). */
+const TRACE_FILE = join(import.meta.dir, 'fixtures', 'traces', 'mooncake_synthetic_head300.jsonl');
 const SCALING = { timeScale: 0.05, lengthScale: 0.02, outputScale: 0.02, maxRequests: 300 };
 
 let cluster: SimCluster;
@@ -39,8 +31,6 @@ const silent: Progress = { start() {}, record() {}, stop() {} };
 
 describe('trace replay on the simulated cluster', () => {
   test('a few hundred trace requests are sent at their scaled times, complete, and name their P and D', async () => {
-    if (TRACE_FILE === undefined)
-      throw new Error('mooncake_synthetic_trace.jsonl not found: put ../shared/traces/ beside the repository or set PDLINK_TRACES');
     const workload = parseTrace(readFileSync(TRACE_FILE, 'utf8'), TRACE_FILE, SCALING);
     expect(workload.items).toHaveLength(300);
     const report = await runBench(
