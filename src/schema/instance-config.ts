@@ -5,6 +5,7 @@
 import { INT32_MAX } from '../core/limits.ts';
 import { isIP } from 'node:net';
 import * as v from 'valibot';
+import { TlsItems } from './tls-items.ts';
 
 /** First link port: device `d` listens on `device_ip:(link_base_port + d)`. */
 export const DEFAULT_LINK_BASE_PORT = 26000;
@@ -95,6 +96,22 @@ export const InstanceConfigFile = v.pipe(
           v.object({
             /** The cluster secret every device link must prove (env PDLINK_LINK_SECRET_FILE). */
             link_secret_file: v.optional(v.pipe(v.string('must be a file path'), v.minLength(1, 'must be a file path'))),
+          }),
+        ),
+        /**
+         * TLS of the agent's listeners and of its outgoing calls, with MindIE's item set
+         * (`ca_cert`, `tls_cert`, `tls_key`, `tls_passwd`, `tls_crl`): `management_*` for the
+         * management listener, `inference_*` for a simulated engine's inference listener, `client_*`
+         * for calls to other instances' management listeners.
+         */
+        tls: v.optional(
+          v.object({
+            management_tls_enable: v.optional(v.boolean('must be a boolean')),
+            management_tls_items: v.optional(TlsItems),
+            inference_tls_enable: v.optional(v.boolean('must be a boolean')),
+            inference_tls_items: v.optional(TlsItems),
+            client_tls_enable: v.optional(v.boolean('must be a boolean')),
+            client_tls_items: v.optional(TlsItems),
           }),
         ),
         /** Caps of the device link ports (unset keys take the runtime's defaults). */

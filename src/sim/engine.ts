@@ -9,6 +9,7 @@ import { BlockPool } from './block-pool.ts';
 import { FaultPlan } from './faults.ts';
 import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
 import { ReleaseNotifier } from './release-notifier.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { SharedScratch } from './scratch.ts';
 import { finish, RequestLog, type Leg } from './request-log.ts';
 import type { SimKind } from './request.ts';
@@ -62,6 +63,8 @@ export interface SimEngineOptions {
   readonly crash?: () => void;
   /** Tells a prefiller that its blocks of a request may be freed (default: the engine's ReleaseNotifier). */
   readonly notifyDone?: (host: string, port: number, remoteRequestId: string) => Promise<void>;
+  /** The client side of release notices when prefillers' management listeners require TLS. */
+  readonly notifyTls?: ClientTlsOptions;
 }
 
 /** Where decoders reach this engine to free its blocks: the management listener. */
@@ -96,7 +99,7 @@ export class SimEngine {
   readonly faults = new FaultPlan();
   readonly log = new RequestLog();
   /** Notices to prefillers that this engine (as a decoder) is done with their blocks. */
-  readonly releases = new ReleaseNotifier();
+  readonly releases: ReleaseNotifier;
   /** Shared buffers that carry KV bytes to the transfer workers. */
   readonly scratch = new SharedScratch();
   /** One block pool per device, by endpoint. */
@@ -116,6 +119,7 @@ export class SimEngine {
   constructor(options: SimEngineOptions) {
     this.options = options;
     this.role = options.role;
+    this.releases = new ReleaseNotifier(undefined, options.notifyTls);
     this.pools = new Map(
       options.devices.map((d) => [
         d.endpoint,
