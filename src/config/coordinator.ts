@@ -133,7 +133,8 @@ export function resolveCoordinatorSettings(
     keepAliveSeconds: http.keep_alive_seconds ?? 180,
     policy: policyOf(file),
     circuitCooldownMs: file.scheduler?.circuit_breaker?.cooldown_ms ?? CIRCUIT_COOLDOWN_MS.default,
-    proxy: engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
+    proxy:
+      engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
     file,
   };
 }

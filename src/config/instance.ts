@@ -80,7 +80,12 @@ export interface InstanceTls {
 function instanceTlsOf(tls: NonNullable<NonNullable<InstanceConfig['pdlink']>['tls']> | undefined): InstanceTls {
   const t = tls ?? {};
   const key = (k: string) => `pdlink.tls.${k}`;
-  const management = serverTlsOf(key('management_tls_enable'), key('management_tls_items'), t.management_tls_enable, t.management_tls_items);
+  const management = serverTlsOf(
+    key('management_tls_enable'),
+    key('management_tls_items'),
+    t.management_tls_enable,
+    t.management_tls_items,
+  );
   const inference = serverTlsOf(key('inference_tls_enable'), key('inference_tls_items'), t.inference_tls_enable, t.inference_tls_items);
   const client = clientTlsOf(key('client_tls_enable'), key('client_tls_items'), t.client_tls_enable, t.client_tls_items);
   return {

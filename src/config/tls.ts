@@ -75,7 +75,8 @@ function readIdentity(itemsKey: string, items: TlsItems): { cert: string; key: s
 
 function readTrust(itemsKey: string, items: TlsItems): { ca?: string; crl?: string } {
   if (items.ca_cert === undefined) {
-    if (items.tls_crl !== undefined) throw new ConfigError(`${itemsKey}.tls_crl: needs ${itemsKey}.ca_cert (a CRL revokes certificates of that CA)`);
+    if (items.tls_crl !== undefined)
+      throw new ConfigError(`${itemsKey}.tls_crl: needs ${itemsKey}.ca_cert (a CRL revokes certificates of that CA)`);
     return {};
   }
   const ca = readPemFile(`${itemsKey}.ca_cert`, items.ca_cert);

@@ -47,11 +47,7 @@ export function postLeg(
 ): Promise<Response> {
   // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
   const init: RequestInit = { method: 'POST', headers, body, redirect: 'manual', ...(tls === undefined ? {} : { tls }) };
-  return withIdleTimeout(
-    (legSignal) => fetch(url, { ...init, signal: legSignal }),
-    signal,
-    idleMs,
-  );
+  return withIdleTimeout((legSignal) => fetch(url, { ...init, signal: legSignal }), signal, idleMs);
 }
 
 /**

@@ -70,7 +70,6 @@ const intIn = (min: number, max: number) =>
     v.maxValue(max, `must be in [${min}, ${max}]`),
   );
 
-
 export const CoordinatorConfigFile = v.looseObject({
   http_config: v.optional(
     v.looseObject({

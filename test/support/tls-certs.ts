@@ -35,27 +35,57 @@ function issue(dir: string, name: string, caName: string, ext: string): void {
   openssl(dir, ['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${name}`]);
   writeFileSync(join(dir, `${name}.ext`), ext);
   openssl(dir, [
-    'x509', '-req', '-in', `${name}.csr`, '-CA', `${caName}.crt`, '-CAkey', `${caName}.key`,
-    '-CAcreateserial', '-days', '2', '-sha256', '-extfile', `${name}.ext`, '-out', `${name}.crt`,
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${caName}.crt`,
+    '-CAkey',
+    `${caName}.key`,
+    '-CAcreateserial',
+    '-days',
+    '2',
+    '-sha256',
+    '-extfile',
+    `${name}.ext`,
+    '-out',
+    `${name}.crt`,
   ]);
 }
 
 /**
- * Generates the whole set in a new temporary directory (about a second of openssl).
+ * Generates the whole set in a new temporary directory (about a second of openssl). The server
+ * certificate names 127.0.0.1, 127.0.0.2 (the agent's default management address), localhost and `ips`.
  * @example const pki = makeTestPki(); Bun.serve({ tls: { cert: Bun.file(pki.serverCert), ... } });
  */
-export function makeTestPki(): TestPki {
+export function makeTestPki(ips: readonly string[] = []): TestPki {
   const dir = mkdtempSync(join(tmpdir(), 'pdlink-pki-'));
   const caExt = 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n';
   for (const ca of ['ca', 'rogue-ca']) {
     writeFileSync(join(dir, `${ca}.ext`), caExt);
     openssl(dir, [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', `${ca}.key`, '-out', `${ca}.crt`,
-      '-days', '2', '-subj', `/CN=pdlink test ${ca}`, '-addext', 'basicConstraints=critical,CA:TRUE',
-      '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      `${ca}.key`,
+      '-out',
+      `${ca}.crt`,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=pdlink test ${ca}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
     ]);
   }
-  issue(dir, 'server', 'ca', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
+  const names = ['IP:127.0.0.1', 'IP:127.0.0.2', 'DNS:localhost', ...ips.map((ip) => `IP:${ip}`)].join(',');
+  issue(dir, 'server', 'ca', `subjectAltName=${names}\nextendedKeyUsage=serverAuth,clientAuth\n`);
   issue(dir, 'client', 'ca', 'extendedKeyUsage=clientAuth\n');
   issue(dir, 'revoked', 'ca', 'extendedKeyUsage=clientAuth\n');
   issue(dir, 'rogue', 'rogue-ca', 'extendedKeyUsage=clientAuth\n');

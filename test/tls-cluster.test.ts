@@ -1,0 +1,71 @@
+/**
+ * A whole simulated cluster over mutual TLS, across processes: the client reaches the Coordinator's
+ * proxy with its certificate, the Coordinator's legs reach the engines over https with its own,
+ * the decode engine pulls KV and answers, and neither a client without a certificate nor the
+ * Coordinator-less path (a direct call to an engine) without one gets anything.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { rmSync } from 'node:fs';
+import { makeTestPki, type TestPki } from './support/tls-certs.ts';
+import { proxyPost, SimCluster } from './support/sim-cluster.ts';
+
+let cluster: SimCluster;
+const pkis: TestPki[] = [];
+
+beforeAll(async () => {
+  cluster = await SimCluster.start({
+    prefill: 1,
+    decode: 1,
+    tls: (ips) => {
+      const pki = makeTestPki(ips);
+      pkis.push(pki);
+      return {
+        caCert: pki.caCert,
+        serverCert: pki.serverCert,
+        serverKey: pki.serverKey,
+        clientCert: pki.clientCert,
+        clientKey: pki.clientKey,
+      };
+    },
+  });
+});
+afterAll(async () => {
+  await cluster?.stop();
+  for (const pki of pkis) rmSync(pki.dir, { recursive: true, force: true });
+});
+
+describe('a TLS cluster', () => {
+  test('every listener is https', () => {
+    expect(cluster.proxyUrl).toMatch(/^https:/);
+    expect(cluster.coordinatorUrl).toMatch(/^https:/);
+    for (const engine of cluster.engines) {
+      expect(engine.manageUrl).toMatch(/^https:/);
+      expect(engine.inferenceUrl).toMatch(/^https:/);
+    }
+  });
+
+  test('a completion goes through the proxy over https legs to P and D', async () => {
+    for (const id of ['tls-1', 'tls-2']) {
+      const res = await proxyPost(cluster, '/v1/completions', { model: cluster.model, prompt: 'hello over tls', max_tokens: 4 }, id);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { choices: { text: string }[] };
+      expect(body.choices[0]!.text.length).toBeGreaterThan(0);
+    }
+    const p = await cluster.requests('p0');
+    const d = await cluster.requests('d0');
+    expect(p.length).toBeGreaterThanOrEqual(2);
+    expect(d.length).toBeGreaterThanOrEqual(2);
+  });
+
+  test('without a client certificate neither the proxy nor an engine answers', async () => {
+    const ca = await Bun.file(pkis.at(-1)!.caCert).text();
+    const noCert = (url: string) =>
+      fetch(url, { tls: { ca } }).then(
+        (r) => r.status,
+        () => 'refused',
+      );
+    expect(await noCert(`${cluster.proxyUrl}/v1/models`)).toBe('refused');
+    expect(await noCert(`${cluster.engine('p0').inferenceUrl}/v1/models`)).toBe('refused');
+    expect(await noCert(`${cluster.engine('d0').manageUrl}/v1/status`)).toBe('refused');
+  });
+});
