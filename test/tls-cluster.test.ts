@@ -2,12 +2,15 @@
  * A whole simulated cluster over mutual TLS, across processes: the client reaches the Coordinator's
  * proxy with its certificate, the Coordinator's legs reach the engines over https with its own,
  * the decode engine pulls KV and answers, and neither a client without a certificate nor the
- * Coordinator-less path (a direct call to an engine) without one gets anything.
+ * Coordinator-less path (a direct call to an engine) without one gets anything. A controller given
+ * the cluster's certificates in its topology file wires an unwired TLS cluster.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { makeTestPki, type TestPki } from './support/tls-certs.ts';
-import { proxyPost, SimCluster } from './support/sim-cluster.ts';
+import { E2E_DEADLINE_MS, proxyPost, SimCluster, until } from './support/sim-cluster.ts';
+import { FAST_TIMING } from './support/controller.ts';
+import { startSimController } from '../src/sim/controller.ts';
 
 let cluster: SimCluster;
 const pkis: TestPki[] = [];
@@ -67,5 +70,69 @@ describe('a TLS cluster', () => {
     expect(await noCert(`${cluster.proxyUrl}/v1/models`)).toBe('refused');
     expect(await noCert(`${cluster.engine('p0').inferenceUrl}/v1/models`)).toBe('refused');
     expect(await noCert(`${cluster.engine('d0').manageUrl}/v1/status`)).toBe('refused');
+  });
+});
+
+describe('a controller driving a TLS cluster', () => {
+  test('wires P and D over https with its client certificate; requests then succeed; its own listener requires a certificate', async () => {
+    const unwired = await SimCluster.start({
+      prefill: 1,
+      decode: 1,
+      wire: false,
+      tls: (ips) => {
+        const pki = makeTestPki(ips);
+        pkis.push(pki);
+        return {
+          caCert: pki.caCert,
+          serverCert: pki.serverCert,
+          serverKey: pki.serverKey,
+          clientCert: pki.clientCert,
+          clientKey: pki.clientKey,
+        };
+      },
+    });
+    let controller: Awaited<ReturnType<typeof startSimController>> | undefined;
+    try {
+      controller = await startSimController(unwired, unwired.engines, FAST_TIMING);
+      expect(controller.url).toMatch(/^https:/);
+      const ids = async (): Promise<number[]> => {
+        try {
+          const view = (await (await unwired.fetch(`${unwired.coordinatorUrl}/v1/instances`)).json()) as { instances: { id: number }[] };
+          return view.instances.map((i) => i.id).sort((a, b) => a - b);
+        } catch {
+          return [];
+        }
+      };
+      await until(
+        async () => ((await ids()).length === 2 ? true : undefined),
+        E2E_DEADLINE_MS,
+        () => 'the controller did not register P and D',
+      );
+      await until(
+        async () => {
+          const res = await proxyPost(
+            unwired,
+            '/v1/completions',
+            { model: unwired.model, prompt: 'hi', max_tokens: 2 },
+            `ctl-${Math.random()}`,
+          );
+          await res.arrayBuffer();
+          return res.status === 200 ? true : undefined;
+        },
+        E2E_DEADLINE_MS,
+        () => 'no completion succeeded through the controller-wired TLS cluster',
+      );
+      const ca = await Bun.file(unwired.tlsFiles!.caCert).text();
+      const noCert = await fetch(`${controller.url}/v1/health`, { tls: { ca } }).then(
+        (r) => r.status,
+        () => 'refused',
+      );
+      expect(noCert).toBe('refused');
+      const withCert = await unwired.fetch(`${controller.url}/v1/health`);
+      expect(withCert.status).toBe(200);
+    } finally {
+      await controller?.process.stop();
+      await unwired.stop();
+    }
   });
 });

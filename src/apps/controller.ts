@@ -16,6 +16,7 @@ import { onError, onNotFound } from '../http/envelope.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 
 export interface ControllerAppOptions {
   readonly spec: ClusterSpec;
@@ -27,6 +28,8 @@ export interface ControllerAppOptions {
   /** Also export process metrics; the CLI turns this on. */
   readonly processMetrics?: boolean;
   readonly log?: (line: string) => void;
+  /** TLS of the calls to agents and Coordinators (the topology's `tls.client_*`). */
+  readonly clientTls?: ClientTlsOptions;
 }
 
 export interface ControllerApp {
@@ -61,7 +64,12 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
       source.events.evaluated(ms);
     },
   };
-  const controller: Controller = new Controller({ spec: options.spec, events, ...(options.log === undefined ? {} : { log: options.log }) });
+  const controller: Controller = new Controller({
+    spec: options.spec,
+    events,
+    ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.clientTls === undefined ? {} : { clientTls: options.clientTls }),
+  });
   m.watch(controller);
   const devices = rankDevices(options.rankTable);
   const defaults = options.staticDefaults ?? {};

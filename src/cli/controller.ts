@@ -67,9 +67,21 @@ export async function runController(argv: string[]): Promise<void> {
   const path = args.config;
   let loaded = loadTopology(path);
   const log = (line: string): void => console.log(`pdlink controller: ${line}`);
-  const app = createControllerApp({ ...loaded, processMetrics: true, log });
+  const { tls, ...topology } = loaded;
+  const app = createControllerApp({
+    ...topology,
+    processMetrics: true,
+    log,
+    ...(tls.client === undefined ? {} : { clientTls: tls.client }),
+  });
   const listeners = await startListeners([
-    { name: 'controller', hostname: args.manageIp, port: args.managePort, fetch: app.managementApp.fetch },
+    {
+      name: 'controller',
+      hostname: args.manageIp,
+      port: args.managePort,
+      fetch: app.managementApp.fetch,
+      ...(tls.server === undefined ? {} : { tls: tls.server }),
+    },
   ]);
   app.controller.start();
 

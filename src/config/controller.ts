@@ -8,7 +8,9 @@ import { ConfigError, describeIssues } from '../core/errors.ts';
 import { clusterSpec } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
 import { MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
+import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
 import { loadConfigFile } from './load.ts';
+import { clientTlsOf, serverTlsOf } from './tls.ts';
 
 export interface LoadedTopology {
   readonly spec: ClusterSpec;
@@ -16,6 +18,8 @@ export interface LoadedTopology {
   readonly rankTable: RankTableFile | undefined;
   /** The file's static_info defaults, for instances added through the API. */
   readonly staticDefaults: NonNullable<TopologyFile['static_info']>;
+  /** `tls.server_*`: the controller's listener; `tls.client_*`: its calls to agents and Coordinators. */
+  readonly tls: { readonly server?: ServerTlsOptions; readonly client?: ClientTlsOptions };
 }
 
 /**
@@ -29,5 +33,9 @@ export function loadTopology(path: string): LoadedTopology {
   const rankTable = file.rank_table === undefined ? undefined : loadConfigFile(near(file.rank_table), RankTableFile);
   const result = clusterSpec(file, ms, rankTable);
   if (!result.ok) throw new ConfigError(`config file ${path}: ${describeIssues(result.issues)}`);
-  return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {} };
+  const t = file.tls ?? {};
+  const server = serverTlsOf('tls.server_tls_enable', 'tls.server_tls_items', t.server_tls_enable, t.server_tls_items);
+  const client = clientTlsOf('tls.client_tls_enable', 'tls.client_tls_items', t.client_tls_enable, t.client_tls_items);
+  const tls = { ...(server === undefined ? {} : { server }), ...(client === undefined ? {} : { client }) };
+  return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {}, tls };
 }

@@ -89,6 +89,11 @@ export class SimCluster {
   /** Bun's fetch `tls` for the cluster's own calls when it runs over TLS. */
   readonly #clientTls: { ca: string; cert: string; key: string } | undefined;
 
+  /** The PEM files when the cluster runs over TLS (a controller over it uses them too). */
+  get tlsFiles(): SimClusterTls | undefined {
+    return this.#tls;
+  }
+
   /**
    * fetch, over https with the cluster's client certificate when it runs over TLS.
    * @example const res = await cluster.fetch(`${cluster.proxyUrl}/v1/models`);
