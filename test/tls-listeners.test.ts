@@ -6,9 +6,9 @@
  * appears in the output.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runPdlink, startPdlink, type PdlinkChild } from './support/child.ts';
+import { REPO_ROOT, runPdlink, startPdlink, type PdlinkChild } from './support/child.ts';
 import { clientTls, makeTestPki, type TestPki } from './support/tls-certs.ts';
 
 let pki: TestPki;
@@ -78,11 +78,13 @@ describe('Coordinator listeners with mutual TLS', () => {
     const refresh = (): RequestInit => ({
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ids: [], instances: [] }),
+      body: readFileSync(join(REPO_ROOT, 'test', 'fixtures', 'seed-refresh.json'), 'utf8'),
     });
     expect(await statusOf(`${child.urls.management}/v1/instances/refresh`, 'none', refresh())).toBe('refused');
     expect(await statusOf(`${child.urls.management}/v1/instances/refresh`, 'rogue', refresh())).toBe('refused');
     expect(await statusOf(`${child.urls.management}/v1/instances/refresh`, 'revoked', refresh())).toBe('refused');
+    const view = await fetch(`${child.urls.management}/v1/instances`, { tls: clientTls(pki, 'client') });
+    expect(((await view.json()) as { instances: unknown[] }).instances).toEqual([]);
     // Even the probes: a listener that requires certificates requires them for every route.
     await expectOnlyGoodClient(`${child.urls.management}/v2/health/live`, 200);
   });
