@@ -6,8 +6,10 @@
  * the cluster's certificates in its topology file wires an unwired TLS cluster.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { rmSync } from 'node:fs';
-import { makeTestPki, type TestPki } from './support/tls-certs.ts';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startPdlink } from './support/child.ts';
+import { clientTls, makeTestPki, type TestPki } from './support/tls-certs.ts';
 import { E2E_DEADLINE_MS, proxyPost, SimCluster, until } from './support/sim-cluster.ts';
 import { FAST_TIMING } from './support/controller.ts';
 import { startSimController } from '../src/sim/controller.ts';
@@ -133,6 +135,47 @@ describe('a controller driving a TLS cluster', () => {
     } finally {
       await controller?.process.stop();
       await unwired.stop();
+    }
+  });
+});
+
+describe('pdlink sim-cluster --tls_config', () => {
+  test('both engines serve over mutual TLS and the launcher links them with its client certificate', async () => {
+    const net = `127.${100 + Math.floor(Math.random() * 100)}.${Math.floor(Math.random() * 256)}`;
+    const [pIp, dIp] = [`${net}.11`, `${net}.12`];
+    const pki = makeTestPki([pIp, dIp]);
+    pkis.push(pki);
+    const server = { ca_cert: pki.caCert, tls_cert: pki.serverCert, tls_key: pki.serverKey, tls_crl: pki.crl };
+    const tlsConfig = join(pki.dir, 'sim-tls.json');
+    writeFileSync(
+      tlsConfig,
+      JSON.stringify({
+        management_tls_enable: true,
+        management_tls_items: server,
+        inference_tls_enable: true,
+        inference_tls_items: server,
+        client_tls_enable: true,
+        client_tls_items: { ca_cert: pki.caCert, tls_cert: pki.clientCert, tls_key: pki.clientKey },
+      }),
+    );
+    const child = await startPdlink(['sim-cluster', '--prefill_ip', pIp, '--decode_ip', dIp, '--tls_config', tlsConfig], {
+      listeners: ['prefill-inference', 'decode-management'],
+      deadlineMs: 40_000,
+    });
+    try {
+      expect(child.output()).toContain('both engines RoleReady');
+      expect(child.urls['prefill-inference']).toBe(`https://${pIp}:1025`);
+      const good = await fetch(`${child.urls['decode-management']}/v1/status`, { tls: clientTls(pki, 'client') });
+      expect(good.status).toBe(200);
+      for (const who of ['none', 'revoked'] as const) {
+        const got = await fetch(`${child.urls['decode-management']}/v1/status`, { tls: clientTls(pki, who) }).then(
+          (r) => r.status,
+          () => 'refused',
+        );
+        expect(got).toBe('refused');
+      }
+    } finally {
+      await child.kill('SIGTERM');
     }
   });
 });

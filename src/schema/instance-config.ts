@@ -41,6 +41,16 @@ const LinkCap = v.pipe(
   v.maxValue(INT32_MAX, `must be in [1, ${INT32_MAX}]`),
 );
 
+/** `pdlink.tls` of an instance config (see InstanceConfigFile); `pdlink sim-cluster --tls_config` reads one alone. */
+export const InstanceTlsSection = v.object({
+  management_tls_enable: v.optional(v.boolean('must be a boolean')),
+  management_tls_items: v.optional(TlsItems),
+  inference_tls_enable: v.optional(v.boolean('must be a boolean')),
+  inference_tls_items: v.optional(TlsItems),
+  client_tls_enable: v.optional(v.boolean('must be a boolean')),
+  client_tls_items: v.optional(TlsItems),
+});
+
 const Device = v.object({
   device_logical_id: v.union(
     [
@@ -56,6 +66,8 @@ const Device = v.object({
   device_ip: Ip,
   cluster_id: v.optional(Uint64),
 });
+
+export type InstanceTlsSection = v.InferOutput<typeof InstanceTlsSection>;
 
 export const InstanceConfigFile = v.pipe(
   v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object'),
@@ -104,16 +116,7 @@ export const InstanceConfigFile = v.pipe(
          * management listener, `inference_*` for a simulated engine's inference listener, `client_*`
          * for calls to other instances' management listeners.
          */
-        tls: v.optional(
-          v.object({
-            management_tls_enable: v.optional(v.boolean('must be a boolean')),
-            management_tls_items: v.optional(TlsItems),
-            inference_tls_enable: v.optional(v.boolean('must be a boolean')),
-            inference_tls_items: v.optional(TlsItems),
-            client_tls_enable: v.optional(v.boolean('must be a boolean')),
-            client_tls_items: v.optional(TlsItems),
-          }),
-        ),
+        tls: v.optional(InstanceTlsSection),
         /** Caps of the device link ports (unset keys take the runtime's defaults). */
         link_port: v.optional(
           v.object({
