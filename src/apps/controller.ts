@@ -19,6 +19,7 @@ import { onError, onNotFound } from '../http/envelope.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 
 export interface ControllerAppOptions {
   readonly spec: TopologySpec;
@@ -32,6 +33,8 @@ export interface ControllerAppOptions {
   readonly log?: (line: string) => void;
   /** Several controllers on one store: this one stands by until elected (see `campaign`). */
   readonly ha?: { readonly store: Store; readonly ttlSeconds: number } | undefined;
+  /** TLS of the calls to agents and Coordinators (the topology's `tls.client_*`). */
+  readonly clientTls?: ClientTlsOptions;
 }
 
 export interface ControllerApp {
@@ -84,6 +87,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
     events,
     leading: ha === undefined,
     ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.clientTls === undefined ? {} : { clientTls: options.clientTls }),
   });
   if (ha !== undefined) storeMetrics(metrics, ha.store);
   m.watch(controller);

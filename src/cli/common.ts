@@ -5,6 +5,7 @@
 import { isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../core/errors.ts';
+import type { ServerTlsOptions } from '../core/tls-options.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export interface ListenerSpec {
@@ -14,7 +15,8 @@ export interface ListenerSpec {
   /** 0 = any free port. */
   readonly port: number;
   readonly fetch: (request: Request) => Response | Promise<Response>;
-  readonly tls?: { cert: string; key: string; ca?: string; passphrase?: string };
+  /** With `ca`, the listener requires a client certificate that chains to it (see config/tls.ts). */
+  readonly tls?: ServerTlsOptions;
   /** Seconds a keep-alive connection may stay idle (Bun's limit is 255). */
   readonly idleTimeoutSeconds?: number;
 }

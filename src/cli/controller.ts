@@ -71,11 +71,24 @@ export async function runController(argv: string[]): Promise<void> {
   const path = args.config;
   let loaded = loadTopology(path);
   const log = (line: string): void => console.log(`pdlink controller: ${line}`);
+  const { tls, ...topology } = loaded;
   const store = loaded.store;
   const ha = store === undefined ? undefined : { store: openStore(store), ttlSeconds: store.leaseTtlSeconds };
-  const app = createControllerApp({ ...loaded, processMetrics: true, log, ha });
+  const app = createControllerApp({
+    ...topology,
+    processMetrics: true,
+    log,
+    ha,
+    ...(tls.client === undefined ? {} : { clientTls: tls.client }),
+  });
   const listeners = await startListeners([
-    { name: 'controller', hostname: args.manageIp, port: args.managePort, fetch: app.managementApp.fetch },
+    {
+      name: 'controller',
+      hostname: args.manageIp,
+      port: args.managePort,
+      fetch: app.managementApp.fetch,
+      ...(tls.server === undefined ? {} : { tls: tls.server }),
+    },
   ]);
   app.controller.start();
   // Several controllers on one etcd: the one elected leads, the others stand by.

@@ -16,6 +16,9 @@ import { isAllInterfaces } from '../core/all-interfaces.ts';
 import { parseCliIp } from '../core/cli-values.ts';
 import { ConfigError } from '../core/errors.ts';
 import { listeningLine, parseStringOptions } from './common.ts';
+import { loadConfigFile } from '../config/load.ts';
+import { clientTlsOf } from '../config/tls.ts';
+import { InstanceTlsSection } from '../schema/instance-config.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export const SIM_CLUSTER_DEFAULTS = { prefillIp: '127.0.0.11', decodeIp: '127.0.0.12', model: 'pdlink-sim' } as const;
@@ -38,6 +41,9 @@ Options:
   --prefill_ip IP   address of the prefill engine (default ${SIM_CLUSTER_DEFAULTS.prefillIp})
   --decode_ip IP    address of the decode engine  (default ${SIM_CLUSTER_DEFAULTS.decodeIp})
   --model NAME      model name the engines serve  (default ${SIM_CLUSTER_DEFAULTS.model})
+  --tls_config PATH JSON file of an instance config's pdlink.tls section (management_tls_*,
+                    inference_tls_*, client_tls_*): both engines serve with it, and the role
+                    posts and status polls use its client_tls_* (see "Securing a cluster")
   -h, --help        show this help
 `;
 
@@ -47,7 +53,7 @@ Options:
  */
 export async function runSimCluster(argv: string[]): Promise<void> {
   const shutdown = shutdownSignals();
-  const { values, help } = parseStringOptions(argv, ['prefill_ip', 'decode_ip', 'model'], SIM_CLUSTER_HELP);
+  const { values, help } = parseStringOptions(argv, ['prefill_ip', 'decode_ip', 'model', 'tls_config'], SIM_CLUSTER_HELP);
   if (help) {
     console.log(SIM_CLUSTER_HELP);
     return;
@@ -61,6 +67,16 @@ export async function runSimCluster(argv: string[]): Promise<void> {
   if (layouts[0]!.ip === layouts[1]!.ip)
     throw new ConfigError('--decode_ip: must differ from --prefill_ip (both engines use the same ports)');
 
+  const tls = values.tls_config === undefined ? undefined : loadConfigFile(values.tls_config, InstanceTlsSection);
+  const clientTls = clientTlsOf(
+    '--tls_config client_tls_enable',
+    '--tls_config client_tls_items',
+    tls?.client_tls_enable,
+    tls?.client_tls_items,
+  );
+  const call = (url: string, init: RequestInit = {}): Promise<Response> =>
+    fetch(url, clientTls === undefined ? init : { ...init, tls: clientTls });
+
   const dir = mkdtempSync(join(tmpdir(), 'pdlink-sim-cluster-'));
   const engines: ManagedProcess[] = [];
   const stop = async (): Promise<void> => {
@@ -68,17 +84,18 @@ export async function runSimCluster(argv: string[]): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    for (const layout of layouts) engines.push(await startEngine(layout, dir, model));
+    for (const layout of layouts) engines.push(await startEngine(layout, dir, model, tls));
     await Promise.all(
       layouts.map((layout, i) =>
         postRole(
+          call,
           engines[i]!,
           layout,
           layouts.filter((o) => o !== layout),
         ),
       ),
     );
-    await Promise.all(engines.map((e) => untilReady(e, shutdown.received())));
+    await Promise.all(engines.map((e) => untilReady(call, e, shutdown.received())));
   } catch (err) {
     await stop();
     if (err instanceof ConfigError) throw err;
@@ -106,9 +123,10 @@ function ip(option: string, value: string): string {
   return parsed;
 }
 
-async function startEngine(layout: EngineLayout, dir: string, model: string): Promise<ManagedProcess> {
+async function startEngine(layout: EngineLayout, dir: string, model: string, tls: InstanceTlsSection | undefined): Promise<ManagedProcess> {
   const config = join(dir, `${layout.name}.json`);
-  writeFileSync(config, JSON.stringify(engineConfig(layout, LINK_BASE_PORT)));
+  const file = engineConfig(layout, LINK_BASE_PORT) as { pdlink?: Record<string, unknown> };
+  writeFileSync(config, JSON.stringify(tls === undefined ? file : { ...file, pdlink: { ...file.pdlink, tls } }));
   const s = CLUSTER_ENGINE_DEFAULTS;
   return spawnListening({
     name: layout.name,
@@ -131,8 +149,10 @@ async function startEngine(layout: EngineLayout, dir: string, model: string): Pr
   });
 }
 
-async function postRole(engine: ManagedProcess, layout: EngineLayout, peers: EngineLayout[]): Promise<void> {
-  const res = await fetch(`${engine.urls['management']}/v1/role/${layout.role}`, {
+type Call = (url: string, init?: RequestInit) => Promise<Response>;
+
+async function postRole(call: Call, engine: ManagedProcess, layout: EngineLayout, peers: EngineLayout[]): Promise<void> {
+  const res = await call(`${engine.urls['management']}/v1/role/${layout.role}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(roleBody(layout, peers)),
@@ -140,14 +160,14 @@ async function postRole(engine: ManagedProcess, layout: EngineLayout, peers: Eng
   if (res.status !== 200) throw new ConfigError(`role post to the ${layout.role} engine answered ${res.status}: ${await res.text()}`);
 }
 
-async function untilReady(engine: ManagedProcess, stopped: Promise<void>): Promise<void> {
+async function untilReady(call: Call, engine: ManagedProcess, stopped: Promise<void>): Promise<void> {
   let last = 'no answer yet';
   let signalled = false;
   void stopped.then(() => (signalled = true));
   await until(
     async () => {
       if (signalled) return true;
-      const status = (await (await fetch(`${engine.urls['management']}/v1/status`)).json()) as { service: { roleStatus: string } };
+      const status = (await (await call(`${engine.urls['management']}/v1/status`)).json()) as { service: { roleStatus: string } };
       last = status.service.roleStatus;
       return last === 'RoleReady' ? true : undefined;
     },

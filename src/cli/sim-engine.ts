@@ -20,6 +20,7 @@ import { simInferenceApp } from '../sim/inference-app.ts';
 import { parseSimEngineArgs, SIM_ENGINE_HELP, type SimEngineArgs } from '../sim/options.ts';
 import { refuseAllInterfaces } from '../core/all-interfaces.ts';
 import { listeningLine, startListeners, untilSignal } from './common.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 /** Inference listener port default, as MindIE's ServerConfig has it. */
@@ -57,7 +58,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   }
   let engine: SimEngine;
   try {
-    engine = await startEngine(args, agent);
+    engine = await startEngine(args, agent, settings.tls.client);
   } catch (err) {
     await agent.close();
     throw err;
@@ -83,8 +84,20 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   try {
     listeners = await startListeners(
       [
-        { name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: management.fetch },
-        { name: 'inference', hostname: inference.ip, port: inference.port, fetch: simInferenceApp(engine).fetch },
+        {
+          name: 'management',
+          hostname: settings.manage.ip,
+          port: settings.manage.port,
+          fetch: management.fetch,
+          ...(settings.tls.management === undefined ? {} : { tls: settings.tls.management }),
+        },
+        {
+          name: 'inference',
+          hostname: inference.ip,
+          port: inference.port,
+          fetch: simInferenceApp(engine).fetch,
+          ...(settings.tls.inference === undefined ? {} : { tls: settings.tls.inference }),
+        },
       ],
       preamble,
     );
@@ -102,8 +115,9 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   });
 }
 
-async function startEngine(args: SimEngineArgs, agent: InstanceAgent): Promise<SimEngine> {
+async function startEngine(args: SimEngineArgs, agent: InstanceAgent, notifyTls: ClientTlsOptions | undefined): Promise<SimEngine> {
   const engine = new SimEngine({
+    ...(notifyTls === undefined ? {} : { notifyTls }),
     role: args.role,
     model: args.model,
     devices: agent.devices.map((d) => ({ endpoint: d.endpoint, clusterId: d.clusterId })),

@@ -8,8 +8,10 @@ import { ConfigError, describeIssues } from '../core/errors.ts';
 import { clusterSpec } from '../controller/spec.ts';
 import type { TopologySpec } from '../controller/types.ts';
 import { MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
+import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
 import { loadConfigFile } from './load.ts';
 import { resolveStoreSettings, type StoreSettings } from './store.ts';
+import { clientTlsOf, serverTlsOf } from './tls.ts';
 
 export interface LoadedTopology {
   readonly spec: TopologySpec;
@@ -19,6 +21,8 @@ export interface LoadedTopology {
   readonly staticDefaults: NonNullable<TopologyFile['static_info']>;
   /** The shared etcd (`pdlink.store.etcd`, or env PDLINK_ETCD_ENDPOINTS); undefined: this controller alone. */
   readonly store: StoreSettings | undefined;
+  /** `tls.server_*`: the controller's listener; `tls.client_*`: its calls to agents and Coordinators. */
+  readonly tls: { readonly server?: ServerTlsOptions; readonly client?: ClientTlsOptions };
 }
 
 /**
@@ -38,5 +42,9 @@ export function loadTopology(path: string, env: Record<string, string | undefine
   } catch (err) {
     throw new ConfigError(`config file ${path}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {}, store };
+  const t = file.tls ?? {};
+  const server = serverTlsOf('tls.server_tls_enable', 'tls.server_tls_items', t.server_tls_enable, t.server_tls_items);
+  const client = clientTlsOf('tls.client_tls_enable', 'tls.client_tls_items', t.client_tls_enable, t.client_tls_items);
+  const tls = { ...(server === undefined ? {} : { server }), ...(client === undefined ? {} : { client }) };
+  return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {}, store, tls };
 }

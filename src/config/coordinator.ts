@@ -2,7 +2,7 @@
  * Resolves the Coordinator's settings with the seed's precedence: command-line argument, then the
  * configuration file, then the embedded defaults.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { refuseAllInterfaces } from '../core/all-interfaces.ts';
 import { ConfigError, PdlinkError } from '../core/errors.ts';
@@ -13,10 +13,12 @@ import {
   HTTP_TIMEOUT_SECONDS,
   MAX_REQUESTS,
   SINGLE_NODE_MAX_REQUESTS,
-  type TlsItems,
+  type TlsItems as CoordinatorTlsItems,
 } from '../schema/coordinator-config.ts';
+import type { ServerTlsOptions } from '../core/tls-options.ts';
 import { loadConfigFile } from './load.ts';
 import { ETCD_ENDPOINTS_ENV, resolveStoreSettings, type StoreSettings } from './store.ts';
+import { clientTlsOf, serverTlsOf } from './tls.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
@@ -39,17 +41,10 @@ export interface CoordinatorArgs {
   predictPort?: number;
 }
 
-export interface TlsSettings {
-  cert: string;
-  key: string;
-  ca?: string;
-  passphrase?: string;
-}
-
 export interface ListenSettings {
   ip: string;
   port: number;
-  tls?: TlsSettings;
+  tls?: ServerTlsOptions;
 }
 
 export interface CoordinatorSettings {
@@ -130,10 +125,16 @@ export function resolveCoordinatorSettings(
   ] as const) {
     refuseAllInterfaces(key, listen.ip, allowAllZeroIp, 'http_config.allow_all_zero_ip_listening');
   }
-  const manageTls = tlsSettings('controller_server', tls.controller_server_tls_enable, tls.controller_server_tls_items);
+  const manageTls = listenerTls('controller_server', tls.controller_server_tls_enable, tls.controller_server_tls_items);
   if (manageTls !== undefined) manage.tls = manageTls;
-  const predictTls = tlsSettings('request_server', tls.request_server_tls_enable, tls.request_server_tls_items);
+  const predictTls = listenerTls('request_server', tls.request_server_tls_enable, tls.request_server_tls_items);
   if (predictTls !== undefined) predict.tls = predictTls;
+  const engineTls = clientTlsOf(
+    'tls_config.mindie_client_tls_enable',
+    'tls_config.mindie_client_tls_items',
+    tls.mindie_client_tls_enable,
+    tls.mindie_client_tls_items,
+  );
 
   return {
     source: path ?? 'defaults',
@@ -147,7 +148,8 @@ export function resolveCoordinatorSettings(
     keepAliveSeconds: http.keep_alive_seconds ?? 180,
     policy: policyOf(file),
     circuitCooldownMs: file.scheduler?.circuit_breaker?.cooldown_ms ?? CIRCUIT_COOLDOWN_MS.default,
-    proxy: proxySettingsOf(file, path ?? 'defaults'),
+    proxy:
+      engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
     ha: haSettingsOf(file, env, path ?? 'defaults'),
     file,
   };
@@ -202,26 +204,8 @@ function proxySettingsOf(file: CoordinatorConfigFile, source: string): ProxySett
   }
 }
 
-function tlsSettings(name: string, enabled: boolean | undefined, items: TlsItems | undefined): TlsSettings | undefined {
+function listenerTls(name: string, enabled: boolean | undefined, items: CoordinatorTlsItems | undefined): ServerTlsOptions | undefined {
   // MindIE defaults TLS on with certificates it ships; pdlink's embedded default is plain HTTP, and
   // TLS is on only when the file asks for it.
-  if (enabled !== true) return undefined;
-  if (items?.tls_cert === undefined || items.tls_key === undefined) {
-    throw new ConfigError(`tls_config.${name}_tls_items: tls_cert and tls_key are required when ${name}_tls_enable is true`);
-  }
-  const settings: TlsSettings = {
-    cert: readPem(`${name}_tls_items.tls_cert`, items.tls_cert),
-    key: readPem(`${name}_tls_items.tls_key`, items.tls_key),
-  };
-  if (items.ca_cert !== undefined) settings.ca = readPem(`${name}_tls_items.ca_cert`, items.ca_cert);
-  if (items.tls_passwd !== undefined) settings.passphrase = items.tls_passwd;
-  return settings;
-}
-
-function readPem(key: string, path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (cause) {
-    throw new ConfigError(`tls_config.${key}: cannot read ${path}: ${(cause as Error).message}`);
-  }
+  return serverTlsOf(`tls_config.${name}_tls_enable`, `tls_config.${name}_tls_items`, enabled, items);
 }

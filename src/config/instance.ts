@@ -19,6 +19,8 @@ import { clusterIdFor } from '../links/endpoint.ts';
 import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';
 import type { Encoding } from '../workers/protocol.ts';
 import { loadConfigFile } from './load.ts';
+import { clientTlsOf, serverTlsOf } from './tls.ts';
+import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
 import type { TransferSettings } from '../agent/transfers/setup.ts';
 
 export const MANAGEMENT_IP_ENV = 'MIES_CONTAINER_MANAGEMENT_IP';
@@ -63,8 +65,34 @@ export interface InstanceSettings {
   readonly linkBasePort: number;
   /** `ServerConfig.allowAllZeroIpListening`: whether a listener may bind every interface. */
   readonly allowAllZeroIp: boolean;
+  /** `pdlink.tls`: each listener's TLS and the client side of calls to other instances; absent = plain http. */
+  readonly tls: InstanceTls;
   /** The link ports' cluster secret (`pdlink.auth.link_secret_file`) and caps (`pdlink.link_port`). */
   readonly security: ContextSecurity;
+}
+
+export interface InstanceTls {
+  readonly management?: ServerTlsOptions;
+  readonly inference?: ServerTlsOptions;
+  readonly client?: ClientTlsOptions;
+}
+
+function instanceTlsOf(tls: NonNullable<NonNullable<InstanceConfig['pdlink']>['tls']> | undefined): InstanceTls {
+  const t = tls ?? {};
+  const key = (k: string) => `pdlink.tls.${k}`;
+  const management = serverTlsOf(
+    key('management_tls_enable'),
+    key('management_tls_items'),
+    t.management_tls_enable,
+    t.management_tls_items,
+  );
+  const inference = serverTlsOf(key('inference_tls_enable'), key('inference_tls_items'), t.inference_tls_enable, t.inference_tls_items);
+  const client = clientTlsOf(key('client_tls_enable'), key('client_tls_items'), t.client_tls_enable, t.client_tls_items);
+  return {
+    ...(management === undefined ? {} : { management }),
+    ...(inference === undefined ? {} : { inference }),
+    ...(client === undefined ? {} : { client }),
+  };
 }
 
 /**
@@ -159,7 +187,7 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
   };
   const linkSecret = readLinkSecret(pd.auth?.link_secret_file, env);
   const security: ContextSecurity = { linkPort, ...(linkSecret === undefined ? {} : { linkSecret }) };
-  return { manage, devices, pool, transfers, linkBasePort: base, allowAllZeroIp: allowAllZero, security };
+  return { manage, devices, pool, transfers, linkBasePort: base, allowAllZeroIp: allowAllZero, security, tls: instanceTlsOf(pd.tls) };
 }
 
 /**

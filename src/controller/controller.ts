@@ -12,6 +12,7 @@ import { readAgentStatus, shapeChanged, type AgentResources } from './agent-stat
 import { CoordinatorSet, type CoordinatorView } from './coordinators.ts';
 import { Member, type MemberState } from './member.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { composeSnapshot, type RefreshBody, type SnapshotCandidate } from './snapshot.ts';
 import type { StoredState } from './stored-state.ts';
 import type { TopologySpec, ControllerTiming, DesiredInstance, PdRates } from './types.ts';
@@ -29,6 +30,8 @@ export interface ControllerOptions {
   readonly spec: TopologySpec;
   /** Outgoing calls (default: a client with the spec's HTTP timeout). */
   readonly client?: Outgoing;
+  /** The default client's TLS (ignored with `client`). */
+  readonly clientTls?: ClientTlsOptions;
   readonly now?: () => number;
   readonly events?: ControllerEvents;
   /** One line per notable change (default: none). */
@@ -95,7 +98,7 @@ export class Controller {
   constructor(options: ControllerOptions) {
     this.#timing = options.spec.timing;
     this.#rates = options.spec.rates;
-    this.#client = options.client ?? new ManagementClient(this.#timing.httpTimeoutMs);
+    this.#client = options.client ?? new ManagementClient(this.#timing.httpTimeoutMs, options.clientTls);
     this.#now = options.now ?? Date.now;
     this.#events = options.events ?? {};
     this.#log = options.log ?? (() => {});

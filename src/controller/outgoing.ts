@@ -4,6 +4,8 @@
  * token exists, `#headers()` is where it is added.
  */
 
+import type { ClientTlsOptions } from '../core/tls-options.ts';
+
 export interface OutgoingReply {
   readonly status: number;
   readonly body: unknown;
@@ -17,10 +19,16 @@ export interface Outgoing {
 
 export class ManagementClient implements Outgoing {
   readonly #timeoutMs: number;
+  readonly #tls: ClientTlsOptions | undefined;
 
-  /** @example const client = new ManagementClient(5000); */
-  constructor(timeoutMs: number) {
+  /**
+   * A client with a deadline per call; with `tls`, https calls verify the server with its CA and
+   * present its certificate (the topology's `tls.client_*`).
+   * @example const client = new ManagementClient(5000);
+   */
+  constructor(timeoutMs: number, tls?: ClientTlsOptions) {
     this.#timeoutMs = timeoutMs;
+    this.#tls = tls;
   }
 
   /**
@@ -48,7 +56,11 @@ export class ManagementClient implements Outgoing {
   }
 
   async #call(url: string, init: RequestInit): Promise<OutgoingReply> {
-    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(this.#timeoutMs) });
+    const res = await fetch(url, {
+      ...init,
+      ...(this.#tls === undefined ? {} : { tls: this.#tls }),
+      signal: AbortSignal.timeout(this.#timeoutMs),
+    });
     const text = await res.text();
     let body: unknown = text;
     try {

@@ -48,13 +48,14 @@ export async function attemptPrefill(
   const p = pair.p.id;
   try {
     const res = await sendLeg(
-      engineUrl(pair.p, kind),
+      engineUrl(pair.p, kind, exchange.deps.settings.engineTls !== undefined),
       legHeaders(clientHeaders, requestId),
       legBody,
       exchange.signal,
       exchange.deps.origins,
       () => exchange.deps.metrics.staleRetried('prefill'),
       exchange.deps.settings.engineIdleTimeoutMs,
+      exchange.deps.settings.engineTls,
     );
     // Read the whole answer: it is small, and a drained body returns the connection to the pool.
     const text = await res.text();

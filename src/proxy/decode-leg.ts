@@ -37,13 +37,14 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
   let res: Response;
   try {
     res = await sendLeg(
-      engineUrl(pair.d, kind),
+      engineUrl(pair.d, kind, exchange.deps.settings.engineTls !== undefined),
       legHeaders(clientHeaders, requestId),
       legBody,
       exchange.signal,
       exchange.deps.origins,
       () => metrics.staleRetried('decode'),
       exchange.deps.settings.engineIdleTimeoutMs,
+      exchange.deps.settings.engineTls,
     );
   } catch (err) {
     if (exchange.cause === null && refusedConnection(err)) {

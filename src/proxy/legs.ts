@@ -89,10 +89,11 @@ export function legHeaders(client: Headers, requestId: string): Headers {
 }
 
 /**
- * The URL of an inference API on an instance: its `ip` and data `port`, IPv6 in brackets.
+ * The URL of an inference API on an instance: its `ip` and data `port`, IPv6 in brackets; https when
+ * the legs are configured with TLS (`tls_config.mindie_client_tls_enable`).
  * @example engineUrl(instance, 'chat') // 'http://10.0.0.5:1025/v1/chat/completions'
  */
-export function engineUrl(instance: Pick<Instance, 'ip' | 'port'>, kind: CompletionKind): string {
+export function engineUrl(instance: Pick<Instance, 'ip' | 'port'>, kind: CompletionKind, https = false): string {
   const host = instance.ip.includes(':') ? `[${instance.ip}]` : instance.ip;
-  return `http://${host}:${instance.port}${kind === 'chat' ? '/v1/chat/completions' : '/v1/completions'}`;
+  return `${https ? 'https' : 'http'}://${host}:${instance.port}${kind === 'chat' ? '/v1/chat/completions' : '/v1/completions'}`;
 }

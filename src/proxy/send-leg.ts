@@ -14,6 +14,7 @@
  * this process before, so a pooled connection may have carried the request.
  */
 import { postLeg } from './upstream.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 
 /** Error codes of a connection lost under a request (closed, reset, broken pipe), as opposed to one never made. */
 const CONNECTION_LOST: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
@@ -79,14 +80,15 @@ export async function sendLeg(
   origins: PooledOrigins,
   onStaleRetry: () => void,
   idleMs = Infinity,
+  tls?: ClientTlsOptions,
 ): Promise<Response> {
   let response: Response;
   try {
-    response = await postLeg(url, headers, body, signal, idleMs);
+    response = await postLeg(url, headers, body, signal, idleMs, tls);
   } catch (err) {
     if (signal.aborted || !isConnectionLoss(err) || !origins.mayReuse(url)) throw err;
     onStaleRetry();
-    response = await postLeg(url, headers, body, signal, idleMs);
+    response = await postLeg(url, headers, body, signal, idleMs, tls);
   }
   origins.answered(url);
   return response;

@@ -15,6 +15,7 @@ import {
   type CoordinatorConfigFile,
 } from '../schema/coordinator-config.ts';
 import { parseOrRefuse } from '../schema/issues.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 
 export interface ProxySettings {
   /** One prefill attempt, from sending P's request to P's complete answer (ms; Infinity = none). */
@@ -39,6 +40,8 @@ export interface ProxySettings {
    * no response head, or no next body chunk (ms; Infinity = none). See idle.ts.
    */
   engineIdleTimeoutMs: number;
+  /** `tls_config.mindie_client_tls_*`: when present the legs go over https, verified and with this client certificate. */
+  engineTls?: ClientTlsOptions;
 }
 
 /** MindIE's defaults: 600 s for both timeouts, 5 retries. */
@@ -90,13 +93,14 @@ export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides
  */
 export function checkSettings(settings: ProxySettings): ProxySettings {
   const issues: { path: string; message: string }[] = [];
-  const timeout = (key: keyof ProxySettings): void => {
+  type NumberKey = Exclude<keyof ProxySettings, 'engineTls'>;
+  const timeout = (key: NumberKey): void => {
     const value = settings[key];
     if (!(value === Infinity || (Number.isInteger(value) && value > 0 && value <= MAX_TIMER_MS))) {
       issues.push({ path: key, message: `must be an integer number of milliseconds in [1, ${MAX_TIMER_MS}], or Infinity for none` });
     }
   };
-  const count = (key: keyof ProxySettings, min: number): void => {
+  const count = (key: NumberKey, min: number): void => {
     const value = settings[key];
     if (!Number.isSafeInteger(value) || value < min) issues.push({ path: key, message: `must be an integer ≥ ${min}` });
   };

@@ -5,6 +5,7 @@
 import { withIdleTimeout } from './idle.ts';
 import { REQUEST_ID_HEADER } from './errors.ts';
 import type { ChunkReader } from './stream.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 
 /** Requests Bun's fetch runs at once unless `BUN_CONFIG_MAX_HTTP_REQUESTS` says otherwise; more wait in a queue. */
 export const BUN_DEFAULT_MAX_HTTP_REQUESTS = 256;
@@ -36,12 +37,17 @@ export const MAX_QUOTED_CHARS = 300;
  * is judged like any other non-2xx status.
  * @example const res = await postLeg(url, headers, text, signal, settings.engineIdleTimeoutMs);
  */
-export function postLeg(url: string, headers: Headers, body: string, signal: AbortSignal, idleMs = Infinity): Promise<Response> {
-  return withIdleTimeout(
-    (legSignal) => fetch(url, { method: 'POST', headers, body, signal: legSignal, redirect: 'manual' }),
-    signal,
-    idleMs,
-  );
+export function postLeg(
+  url: string,
+  headers: Headers,
+  body: string,
+  signal: AbortSignal,
+  idleMs = Infinity,
+  tls?: ClientTlsOptions,
+): Promise<Response> {
+  // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
+  const init: RequestInit = { method: 'POST', headers, body, redirect: 'manual', ...(tls === undefined ? {} : { tls }) };
+  return withIdleTimeout((legSignal) => fetch(url, { ...init, signal: legSignal }), signal, idleMs);
 }
 
 /**

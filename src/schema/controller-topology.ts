@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { PdlinkSection } from './store-config.ts';
+import { TlsItems } from './tls-items.ts';
 
 /** Most instances one controller manages: a snapshot's cap (MindIE's 4096). */
 export const MAX_CLUSTER_INSTANCES = 4096;
@@ -98,6 +99,19 @@ export const TopologyFile = v.pipe(
     ms_controller: v.optional(v.pipe(v.string('must be a path'), v.minLength(1, 'must not be empty'))),
     /** Path of an Ascend global rank table (relative to this file): devices by server_ip. */
     rank_table: v.optional(v.pipe(v.string('must be a path'), v.minLength(1, 'must not be empty'))),
+    /**
+     * TLS with MindIE's item set: `server_*` for the controller's own listener (with `ca_cert`, it
+     * requires client certificates), `client_*` for its calls to agents and Coordinators (https,
+     * verified with `ca_cert`, presenting `tls_cert`). Read at start; a reload keeps the first.
+     */
+    tls: v.optional(
+      v.strictObject({
+        server_tls_enable: v.optional(v.boolean('must be a boolean')),
+        server_tls_items: v.optional(TlsItems),
+        client_tls_enable: v.optional(v.boolean('must be a boolean')),
+        client_tls_items: v.optional(TlsItems),
+      }),
+    ),
     /** Defaults of every instance's static_info. */
     static_info: v.optional(StaticInfo),
     /** Cluster name and the etcd shared by several controllers (absent: one controller, state in memory). */

@@ -7,6 +7,7 @@
 import * as v from 'valibot';
 import { INT32_MAX } from '../core/limits.ts';
 import { PdlinkSection } from './store-config.ts';
+import { TlsItems } from './tls-items.ts';
 
 export const MIN_PORT = 1024;
 export const MAX_PORT = 65535;
@@ -69,14 +70,6 @@ const intIn = (min: number, max: number) =>
     v.minValue(min, `must be in [${min}, ${max}]`),
     v.maxValue(max, `must be in [${min}, ${max}]`),
   );
-
-const TlsItems = v.looseObject({
-  ca_cert: v.optional(v.string()),
-  tls_cert: v.optional(v.string()),
-  tls_key: v.optional(v.string()),
-  tls_passwd: v.optional(v.string()),
-  tls_crl: v.optional(v.string()),
-});
 
 export const CoordinatorConfigFile = v.looseObject({
   http_config: v.optional(
@@ -141,9 +134,12 @@ export const CoordinatorConfigFile = v.looseObject({
       controller_server_tls_items: v.optional(TlsItems),
       request_server_tls_enable: v.optional(v.boolean('must be a boolean')),
       request_server_tls_items: v.optional(TlsItems),
+      /** The Coordinator's legs to the engines: https, verified with ca_cert, presenting tls_cert. */
+      mindie_client_tls_enable: v.optional(v.boolean('must be a boolean')),
+      mindie_client_tls_items: v.optional(TlsItems),
     }),
   ),
 });
 
 export type CoordinatorConfigFile = v.InferOutput<typeof CoordinatorConfigFile>;
-export type TlsItems = v.InferOutput<typeof TlsItems>;
+export type { TlsItems };

@@ -5,6 +5,7 @@
 import { INT32_MAX } from '../core/limits.ts';
 import { isIP } from 'node:net';
 import * as v from 'valibot';
+import { TlsItems } from './tls-items.ts';
 
 /** First link port: device `d` listens on `device_ip:(link_base_port + d)`. */
 export const DEFAULT_LINK_BASE_PORT = 26000;
@@ -40,6 +41,16 @@ const LinkCap = v.pipe(
   v.maxValue(INT32_MAX, `must be in [1, ${INT32_MAX}]`),
 );
 
+/** `pdlink.tls` of an instance config (see InstanceConfigFile); `pdlink sim-cluster --tls_config` reads one alone. */
+export const InstanceTlsSection = v.object({
+  management_tls_enable: v.optional(v.boolean('must be a boolean')),
+  management_tls_items: v.optional(TlsItems),
+  inference_tls_enable: v.optional(v.boolean('must be a boolean')),
+  inference_tls_items: v.optional(TlsItems),
+  client_tls_enable: v.optional(v.boolean('must be a boolean')),
+  client_tls_items: v.optional(TlsItems),
+});
+
 const Device = v.object({
   device_logical_id: v.union(
     [
@@ -55,6 +66,8 @@ const Device = v.object({
   device_ip: Ip,
   cluster_id: v.optional(Uint64),
 });
+
+export type InstanceTlsSection = v.InferOutput<typeof InstanceTlsSection>;
 
 export const InstanceConfigFile = v.pipe(
   v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), 'must be a JSON object'),
@@ -97,6 +110,13 @@ export const InstanceConfigFile = v.pipe(
             link_secret_file: v.optional(v.pipe(v.string('must be a file path'), v.minLength(1, 'must be a file path'))),
           }),
         ),
+        /**
+         * TLS of the agent's listeners and of its outgoing calls, with MindIE's item set
+         * (`ca_cert`, `tls_cert`, `tls_key`, `tls_passwd`, `tls_crl`): `management_*` for the
+         * management listener, `inference_*` for a simulated engine's inference listener, `client_*`
+         * for calls to other instances' management listeners.
+         */
+        tls: v.optional(InstanceTlsSection),
         /** Caps of the device link ports (unset keys take the runtime's defaults). */
         link_port: v.optional(
           v.object({

@@ -10,7 +10,7 @@
  * engine_ip:(base + d) with one random link base port for the whole cluster (the role API derives
  * peer link ports from it). A start that fails on a taken address retries with new ones.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { engineConfig, refreshBody, roleBody, topologyEntry, type EngineLayout } from './cluster-bodies.ts';
@@ -33,6 +33,12 @@ export interface SimClusterOptions {
   readonly model?: string;
   /** Simulator settings of every engine (defaults: small and fast, see CLUSTER_ENGINE_DEFAULTS). */
   readonly engine?: Partial<SimEngineSettings>;
+  /**
+   * Runs the whole cluster over mutual TLS: every listener requires a client certificate of the CA,
+   * the Coordinator's legs and every call of the cluster's own go over https with the client
+   * certificate. Called with the cluster's addresses, for a server certificate that names them.
+   */
+  readonly tls?: (ips: readonly string[]) => SimClusterTls;
   /** The Coordinator's configuration file (ms_coordinator.json layout). */
   readonly coordinatorConfig?: Record<string, unknown>;
   /** Each output line of every process, prefixed with its name. */
@@ -55,6 +61,15 @@ export const CLUSTER_ENGINE_DEFAULTS: SimEngineSettings = {
   pullTimeoutMs: 5_000,
 };
 
+/** PEM file paths for a TLS cluster: one CA, one server certificate for every listener, one client certificate. */
+export interface SimClusterTls {
+  readonly caCert: string;
+  readonly serverCert: string;
+  readonly serverKey: string;
+  readonly clientCert: string;
+  readonly clientKey: string;
+}
+
 export interface SimEngineHandle extends EngineLayout {
   process: ManagedProcess;
   readonly manageUrl: string;
@@ -70,6 +85,22 @@ export class SimCluster {
   readonly #net: string;
   readonly #linkBasePort: number;
   readonly #options: SimClusterOptions;
+  readonly #tls: SimClusterTls | undefined;
+  /** Bun's fetch `tls` for the cluster's own calls when it runs over TLS. */
+  readonly #clientTls: { ca: string; cert: string; key: string } | undefined;
+
+  /** The PEM files when the cluster runs over TLS (a controller over it uses them too). */
+  get tlsFiles(): SimClusterTls | undefined {
+    return this.#tls;
+  }
+
+  /**
+   * fetch, over https with the cluster's client certificate when it runs over TLS.
+   * @example const res = await cluster.fetch(`${cluster.proxyUrl}/v1/models`);
+   */
+  fetch(url: string, init: RequestInit = {}): Promise<Response> {
+    return fetch(url, this.#clientTls === undefined ? init : { ...init, tls: this.#clientTls });
+  }
 
   private constructor(
     options: SimClusterOptions,
@@ -78,7 +109,13 @@ export class SimCluster {
     linkBasePort: number,
     coordinator: ManagedProcess,
     engines: SimEngineHandle[],
+    tls: SimClusterTls | undefined,
   ) {
+    this.#tls = tls;
+    this.#clientTls =
+      tls === undefined
+        ? undefined
+        : { ca: readFileSync(tls.caCert, 'utf8'), cert: readFileSync(tls.clientCert, 'utf8'), key: readFileSync(tls.clientKey, 'utf8') };
     this.#net = net;
     this.#options = options;
     this.model = options.model ?? 'pdlink-sim';
@@ -127,8 +164,9 @@ export class SimCluster {
       layouts.push({ name: `d${i}`, role: 'decode', id: 200 + i, ip: `${net}.${2 + layouts.length}`, devices: options.devices ?? 1 });
     const started: ManagedProcess[] = [];
     try {
+      const tls = options.tls?.([`${net}.1`, ...layouts.map((l) => l.ip)]);
       const configPath = join(dir, 'ms_coordinator.json');
-      writeFileSync(configPath, JSON.stringify(options.coordinatorConfig ?? {}));
+      writeFileSync(configPath, JSON.stringify(coordinatorConfigOf(options.coordinatorConfig ?? {}, tls)));
       const coordinator = await spawnListening({
         name: 'coordinator',
         command: [
@@ -157,7 +195,7 @@ export class SimCluster {
       const engines = await Promise.all(
         layouts.map(async (layout): Promise<SimEngineHandle> => {
           const path = join(dir, `${layout.name}.json`);
-          writeFileSync(path, JSON.stringify(engineConfig(layout, linkBasePort)));
+          writeFileSync(path, JSON.stringify(withEngineTls(engineConfig(layout, linkBasePort), tls)));
           const proc = await spawnListening({
             name: layout.name,
             command: [
@@ -172,7 +210,7 @@ export class SimCluster {
           return { ...layout, process: proc, manageUrl: proc.urls['management']!, inferenceUrl: proc.urls['inference']! };
         }),
       );
-      return new SimCluster(options, dir, net, linkBasePort, coordinator, engines);
+      return new SimCluster(options, dir, net, linkBasePort, coordinator, engines, tls);
     } catch (err) {
       await Promise.all(started.map((p) => p.stop('SIGKILL')));
       rmSync(dir, { recursive: true, force: true });
@@ -241,7 +279,7 @@ export class SimCluster {
    * @example await cluster.postRole(d0, cluster.prefills);
    */
   async postRole(engine: SimEngineHandle, peers: readonly EngineLayout[]): Promise<void> {
-    const res = await fetch(`${engine.manageUrl}/v1/role/${engine.role}`, {
+    const res = await this.fetch(`${engine.manageUrl}/v1/role/${engine.role}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(roleBody(engine, peers)),
@@ -251,7 +289,7 @@ export class SimCluster {
 
   /** `service.roleStatus` of an engine's agent. */
   async roleStatus(engine: SimEngineHandle): Promise<string> {
-    const res = await fetch(`${engine.manageUrl}/v1/status`);
+    const res = await this.fetch(`${engine.manageUrl}/v1/status`);
     return ((await res.json()) as { service: { roleStatus: string } }).service.roleStatus;
   }
 
@@ -264,7 +302,7 @@ export class SimCluster {
       .filter((e) => e.process.running() && !(options.exclude ?? []).includes(e.name))
       .map((e) => ({ engine: e, inferencePort: Number(new URL(e.inferenceUrl).port), managementPort: Number(new URL(e.manageUrl).port) }));
     const body = refreshBody(entries, this.model, this.settings);
-    const res = await fetch(`${this.coordinatorUrl}/v1/instances/refresh`, {
+    const res = await this.fetch(`${this.coordinatorUrl}/v1/instances/refresh`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -310,7 +348,7 @@ export class SimCluster {
       devices: this.#options.devices ?? 1,
     };
     const path = join(this.#dir, `${layout.name}.json`);
-    writeFileSync(path, JSON.stringify(engineConfig(layout, this.#linkBasePort)));
+    writeFileSync(path, JSON.stringify(withEngineTls(engineConfig(layout, this.#linkBasePort), this.#tls)));
     const proc = await spawnListening({
       name: layout.name,
       command: [process.execPath, join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts'), ...engineArgs(layout, path, this.model, this.settings)],
@@ -331,7 +369,7 @@ export class SimCluster {
     const engine = this.engine(name);
     await engine.process.stop('SIGKILL');
     const path = join(this.#dir, `${engine.name}.json`);
-    writeFileSync(path, JSON.stringify(engineConfig(engine, this.#linkBasePort)));
+    writeFileSync(path, JSON.stringify(withEngineTls(engineConfig(engine, this.#linkBasePort), this.#tls)));
     const manage = new URL(engine.manageUrl);
     const inference = new URL(engine.inferenceUrl);
     engine.process = await spawnListening({
@@ -354,7 +392,7 @@ export class SimCluster {
    * @example await cluster.faults('p0', { prefill_status: { status: 500 } });
    */
   async faults(name: string, body: Record<string, unknown>): Promise<void> {
-    const res = await fetch(`${this.engine(name).manageUrl}/sim/faults`, {
+    const res = await this.fetch(`${this.engine(name).manageUrl}/sim/faults`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -364,7 +402,7 @@ export class SimCluster {
 
   /** `GET /sim/status` of an engine. */
   async simStatus(name: string): Promise<{ requests: Record<string, number>; kv: Record<string, number> }> {
-    return (await (await fetch(`${this.engine(name).manageUrl}/sim/status`)).json()) as {
+    return (await (await this.fetch(`${this.engine(name).manageUrl}/sim/status`)).json()) as {
       requests: Record<string, number>;
       kv: Record<string, number>;
     };
@@ -373,8 +411,9 @@ export class SimCluster {
   /** `GET /sim/requests` of an engine, optionally for one request id. */
   async requests(name: string, requestId?: string): Promise<Record<string, unknown>[]> {
     const query = requestId === undefined ? '' : `?request_id=${encodeURIComponent(requestId)}`;
-    return ((await (await fetch(`${this.engine(name).manageUrl}/sim/requests${query}`)).json()) as { requests: Record<string, unknown>[] })
-      .requests;
+    return (
+      (await (await this.fetch(`${this.engine(name).manageUrl}/sim/requests${query}`)).json()) as { requests: Record<string, unknown>[] }
+    ).requests;
   }
 
   /**
@@ -433,6 +472,46 @@ function engineArgs(layout: EngineLayout, configPath: string, model: string, s: 
     '--pull_timeout_ms',
     String(s.pullTimeoutMs),
   ];
+}
+
+/** The Coordinator's file with MindIE's tls_config switched on for both listeners and the engine legs. */
+function coordinatorConfigOf(config: Record<string, unknown>, tls: SimClusterTls | undefined): Record<string, unknown> {
+  if (tls === undefined) return config;
+  const server = { ca_cert: tls.caCert, tls_cert: tls.serverCert, tls_key: tls.serverKey };
+  const client = { ca_cert: tls.caCert, tls_cert: tls.clientCert, tls_key: tls.clientKey };
+  return {
+    ...config,
+    tls_config: {
+      controller_server_tls_enable: true,
+      controller_server_tls_items: server,
+      request_server_tls_enable: true,
+      request_server_tls_items: server,
+      mindie_client_tls_enable: true,
+      mindie_client_tls_items: client,
+    },
+  };
+}
+
+/** An engine's file with `pdlink.tls` on for both listeners and its calls to other engines. */
+function withEngineTls(config: Record<string, unknown>, tls: SimClusterTls | undefined): Record<string, unknown> {
+  if (tls === undefined) return config;
+  const server = { ca_cert: tls.caCert, tls_cert: tls.serverCert, tls_key: tls.serverKey };
+  const client = { ca_cert: tls.caCert, tls_cert: tls.clientCert, tls_key: tls.clientKey };
+  const pdlink = (config['pdlink'] ?? {}) as Record<string, unknown>;
+  return {
+    ...config,
+    pdlink: {
+      ...pdlink,
+      tls: {
+        management_tls_enable: true,
+        management_tls_items: server,
+        inference_tls_enable: true,
+        inference_tls_items: server,
+        client_tls_enable: true,
+        client_tls_items: client,
+      },
+    },
+  };
 }
 
 function spawnExtras(options: SimClusterOptions): { onLine?: (line: string) => void; deadlineMs?: number } {

@@ -27,7 +27,21 @@ export function writeTopology(
   engines: readonly SimEngineHandle[],
   timing: Record<string, number>,
 ): void {
-  const body = { coordinators: [cluster.coordinatorUrl], timing, instances: engines.map((e) => cluster.topologyEntry(e)) };
+  const body: Record<string, unknown> = {
+    coordinators: [cluster.coordinatorUrl],
+    timing,
+    instances: engines.map((e) => cluster.topologyEntry(e)),
+  };
+  const tls = cluster.tlsFiles;
+  if (tls !== undefined) {
+    // The controller's listener and its calls use the cluster's certificates, like every other process.
+    body['tls'] = {
+      server_tls_enable: true,
+      server_tls_items: { ca_cert: tls.caCert, tls_cert: tls.serverCert, tls_key: tls.serverKey },
+      client_tls_enable: true,
+      client_tls_items: { ca_cert: tls.caCert, tls_cert: tls.clientCert, tls_key: tls.clientKey },
+    };
+  }
   writeFileSync(path, JSON.stringify(body, null, 2));
 }
 

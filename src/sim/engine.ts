@@ -9,6 +9,7 @@ import { BlockPool } from './block-pool.ts';
 import { FaultPlan } from './faults.ts';
 import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
 import { ReleaseNotifier } from './release-notifier.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { SharedScratch } from './scratch.ts';
 import { finish, RequestLog, type Leg } from './request-log.ts';
 import type { SimKind } from './request.ts';
@@ -61,7 +62,7 @@ export class SimEngine implements LegEngine {
   readonly faults = new FaultPlan();
   readonly log = new RequestLog();
   /** Notices to prefillers that this engine (as a decoder) is done with their blocks. */
-  readonly releases = new ReleaseNotifier();
+  readonly releases: ReleaseNotifier;
   /** Shared buffers that carry KV bytes to the transfer workers. */
   readonly scratch = new SharedScratch();
   /** One block pool per device, by endpoint. */
@@ -81,6 +82,7 @@ export class SimEngine implements LegEngine {
   constructor(options: SimEngineOptions) {
     this.options = options;
     this.role = options.role;
+    this.releases = new ReleaseNotifier(undefined, options.notifyTls);
     this.pools = new Map(
       options.devices.map((d) => [
         d.endpoint,

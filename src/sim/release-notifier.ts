@@ -4,6 +4,8 @@
  * under load the notices cost a handful of requests instead of one per decoded request.
  */
 
+import type { ClientTlsOptions } from '../core/tls-options.ts';
+
 /** Longest wait for one notice; a lost one is covered by the prefiller's lease. */
 export const RELEASE_TIMEOUT_MS = 5_000;
 
@@ -15,13 +17,16 @@ interface Target {
 export class ReleaseNotifier {
   readonly #targets = new Map<string, Target>();
   readonly #post: (url: string, ids: readonly string[]) => Promise<void>;
+  readonly #scheme: 'http' | 'https';
 
   /**
-   * A notifier that POSTs over HTTP, or through `post` (tests).
+   * A notifier that POSTs over HTTP (over https with `tls`, for prefillers whose management
+   * listener requires TLS), or through `post` (tests).
    * @example const notifier = new ReleaseNotifier(); notifier.notify('127.0.0.2', 31000, 'req-1#4');
    */
-  constructor(post: (url: string, ids: readonly string[]) => Promise<void> = postRelease) {
-    this.#post = post;
+  constructor(post?: (url: string, ids: readonly string[]) => Promise<void>, tls?: ClientTlsOptions) {
+    this.#post = post ?? ((url, ids) => postRelease(url, ids, tls));
+    this.#scheme = tls === undefined ? 'http' : 'https';
   }
 
   /**
@@ -30,7 +35,7 @@ export class ReleaseNotifier {
    * @example notifier.notify(kv.host, kv.port, kv.remoteRequestId);
    */
   notify(host: string, port: number, remoteRequestId: string): void {
-    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}/sim/kv/release`;
+    const url = `${this.#scheme}://${host.includes(':') ? `[${host}]` : host}:${port}/sim/kv/release`;
     let target = this.#targets.get(url);
     if (target === undefined) {
       target = { pending: [], sending: false };
@@ -51,8 +56,9 @@ export class ReleaseNotifier {
   }
 }
 
-async function postRelease(url: string, ids: readonly string[]): Promise<void> {
+async function postRelease(url: string, ids: readonly string[], tls: ClientTlsOptions | undefined): Promise<void> {
   const res = await fetch(url, {
+    ...(tls === undefined ? {} : { tls }),
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ remote_request_ids: ids }),

@@ -3,6 +3,7 @@
  * each leg (prefill.ts, decode.ts, local.ts) has of the engine that runs it. They live apart from
  * engine.ts so that the legs import types downward and only the engine's callers import the engine.
  */
+import type { ClientTlsOptions } from '../core/tls-options.ts';
 import type { BlockPool } from './block-pool.ts';
 import type { FaultPlan } from './faults.ts';
 import type { SimKv } from './kv-port.ts';
@@ -40,6 +41,8 @@ export interface SimEngineOptions {
   readonly crash?: () => void;
   /** Tells a prefiller that its blocks of a request may be freed (default: the engine's ReleaseNotifier). */
   readonly notifyDone?: (host: string, port: number, remoteRequestId: string) => Promise<void>;
+  /** The client side of release notices when prefillers' management listeners require TLS. */
+  readonly notifyTls?: ClientTlsOptions;
 }
 
 /** Where decoders reach this engine to free its blocks: the management listener. */

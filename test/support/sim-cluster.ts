@@ -17,7 +17,7 @@ export const E2E_DEADLINE_MS = 20_000;
  * @example const res = await proxyPost(cluster, '/v1/completions', body, 'req-1');
  */
 export function proxyPost(cluster: SimCluster, path: string, body: unknown, requestId: string, signal?: AbortSignal): Promise<Response> {
-  return fetch(`${cluster.proxyUrl}${path}`, {
+  return cluster.fetch(`${cluster.proxyUrl}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-request-id': requestId },
     body: JSON.stringify(body),
