@@ -31,6 +31,8 @@ export { KvLedger } from './ledger/index.ts';
 export type { TransferRecord, TransferState, LedgerSnapshot, ReserveRequest, InstanceLoad } from './ledger/index.ts';
 export { createInstanceAgent } from './apps/agent.ts';
 export type { InstanceAgent, InstanceAgentOptions, AgentDevice } from './apps/agent.ts';
+export { createControllerApp } from './apps/controller.ts';
+export type { ControllerApp, ControllerAppOptions } from './apps/controller.ts';
 export { LinkManager } from './links/manager.ts';
 export type { Transfers } from './agent/transfers/transfers.ts';
 export type { TransferResult, CallStatus } from './agent/transfers/types.ts';
