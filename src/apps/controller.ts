@@ -8,6 +8,8 @@ import { Controller, type ControllerEvents } from '../controller/controller.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
+import { ManagementClient } from '../controller/outgoing.ts';
+import { managementAuth } from '../http/auth.ts';
 import { controllerRoutes } from '../http/controller.ts';
 import { controllerSource } from '../http/dashboard-controller.ts';
 import { DashboardFeed } from '../http/dashboard-feed.ts';
@@ -27,6 +29,8 @@ export interface ControllerAppOptions {
   /** Also export process metrics; the CLI turns this on. */
   readonly processMetrics?: boolean;
   readonly log?: (line: string) => void;
+  /** Bearer token this app requires (but on probes) and the controller sends to agents and Coordinators. */
+  readonly managementToken?: string | undefined;
 }
 
 export interface ControllerApp {
@@ -61,7 +65,12 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
       source.events.evaluated(ms);
     },
   };
-  const controller: Controller = new Controller({ spec: options.spec, events, ...(options.log === undefined ? {} : { log: options.log }) });
+  const controller: Controller = new Controller({
+    spec: options.spec,
+    events,
+    client: new ManagementClient(options.spec.timing.httpTimeoutMs, options.managementToken),
+    ...(options.log === undefined ? {} : { log: options.log }),
+  });
   m.watch(controller);
   const devices = rankDevices(options.rankTable);
   const defaults = options.staticDefaults ?? {};
@@ -69,6 +78,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(onNotFound);
+  managementApp.use('*', managementAuth(options.managementToken));
   managementApp.route('/', controllerRoutes({ controller, resolve: (entry) => desiredInstance(entry, '', defaults, devices) }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
   const dashboard = new DashboardFeed(source);

@@ -69,7 +69,13 @@ export async function runController(argv: string[]): Promise<void> {
   const log = (line: string): void => console.log(`pdlink controller: ${line}`);
   const app = createControllerApp({ ...loaded, processMetrics: true, log });
   const listeners = await startListeners([
-    { name: 'controller', hostname: args.manageIp, port: args.managePort, fetch: app.managementApp.fetch },
+    {
+      name: 'controller',
+      hostname: args.manageIp,
+      port: args.managePort,
+      fetch: app.managementApp.fetch,
+      maxConnections: loaded.maxConnections,
+    },
   ]);
   app.controller.start();
 

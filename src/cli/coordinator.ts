@@ -4,6 +4,8 @@
 import { createCoordinator } from '../apps/coordinator.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
+import { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { openAiErrorBody } from '../proxy/errors.ts';
 import { parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 
@@ -49,7 +51,18 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     return;
   }
   const settings = resolveCoordinatorSettings(args, process.env, process.cwd());
+  const { security } = settings;
+  // Its own listeners are refused as instances (a refresh must not make the proxy call itself).
+  const addressPolicy = new InstanceAddressPolicy(security.allowedNetworks, [
+    { ip: settings.manage.ip, port: settings.manage.port },
+    { ip: settings.predict.ip, port: settings.predict.port },
+  ]);
   const coordinator = createCoordinator({
+    ...(security.managementToken === undefined ? {} : { managementToken: security.managementToken }),
+    ...(security.apiKeys === undefined ? {} : { apiKeys: security.apiKeys }),
+    forwardAuthorization: security.forwardAuthorization,
+    addressPolicy,
+    ...(security.rateLimit === undefined ? {} : { rateLimit: security.rateLimit }),
     bodyLimitBytes: settings.bodyLimitBytes,
     policy: settings.policy,
     circuitCooldownMs: settings.circuitCooldownMs,
@@ -67,6 +80,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
         fetch: coordinator.managementApp.fetch,
         ...(settings.manage.tls ? { tls: settings.manage.tls } : {}),
         idleTimeoutSeconds: settings.keepAliveSeconds,
+        maxConnections: security.maxConnections,
       },
       {
         name: 'inference',
@@ -75,6 +89,8 @@ export async function runCoordinator(argv: string[]): Promise<void> {
         fetch: coordinator.inferenceApp.fetch,
         ...(settings.predict.tls ? { tls: settings.predict.tls } : {}),
         idleTimeoutSeconds: settings.keepAliveSeconds,
+        maxConnections: security.maxConnections,
+        renderRefusal: openAiErrorBody,
       },
     ]);
   } catch (err) {
@@ -82,6 +98,11 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     await coordinator.close();
     throw err;
   }
+  const [manage, predict] = listeners;
+  addressPolicy.addOwn([
+    { ip: settings.manage.ip, port: manage!.port },
+    { ip: settings.predict.ip, port: predict!.port },
+  ]);
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
     await coordinator.close();

@@ -76,7 +76,15 @@ export async function runInstance(argv: string[]): Promise<void> {
   let listeners;
   try {
     listeners = await startListeners(
-      [{ name: 'management', hostname: settings.manage.ip, port: settings.manage.port, fetch: agent.managementApp.fetch }],
+      [
+        {
+          name: 'management',
+          hostname: settings.manage.ip,
+          port: settings.manage.port,
+          fetch: agent.managementApp.fetch,
+          maxConnections: settings.management.maxConnections,
+        },
+      ],
       deviceLines,
     );
   } catch (err) {

@@ -6,6 +6,7 @@
  * `npm start` in another terminal, that refresh and one curl give a first completion through the
  * PD proxy. Runs until SIGINT/SIGTERM, then stops both engines.
  */
+import { readManagementToken } from '../config/secret-file.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -134,10 +135,16 @@ async function startEngine(layout: EngineLayout, dir: string, model: string): Pr
 async function postRole(engine: ManagedProcess, layout: EngineLayout, peers: EngineLayout[]): Promise<void> {
   const res = await fetch(`${engine.urls['management']}/v1/role/${layout.role}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...managementAuthorization() },
     body: JSON.stringify(roleBody(layout, peers)),
   });
   if (res.status !== 200) throw new ConfigError(`role post to the ${layout.role} engine answered ${res.status}: ${await res.text()}`);
+}
+
+/** The engines inherit PDLINK_MANAGEMENT_TOKEN_FILE; the calls made here carry that token. */
+function managementAuthorization(): Record<string, string> {
+  const token = readManagementToken(undefined, process.env);
+  return token === undefined ? {} : { authorization: `Bearer ${token}` };
 }
 
 async function untilReady(engine: ManagedProcess, stopped: Promise<void>): Promise<void> {
@@ -147,7 +154,9 @@ async function untilReady(engine: ManagedProcess, stopped: Promise<void>): Promi
   await until(
     async () => {
       if (signalled) return true;
-      const status = (await (await fetch(`${engine.urls['management']}/v1/status`)).json()) as { service: { roleStatus: string } };
+      const status = (await (await fetch(`${engine.urls['management']}/v1/status`, { headers: managementAuthorization() })).json()) as {
+        service: { roleStatus: string };
+      };
       last = status.service.roleStatus;
       return last === 'RoleReady' ? true : undefined;
     },

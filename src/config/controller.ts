@@ -9,6 +9,8 @@ import { clusterSpec } from '../controller/spec.ts';
 import type { ClusterSpec } from '../controller/types.ts';
 import { MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 import { loadConfigFile } from './load.ts';
+import { readManagementToken } from './secret-file.ts';
+import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
 
 export interface LoadedTopology {
   readonly spec: ClusterSpec;
@@ -16,18 +18,29 @@ export interface LoadedTopology {
   readonly rankTable: RankTableFile | undefined;
   /** The file's static_info defaults, for instances added through the API. */
   readonly staticDefaults: NonNullable<TopologyFile['static_info']>;
+  /** `pdlink.auth.management_token_file`: required on this listener and sent to agents and Coordinators. */
+  readonly managementToken?: string;
+  /** `pdlink.http.max_connections` of the controller's listener. */
+  readonly maxConnections: number;
 }
 
 /**
  * Loads and resolves a topology file.
  * @example const { spec } = loadTopology('cluster.json');
  */
-export function loadTopology(path: string): LoadedTopology {
+export function loadTopology(path: string, env: Record<string, string | undefined> = process.env): LoadedTopology {
   const file = loadConfigFile(path, TopologyFile);
   const near = (p: string) => resolve(dirname(path), p);
   const ms = file.ms_controller === undefined ? undefined : loadConfigFile(near(file.ms_controller), MsControllerFile);
   const rankTable = file.rank_table === undefined ? undefined : loadConfigFile(near(file.rank_table), RankTableFile);
   const result = clusterSpec(file, ms, rankTable);
   if (!result.ok) throw new ConfigError(`config file ${path}: ${describeIssues(result.issues)}`);
-  return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {} };
+  const managementToken = readManagementToken(file.pdlink?.auth?.management_token_file, env);
+  return {
+    spec: result.spec,
+    rankTable,
+    staticDefaults: file.static_info ?? {},
+    maxConnections: file.pdlink?.http?.max_connections ?? DEFAULT_MAX_CONNECTIONS,
+    ...(managementToken === undefined ? {} : { managementToken }),
+  };
 }

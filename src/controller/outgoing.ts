@@ -1,7 +1,7 @@
 /**
  * Every call the controller makes (role posts, status polls, snapshots, Coordinator probes) goes
- * through this client, so the headers they carry are decided in one place: when the management
- * token exists, `#headers()` is where it is added.
+ * through this client, so the headers they carry are decided in one place: `#headers()` adds the
+ * management token when the cluster has one.
  */
 
 export interface OutgoingReply {
@@ -17,10 +17,15 @@ export interface Outgoing {
 
 export class ManagementClient implements Outgoing {
   readonly #timeoutMs: number;
+  readonly #authorization: string | undefined;
 
-  /** @example const client = new ManagementClient(5000); */
-  constructor(timeoutMs: number) {
+  /**
+   * @param token The cluster's management token, sent as `Authorization: Bearer` on every call.
+   * @example const client = new ManagementClient(5000, token);
+   */
+  constructor(timeoutMs: number, token?: string) {
     this.#timeoutMs = timeoutMs;
+    this.#authorization = token === undefined ? undefined : `Bearer ${token}`;
   }
 
   /**
@@ -44,7 +49,9 @@ export class ManagementClient implements Outgoing {
   }
 
   #headers(): Record<string, string> {
-    return { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.#authorization !== undefined) headers['authorization'] = this.#authorization;
+    return headers;
   }
 
   async #call(url: string, init: RequestInit): Promise<OutgoingReply> {

@@ -5,6 +5,7 @@
  * of `POST /v1/cluster/instances`, so a file and the API cannot drift apart.
  */
 import * as v from 'valibot';
+import { HttpCaps, SecretFilePath } from './security.ts';
 
 /** Most instances one controller manages: a snapshot's cap (MindIE's 4096). */
 export const MAX_CLUSTER_INSTANCES = 4096;
@@ -99,6 +100,13 @@ export const TopologyFile = v.pipe(
     rank_table: v.optional(v.pipe(v.string('must be a path'), v.minLength(1, 'must not be empty'))),
     /** Defaults of every instance's static_info. */
     static_info: v.optional(StaticInfo),
+    /** Security: the management token this controller requires and sends (env PDLINK_MANAGEMENT_TOKEN_FILE), its listener cap. */
+    pdlink: v.optional(
+      v.strictObject({
+        auth: v.optional(v.strictObject({ management_token_file: v.optional(SecretFilePath) })),
+        http: v.optional(HttpCaps),
+      }),
+    ),
     instances: v.pipe(
       v.array(InstanceEntry, 'must be an array of instances'),
       v.maxLength(MAX_CLUSTER_INSTANCES, `must list at most ${MAX_CLUSTER_INSTANCES} instances`),

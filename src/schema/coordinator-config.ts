@@ -5,6 +5,7 @@
  * used unchanged. The scheduler and the proxy take plain option objects resolved from it.
  */
 import * as v from 'valibot';
+import { AllowedNetworks, HttpCaps, SecretFilePath } from './security.ts';
 import { INT32_MAX } from '../core/limits.ts';
 
 export const MIN_PORT = 1024;
@@ -124,6 +125,30 @@ export const CoordinatorConfigFile = v.looseObject({
     }),
   ),
   proxy_config: v.optional(ProxyConfigSection),
+  /** pdlink's own security settings: bearer secrets, the instance allow-list, listener caps, the rate limit. */
+  pdlink: v.optional(
+    v.looseObject({
+      auth: v.optional(
+        v.looseObject({
+          management_token_file: v.optional(SecretFilePath),
+          api_keys_file: v.optional(SecretFilePath),
+        }),
+      ),
+      proxy: v.optional(v.looseObject({ forward_authorization: v.optional(v.boolean('must be a boolean')) })),
+      allowed_instance_networks: v.optional(AllowedNetworks),
+      http: v.optional(HttpCaps),
+      rate_limit: v.optional(
+        v.looseObject({
+          requests_per_second: v.pipe(
+            v.number('must be a number'),
+            v.minValue(0.001, 'must be > 0'),
+            v.maxValue(1_000_000, 'must be ≤ 1000000'),
+          ),
+          burst: v.optional(intIn(1, 1_000_000)),
+        }),
+      ),
+    }),
+  ),
   tls_config: v.optional(
     v.looseObject({
       controller_server_tls_enable: v.optional(v.boolean('must be a boolean')),

@@ -4,6 +4,7 @@
  */
 import { INT32_MAX } from '../core/limits.ts';
 import { isIP } from 'node:net';
+import { AllowedNetworks, HttpCaps, SecretFilePath } from './security.ts';
 import * as v from 'valibot';
 
 /** First link port: device `d` listens on `device_ip:(link_base_port + d)`. */
@@ -95,8 +96,14 @@ export const InstanceConfigFile = v.pipe(
           v.object({
             /** The cluster secret every device link must prove (env PDLINK_LINK_SECRET_FILE). */
             link_secret_file: v.optional(v.pipe(v.string('must be a file path'), v.minLength(1, 'must be a file path'))),
+            /** The management listener's bearer token (env PDLINK_MANAGEMENT_TOKEN_FILE). */
+            management_token_file: v.optional(SecretFilePath),
           }),
         ),
+        /** Peer addresses role posts and link calls may name (CIDRs); unset = all but the ones always refused. */
+        allowed_instance_networks: v.optional(AllowedNetworks),
+        /** Caps of the management listener. */
+        http: v.optional(HttpCaps),
         /** Caps of the device link ports (unset keys take the runtime's defaults). */
         link_port: v.optional(
           v.object({

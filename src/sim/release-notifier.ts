@@ -14,15 +14,18 @@ interface Target {
 
 export class ReleaseNotifier {
   readonly #targets = new Map<string, Target>();
-  readonly #post: (url: string, ids: readonly string[]) => Promise<void>;
+  readonly #post: (url: string, ids: readonly string[], token?: string) => Promise<void>;
 
   /**
    * A notifier that POSTs over HTTP, or through `post` (tests).
    * @example const notifier = new ReleaseNotifier(); notifier.notify('127.0.0.2', 31000, 'req-1#4');
    */
-  constructor(post: (url: string, ids: readonly string[]) => Promise<void> = postRelease) {
+  constructor(post: (url: string, ids: readonly string[], token?: string) => Promise<void> = postRelease) {
     this.#post = post;
   }
+
+  /** The management token the prefillers' listeners require (the cluster shares one). */
+  token: string | undefined;
 
   /**
    * Queues a notice; it leaves at once unless one to the same prefiller is in flight, in which
@@ -45,16 +48,16 @@ export class ReleaseNotifier {
     while (target.pending.length > 0) {
       const ids = target.pending;
       target.pending = [];
-      await this.#post(url, ids).catch(() => {});
+      await this.#post(url, ids, this.token).catch(() => {});
     }
     target.sending = false;
   }
 }
 
-async function postRelease(url: string, ids: readonly string[]): Promise<void> {
+async function postRelease(url: string, ids: readonly string[], token?: string): Promise<void> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
     body: JSON.stringify({ remote_request_ids: ids }),
     signal: AbortSignal.timeout(RELEASE_TIMEOUT_MS),
   });
