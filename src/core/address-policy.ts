@@ -2,7 +2,7 @@
  * Which instance addresses a Coordinator or an agent may be told to talk to. Without it, whoever
  * reaches a management API can point the proxy or a device link at any host — a cloud metadata
  * address, a port scan, the Coordinator itself in a loop. Addresses that are never an instance
- * (link-local, unspecified, multicast) and the process's own listeners are always refused; when
+ * (link-local, multicast, broadcast) and the process's own listeners are always refused; when
  * `pdlink.allowed_instance_networks` is set, only addresses inside those CIDRs are accepted.
  */
 import { BlockList, isIP } from 'node:net';
@@ -12,15 +12,25 @@ export interface OwnListener {
   readonly port: number;
 }
 
-/** Never an instance: link-local (cloud metadata lives there), unspecified and multicast. */
+/** Never an instance: link-local (cloud metadata lives there) and multicast/broadcast. */
 const NEVER: readonly [string, number, 'ipv4' | 'ipv6'][] = [
   ['169.254.0.0', 16, 'ipv4'],
-  ['0.0.0.0', 8, 'ipv4'],
   ['224.0.0.0', 4, 'ipv4'],
   ['255.255.255.255', 32, 'ipv4'],
   ['fe80::', 10, 'ipv6'],
-  ['::', 128, 'ipv6'],
   ['ff00::', 8, 'ipv6'],
+];
+
+/**
+ * This host: loopback and the unspecified address (which connects to this host). The seed's own
+ * refresh example names `0.0.0.0`, so without an allow-list these pass like loopback; with one,
+ * they must be inside it; and they always match this process's own listeners.
+ */
+const LOCAL: readonly [string, number, 'ipv4' | 'ipv6'][] = [
+  ['127.0.0.0', 8, 'ipv4'],
+  ['0.0.0.0', 32, 'ipv4'],
+  ['::1', 128, 'ipv6'],
+  ['::', 128, 'ipv6'],
 ];
 
 /**
@@ -41,6 +51,7 @@ export function parseCidr(cidr: string): { address: string; prefix: number; fami
 
 export class InstanceAddressPolicy {
   readonly #never = new BlockList();
+  readonly #local = new BlockList();
   readonly #allowed: BlockList | undefined;
   readonly #own: OwnListener[];
 
@@ -51,6 +62,7 @@ export class InstanceAddressPolicy {
    */
   constructor(allowedNetworks: readonly string[] | undefined, own: readonly OwnListener[] = []) {
     for (const [address, prefix, family] of NEVER) this.#never.addSubnet(address, prefix, family);
+    for (const [address, prefix, family] of LOCAL) this.#local.addSubnet(address, prefix, family);
     if (allowedNetworks !== undefined) {
       this.#allowed = new BlockList();
       for (const cidr of allowedNetworks) {
@@ -63,16 +75,24 @@ export class InstanceAddressPolicy {
 
   /**
    * Why an address (and port, when known) may not be an instance, or undefined when it may.
-   * @example policy.refusal('169.254.169.254') // 'link-local, unspecified or multicast addresses are never instances'
+   * @example policy.refusal('169.254.169.254') // 'link-local, multicast and broadcast addresses are never instances'
    */
   refusal(ip: string, port?: number): string | undefined {
     const version = isIP(ip);
     if (version === 0) return undefined; // not an address: the schema names that problem
     const family = version === 4 ? 'ipv4' : 'ipv6';
-    if (this.#never.check(ip, family)) return 'link-local, unspecified or multicast addresses are never instances';
+    if (this.#never.check(ip, family)) return 'link-local, multicast and broadcast addresses are never instances';
     if (this.#allowed !== undefined && !this.#allowed.check(ip, family)) return 'outside pdlink.allowed_instance_networks';
-    if (port !== undefined && this.#own.some((o) => o.port === port && sameHost(o.ip, ip))) return "is one of this process's own listeners";
+    if (port !== undefined && this.#own.some((o) => o.port === port && this.#sameHost(o.ip, ip))) return "is one of this process's own listeners";
     return undefined;
+  }
+
+  /** Two addresses of this host (loopback, unspecified) count as the same; otherwise equal text after IPv4-mapping. */
+  #sameHost(a: string, b: string): boolean {
+    const norm = (x: string) => x.replace(/^::ffff:/i, '').toLowerCase();
+    if (norm(a) === norm(b)) return true;
+    const local = (x: string) => this.#local.check(norm(x), isIP(norm(x)) === 4 ? 'ipv4' : 'ipv6');
+    return local(a) && local(b);
   }
 
   /**
@@ -82,9 +102,4 @@ export class InstanceAddressPolicy {
   addOwn(own: readonly OwnListener[]): void {
     this.#own.push(...own);
   }
-}
-
-function sameHost(a: string, b: string): boolean {
-  const norm = (x: string) => x.replace(/^::ffff:/i, '').toLowerCase();
-  return norm(a) === norm(b);
 }

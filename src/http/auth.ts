@@ -59,6 +59,18 @@ export function bearerOf(header: string | undefined | null): string | undefined 
 
 const CHALLENGE = { 'www-authenticate': 'Bearer' };
 
+/** The API key each accepted inference request came with, for the rate limit (the header may be gone by then). */
+const acceptedKeys = new WeakMap<Request, string>();
+
+/**
+ * The API key the inference auth accepted for this request; undefined when keys are off (a bearer
+ * the client chose freely must not name its rate-limit bucket, or it could pick a fresh one each time).
+ * @example const key = acceptedKeyOf(c.req.raw);
+ */
+export function acceptedKeyOf(request: Request): string | undefined {
+  return acceptedKeys.get(request);
+}
+
 /**
  * Management token check for every route but the probes; no token = open (the embedded loopback
  * default). A refused request gets 401 with the error envelope before any handler runs.
@@ -90,8 +102,10 @@ export interface InferenceAuthOptions {
 export function inferenceAuth(options: InferenceAuthOptions): MiddlewareHandler {
   const secrets = options.apiKeys === undefined ? undefined : new BearerSecrets(options.apiKeys);
   return async (c, next) => {
-    if (secrets !== undefined && !isProbePath(c.req.path) && !secrets.accepts(c.req.header('authorization'))) {
-      return c.json(openAiErrorBody(errors.unauthorized('API key')), 401, CHALLENGE);
+    if (secrets !== undefined && !isProbePath(c.req.path)) {
+      const header = c.req.header('authorization');
+      if (!secrets.accepts(header)) return c.json(openAiErrorBody(errors.unauthorized('API key')), 401, CHALLENGE);
+      acceptedKeys.set(c.req.raw, bearerOf(header)!);
     }
     if (!options.forwardAuthorization) c.req.raw.headers.delete('authorization');
     return next();

@@ -6,7 +6,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors } from '../core/errors.ts';
 import { openAiErrorBody } from '../proxy/errors.ts';
-import { bearerOf, isProbePath } from './auth.ts';
+import { acceptedKeyOf, isProbePath } from './auth.ts';
 
 export interface RateLimitSettings {
   /** Tokens added per second to each client's bucket. */
@@ -61,14 +61,14 @@ interface PeerSource {
 }
 
 /**
- * The middleware: keys by API key (its digest is not needed, the map stays in memory) or address.
- * @example inferenceApp.use('*', rateLimit({ ratePerSecond: 50, burst: 100 }));
+ * The middleware, mounted after `inferenceAuth`: keys by the accepted API key, else by address.
+ * @example inferenceApp.use('*', inferenceAuth(options)); inferenceApp.use('*', rateLimit({ ratePerSecond: 50, burst: 100 }));
  */
 export function rateLimit(settings: RateLimitSettings): MiddlewareHandler {
   const buckets = new TokenBuckets(settings);
   return async (c, next) => {
     if (isProbePath(c.req.path)) return next();
-    const key = bearerOf(c.req.header('authorization'));
+    const key = acceptedKeyOf(c.req.raw);
     const env = c.env as PeerSource | undefined;
     const client = key !== undefined ? `key:${key}` : `ip:${env?.requestIP?.(c.req.raw)?.address ?? 'unknown'}`;
     const wait = buckets.take(client);
