@@ -83,7 +83,8 @@ export class InstanceAddressPolicy {
     const family = version === 4 ? 'ipv4' : 'ipv6';
     if (this.#never.check(ip, family)) return 'link-local, multicast and broadcast addresses are never instances';
     if (this.#allowed !== undefined && !this.#allowed.check(ip, family)) return 'outside pdlink.allowed_instance_networks';
-    if (port !== undefined && this.#own.some((o) => o.port === port && this.#sameHost(o.ip, ip))) return "is one of this process's own listeners";
+    if (port !== undefined && this.#own.some((o) => o.port === port && this.#sameHost(o.ip, ip)))
+      return "is one of this process's own listeners";
     return undefined;
   }
 
