@@ -21,17 +21,15 @@ const NEVER: readonly [string, number, 'ipv4' | 'ipv6'][] = [
   ['ff00::', 8, 'ipv6'],
 ];
 
-/**
- * This host: loopback and the unspecified address (which connects to this host). The seed's own
- * refresh example names `0.0.0.0`, so without an allow-list these pass like loopback; with one,
- * they must be inside it; and they always match this process's own listeners.
- */
-const LOCAL: readonly [string, number, 'ipv4' | 'ipv6'][] = [
+/** Loopback: what a listener bound to the unspecified address also answers on. */
+const LOOPBACK: readonly [string, number, 'ipv4' | 'ipv6'][] = [
   ['127.0.0.0', 8, 'ipv4'],
-  ['0.0.0.0', 32, 'ipv4'],
   ['::1', 128, 'ipv6'],
-  ['::', 128, 'ipv6'],
 ];
+
+const UNSPECIFIED = new Set(['0.0.0.0', '::']);
+/** Where a connection to the unspecified address lands (Linux routes it to loopback). */
+const DEFAULT_LOOPBACK = new Set(['127.0.0.1', '::1']);
 
 /**
  * Parses `a.b.c.d/n` or `x::/n`; throws an Error naming the problem.
@@ -51,7 +49,7 @@ export function parseCidr(cidr: string): { address: string; prefix: number; fami
 
 export class InstanceAddressPolicy {
   readonly #never = new BlockList();
-  readonly #local = new BlockList();
+  readonly #loopback = new BlockList();
   readonly #allowed: BlockList | undefined;
   readonly #own: OwnListener[];
 
@@ -62,7 +60,7 @@ export class InstanceAddressPolicy {
    */
   constructor(allowedNetworks: readonly string[] | undefined, own: readonly OwnListener[] = []) {
     for (const [address, prefix, family] of NEVER) this.#never.addSubnet(address, prefix, family);
-    for (const [address, prefix, family] of LOCAL) this.#local.addSubnet(address, prefix, family);
+    for (const [address, prefix, family] of LOOPBACK) this.#loopback.addSubnet(address, prefix, family);
     if (allowedNetworks !== undefined) {
       this.#allowed = new BlockList();
       for (const cidr of allowedNetworks) {
@@ -88,12 +86,19 @@ export class InstanceAddressPolicy {
     return undefined;
   }
 
-  /** Two addresses of this host (loopback, unspecified) count as the same; otherwise equal text after IPv4-mapping. */
-  #sameHost(a: string, b: string): boolean {
+  /**
+   * Whether a connection to `named` reaches a listener bound to `own`: the same address; any
+   * loopback or unspecified address when the listener binds the unspecified one; and the
+   * unspecified address reaches a listener on 127.0.0.1 or ::1. Distinct loopback addresses are
+   * distinct listeners (the simulated clusters put each engine on its own).
+   */
+  #sameHost(own: string, named: string): boolean {
     const norm = (x: string) => x.replace(/^::ffff:/i, '').toLowerCase();
-    if (norm(a) === norm(b)) return true;
-    const local = (x: string) => this.#local.check(norm(x), isIP(norm(x)) === 4 ? 'ipv4' : 'ipv6');
-    return local(a) && local(b);
+    const [o, n] = [norm(own), norm(named)];
+    if (o === n) return true;
+    const loopback = (x: string) => this.#loopback.check(x, isIP(x) === 4 ? 'ipv4' : 'ipv6');
+    if (UNSPECIFIED.has(o)) return loopback(n) || UNSPECIFIED.has(n);
+    return UNSPECIFIED.has(n) && DEFAULT_LOOPBACK.has(o);
   }
 
   /**
