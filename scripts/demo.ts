@@ -34,7 +34,9 @@ function clusterIds(engine: SimEngineHandle): string {
 }
 
 async function held(cluster: SimCluster): Promise<number[]> {
-  const view = (await (await fetch(`${cluster.coordinatorUrl}/v1/instances`)).json()) as { instances: { id: number }[] };
+  const view = (await (await fetch(`${cluster.coordinatorUrl}/v1/instances`, { headers: cluster.authorization() })).json()) as {
+    instances: { id: number }[];
+  };
   return view.instances.map((i) => i.id).sort((a, b) => a - b);
 }
 
@@ -93,7 +95,7 @@ async function controllerPhase(cluster: SimCluster, controller: SimController): 
   const d2 = await cluster.spawnEngine('decode');
   const added = await fetch(`${controller.url}/v1/cluster/instances`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...cluster.authorization() },
     body: JSON.stringify(cluster.topologyEntry(d2)),
   });
   const joinMs = await snapshotWhen(cluster, (ids) => ids.includes(d2.id), 'scale-out');
@@ -121,7 +123,9 @@ async function controllerPhase(cluster: SimCluster, controller: SimController): 
     `  requests: ${outcomes.length} sent, ${outcomes.length - failed.length} succeeded, ${failed.length} failed ` +
       `(${after.length} started after d1 left the snapshot; the others were sent to d1 before the controller noticed)`,
   );
-  const view = (await (await fetch(`${controller.url}/v1/cluster`)).json()) as { instances: { id: number; role: string; state: string }[] };
+  const view = (await (await fetch(`${controller.url}/v1/cluster`, { headers: cluster.authorization() })).json()) as {
+    instances: { id: number; role: string; state: string }[];
+  };
   log(`  controller: ${view.instances.map((i) => `${i.id} ${i.role} ${i.state}`).join(', ')}`);
 }
 
@@ -213,7 +217,7 @@ async function main(): Promise<void> {
           : `  ${e.name}: ${s.requests['decode']} decodes, ${kv['blocks_pulled']} blocks / ${(kv['bytes_pulled']! / 1024).toFixed(0)} KiB pulled and verified, ${kv['verify_failures']} verification failures`,
       );
     }
-    const transfers = (await (await fetch(`${cluster.coordinatorUrl}/v1/transfers`)).json()) as {
+    const transfers = (await (await fetch(`${cluster.coordinatorUrl}/v1/transfers`, { headers: cluster.authorization() })).json()) as {
       active: unknown[];
       totals: Record<string, unknown>;
     };

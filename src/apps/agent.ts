@@ -9,6 +9,8 @@ import { openAgent, type Agent, type AgentOptions } from '../agent/agent.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { blockRoutes } from '../http/blocks.ts';
 import { onError } from '../http/envelope.ts';
+import { managementAuth } from '../http/auth.ts';
+import type { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { linkRoutes } from '../http/links.ts';
 import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
@@ -21,6 +23,10 @@ export interface InstanceAgentOptions extends Omit<AgentOptions, 'metrics'> {
   readonly metrics?: Registry;
   /** Also export process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
   readonly processMetrics?: boolean;
+  /** Bearer token every management route but the probes requires (default: none, open). */
+  readonly managementToken?: string;
+  /** Peer addresses role posts and link calls may name (default: any but the ones always refused). */
+  readonly addressPolicy?: InstanceAddressPolicy;
 }
 
 export interface InstanceAgent extends Agent {
@@ -40,8 +46,10 @@ export async function createInstanceAgent(options: InstanceAgentOptions): Promis
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(notFoundOf(managementApp));
-  managementApp.route('/', linkRoutes({ manager: agent.linkManager, endpointFor: agent.endpointFor }));
-  managementApp.route('/', roleRoutes({ controller: agent.role }));
+  managementApp.use('*', managementAuth(options.managementToken));
+  const policy = options.addressPolicy === undefined ? {} : { addressPolicy: options.addressPolicy };
+  managementApp.route('/', linkRoutes({ manager: agent.linkManager, endpointFor: agent.endpointFor, ...policy }));
+  managementApp.route('/', roleRoutes({ controller: agent.role, ...policy }));
   managementApp.route('/', blockRoutes({ transfers: agent.transfers, endpointFor: agent.endpointFor }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
   return Object.assign(agent, { managementApp });

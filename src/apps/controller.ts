@@ -11,6 +11,8 @@ import type { Store } from '../store/store.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
 import type { TopologySpec } from '../controller/types.ts';
+import { ManagementClient } from '../controller/outgoing.ts';
+import { managementAuth } from '../http/auth.ts';
 import { controllerRoutes } from '../http/controller.ts';
 import { controllerSource } from '../http/dashboard-controller.ts';
 import { DashboardFeed } from '../http/dashboard-feed.ts';
@@ -35,6 +37,8 @@ export interface ControllerAppOptions {
   readonly ha?: { readonly store: Store; readonly ttlSeconds: number } | undefined;
   /** TLS of the calls to agents and Coordinators (the topology's `tls.client_*`). */
   readonly clientTls?: ClientTlsOptions;
+  /** Bearer token this app requires (but on probes) and the controller sends to agents and Coordinators. */
+  readonly managementToken?: string | undefined;
 }
 
 export interface ControllerApp {
@@ -86,8 +90,8 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
     spec: options.spec,
     events,
     leading: ha === undefined,
+    client: new ManagementClient(options.spec.timing.httpTimeoutMs, options.managementToken, options.clientTls),
     ...(options.log === undefined ? {} : { log: options.log }),
-    ...(options.clientTls === undefined ? {} : { clientTls: options.clientTls }),
   });
   if (ha !== undefined) storeMetrics(metrics, ha.store);
   m.watch(controller);
@@ -97,6 +101,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(onNotFound);
+  managementApp.use('*', managementAuth(options.managementToken));
   managementApp.route(
     '/',
     controllerRoutes({

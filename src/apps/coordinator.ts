@@ -10,6 +10,9 @@ import { coordinatorSource } from '../http/dashboard-coordinator.ts';
 import { DashboardFeed } from '../http/dashboard-feed.ts';
 import { dashboardRoutes } from '../http/dashboard.ts';
 import { onError } from '../http/envelope.ts';
+import { inferenceAuth, managementAuth } from '../http/auth.ts';
+import { rateLimit, type RateLimitSettings } from '../http/rate-limit.ts';
+import { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { ledgerRoutes } from '../http/ledger.ts';
@@ -45,6 +48,16 @@ export interface CoordinatorOptions {
   processMetrics?: boolean;
   /** A reason to answer readiness 503 before the registry's own (a standby: "not master"). */
   notReadyReason?: () => string | undefined;
+  /** Bearer token every management route but the probes requires (default: none, open). */
+  managementToken?: string;
+  /** API keys the inference routes accept (default: none, open). */
+  apiKeys?: readonly string[];
+  /** Whether the client's Authorization header reaches the engines (default: only without API keys). */
+  forwardAuthorization?: boolean;
+  /** Instance addresses a refresh may name (default: all but link-local, unspecified, multicast and this Coordinator). */
+  addressPolicy?: InstanceAddressPolicy;
+  /** Per-client token bucket on the inference routes (default: off). */
+  rateLimit?: RateLimitSettings;
 }
 
 export interface Coordinator {
@@ -91,7 +104,9 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(notFoundOf(managementApp));
-  managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics }));
+  managementApp.use('*', managementAuth(options.managementToken));
+  const addressPolicy = options.addressPolicy ?? new InstanceAddressPolicy(undefined);
+  managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics, addressPolicy }));
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => options.notReadyReason?.() ?? notReadyReason(registry), metrics }));
   const dashboardSource = coordinatorSource({ registry, ledger, health });
@@ -108,6 +123,11 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const inferenceApp = new Hono();
   inferenceApp.onError(onError);
   inferenceApp.notFound(notFoundOf(inferenceApp));
+  inferenceApp.use(
+    '*',
+    inferenceAuth({ apiKeys: options.apiKeys, forwardAuthorization: options.forwardAuthorization ?? options.apiKeys === undefined }),
+  );
+  if (options.rateLimit !== undefined) inferenceApp.use('*', rateLimit(options.rateLimit));
   inferenceApp.route('/', proxy);
 
   let closed = false;

@@ -4,8 +4,9 @@
  */
 import { isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../core/errors.ts';
+import { ConfigError, type PdlinkError } from '../core/errors.ts';
 import type { ServerTlsOptions } from '../core/tls-options.ts';
+import { capConnections, DEFAULT_MAX_CONNECTIONS, type ServerFetch } from '../http/connection-cap.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export interface ListenerSpec {
@@ -14,11 +15,16 @@ export interface ListenerSpec {
   readonly hostname: string;
   /** 0 = any free port. */
   readonly port: number;
-  readonly fetch: (request: Request) => Response | Promise<Response>;
+  /** Hono's `app.fetch`; the server is passed on as the env (the rate limit reads the peer address from it). */
+  readonly fetch: (request: Request, server: Bun.Server<undefined>) => Response | Promise<Response>;
   /** With `ca`, the listener requires a client certificate that chains to it (see config/tls.ts). */
   readonly tls?: ServerTlsOptions;
   /** Seconds a keep-alive connection may stay idle (Bun's limit is 255). */
   readonly idleTimeoutSeconds?: number;
+  /** Requests served at once before non-probe requests get 503 (default DEFAULT_MAX_CONNECTIONS). */
+  readonly maxConnections?: number;
+  /** Body of the 503 the cap answers (default pdlink's error envelope). */
+  readonly renderRefusal?: (err: PdlinkError) => unknown;
 }
 
 export interface RunningListener {
@@ -59,7 +65,10 @@ export async function startListeners(specs: readonly ListenerSpec[], preamble: r
       const server = Bun.serve({
         hostname: spec.hostname,
         port: spec.port,
-        fetch: spec.fetch,
+        fetch: capConnections(spec.fetch as ServerFetch, spec.maxConnections ?? DEFAULT_MAX_CONNECTIONS, spec.renderRefusal) as (
+          request: Request,
+          server: Bun.Server<undefined>,
+        ) => Response | Promise<Response>,
         idleTimeout: Math.min(255, spec.idleTimeoutSeconds ?? 180),
         ...(spec.tls === undefined ? {} : { tls: spec.tls }),
       });

@@ -88,6 +88,7 @@ export async function runController(argv: string[]): Promise<void> {
       port: args.managePort,
       fetch: app.managementApp.fetch,
       ...(tls.server === undefined ? {} : { tls: tls.server }),
+      maxConnections: loaded.maxConnections,
     },
   ]);
   app.controller.start();

@@ -6,6 +6,8 @@ import { CoordinatorHa } from '../apps/coordinator-ha.ts';
 import { openStore } from '../store/open.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
+import { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { openAiErrorBody } from '../proxy/errors.ts';
 import { parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 
@@ -55,8 +57,19 @@ export async function runCoordinator(argv: string[]): Promise<void> {
   const settings = resolveCoordinatorSettings(args, process.env, process.cwd());
   const haSettings = settings.ha;
   let ha: CoordinatorHa | undefined;
+  const { security } = settings;
+  // Its own listeners are refused as instances (a refresh must not make the proxy call itself).
+  const addressPolicy = new InstanceAddressPolicy(security.allowedNetworks, [
+    { ip: settings.manage.ip, port: settings.manage.port },
+    { ip: settings.predict.ip, port: settings.predict.port },
+  ]);
   const coordinator = createCoordinator({
     notReadyReason: () => ha?.notReadyReason(),
+    ...(security.managementToken === undefined ? {} : { managementToken: security.managementToken }),
+    ...(security.apiKeys === undefined ? {} : { apiKeys: security.apiKeys }),
+    forwardAuthorization: security.forwardAuthorization,
+    addressPolicy,
+    ...(security.rateLimit === undefined ? {} : { rateLimit: security.rateLimit }),
     bodyLimitBytes: settings.bodyLimitBytes,
     policy: settings.policy,
     circuitCooldownMs: settings.circuitCooldownMs,
@@ -91,6 +104,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
         fetch: coordinator.managementApp.fetch,
         ...(settings.manage.tls ? { tls: settings.manage.tls } : {}),
         idleTimeoutSeconds: settings.keepAliveSeconds,
+        maxConnections: security.maxConnections,
       },
       {
         name: 'inference',
@@ -99,6 +113,8 @@ export async function runCoordinator(argv: string[]): Promise<void> {
         fetch: coordinator.inferenceApp.fetch,
         ...(settings.predict.tls ? { tls: settings.predict.tls } : {}),
         idleTimeoutSeconds: settings.keepAliveSeconds,
+        maxConnections: security.maxConnections,
+        renderRefusal: openAiErrorBody,
       },
     ]);
   } catch (err) {
@@ -107,6 +123,11 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     await coordinator.close();
     throw err;
   }
+  const [manage, predict] = listeners;
+  addressPolicy.addOwn([
+    { ip: settings.manage.ip, port: manage!.port },
+    { ip: settings.predict.ip, port: predict!.port },
+  ]);
   // master/standby: runs for master under the management URL, the lock's value.
   ha?.campaign(listeners[0]!.url);
   await untilSignal(async () => {

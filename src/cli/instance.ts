@@ -83,6 +83,7 @@ export async function runInstance(argv: string[]): Promise<void> {
           port: settings.manage.port,
           fetch: agent.managementApp.fetch,
           ...(settings.tls.management === undefined ? {} : { tls: settings.tls.management }),
+          maxConnections: settings.management.maxConnections,
         },
       ],
       deviceLines,

@@ -6,6 +6,7 @@
  * `npm start` in another terminal, that refresh and one curl give a first completion through the
  * PD proxy. Runs until SIGINT/SIGTERM, then stops both engines.
  */
+import { readManagementToken } from '../config/secret-file.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -154,10 +155,16 @@ type Call = (url: string, init?: RequestInit) => Promise<Response>;
 async function postRole(call: Call, engine: ManagedProcess, layout: EngineLayout, peers: EngineLayout[]): Promise<void> {
   const res = await call(`${engine.urls['management']}/v1/role/${layout.role}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...managementAuthorization() },
     body: JSON.stringify(roleBody(layout, peers)),
   });
   if (res.status !== 200) throw new ConfigError(`role post to the ${layout.role} engine answered ${res.status}: ${await res.text()}`);
+}
+
+/** The engines inherit PDLINK_MANAGEMENT_TOKEN_FILE; the calls made here carry that token. */
+function managementAuthorization(): Record<string, string> {
+  const token = readManagementToken(undefined, process.env);
+  return token === undefined ? {} : { authorization: `Bearer ${token}` };
 }
 
 async function untilReady(call: Call, engine: ManagedProcess, stopped: Promise<void>): Promise<void> {
@@ -167,7 +174,9 @@ async function untilReady(call: Call, engine: ManagedProcess, stopped: Promise<v
   await until(
     async () => {
       if (signalled) return true;
-      const status = (await (await call(`${engine.urls['management']}/v1/status`)).json()) as { service: { roleStatus: string } };
+      const status = (await (await call(`${engine.urls['management']}/v1/status`, { headers: managementAuthorization() })).json()) as {
+        service: { roleStatus: string };
+      };
       last = status.service.roleStatus;
       return last === 'RoleReady' ? true : undefined;
     },

@@ -14,6 +14,7 @@ import { createInstanceAgent, type InstanceAgent } from '../apps/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
 import { InstanceConfigFile } from '../schema/instance-config.ts';
 import { agentKv } from '../sim/agent-kv.ts';
+import { managementAuth } from '../http/auth.ts';
 import { simControlApp } from '../sim/control-app.ts';
 import { SimEngine } from '../sim/engine.ts';
 import { simInferenceApp } from '../sim/inference-app.ts';
@@ -69,6 +70,8 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   const management = new Hono();
   management.onError(onError);
   management.notFound(notFoundOf(management));
+  // The simulator's own routes are management routes too: the same token guards them.
+  management.use('*', managementAuth(settings.management.managementToken));
   management.route('/', simControlApp(engine));
   management.route('/', agent.managementApp);
 
@@ -90,6 +93,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
           port: settings.manage.port,
           fetch: management.fetch,
           ...(settings.tls.management === undefined ? {} : { tls: settings.tls.management }),
+          maxConnections: settings.management.maxConnections,
         },
         {
           name: 'inference',
@@ -108,6 +112,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   }
   // Decoders tell this engine on its management listener that they have pulled its blocks.
   engine.notifyAddress = { host: settings.manage.ip, port: listeners[0]!.port };
+  engine.releases.token = settings.management.managementToken;
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
     engine.close();

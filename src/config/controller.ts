@@ -12,6 +12,8 @@ import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts'
 import { loadConfigFile } from './load.ts';
 import { resolveStoreSettings, type StoreSettings } from './store.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';
+import { readManagementToken } from './secret-file.ts';
+import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
 
 export interface LoadedTopology {
   readonly spec: TopologySpec;
@@ -23,6 +25,10 @@ export interface LoadedTopology {
   readonly store: StoreSettings | undefined;
   /** `tls.server_*`: the controller's listener; `tls.client_*`: its calls to agents and Coordinators. */
   readonly tls: { readonly server?: ServerTlsOptions; readonly client?: ClientTlsOptions };
+  /** `pdlink.auth.management_token_file`: required on this listener and sent to agents and Coordinators. */
+  readonly managementToken?: string;
+  /** `pdlink.http.max_connections` of the controller's listener. */
+  readonly maxConnections: number;
 }
 
 /**
@@ -46,5 +52,14 @@ export function loadTopology(path: string, env: Record<string, string | undefine
   const server = serverTlsOf('tls.server_tls_enable', 'tls.server_tls_items', t.server_tls_enable, t.server_tls_items);
   const client = clientTlsOf('tls.client_tls_enable', 'tls.client_tls_items', t.client_tls_enable, t.client_tls_items);
   const tls = { ...(server === undefined ? {} : { server }), ...(client === undefined ? {} : { client }) };
-  return { spec: result.spec, rankTable, staticDefaults: file.static_info ?? {}, store, tls };
+  const managementToken = readManagementToken(file.pdlink?.auth?.management_token_file, env);
+  return {
+    spec: result.spec,
+    rankTable,
+    staticDefaults: file.static_info ?? {},
+    store,
+    tls,
+    maxConnections: file.pdlink?.http?.max_connections ?? DEFAULT_MAX_CONNECTIONS,
+    ...(managementToken === undefined ? {} : { managementToken }),
+  };
 }

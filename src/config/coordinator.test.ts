@@ -197,3 +197,60 @@ describe('coordinator settings validation', () => {
     expectConfigError(() => resolveCoordinatorSettings({ config: path }, {}, emptyDir()), 'controller_server_tls_items');
   });
 });
+
+describe('coordinator security settings', () => {
+  test('off by default: no token, no keys, client Authorization forwarded, no list, default cap, no rate limit', () => {
+    const { security } = resolveCoordinatorSettings({}, {}, emptyDir());
+    expect(security).toEqual({ forwardAuthorization: true, maxConnections: 4096 });
+  });
+
+  test('the pdlink section: token and keys from their files, forwarding off with keys unless asked, list, cap, rate limit', () => {
+    const token = writeConfig('tok-abc\n');
+    const keys = writeConfig('# keys\nk1\nk2\n');
+    const path = writeConfig({
+      pdlink: {
+        auth: { management_token_file: token, api_keys_file: keys },
+        allowed_instance_networks: ['10.0.0.0/8'],
+        http: { max_connections: 64 },
+        rate_limit: { requests_per_second: 2.5 },
+      },
+    });
+    const { security } = resolveCoordinatorSettings({ config: path }, {}, emptyDir());
+    expect(security).toEqual({
+      managementToken: 'tok-abc',
+      apiKeys: ['k1', 'k2'],
+      forwardAuthorization: false,
+      allowedNetworks: ['10.0.0.0/8'],
+      maxConnections: 64,
+      rateLimit: { ratePerSecond: 2.5, burst: 3 },
+    });
+    const forwarding = writeConfig({ pdlink: { auth: { api_keys_file: keys }, proxy: { forward_authorization: true } } });
+    expect(resolveCoordinatorSettings({ config: forwarding }, {}, emptyDir()).security.forwardAuthorization).toBe(true);
+  });
+
+  test('bad values and unreadable secret files are ConfigErrors naming the key, never the secret', () => {
+    expectConfigError(
+      () =>
+        resolveCoordinatorSettings(
+          { config: writeConfig({ pdlink: { allowed_instance_networks: ['10.0.0.0/33', 'host/8'] } }) },
+          {},
+          emptyDir(),
+        ),
+      'pdlink.allowed_instance_networks[0]',
+      'pdlink.allowed_instance_networks[1]',
+    );
+    expectConfigError(
+      () => resolveCoordinatorSettings({ config: writeConfig({ pdlink: { rate_limit: { requests_per_second: 0 } } }) }, {}, emptyDir()),
+      'pdlink.rate_limit.requests_per_second',
+    );
+    expectConfigError(
+      () => resolveCoordinatorSettings({ config: writeConfig({ pdlink: { auth: { api_keys_file: join(dir, 'none') } } }) }, {}, emptyDir()),
+      'pdlink.auth.api_keys_file: cannot read',
+    );
+    expectConfigError(
+      () => resolveCoordinatorSettings({}, { PDLINK_MANAGEMENT_TOKEN_FILE: writeConfig('') }, emptyDir()),
+      'PDLINK_MANAGEMENT_TOKEN_FILE',
+      'is empty',
+    );
+  });
+});

@@ -19,6 +19,9 @@ import type { ServerTlsOptions } from '../core/tls-options.ts';
 import { loadConfigFile } from './load.ts';
 import { ETCD_ENDPOINTS_ENV, resolveStoreSettings, type StoreSettings } from './store.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';
+import { readApiKeys, readManagementToken } from './secret-file.ts';
+import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
+import type { RateLimitSettings } from '../http/rate-limit.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
@@ -66,8 +69,25 @@ export interface CoordinatorSettings {
   proxy: ProxySettings;
   /** Several Coordinators on one etcd (undefined: this one alone, state in memory). */
   ha: CoordinatorHaSettings | undefined;
+  /** Bearer secrets, allow-list, caps and rate limit (the `pdlink` section and the env). */
+  security: CoordinatorSecurity;
   /** The file as accepted, unknown keys included, for the parts that read their own sections. */
   file: CoordinatorConfigFile;
+}
+
+export interface CoordinatorSecurity {
+  /** `pdlink.auth.management_token_file`: the management listener's bearer token; undefined = open. */
+  managementToken?: string;
+  /** `pdlink.auth.api_keys_file`: the inference listener's accepted keys; undefined = open. */
+  apiKeys?: string[];
+  /** `pdlink.proxy.forward_authorization`: default on without API keys, off with them. */
+  forwardAuthorization: boolean;
+  /** `pdlink.allowed_instance_networks`; undefined = any address but the ones always refused. */
+  allowedNetworks?: string[];
+  /** `pdlink.http.max_connections`: requests served at once per listener before 503. */
+  maxConnections: number;
+  /** `pdlink.rate_limit`: per-client token bucket on the inference listener; undefined = off. */
+  rateLimit?: RateLimitSettings;
 }
 
 /**
@@ -151,8 +171,28 @@ export function resolveCoordinatorSettings(
     proxy:
       engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
     ha: haSettingsOf(file, env, path ?? 'defaults'),
+    security: securityOf(file, env),
     file,
   };
+}
+
+function securityOf(file: CoordinatorConfigFile, env: Record<string, string | undefined>): CoordinatorSecurity {
+  const own = file.pdlink ?? {};
+  const managementToken = readManagementToken(own.auth?.management_token_file, env);
+  const apiKeys = readApiKeys(own.auth?.api_keys_file, env);
+  const security: CoordinatorSecurity = {
+    // With API keys on, the client's key is for pdlink alone; without them, engines may expect it.
+    forwardAuthorization: own.proxy?.forward_authorization ?? apiKeys === undefined,
+    maxConnections: own.http?.max_connections ?? DEFAULT_MAX_CONNECTIONS,
+  };
+  if (managementToken !== undefined) security.managementToken = managementToken;
+  if (apiKeys !== undefined) security.apiKeys = apiKeys;
+  if (own.allowed_instance_networks !== undefined) security.allowedNetworks = own.allowed_instance_networks;
+  if (own.rate_limit !== undefined) {
+    const rate = own.rate_limit.requests_per_second;
+    security.rateLimit = { ratePerSecond: rate, burst: own.rate_limit.burst ?? Math.max(1, Math.ceil(rate)) };
+  }
+  return security;
 }
 
 /** `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill policy. */

@@ -9,6 +9,9 @@
  * `device_ip:(link_base_port + d)`; its cluster id is its own `cluster_id`, else `pdlink.cluster_id`
  * (single device only), else computed from that address (src/links/endpoint.ts: IPv4 u32 × 65536 + port).
  */
+import { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
+import { readManagementToken } from './secret-file.ts';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { refuseAllInterfaces } from '../core/all-interfaces.ts';
@@ -69,6 +72,14 @@ export interface InstanceSettings {
   readonly tls: InstanceTls;
   /** The link ports' cluster secret (`pdlink.auth.link_secret_file`) and caps (`pdlink.link_port`). */
   readonly security: ContextSecurity;
+  /** The management listener's token (`pdlink.auth.management_token_file`), allow-list and cap. */
+  readonly management: ManagementSecurity;
+}
+
+export interface ManagementSecurity {
+  readonly managementToken?: string;
+  readonly allowedNetworks?: readonly string[];
+  readonly maxConnections: number;
 }
 
 export interface InstanceTls {
@@ -187,7 +198,23 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
   };
   const linkSecret = readLinkSecret(pd.auth?.link_secret_file, env);
   const security: ContextSecurity = { linkPort, ...(linkSecret === undefined ? {} : { linkSecret }) };
-  return { manage, devices, pool, transfers, linkBasePort: base, allowAllZeroIp: allowAllZero, security, tls: instanceTlsOf(pd.tls) };
+  const managementToken = readManagementToken(pd.auth?.management_token_file, env);
+  const management: ManagementSecurity = {
+    maxConnections: pd.http?.max_connections ?? DEFAULT_MAX_CONNECTIONS,
+    ...(managementToken === undefined ? {} : { managementToken }),
+    ...(pd.allowed_instance_networks === undefined ? {} : { allowedNetworks: pd.allowed_instance_networks }),
+  };
+  return {
+    manage,
+    devices,
+    pool,
+    transfers,
+    linkBasePort: base,
+    allowAllZeroIp: allowAllZero,
+    security,
+    management,
+    tls: instanceTlsOf(pd.tls),
+  };
 }
 
 /**
@@ -200,6 +227,8 @@ export function agentOptionsOf(settings: InstanceSettings) {
     linkBasePort: settings.linkBasePort,
     transfers: settings.transfers,
     security: settings.security,
+    ...(settings.management.managementToken === undefined ? {} : { managementToken: settings.management.managementToken }),
+    addressPolicy: new InstanceAddressPolicy(settings.management.allowedNetworks),
     ...settings.pool,
   };
 }

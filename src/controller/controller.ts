@@ -98,7 +98,7 @@ export class Controller {
   constructor(options: ControllerOptions) {
     this.#timing = options.spec.timing;
     this.#rates = options.spec.rates;
-    this.#client = options.client ?? new ManagementClient(this.#timing.httpTimeoutMs, options.clientTls);
+    this.#client = options.client ?? new ManagementClient(this.#timing.httpTimeoutMs, undefined, options.clientTls);
     this.#now = options.now ?? Date.now;
     this.#events = options.events ?? {};
     this.#log = options.log ?? (() => {});

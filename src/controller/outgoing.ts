@@ -1,7 +1,7 @@
 /**
  * Every call the controller makes (role posts, status polls, snapshots, Coordinator probes) goes
- * through this client, so the headers they carry are decided in one place: when the management
- * token exists, `#headers()` is where it is added.
+ * through this client, so the headers they carry are decided in one place: `#headers()` adds the
+ * management token when the cluster has one.
  */
 
 import type { ClientTlsOptions } from '../core/tls-options.ts';
@@ -19,15 +19,18 @@ export interface Outgoing {
 
 export class ManagementClient implements Outgoing {
   readonly #timeoutMs: number;
+  readonly #authorization: string | undefined;
   readonly #tls: ClientTlsOptions | undefined;
 
   /**
-   * A client with a deadline per call; with `tls`, https calls verify the server with its CA and
+   * A client with a deadline per call. `token` is the cluster's management token, sent as
+   * `Authorization: Bearer` on every call; with `tls`, https calls verify the server with its CA and
    * present its certificate (the topology's `tls.client_*`).
-   * @example const client = new ManagementClient(5000);
+   * @example const client = new ManagementClient(5000, token);
    */
-  constructor(timeoutMs: number, tls?: ClientTlsOptions) {
+  constructor(timeoutMs: number, token?: string, tls?: ClientTlsOptions) {
     this.#timeoutMs = timeoutMs;
+    this.#authorization = token === undefined ? undefined : `Bearer ${token}`;
     this.#tls = tls;
   }
 
@@ -52,7 +55,9 @@ export class ManagementClient implements Outgoing {
   }
 
   #headers(): Record<string, string> {
-    return { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.#authorization !== undefined) headers['authorization'] = this.#authorization;
+    return headers;
   }
 
   async #call(url: string, init: RequestInit): Promise<OutgoingReply> {

@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   bad_request: 400,
   invalid_body: 400,
   unprocessable: 422,
+  unauthorized: 401,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
@@ -42,6 +43,7 @@ const ERROR_TYPE: Record<ErrorCode, string> = {
   bad_request: 'BadRequest',
   invalid_body: 'InvalidRequestBody',
   unprocessable: 'UnprocessableEntity',
+  unauthorized: 'Unauthorized',
   not_found: 'NotFound',
   method_not_allowed: 'MethodNotAllowed',
   conflict: 'Conflict',
@@ -130,6 +132,9 @@ export const errors = {
   /** `allow` is what the Allow header lists. */
   methodNotAllowed: (method: string, path: string, allow: readonly string[]) =>
     new PdlinkError('method_not_allowed', `${method} is not served on ${path}; it serves ${allow.join(', ')}`),
+  /** A missing or wrong bearer credential; the message never repeats what was sent. */
+  unauthorized: (what: string) => new PdlinkError('unauthorized', `${what} required: send Authorization: Bearer <${what}>`),
+  rateLimited: (why: string) => new PdlinkError('too_many_requests', why),
   notReady: (why: string) => new PdlinkError('not_ready', why),
   unavailable: (why: string) => new PdlinkError('unavailable', why),
   tooManyRequests: (limit: number) => new PdlinkError('too_many_requests', `more than ${limit} requests in flight`),

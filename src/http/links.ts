@@ -7,7 +7,8 @@ import { Hono } from 'hono';
 import { LINKS_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { clusterIdToWire, formatIpPort, type IpPort } from '../links/endpoint.ts';
 import type { LinkManager } from '../links/manager.ts';
-import { statusName } from '../core/llm-status.ts';
+import type { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { LLM_STATUS, statusName } from '../core/llm-status.ts';
 import type { CallResult, EndpointTarget, LinkInfo } from '../links/types.ts';
 import { LinkRequestSchema, UnlinkRequestSchema } from '../schema/links.ts';
 import { onError } from './envelope.ts';
@@ -20,6 +21,8 @@ export interface LinksRouteDeps {
   /** Local endpoint for a cluster's `local_ip_info` (undefined: the manager's default). */
   readonly endpointFor?: (local: IpPort | undefined) => string | undefined;
   readonly bodyLimitBytes?: number;
+  /** Remote addresses this agent may link to (`pdlink.allowed_instance_networks` and the defaults). */
+  readonly addressPolicy?: InstanceAddressPolicy;
 }
 
 interface WireCluster {
@@ -50,8 +53,15 @@ export function linkRoutes(deps: LinksRouteDeps): Hono {
 
   app.post('/v1/links/link', jsonBody(LinkRequestSchema, { limitBytes }), async (c) => {
     const body = c.req.valid('json');
-    const result = await deps.manager.linkClusters(toTargets(body.clusters), { timeoutMs: body.timeout });
-    return c.json(callBody(body.clusters, result));
+    // A cluster whose address the policy refuses is answered LLM_PARAM_INVALID without connecting,
+    // so the link call cannot probe hosts the agent must not reach; the others link as asked.
+    const refused = body.clusters.map((cl) => deps.addressPolicy?.refusal(cl.remote_ip_info.ip) !== undefined);
+    const allowed = body.clusters.filter((_, i) => !refused[i]);
+    const result =
+      allowed.length === 0
+        ? { ret: LLM_STATUS.LLM_SUCCESS, rets: [] }
+        : await deps.manager.linkClusters(toTargets(allowed), { timeoutMs: body.timeout });
+    return c.json(callBody(body.clusters, withRefused(refused, result)));
   });
 
   app.post('/v1/links/unlink', jsonBody(UnlinkRequestSchema, { limitBytes }), async (c) => {
@@ -62,6 +72,14 @@ export function linkRoutes(deps: LinksRouteDeps): Hono {
 
   app.get('/v1/links', (c) => c.json({ links: deps.manager.list().map(linkBody) }));
   return app;
+}
+
+/** Puts LLM_PARAM_INVALID back at the places of the refused clusters; the call fails if any was refused. */
+function withRefused(refused: readonly boolean[], result: CallResult): CallResult {
+  if (!refused.includes(true)) return result;
+  let next = 0;
+  const rets = refused.map((r) => (r ? LLM_STATUS.LLM_PARAM_INVALID : (result.rets[next++] ?? result.ret)));
+  return { ret: LLM_STATUS.LLM_PARAM_INVALID, rets };
 }
 
 /** Codes go out unsigned, as LLMStatusCode's values (LLM_FAILED = 4294967295). */

@@ -7,7 +7,8 @@ import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import { refreshMetrics } from '../cluster/registry-metrics.ts';
-import { optionErrors, PdlinkError } from '../core/errors.ts';
+import type { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { errors, optionErrors, PdlinkError } from '../core/errors.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import { onError } from './envelope.ts';
 import { jsonBody } from './json-body.ts';
@@ -18,6 +19,8 @@ export interface RefreshRouteDeps {
   bodyLimitBytes: number;
   /** Registry for `pdlink_refresh_total`, `pdlink_refresh_apply_seconds`, `pdlink_instances`. */
   metrics: Registry;
+  /** Instance addresses the proxy may be sent to (`pdlink.allowed_instance_networks`, the defaults, not itself). */
+  addressPolicy?: InstanceAddressPolicy;
 }
 
 /**
@@ -36,7 +39,13 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   // The snapshot's own check (a fast path for valid bodies, then Valibot to explain), refused with 400.
   const check = (body: unknown) => {
     const started = performance.now();
-    return { snapshot: parseRefresh(body), started };
+    const snapshot = parseRefresh(body);
+    const refused = snapshot.instances.flatMap((inst, i) => {
+      const why = deps.addressPolicy?.refusal(inst.ip, Number(inst.port));
+      return why === undefined ? [] : [{ path: `instances[${i}].ip`, message: `${inst.ip}:${inst.port}: ${why}` }];
+    });
+    if (refused.length > 0) throw errors.invalidBody(refused);
+    return { snapshot, started };
   };
   const onRefused = (error: unknown) =>
     metrics.refreshed(error instanceof PdlinkError && error.code === 'payload_too_large' ? 'too_large' : 'invalid');

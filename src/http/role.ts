@@ -6,7 +6,8 @@
  * does not meet the specification, or local devices this agent does not serve.
  */
 import { Hono, type MiddlewareHandler } from 'hono';
-import { errors, optionErrors } from '../core/errors.ts';
+import type { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { errors, optionErrors, type FieldIssue } from '../core/errors.ts';
 import type { RoleController } from '../agent/role/driver.ts';
 import { ROLE_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { isRole, type Role, RoleBody, toRoleRequest } from '../schema/role.ts';
@@ -18,6 +19,8 @@ export { ROLE_BODY_LIMIT_BYTES };
 export interface RoleRouteDeps {
   readonly controller: RoleController;
   readonly bodyLimitBytes?: number;
+  /** Peer device addresses this agent may link with (`pdlink.allowed_instance_networks` and the defaults). */
+  readonly addressPolicy?: InstanceAddressPolicy;
 }
 
 /**
@@ -32,12 +35,29 @@ export function roleRoutes(deps: RoleRouteDeps): Hono {
 
   // The URL is checked before the body: a wrong role is a request error whatever the body says.
   app.post('/v1/role/:role', roleParam, jsonBody(RoleBody, { limitBytes, object: true }), (c) => {
-    deps.controller.submit(toRoleRequest(c.req.param('role') as Role, c.req.valid('json')));
+    const body = c.req.valid('json');
+    const refused = refusedPeers(body.peers ?? [], deps.addressPolicy);
+    if (refused.length > 0) throw errors.unprocessable(refused);
+    deps.controller.submit(toRoleRequest(c.req.param('role') as Role, body));
     return c.json({ result: 'OK' });
   });
 
   app.get('/v1/status', (c) => c.json(deps.controller.status()));
   return app;
+}
+
+/** Every peer device address the policy refuses, by field path; nothing is queued when there is one. */
+function refusedPeers(
+  peers: readonly { device: readonly { device_ip: string }[] }[],
+  policy: InstanceAddressPolicy | undefined,
+): FieldIssue[] {
+  if (policy === undefined) return [];
+  return peers.flatMap((peer, i) =>
+    peer.device.flatMap((d, j) => {
+      const why = policy.refusal(d.device_ip);
+      return why === undefined ? [] : [{ path: `peers[${i}].device[${j}].device_ip`, message: `${d.device_ip}: ${why}` }];
+    }),
+  );
 }
 
 /** Lets only `prefill` and `decode` through as the `:role` of the path (400 otherwise). */

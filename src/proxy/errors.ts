@@ -65,5 +65,6 @@ export function asPdlinkError(err: unknown): PdlinkError {
 
 function errorType(status: number): string {
   if (status === 429) return 'rate_limit_error';
+  if (status === 401) return 'authentication_error';
   return status >= 500 ? 'server_error' : 'invalid_request_error';
 }

@@ -7,6 +7,7 @@
 import * as v from 'valibot';
 import { PdlinkSection } from './store-config.ts';
 import { TlsItems } from './tls-items.ts';
+import { HttpCaps, SecretFilePath } from './security.ts';
 
 /** Most instances one controller manages: a snapshot's cap (MindIE's 4096). */
 export const MAX_CLUSTER_INSTANCES = 4096;
@@ -114,8 +115,18 @@ export const TopologyFile = v.pipe(
     ),
     /** Defaults of every instance's static_info. */
     static_info: v.optional(StaticInfo),
-    /** Cluster name and the etcd shared by several controllers (absent: one controller, state in memory). */
-    pdlink: v.optional(PdlinkSection),
+    /**
+     * pdlink's own: the cluster name and the etcd shared by several controllers (absent: one
+     * controller, state in memory); the management token this controller requires and sends (env
+     * PDLINK_MANAGEMENT_TOKEN_FILE); its listener cap.
+     */
+    pdlink: v.optional(
+      v.strictObject({
+        ...PdlinkSection.entries,
+        auth: v.optional(v.strictObject({ management_token_file: v.optional(SecretFilePath) })),
+        http: v.optional(HttpCaps),
+      }),
+    ),
     instances: v.pipe(
       v.array(InstanceEntry, 'must be an array of instances'),
       v.maxLength(MAX_CLUSTER_INSTANCES, `must list at most ${MAX_CLUSTER_INSTANCES} instances`),

@@ -5,6 +5,7 @@
  * used unchanged. The scheduler and the proxy take plain option objects resolved from it.
  */
 import * as v from 'valibot';
+import { AllowedNetworks, HttpCaps, SecretFilePath } from './security.ts';
 import { INT32_MAX } from '../core/limits.ts';
 import { PdlinkSection } from './store-config.ts';
 import { TlsItems } from './tls-items.ts';
@@ -126,8 +127,34 @@ export const CoordinatorConfigFile = v.looseObject({
       database_server_port: v.optional(ConfigPort),
     }),
   ),
-  /** pdlink's own: cluster name and the shared etcd (absent: this Coordinator alone, as before). */
-  pdlink: v.optional(PdlinkSection),
+  /**
+   * pdlink's own: the cluster name and the shared etcd (absent: this Coordinator alone, as before);
+   * bearer secrets, the instance allow-list, listener caps, the rate limit.
+   */
+  pdlink: v.optional(
+    v.looseObject({
+      ...PdlinkSection.entries,
+      auth: v.optional(
+        v.looseObject({
+          management_token_file: v.optional(SecretFilePath),
+          api_keys_file: v.optional(SecretFilePath),
+        }),
+      ),
+      proxy: v.optional(v.looseObject({ forward_authorization: v.optional(v.boolean('must be a boolean')) })),
+      allowed_instance_networks: v.optional(AllowedNetworks),
+      http: v.optional(HttpCaps),
+      rate_limit: v.optional(
+        v.looseObject({
+          requests_per_second: v.pipe(
+            v.number('must be a number'),
+            v.minValue(0.001, 'must be > 0'),
+            v.maxValue(1_000_000, 'must be ≤ 1000000'),
+          ),
+          burst: v.optional(intIn(1, 1_000_000)),
+        }),
+      ),
+    }),
+  ),
   tls_config: v.optional(
     v.looseObject({
       controller_server_tls_enable: v.optional(v.boolean('must be a boolean')),

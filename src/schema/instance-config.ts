@@ -4,6 +4,7 @@
  */
 import { INT32_MAX } from '../core/limits.ts';
 import { isIP } from 'node:net';
+import { AllowedNetworks, HttpCaps, SecretFilePath } from './security.ts';
 import * as v from 'valibot';
 import { TlsItems } from './tls-items.ts';
 
@@ -108,6 +109,8 @@ export const InstanceConfigFile = v.pipe(
           v.object({
             /** The cluster secret every device link must prove (env PDLINK_LINK_SECRET_FILE). */
             link_secret_file: v.optional(v.pipe(v.string('must be a file path'), v.minLength(1, 'must be a file path'))),
+            /** The management listener's bearer token (env PDLINK_MANAGEMENT_TOKEN_FILE). */
+            management_token_file: v.optional(SecretFilePath),
           }),
         ),
         /**
@@ -117,6 +120,10 @@ export const InstanceConfigFile = v.pipe(
          * for calls to other instances' management listeners.
          */
         tls: v.optional(InstanceTlsSection),
+        /** Peer addresses role posts and link calls may name (CIDRs); unset = all but the ones always refused. */
+        allowed_instance_networks: v.optional(AllowedNetworks),
+        /** Caps of the management listener. */
+        http: v.optional(HttpCaps),
         /** Caps of the device link ports (unset keys take the runtime's defaults). */
         link_port: v.optional(
           v.object({

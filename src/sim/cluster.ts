@@ -13,6 +13,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MANAGEMENT_TOKEN_ENV } from '../core/secret-env.ts';
 import { engineConfig, refreshBody, roleBody, topologyEntry, type EngineLayout } from './cluster-bodies.ts';
 import { spawnListening, until, type ManagedProcess } from './process.ts';
 import type { SimEngineArgs } from './options.ts';
@@ -47,6 +48,11 @@ export interface SimClusterOptions {
   readonly deadlineMs?: number;
   /** Wire the cluster (roles, refresh) after start (default true); false leaves it to a controller. */
   readonly wire?: boolean;
+  /**
+   * File holding the cluster's management token (default: env PDLINK_MANAGEMENT_TOKEN_FILE): every
+   * process is started with it and every call of the launcher sends it.
+   */
+  readonly managementTokenFile?: string;
 }
 
 /** Engine settings of a launched cluster unless overridden: fast enough for tests on two cores. */
@@ -275,13 +281,22 @@ export class SimCluster {
   }
 
   /**
+   * The management token header for calls to the cluster's processes (empty when there is none).
+   * @example await fetch(`${cluster.coordinatorUrl}/v1/instances`, { headers: cluster.authorization() });
+   */
+  authorization(): Record<string, string> {
+    const path = tokenFileOf(this.#options);
+    return path === undefined ? {} : { authorization: `Bearer ${readFileSync(path, 'utf8').trim()}` };
+  }
+
+  /**
    * Posts one engine's role with the given peers.
    * @example await cluster.postRole(d0, cluster.prefills);
    */
   async postRole(engine: SimEngineHandle, peers: readonly EngineLayout[]): Promise<void> {
     const res = await this.fetch(`${engine.manageUrl}/v1/role/${engine.role}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...this.authorization() },
       body: JSON.stringify(roleBody(engine, peers)),
     });
     if (res.status !== 200) throw new Error(`role post to ${engine.name} answered ${res.status}: ${await res.text()}`);
@@ -289,7 +304,7 @@ export class SimCluster {
 
   /** `service.roleStatus` of an engine's agent. */
   async roleStatus(engine: SimEngineHandle): Promise<string> {
-    const res = await this.fetch(`${engine.manageUrl}/v1/status`);
+    const res = await this.fetch(`${engine.manageUrl}/v1/status`, { headers: this.authorization() });
     return ((await res.json()) as { service: { roleStatus: string } }).service.roleStatus;
   }
 
@@ -304,7 +319,7 @@ export class SimCluster {
     const body = refreshBody(entries, this.model, this.settings);
     const res = await this.fetch(`${this.coordinatorUrl}/v1/instances/refresh`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...this.authorization() },
       body: JSON.stringify(body),
     });
     if (res.status !== 200) throw new Error(`refresh answered ${res.status}: ${await res.text()}`);
@@ -394,7 +409,7 @@ export class SimCluster {
   async faults(name: string, body: Record<string, unknown>): Promise<void> {
     const res = await this.fetch(`${this.engine(name).manageUrl}/sim/faults`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...this.authorization() },
       body: JSON.stringify(body),
     });
     if (res.status !== 200) throw new Error(`faults on ${name} answered ${res.status}: ${await res.text()}`);
@@ -402,7 +417,7 @@ export class SimCluster {
 
   /** `GET /sim/status` of an engine. */
   async simStatus(name: string): Promise<{ requests: Record<string, number>; kv: Record<string, number> }> {
-    return (await (await this.fetch(`${this.engine(name).manageUrl}/sim/status`)).json()) as {
+    return (await (await this.fetch(`${this.engine(name).manageUrl}/sim/status`, { headers: this.authorization() })).json()) as {
       requests: Record<string, number>;
       kv: Record<string, number>;
     };
@@ -412,7 +427,9 @@ export class SimCluster {
   async requests(name: string, requestId?: string): Promise<Record<string, unknown>[]> {
     const query = requestId === undefined ? '' : `?request_id=${encodeURIComponent(requestId)}`;
     return (
-      (await (await this.fetch(`${this.engine(name).manageUrl}/sim/requests${query}`)).json()) as { requests: Record<string, unknown>[] }
+      (await (await this.fetch(`${this.engine(name).manageUrl}/sim/requests${query}`, { headers: this.authorization() })).json()) as {
+        requests: Record<string, unknown>[];
+      }
     ).requests;
   }
 
@@ -514,8 +531,15 @@ function withEngineTls(config: Record<string, unknown>, tls: SimClusterTls | und
   };
 }
 
-function spawnExtras(options: SimClusterOptions): { onLine?: (line: string) => void; deadlineMs?: number } {
+function tokenFileOf(options: SimClusterOptions): string | undefined {
+  return options.managementTokenFile ?? (process.env[MANAGEMENT_TOKEN_ENV] || undefined);
+}
+
+function spawnExtras(options: SimClusterOptions): { onLine?: (line: string) => void; deadlineMs?: number; env?: Record<string, string> } {
+  const tokenFile = tokenFileOf(options);
   return {
+    // The path, never the token, goes to the children (the same env for all of them).
+    ...(tokenFile === undefined ? {} : { env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535', [MANAGEMENT_TOKEN_ENV]: tokenFile } }),
     ...(options.onLine === undefined ? {} : { onLine: options.onLine }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
   };

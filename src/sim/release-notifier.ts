@@ -16,7 +16,7 @@ interface Target {
 
 export class ReleaseNotifier {
   readonly #targets = new Map<string, Target>();
-  readonly #post: (url: string, ids: readonly string[]) => Promise<void>;
+  readonly #post: (url: string, ids: readonly string[], token?: string) => Promise<void>;
   readonly #scheme: 'http' | 'https';
 
   /**
@@ -24,10 +24,13 @@ export class ReleaseNotifier {
    * listener requires TLS), or through `post` (tests).
    * @example const notifier = new ReleaseNotifier(); notifier.notify('127.0.0.2', 31000, 'req-1#4');
    */
-  constructor(post?: (url: string, ids: readonly string[]) => Promise<void>, tls?: ClientTlsOptions) {
-    this.#post = post ?? ((url, ids) => postRelease(url, ids, tls));
+  constructor(post?: (url: string, ids: readonly string[], token?: string) => Promise<void>, tls?: ClientTlsOptions) {
+    this.#post = post ?? ((url, ids, token) => postRelease(url, ids, tls, token));
     this.#scheme = tls === undefined ? 'http' : 'https';
   }
+
+  /** The management token the prefillers' listeners require (the cluster shares one). */
+  token: string | undefined;
 
   /**
    * Queues a notice; it leaves at once unless one to the same prefiller is in flight, in which
@@ -50,17 +53,17 @@ export class ReleaseNotifier {
     while (target.pending.length > 0) {
       const ids = target.pending;
       target.pending = [];
-      await this.#post(url, ids).catch(() => {});
+      await this.#post(url, ids, this.token).catch(() => {});
     }
     target.sending = false;
   }
 }
 
-async function postRelease(url: string, ids: readonly string[], tls: ClientTlsOptions | undefined): Promise<void> {
+async function postRelease(url: string, ids: readonly string[], tls: ClientTlsOptions | undefined, token?: string): Promise<void> {
   const res = await fetch(url, {
     ...(tls === undefined ? {} : { tls }),
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
     body: JSON.stringify({ remote_request_ids: ids }),
     signal: AbortSignal.timeout(RELEASE_TIMEOUT_MS),
   });

@@ -45,7 +45,9 @@ export function writeTopology(
 /** Ids the Coordinator holds, ascending ([] when it answers with none or not at all). */
 export async function coordinatorIds(cluster: SimCluster): Promise<number[]> {
   try {
-    const view = (await (await fetch(`${cluster.coordinatorUrl}/v1/instances`)).json()) as { instances: { id: number }[] };
+    const view = (await (await fetch(`${cluster.coordinatorUrl}/v1/instances`, { headers: cluster.authorization() })).json()) as {
+      instances: { id: number }[];
+    };
     return view.instances.map((i) => i.id).sort((a, b) => a - b);
   } catch {
     return [];

@@ -84,8 +84,10 @@ export function legsWhen(cluster: SimCluster, requestId: string, done: (records:
 
 /** What the Coordinator holds for requests: active ledger records and reserved slots/blocks. */
 export async function reservations(cluster: SimCluster): Promise<{ active: number; slots: number; blocks: number }> {
-  const transfers = (await (await fetch(`${cluster.coordinatorUrl}/v1/transfers`)).json()) as { active: unknown[] };
-  const info = (await (await fetch(`${cluster.coordinatorUrl}/v1/coordinator_info`)).json()) as {
+  const transfers = (await (await fetch(`${cluster.coordinatorUrl}/v1/transfers`, { headers: cluster.authorization() })).json()) as {
+    active: unknown[];
+  };
+  const info = (await (await fetch(`${cluster.coordinatorUrl}/v1/coordinator_info`, { headers: cluster.authorization() })).json()) as {
     schedule_info: { allocated_slots: number; allocated_blocks: number }[];
   };
   return {

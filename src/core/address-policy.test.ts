@@ -1,0 +1,39 @@
+import { describe, expect, test } from 'bun:test';
+import { InstanceAddressPolicy, parseCidr } from './address-policy.ts';
+
+describe('InstanceAddressPolicy', () => {
+  test('without a list: loopback, the seed example 0.0.0.0 and private addresses pass; link-local and multicast never do', () => {
+    const policy = new InstanceAddressPolicy(undefined);
+    for (const ip of ['127.0.0.1', '127.0.0.9', '::1', '0.0.0.0', '10.1.2.3', '192.168.0.4']) expect(policy.refusal(ip)).toBeUndefined();
+    for (const ip of ['169.254.169.254', '::ffff:169.254.169.254', 'fe80::1', '224.0.0.1', 'ff02::1', '255.255.255.255']) {
+      expect(policy.refusal(ip)).toContain('never instances');
+    }
+  });
+
+  test('with a list, only addresses inside it pass, and the defaults still refuse', () => {
+    const policy = new InstanceAddressPolicy(['10.0.0.0/8', 'fd00::/8', '169.254.0.0/16']);
+    expect(policy.refusal('10.9.9.9')).toBeUndefined();
+    expect(policy.refusal('fd12::3')).toBeUndefined();
+    expect(policy.refusal('11.0.0.1')).toBe('outside pdlink.allowed_instance_networks');
+    expect(policy.refusal('127.0.0.1')).toBe('outside pdlink.allowed_instance_networks');
+    expect(policy.refusal('169.254.169.254')).toContain('never instances');
+  });
+
+  test('its own listeners are refused, loopback and unspecified counting as this host, other ports pass', () => {
+    const policy = new InstanceAddressPolicy(undefined, [{ ip: '127.0.0.1', port: 1025 }]);
+    policy.addOwn([{ ip: '127.0.0.1', port: 40000 }]);
+    expect(policy.refusal('127.0.0.1', 1025)).toContain('own listeners');
+    expect(policy.refusal('0.0.0.0', 40000)).toContain('own listeners');
+    expect(policy.refusal('::ffff:127.0.0.1', 40000)).toContain('own listeners');
+    expect(policy.refusal('127.0.0.1', 1027)).toBeUndefined();
+    expect(policy.refusal('10.0.0.1', 1025)).toBeUndefined();
+  });
+
+  test('parseCidr names what is wrong', () => {
+    expect(parseCidr('10.0.0.0/8')).toEqual({ address: '10.0.0.0', prefix: 8, family: 'ipv4' });
+    expect(parseCidr('::1')).toEqual({ address: '::1', prefix: 128, family: 'ipv6' });
+    expect(() => parseCidr('10.0.0.0/33')).toThrow('prefix must be 0 to 32');
+    expect(() => parseCidr('example.com/8')).toThrow('is not an IPv4 or IPv6 network');
+    expect(() => parseCidr('10.0.0.0/')).toThrow('prefix');
+  });
+});

@@ -1,0 +1,111 @@
+/**
+ * Which instance addresses a Coordinator or an agent may be told to talk to. Without it, whoever
+ * reaches a management API can point the proxy or a device link at any host — a cloud metadata
+ * address, a port scan, the Coordinator itself in a loop. Addresses that are never an instance
+ * (link-local, multicast, broadcast) and the process's own listeners are always refused; when
+ * `pdlink.allowed_instance_networks` is set, only addresses inside those CIDRs are accepted.
+ */
+import { BlockList, isIP } from 'node:net';
+
+export interface OwnListener {
+  readonly ip: string;
+  readonly port: number;
+}
+
+/** Never an instance: link-local (cloud metadata lives there) and multicast/broadcast. */
+const NEVER: readonly [string, number, 'ipv4' | 'ipv6'][] = [
+  ['169.254.0.0', 16, 'ipv4'],
+  ['224.0.0.0', 4, 'ipv4'],
+  ['255.255.255.255', 32, 'ipv4'],
+  ['fe80::', 10, 'ipv6'],
+  ['ff00::', 8, 'ipv6'],
+];
+
+/** Loopback: what a listener bound to the unspecified address also answers on. */
+const LOOPBACK: readonly [string, number, 'ipv4' | 'ipv6'][] = [
+  ['127.0.0.0', 8, 'ipv4'],
+  ['::1', 128, 'ipv6'],
+];
+
+const UNSPECIFIED = new Set(['0.0.0.0', '::']);
+/** Where a connection to the unspecified address lands (Linux routes it to loopback). */
+const DEFAULT_LOOPBACK = new Set(['127.0.0.1', '::1']);
+
+/**
+ * Parses `a.b.c.d/n` or `x::/n`; throws an Error naming the problem.
+ * @example parseCidr('10.0.0.0/8') // { address: '10.0.0.0', prefix: 8, family: 'ipv4' }
+ */
+export function parseCidr(cidr: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } {
+  const slash = cidr.indexOf('/');
+  const address = slash < 0 ? cidr : cidr.slice(0, slash);
+  const version = isIP(address);
+  if (version === 0) throw new Error(`${JSON.stringify(cidr)} is not an IPv4 or IPv6 network`);
+  const max = version === 4 ? 32 : 128;
+  const prefixText = slash < 0 ? String(max) : cidr.slice(slash + 1);
+  const prefix = Number(prefixText);
+  if (!/^\d{1,3}$/.test(prefixText) || prefix > max) throw new Error(`${JSON.stringify(cidr)}: prefix must be 0 to ${max}`);
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
+}
+
+export class InstanceAddressPolicy {
+  readonly #never = new BlockList();
+  readonly #loopback = new BlockList();
+  readonly #allowed: BlockList | undefined;
+  readonly #own: OwnListener[];
+
+  /**
+   * @param allowedNetworks CIDRs (already checked with parseCidr); undefined = any address not refused by default.
+   * @param own The process's own listeners, refused so that it is never told to call itself.
+   * @example new InstanceAddressPolicy(['10.0.0.0/8'], [{ ip: '127.0.0.1', port: 1025 }])
+   */
+  constructor(allowedNetworks: readonly string[] | undefined, own: readonly OwnListener[] = []) {
+    for (const [address, prefix, family] of NEVER) this.#never.addSubnet(address, prefix, family);
+    for (const [address, prefix, family] of LOOPBACK) this.#loopback.addSubnet(address, prefix, family);
+    if (allowedNetworks !== undefined) {
+      this.#allowed = new BlockList();
+      for (const cidr of allowedNetworks) {
+        const { address, prefix, family } = parseCidr(cidr);
+        this.#allowed.addSubnet(address, prefix, family);
+      }
+    }
+    this.#own = [...own];
+  }
+
+  /**
+   * Why an address (and port, when known) may not be an instance, or undefined when it may.
+   * @example policy.refusal('169.254.169.254') // 'link-local, multicast and broadcast addresses are never instances'
+   */
+  refusal(ip: string, port?: number): string | undefined {
+    const version = isIP(ip);
+    if (version === 0) return undefined; // not an address: the schema names that problem
+    const family = version === 4 ? 'ipv4' : 'ipv6';
+    if (this.#never.check(ip, family)) return 'link-local, multicast and broadcast addresses are never instances';
+    if (this.#allowed !== undefined && !this.#allowed.check(ip, family)) return 'outside pdlink.allowed_instance_networks';
+    if (port !== undefined && this.#own.some((o) => o.port === port && this.#sameHost(o.ip, ip)))
+      return "is one of this process's own listeners";
+    return undefined;
+  }
+
+  /**
+   * Whether a connection to `named` reaches a listener bound to `own`: the same address; any
+   * loopback or unspecified address when the listener binds the unspecified one; and the
+   * unspecified address reaches a listener on 127.0.0.1 or ::1. Distinct loopback addresses are
+   * distinct listeners (the simulated clusters put each engine on its own).
+   */
+  #sameHost(own: string, named: string): boolean {
+    const norm = (x: string) => x.replace(/^::ffff:/i, '').toLowerCase();
+    const [o, n] = [norm(own), norm(named)];
+    if (o === n) return true;
+    const loopback = (x: string) => this.#loopback.check(x, isIP(x) === 4 ? 'ipv4' : 'ipv6');
+    if (UNSPECIFIED.has(o)) return loopback(n) || UNSPECIFIED.has(n);
+    return UNSPECIFIED.has(n) && DEFAULT_LOOPBACK.has(o);
+  }
+
+  /**
+   * Adds listeners once their ports are known (a listener on port 0 learns its port after binding).
+   * @example policy.addOwn(listeners.map((l) => ({ ip: settings.manage.ip, port: l.port })));
+   */
+  addOwn(own: readonly OwnListener[]): void {
+    this.#own.push(...own);
+  }
+}

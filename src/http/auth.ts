@@ -1,0 +1,113 @@
+/**
+ * Bearer authentication of pdlink's listeners. The management listeners (Coordinator, agent,
+ * controller, simulator) take one cluster token; the inference listener takes any of its API keys.
+ * Both compare in constant time (SHA-256 of each side, then `timingSafeEqual`, so neither the
+ * content nor the length of a secret leaks through timing). The probes stay open so that
+ * orchestrators can check liveness without holding the token.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { MiddlewareHandler } from 'hono';
+import { errorBody } from '../core/error-body.ts';
+import { errors } from '../core/errors.ts';
+import { openAiErrorBody } from '../proxy/errors.ts';
+
+/** Paths that answer without a token: the probes an orchestrator polls. */
+const PROBE_PATHS = new Set(['/v1/startup', '/v1/health', '/v1/readiness']);
+
+/**
+ * Whether a path is a probe (kept open by the auth middleware and by the connection cap).
+ * @example isProbePath('/v2/health/ready') // true
+ */
+export function isProbePath(path: string): boolean {
+  return PROBE_PATHS.has(path) || path.startsWith('/v2/health/');
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Holds the digests of the accepted secrets; `accepts` checks a header against all of them. */
+export class BearerSecrets {
+  readonly #digests: Buffer[];
+
+  /** @example new BearerSecrets(['s3cret']) */
+  constructor(secrets: readonly string[]) {
+    this.#digests = secrets.map(digest);
+  }
+
+  /**
+   * Whether `Authorization: Bearer <secret>` names one of the secrets. Every secret is compared,
+   * so the time taken does not tell which one matched.
+   * @example secrets.accepts(c.req.header('authorization'))
+   */
+  accepts(header: string | undefined): boolean {
+    const given = bearerOf(header);
+    if (given === undefined) return false;
+    const d = digest(given);
+    let ok = false;
+    for (const want of this.#digests) ok = timingSafeEqual(d, want) || ok;
+    return ok;
+  }
+}
+
+/**
+ * The credential of an `Authorization: Bearer <credential>` header, else undefined.
+ * @example bearerOf('Bearer abc') // 'abc'
+ */
+export function bearerOf(header: string | undefined | null): string | undefined {
+  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header ?? '');
+  return m?.[1];
+}
+
+const CHALLENGE = { 'www-authenticate': 'Bearer' };
+
+/** The API key each accepted inference request came with, for the rate limit (the header may be gone by then). */
+const acceptedKeys = new WeakMap<Request, string>();
+
+/**
+ * The API key the inference auth accepted for this request; undefined when keys are off (a bearer
+ * the client chose freely must not name its rate-limit bucket, or it could pick a fresh one each time).
+ * @example const key = acceptedKeyOf(c.req.raw);
+ */
+export function acceptedKeyOf(request: Request): string | undefined {
+  return acceptedKeys.get(request);
+}
+
+/**
+ * Management token check for every route but the probes; no token = open (the embedded loopback
+ * default). A refused request gets 401 with the error envelope before any handler runs.
+ * @example app.use('*', managementAuth(settings.managementToken));
+ */
+export function managementAuth(token: string | undefined): MiddlewareHandler {
+  if (token === undefined) return async (_c, next) => next();
+  const secrets = new BearerSecrets([token]);
+  return async (c, next) => {
+    if (isProbePath(c.req.path) || secrets.accepts(c.req.header('authorization'))) return next();
+    const err = errors.unauthorized('management token');
+    return c.json(errorBody(err), 401, CHALLENGE);
+  };
+}
+
+export interface InferenceAuthOptions {
+  /** The accepted API keys; undefined = no key needed. */
+  readonly apiKeys: readonly string[] | undefined;
+  /** Whether the client's `Authorization` header goes on to the engines. */
+  readonly forwardAuthorization: boolean;
+}
+
+/**
+ * API key check for the inference listener, answering 401 in OpenAI's error shape (what OpenAI
+ * SDKs turn into `AuthenticationError`). Unless `forwardAuthorization`, the client's header is
+ * dropped here, so no leg can carry it to an engine.
+ * @example inferenceApp.use('*', inferenceAuth({ apiKeys: ['k1'], forwardAuthorization: false }));
+ */
+export function inferenceAuth(options: InferenceAuthOptions): MiddlewareHandler {
+  const secrets = options.apiKeys === undefined ? undefined : new BearerSecrets(options.apiKeys);
+  return async (c, next) => {
+    if (secrets !== undefined && !isProbePath(c.req.path)) {
+      const header = c.req.header('authorization');
+      if (!secrets.accepts(header)) return c.json(openAiErrorBody(errors.unauthorized('API key')), 401, CHALLENGE);
+      acceptedKeys.set(c.req.raw, bearerOf(header)!);
+    }
+    if (!options.forwardAuthorization) c.req.raw.headers.delete('authorization');
+    return next();
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * Per-client token buckets on the inference listener, so one client (an API key, else an address)
+ * cannot take the whole proxy: each request takes one token, a bucket refills at `ratePerSecond`
+ * up to `burst`, and an empty bucket answers 429 with `Retry-After` in OpenAI's error shape.
+ */
+import type { MiddlewareHandler } from 'hono';
+import { errors } from '../core/errors.ts';
+import { openAiErrorBody } from '../proxy/errors.ts';
+import { acceptedKeyOf, isProbePath } from './auth.ts';
+
+export interface RateLimitSettings {
+  /** Tokens added per second to each client's bucket. */
+  readonly ratePerSecond: number;
+  /** Bucket size: requests a quiet client may send at once. */
+  readonly burst: number;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** Buckets beyond this many are pruned (full ones first), so a flood of addresses cannot grow memory without bound. */
+const MAX_BUCKETS = 100_000;
+
+export class TokenBuckets {
+  readonly #settings: RateLimitSettings;
+  readonly #buckets = new Map<string, Bucket>();
+  readonly #now: () => number;
+
+  /** @example new TokenBuckets({ ratePerSecond: 10, burst: 20 }) */
+  constructor(settings: RateLimitSettings, now: () => number = () => performance.now()) {
+    this.#settings = settings;
+    this.#now = now;
+  }
+
+  /**
+   * Takes one token of `client`'s bucket: 0 when granted, else the seconds until one is there.
+   * @example const wait = buckets.take('key:abc'); if (wait > 0) refuse(wait);
+   */
+  take(client: string): number {
+    const now = this.#now();
+    const { ratePerSecond, burst } = this.#settings;
+    const bucket = this.#buckets.get(client) ?? { tokens: burst, at: now };
+    bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) / 1000) * ratePerSecond);
+    bucket.at = now;
+    this.#buckets.delete(client);
+    this.#buckets.set(client, bucket); // most recently used last: pruning drops the oldest
+    if (this.#buckets.size > MAX_BUCKETS) this.#buckets.delete(this.#buckets.keys().next().value!);
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return (1 - bucket.tokens) / ratePerSecond;
+  }
+}
+
+/** What Bun.serve passes as Hono's env: enough to name the peer address. */
+interface PeerSource {
+  requestIP?(request: Request): { address: string } | null;
+}
+
+/**
+ * The middleware, mounted after `inferenceAuth`: keys by the accepted API key, else by address.
+ * @example inferenceApp.use('*', inferenceAuth(options)); inferenceApp.use('*', rateLimit({ ratePerSecond: 50, burst: 100 }));
+ */
+export function rateLimit(settings: RateLimitSettings): MiddlewareHandler {
+  const buckets = new TokenBuckets(settings);
+  return async (c, next) => {
+    if (isProbePath(c.req.path)) return next();
+    const key = acceptedKeyOf(c.req.raw);
+    const env = c.env as PeerSource | undefined;
+    const client = key !== undefined ? `key:${key}` : `ip:${env?.requestIP?.(c.req.raw)?.address ?? 'unknown'}`;
+    const wait = buckets.take(client);
+    if (wait === 0) return next();
+    const seconds = Math.max(1, Math.ceil(wait));
+    const err = errors.rateLimited(`rate limit of ${settings.ratePerSecond} requests per second exceeded; retry in ${seconds} s`);
+    return c.json(openAiErrorBody(err), 429, { 'retry-after': String(seconds) });
+  };
+}
