@@ -160,6 +160,7 @@ describe('pdlink sim-cluster --tls_config', () => {
     );
     const child = await startPdlink(['sim-cluster', '--prefill_ip', pIp, '--decode_ip', dIp, '--tls_config', tlsConfig], {
       listeners: ['prefill-inference', 'decode-management'],
+      printed: 'both engines RoleReady',
       deadlineMs: 40_000,
     });
     try {

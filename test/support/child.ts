@@ -26,6 +26,8 @@ export interface StartOptions {
   listeners: readonly string[];
   /** Upper bound for start-up; a generous deadline, not a timing assertion. */
   deadlineMs?: number;
+  /** Also wait until the output so far says this (a line printed after the listeners, e.g. readiness). */
+  printed?: string;
 }
 
 /**
@@ -47,7 +49,8 @@ export async function startPdlink(args: readonly string[], options: StartOptions
     const onData = (chunk: Buffer): void => {
       out += chunk.toString();
       for (const match of out.matchAll(/^pdlink: (\S+) listening on (\S+)$/gm)) urls[match[1]!] = match[2]!;
-      if (options.listeners.every((name) => urls[name] !== undefined)) resolve();
+      if (options.listeners.every((name) => urls[name] !== undefined) && (options.printed === undefined || out.includes(options.printed)))
+        resolve();
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', (chunk: Buffer) => {
