@@ -58,6 +58,18 @@ describe('pdlink in front of SGLang-style engines', () => {
     expect(pieces.join('')).toBe(generatedTokens(promptHash(TOKENS), 4).join(''));
   });
 
+  test('a batched prompt: one room per item, every item pulled and verified', async () => {
+    const prompts = ['First prompt of a batch, long enough for blocks. '.repeat(2), 'Second prompt, also several blocks long. '.repeat(3)];
+    const id = 'sglang-batch';
+    const res = await proxyPost(cluster, '/v1/completions', { model: MODEL, prompt: prompts, max_tokens: 3 }, id);
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { choices: { index: number; text: string }[] };
+    expect(answer.choices.map((c) => c.text)).toEqual(prompts.map((p) => generatedTokens(promptHash(tokenize(p)), 3).join('')));
+    expect(answer.choices.map((c) => c.index)).toEqual([0, 1]);
+    const items = await Promise.all(prompts.map((_, i) => legsWhen(cluster, `${id}/${i}`, (rs) => rs.length === 2)));
+    for (const records of items) expect(records.find((r) => r.leg === 'decode')).toMatchObject({ status: 200, verified: true });
+  });
+
   test("return_logprob: the prompt's logprobs come from P", async () => {
     const res = await proxyPost(
       cluster,

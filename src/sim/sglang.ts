@@ -34,12 +34,7 @@ export async function serveSglang(
   const host = fields['bootstrap_host'];
   const port = fields['bootstrap_port'];
   const room = fields['bootstrap_room'];
-  if (Array.isArray(room)) {
-    return SimError.badRequest(
-      'bootstrap_room: batched prompts are not simulated; send one prompt per request',
-      'bootstrap_room',
-    ).toResponse(requestId);
-  }
+  if (Array.isArray(room)) return serveBatch(engine, kind, fields, requestId, signal);
   if (typeof host !== 'string' || host === '')
     return SimError.badRequest('bootstrap_host: must be a host name', 'bootstrap_host').toResponse(requestId);
   if (typeof port !== 'number' || !Number.isInteger(port)) {
@@ -58,6 +53,59 @@ export async function serveSglang(
   return engine.role === 'prefill'
     ? prefillRoom(engine, kind, rest, roomId, requestId, signal)
     : decodeRoom(engine, kind, rest, { host, port, room: roomId }, requestId, signal);
+}
+
+/**
+ * A batched prompt: one room per item, each item served as its own request at once. P answers the
+ * list of its items' answers (as SGLang's batch API does); D answers one completion with a choice
+ * per item. Streaming a batch is not simulated.
+ */
+async function serveBatch(
+  engine: SimEngine,
+  kind: SimKind,
+  fields: Record<string, unknown>,
+  requestId: string,
+  signal: AbortSignal,
+): Promise<Response> {
+  const rooms = fields['bootstrap_room'] as unknown[];
+  const prompts = fields['prompt'];
+  const hosts = fields['bootstrap_host'];
+  const ports = fields['bootstrap_port'];
+  const n = rooms.length;
+  if (kind !== 'completions' || !Array.isArray(prompts) || prompts.length !== n || typeof prompts[0] === 'number') {
+    return SimError.badRequest(`prompt: a batch of ${n} rooms needs a list of ${n} prompts`, 'prompt').toResponse(requestId);
+  }
+  if (!Array.isArray(hosts) || hosts.length !== n || !Array.isArray(ports) || ports.length !== n) {
+    return SimError.badRequest(`bootstrap_host, bootstrap_port: must be lists of ${n} like bootstrap_room`, 'bootstrap_host').toResponse(
+      requestId,
+    );
+  }
+  if (fields['stream'] === true) return SimError.badRequest('stream: a streamed batch is not simulated', 'stream').toResponse(requestId);
+  const answers = await Promise.all(
+    rooms.map((room, i) =>
+      serveSglang(
+        engine,
+        kind,
+        { ...fields, prompt: prompts[i], bootstrap_host: hosts[i], bootstrap_port: ports[i], bootstrap_room: room },
+        `${requestId}/${i}`,
+        signal,
+      ),
+    ),
+  );
+  const failed = answers.find((res) => res.status !== 200);
+  if (failed !== undefined) return failed;
+  const bodies = (await Promise.all(answers.map((res) => res.json()))) as Record<string, unknown>[];
+  if (engine.role === 'prefill') return Response.json(bodies, { headers: { 'x-request-id': requestId } });
+  const choices = bodies.map((body, index) => ({ ...(body['choices'] as Record<string, unknown>[])[0], index }));
+  const usage = (key: string) => bodies.reduce((sum, body) => sum + (((body['usage'] as Record<string, number>) ?? {})[key] ?? 0), 0);
+  return Response.json(
+    {
+      ...bodies[0],
+      choices,
+      usage: { prompt_tokens: usage('prompt_tokens'), completion_tokens: usage('completion_tokens'), total_tokens: usage('total_tokens') },
+    },
+    { headers: { 'x-request-id': requestId } },
+  );
 }
 
 async function prefillRoom(
