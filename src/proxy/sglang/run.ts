@@ -113,6 +113,8 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   const started = performance.now();
   const pTask = prefillLeg(exchange, engineUrl(pair.p, kind, https), p, legHeaders(clientHeaders, requestId), legText(pBody), signal).then(
     (result) => {
+      // A leg this attempt dropped must not touch the clock or the record of the next attempt.
+      if (legs.signal.aborted) return result;
       controls.attemptClock.stop();
       if (result.kind === 'ok') {
         breakers?.recordSuccess(p);
@@ -125,12 +127,17 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   // Resolves only when P fails: what D's side races against until its first byte.
   const pFailed = pTask.then((result) => (result.kind === 'ok' ? new Promise<never>(() => {}) : result));
 
-  const aborted = (instance: number): never => {
+  /** Ends this attempt's legs (and P's clock): whatever is still running is no longer wanted. */
+  const dropLegs = (): void => {
     legs.abort();
+    controls.attemptClock.stop();
+  };
+  const aborted = (instance: number): never => {
+    dropLegs();
     throw exchange.stopForAbort(instance);
   };
   const prefillFailed = (result: PrefillFailure): PairFailure => {
-    legs.abort();
+    dropLegs();
     if (result.kind === 'aborted' || exchange.cause !== null) return aborted(p);
     if (result.kind === 'rejected') {
       breakers?.recordSuccess(p);
@@ -144,7 +151,7 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
     return { side: 'p', id: p, reason: result.reason, message: result.message };
   };
   const decodeFailed = (reason: RetryReason, message: string): PairFailure => {
-    legs.abort();
+    dropLegs();
     if (exchange.cause !== null) return aborted(d);
     return { side: 'd', id: d, reason, message: `decode instance ${d} ${message}` };
   };
@@ -177,7 +184,7 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
     }
     if (res.status >= 400 && res.status < 500) {
       // D judged the request itself; P's KV will never be pulled, so P's leg is dropped too.
-      legs.abort();
+      dropLegs();
       breakers?.recordSuccess(d);
       exchange.end('upstream_rejected', { kind: 'fail', code: 'decode_rejected', detail: `decode instance ${d} answered ${res.status}` });
       return passthrough(res.status, res.headers.get('content-type'), text, requestId);
@@ -185,7 +192,11 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
     return decodeFailed(res.status >= 500 ? 'status_5xx' : 'bad_answer', `answered ${res.status}: ${quoteError(text)}`);
   }
   const dAt = performance.now();
-  if (!exchange.streaming) return wholeAnswer(exchange, { p, res, d, dAt, pTask, pFailed, prefillFailed, decodeFailed });
+  // D has its KV once it answers: a P that fails from then on costs this request nothing, but is charged.
+  void pTask.then((result) => {
+    if (result.kind === 'failed' && !legs.signal.aborted) breakers?.recordFailure(p);
+  });
+  if (!exchange.streaming) return wholeAnswer(exchange, { res, d, dAt, pTask, pFailed, prefillFailed, decodeFailed });
 
   const reader: ChunkReader | undefined = res.body?.getReader();
   if (reader === undefined) return decodeFailed('bad_answer', `answered ${res.status} with an empty body`);
@@ -203,10 +214,6 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   exchange.firstByte();
   const firstAt = performance.now();
   metrics.transfer((firstAt - dAt) / 1000);
-  // D has its KV: a P that fails from now on costs this request nothing, but its instance is told.
-  void pTask.then((result) => {
-    if (result.kind === 'failed') breakers?.recordFailure(p);
-  });
   const stream = relayStream(
     first,
     reader,
@@ -246,7 +253,6 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
 }
 
 interface WholeLegs {
-  readonly p: number;
   readonly res: Response;
   readonly d: number;
   readonly dAt: number;
@@ -268,11 +274,10 @@ async function wholeAnswer(exchange: DecodeExchange, legs: WholeLegs): Promise<R
   }
   if (!(bytes instanceof ArrayBuffer)) return prefillFailed(bytes);
   if (bytes.byteLength === 0) return decodeFailed('bad_answer', `answered ${res.status} with an empty body`);
-  // D answered whole, so P handed its KV over: P's answer can only add the prompt's logprobs.
-  const pResult = await pTask;
-  if (pResult.kind === 'failed') breakers?.recordFailure(legs.p);
+  // D answered whole, so P handed its KV over: P's answer matters only for the prompt's logprobs.
   let answer: string | ArrayBuffer = bytes;
-  if (exchange.request.body['return_logprob'] === true && pResult.kind === 'ok') {
+  const pResult = exchange.request.body['return_logprob'] === true ? await pTask : undefined;
+  if (pResult?.kind === 'ok') {
     try {
       answer = JSON.stringify(mergePromptLogprobs(pResult.answer, parseJsonExact(new TextDecoder().decode(bytes))));
     } catch {
