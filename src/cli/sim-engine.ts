@@ -135,6 +135,7 @@ async function startEngine(args: SimEngineArgs, agent: InstanceAgent, notifyTls:
     maxModelLen: args.maxModelLen,
     kvLeaseMs: args.kvLeaseMs,
     pullTimeoutMs: args.pullTimeoutMs,
+    protocol: args.protocol,
   });
   try {
     await engine.start();

@@ -16,6 +16,7 @@ import { runPrefill } from './prefill.ts';
 import { promptOf, type PromptInfo } from './prompt.ts';
 import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import { runDecode } from './decode.ts';
+import { runSglang } from './sglang/run.ts';
 import { Stop } from './stop.ts';
 import type { AbortCause, DecodeExchange, ExchangeDeps, ExchangeRequest } from './types.ts';
 
@@ -79,6 +80,9 @@ export class Exchange implements DecodeExchange {
    */
   async run(): Promise<Response> {
     try {
+      if (this.deps.settings.protocol === 'sglang') {
+        return await runSglang(this, { reservation: this.#reservation, attemptClock: this.#attemptClock });
+      }
       const prefilled = await runPrefill(this, { reservation: this.#reservation, attemptClock: this.#attemptClock });
       if (!this.streaming) this.#clearFirstToken();
       return await runDecode(this, prefilled, (d) => this.#reservation.moveDecode(d, this.prompt.tokenCount));

@@ -16,6 +16,7 @@ import {
 } from '../schema/coordinator-config.ts';
 import { parseOrRefuse } from '../schema/issues.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
+import { SGLANG_DEFAULT_BOOTSTRAP_PORT, type ProxyProtocol } from '../schema/proxy-protocol.ts';
 
 export interface ProxySettings {
   /** One prefill attempt, from sending P's request to P's complete answer (ms; Infinity = none). */
@@ -42,6 +43,10 @@ export interface ProxySettings {
   engineIdleTimeoutMs: number;
   /** `tls_config.mindie_client_tls_*`: when present the legs go over https, verified and with this client certificate. */
   engineTls?: ClientTlsOptions;
+  /** `pdlink.proxy.protocol`: the engines' PD protocol (vLLM's two legs in turn, or SGLang's bootstrap). */
+  protocol: ProxyProtocol;
+  /** `pdlink.proxy.bootstrap_port`: P's SGLang bootstrap port when its refresh entry names none. */
+  bootstrapPort: number;
 }
 
 /** MindIE's defaults: 600 s for both timeouts, 5 retries. */
@@ -81,6 +86,8 @@ export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides
     bodyLimitBytes: (limits.body_limit ?? BODY_LIMIT_MB.default) * 1024 * 1024,
     leaseMs: own.lease_ms ?? DEFAULT_LEASE_MS,
     engineIdleTimeoutMs: seconds(file.http_config?.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default),
+    protocol: file.pdlink?.proxy?.protocol ?? 'vllm',
+    bootstrapPort: file.pdlink?.proxy?.bootstrap_port ?? SGLANG_DEFAULT_BOOTSTRAP_PORT,
     ...overrides,
   };
   return checkSettings(settings);
@@ -93,7 +100,7 @@ export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides
  */
 export function checkSettings(settings: ProxySettings): ProxySettings {
   const issues: { path: string; message: string }[] = [];
-  type NumberKey = Exclude<keyof ProxySettings, 'engineTls'>;
+  type NumberKey = Exclude<keyof ProxySettings, 'engineTls' | 'protocol'>;
   const timeout = (key: NumberKey): void => {
     const value = settings[key];
     if (!(value === Infinity || (Number.isInteger(value) && value > 0 && value <= MAX_TIMER_MS))) {
@@ -115,6 +122,10 @@ export function checkSettings(settings: ProxySettings): ProxySettings {
   count('bodyLimitBytes', 1);
   if (!(Number.isInteger(settings.leaseMs) && settings.leaseMs > 0 && settings.leaseMs <= MAX_TIMER_MS)) {
     issues.push({ path: 'leaseMs', message: `must be an integer number of milliseconds in [1, ${MAX_TIMER_MS}]` });
+  }
+  if (settings.protocol !== 'vllm' && settings.protocol !== 'sglang') issues.push({ path: 'protocol', message: 'must be vllm or sglang' });
+  if (!(Number.isInteger(settings.bootstrapPort) && settings.bootstrapPort >= 1 && settings.bootstrapPort <= 65535)) {
+    issues.push({ path: 'bootstrapPort', message: 'must be an integer port in [1, 65535]' });
   }
   if (issues.length > 0) throw errors.configInvalid(issues, 'proxy settings');
   return settings;

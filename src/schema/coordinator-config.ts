@@ -7,6 +7,7 @@
 import * as v from 'valibot';
 import { AllowedNetworks, HttpCaps, SecretFilePath } from './security.ts';
 import { INT32_MAX } from '../core/limits.ts';
+import { ProxyProtocolSection } from './proxy-protocol.ts';
 import { PdlinkSection } from './store-config.ts';
 import { TlsItems } from './tls-items.ts';
 
@@ -140,7 +141,9 @@ export const CoordinatorConfigFile = v.looseObject({
           api_keys_file: v.optional(SecretFilePath),
         }),
       ),
-      proxy: v.optional(v.looseObject({ forward_authorization: v.optional(v.boolean('must be a boolean')) })),
+      proxy: v.optional(
+        v.strictObject({ ...ProxyProtocolSection.entries, forward_authorization: v.optional(v.boolean('must be a boolean')) }),
+      ),
       allowed_instance_networks: v.optional(AllowedNetworks),
       http: v.optional(HttpCaps),
       rate_limit: v.optional(

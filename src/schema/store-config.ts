@@ -4,6 +4,7 @@
  * share. Absent, everything stays in one process's memory, as before.
  */
 import * as v from 'valibot';
+import { ProxyProtocolSection } from './proxy-protocol.ts';
 
 /** MindIE's master lock lapses after 10 s; pdlink's default fails over within 3 s (see election.ts). */
 export const LEASE_TTL_SECONDS = { min: 1, max: 60, default: 2 } as const;
@@ -22,6 +23,8 @@ export const EtcdEndpoint = v.pipe(
 
 export const PdlinkSection = v.strictObject({
   cluster: v.optional(ClusterName),
+  /** The engines' PD protocol (see proxy-protocol.ts). */
+  proxy: v.optional(ProxyProtocolSection),
   store: v.optional(
     v.strictObject({
       etcd: v.optional(

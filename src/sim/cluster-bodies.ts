@@ -19,6 +19,8 @@ export interface EngineGeometry {
   readonly numBlocks: number;
   readonly blockTokens: number;
   readonly maxModelLen: number;
+  /** Under sglang, each P's entry names its bootstrap server's port (its management listener). */
+  readonly protocol?: 'vllm' | 'sglang';
 }
 
 /**
@@ -75,6 +77,7 @@ export function refreshBody(entries: readonly RefreshEntry[], model: string, geo
         port: String(inferencePort),
         metric_port: String(managementPort),
         model_name: model,
+        ...(prefill && geometry.protocol === 'sglang' ? { bootstrap_port: managementPort } : {}),
         static_info: {
           group_id: 0,
           max_seq_len: geometry.maxModelLen,

@@ -23,7 +23,15 @@ const REPO_ROOT = join(import.meta.dir, '..', '..');
 /** The numeric engine options a cluster passes to every simulated engine (the CLI's own names). */
 export type SimEngineSettings = Pick<
   SimEngineArgs,
-  'numBlocks' | 'blockBytes' | 'blockTokens' | 'prefillMsPerToken' | 'decodeMsPerToken' | 'maxModelLen' | 'kvLeaseMs' | 'pullTimeoutMs'
+  | 'numBlocks'
+  | 'blockBytes'
+  | 'blockTokens'
+  | 'prefillMsPerToken'
+  | 'decodeMsPerToken'
+  | 'maxModelLen'
+  | 'kvLeaseMs'
+  | 'pullTimeoutMs'
+  | 'protocol'
 >;
 
 export interface SimClusterOptions {
@@ -65,6 +73,7 @@ export const CLUSTER_ENGINE_DEFAULTS: SimEngineSettings = {
   maxModelLen: 4096,
   kvLeaseMs: 30_000,
   pullTimeoutMs: 5_000,
+  protocol: 'vllm',
 };
 
 /** PEM file paths for a TLS cluster: one CA, one server certificate for every listener, one client certificate. */
@@ -488,6 +497,8 @@ function engineArgs(layout: EngineLayout, configPath: string, model: string, s: 
     String(s.kvLeaseMs),
     '--pull_timeout_ms',
     String(s.pullTimeoutMs),
+    '--protocol',
+    s.protocol,
   ];
 }
 

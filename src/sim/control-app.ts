@@ -13,6 +13,7 @@ import { SMALL_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { parseOrRefuse } from '../schema/issues.ts';
 import type { SimEngine } from './engine.ts';
 import { parseFaults } from './faults.ts';
+import { ROOM_WAIT_MS } from './sglang.ts';
 
 const RequestId = v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'));
 /** One id, or a batch of them (what a decoder's ReleaseNotifier sends). */
@@ -46,6 +47,12 @@ export function simControlApp(engine: SimEngine): Hono {
     const body = parseOrRefuse(ReleaseBody, await readJsonRequest(c.req.raw, { limitBytes: SMALL_BODY_LIMIT_BYTES }), errors.unprocessable);
     const ids = 'remote_request_ids' in body ? body.remote_request_ids : [body.remote_request_id];
     return c.json({ released_blocks: ids.reduce((n, id) => n + engine.releaseExport(id), 0) });
+  });
+  // SGLang's bootstrap server: a decoder waits here until this prefiller filed the room.
+  app.get('/sim/bootstrap/:room', async (c) => {
+    const kv = await engine.rooms.wait(c.req.param('room'), ROOM_WAIT_MS, c.req.raw.signal);
+    if (kv === undefined) throw errors.notFound(`bootstrap room ${c.req.param('room')} (waited ${ROOM_WAIT_MS} ms)`);
+    return c.json(kv);
   });
   app.get('/sim/status', (c) => c.json(engine.stats()));
   app.get('/sim/requests', (c) => c.json({ requests: engine.log.list(c.req.query('request_id')) }));

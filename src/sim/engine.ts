@@ -11,6 +11,7 @@ import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
 import { ReleaseNotifier } from './release-notifier.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { SharedScratch } from './scratch.ts';
+import { BootstrapRooms } from './rooms.ts';
 import { finish, RequestLog, type Leg } from './request-log.ts';
 import type { SimKind } from './request.ts';
 import { readSimRequest } from './request.ts';
@@ -65,6 +66,8 @@ export class SimEngine implements LegEngine {
   readonly releases: ReleaseNotifier;
   /** Shared buffers that carry KV bytes to the transfer workers. */
   readonly scratch = new SharedScratch();
+  /** SGLang's bootstrap rooms (sglang.ts). */
+  readonly rooms = new BootstrapRooms();
   /** One block pool per device, by endpoint. */
   readonly pools: ReadonlyMap<string, BlockPool>;
   role: SimRole;
@@ -160,6 +163,7 @@ export class SimEngine implements LegEngine {
    */
   releaseExport(prefillId: string): number {
     const endpoint = this.#exported.get(prefillId);
+    this.rooms.released(prefillId);
     if (endpoint === undefined) return 0;
     this.#exported.delete(prefillId);
     return this.pools.get(endpoint)?.release(prefillId) ?? 0;

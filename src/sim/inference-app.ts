@@ -9,6 +9,7 @@ import { methodAwareNotFound } from '../core/route-methods.ts';
 import type { SimEngine } from './engine.ts';
 import type { SimKind } from './request.ts';
 import { SimError } from './sim-error.ts';
+import { serveSglang } from './sglang.ts';
 
 /** Largest accepted request body (vLLM has no limit of its own; 16 MiB covers long prompts). */
 export const SIM_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -31,6 +32,7 @@ export function simInferenceApp(engine: SimEngine): Hono {
     // A stream's gaps may outlast the listener's idle timeout; the engine paces it, not the socket.
     const server = c.env as { timeout?: (request: Request, seconds: number) => void } | undefined;
     if (typeof server?.timeout === 'function') server.timeout(c.req.raw, 0);
+    if (engine.options.protocol === 'sglang') return serveSglang(engine, kind, body, requestId, c.req.raw.signal);
     return engine.handle(kind, body, requestId, c.req.raw.signal);
   };
   app.post('/v1/completions', (c) => serve(c, 'completions'));

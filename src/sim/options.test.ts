@@ -36,6 +36,8 @@ describe('sim-engine options', () => {
       '5',
       '--pull_timeout_ms',
       '7',
+      '--protocol',
+      'sglang',
     ]);
     expect(args).toEqual({
       help: false,
@@ -54,6 +56,7 @@ describe('sim-engine options', () => {
       maxModelLen: 100,
       kvLeaseMs: 5,
       pullTimeoutMs: 7,
+      protocol: 'sglang',
     });
   });
 

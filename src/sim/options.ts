@@ -44,6 +44,8 @@ Options:
   --kv_lease_ms MS          a prefill keeps its blocks this long for a decoder
                             that never says it is done                        (default 30000)
   --pull_timeout_ms MS      deadline of one KV pull                           (default 1000)
+  --protocol vllm|sglang    the PD protocol served: vLLM's kv_transfer_params,
+                            or SGLang's bootstrap rooms                       (default vllm)
   -h, --help                show this help
 
 Faults for tests (management listener): POST /sim/faults with any of
@@ -73,6 +75,7 @@ export interface SimEngineArgs {
   maxModelLen: number;
   kvLeaseMs: number;
   pullTimeoutMs: number;
+  protocol: 'vllm' | 'sglang';
 }
 
 /** Defaults of the simulated engine's numeric options. */
@@ -86,6 +89,7 @@ export const SIM_DEFAULTS = {
   maxModelLen: 4096,
   kvLeaseMs: 30_000,
   pullTimeoutMs: 1000,
+  protocol: 'vllm',
 } as const;
 
 /**
@@ -115,6 +119,7 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
         max_model_len: { type: 'string' },
         kv_lease_ms: { type: 'string' },
         pull_timeout_ms: { type: 'string' },
+        protocol: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }).values;
@@ -124,6 +129,9 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
   const help = values.help === true;
   if (!help && values.role !== 'prefill' && values.role !== 'decode') {
     throw new ConfigError(`--role: must be prefill or decode, got ${values.role === undefined ? 'nothing' : JSON.stringify(values.role)}`);
+  }
+  if (values.protocol !== undefined && values.protocol !== 'vllm' && values.protocol !== 'sglang') {
+    throw new ConfigError(`--protocol: must be vllm or sglang, got ${JSON.stringify(values.protocol)}`);
   }
   if (values.model !== undefined && values.model.trim() === '') throw new ConfigError('--model: must not be empty');
   const args: SimEngineArgs = {
@@ -138,6 +146,7 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
     maxModelLen: int('max_model_len', values.max_model_len, SIM_DEFAULTS.maxModelLen, 2, INT32_MAX),
     kvLeaseMs: int('kv_lease_ms', values.kv_lease_ms, SIM_DEFAULTS.kvLeaseMs, 1, INT32_MAX),
     pullTimeoutMs: int('pull_timeout_ms', values.pull_timeout_ms, SIM_DEFAULTS.pullTimeoutMs, 1, INT32_MAX),
+    protocol: values.protocol === 'sglang' ? 'sglang' : SIM_DEFAULTS.protocol,
   };
   if (values.config !== undefined) args.config = values.config;
   if (values.manage_ip !== undefined) args.manageIp = ip('manage_ip', values.manage_ip);

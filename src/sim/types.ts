@@ -37,6 +37,8 @@ export interface SimEngineOptions {
   readonly kvLeaseMs: number;
   /** Deadline of one pull (LLM-DataDist's sync_kv_timeout). */
   readonly pullTimeoutMs: number;
+  /** The PD protocol served (default vllm): SGLang's bootstrap rooms are sglang.ts. */
+  readonly protocol?: 'vllm' | 'sglang';
   /** Kills the process (SIGKILL by default); the crash fault calls it. */
   readonly crash?: () => void;
   /** Tells a prefiller that its blocks of a request may be freed (default: the engine's ReleaseNotifier). */

@@ -1,0 +1,54 @@
+import { afterAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '../core/errors.ts';
+import { resolveProxySettings } from '../proxy/settings.ts';
+import { resolveCoordinatorSettings } from './coordinator.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'pdlink-protocol-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function settingsOf(file: unknown) {
+  const path = join(dir, `c-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(path, JSON.stringify(file));
+  return resolveCoordinatorSettings({ config: path }, {}, dir);
+}
+
+function errorOf(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('nothing was thrown');
+}
+
+describe('pdlink.proxy in the Coordinator file', () => {
+  test('vLLM by default, SGLang with its default bootstrap port when asked', () => {
+    expect(resolveProxySettings({}).protocol).toBe('vllm');
+    const sglang = resolveProxySettings({ pdlink: { proxy: { protocol: 'sglang' } } });
+    expect(sglang.protocol).toBe('sglang');
+    expect(sglang.bootstrapPort).toBe(8998);
+    expect(resolveProxySettings({ pdlink: { proxy: { protocol: 'sglang', bootstrap_port: 9100 } } }).bootstrapPort).toBe(9100);
+  });
+
+  test('read from the file by the Coordinator', () => {
+    expect(settingsOf({ pdlink: { proxy: { protocol: 'sglang', bootstrap_port: 9001 } } }).proxy).toMatchObject({
+      protocol: 'sglang',
+      bootstrapPort: 9001,
+    });
+  });
+
+  test('an unknown protocol, a bad port or an unknown key is refused naming the field', () => {
+    const protocol = errorOf(() => settingsOf({ pdlink: { proxy: { protocol: 'trtllm' } } }));
+    expect(protocol).toBeInstanceOf(ConfigError);
+    expect(protocol.message).toContain('pdlink.proxy.protocol');
+    expect(errorOf(() => settingsOf({ pdlink: { proxy: { bootstrap_port: 70000 } } })).message).toContain('pdlink.proxy.bootstrap_port');
+    expect(errorOf(() => settingsOf({ pdlink: { proxy: { boostrap_port: 1 } } })).message).toContain('boostrap_port');
+  });
+
+  test('a programmatic override is checked too', () => {
+    expect(errorOf(() => resolveProxySettings({}, { protocol: 'x' as 'vllm' })).message).toContain('protocol');
+  });
+});
