@@ -100,14 +100,20 @@ try {
   const hops: number[] = [];
   for (let r = 0; r < ROUNDS; r++) hops.push(await poolHop());
   const perRound = Math.ceil(PAIRS / ROUNDS);
-  const batched = await alternate(ROUNDS, () => batchedDirect(perRound), () => batchedManager(perRound));
+  const batched = await alternate(
+    ROUNDS,
+    () => batchedDirect(perRound),
+    () => batchedManager(perRound),
+  );
   const loneRatio = spread(lone.ratios);
   // Rate ratio: manager / direct (higher is better).
   const rateRatio = spread(batched.ratios);
   const hop = percentile(hops, 50);
   const loneD = percentile(lone.baseline, 50);
   const loneM = percentile(lone.subject, 50);
-  console.log(`lone pair: manager ${loneM.toFixed(0)} µs vs direct ${loneD.toFixed(0)} µs → ${times(loneRatio.median)} (rounds ${lone.ratios.map(times).join(', ')})`);
+  console.log(
+    `lone pair: manager ${loneM.toFixed(0)} µs vs direct ${loneD.toFixed(0)} µs → ${times(loneRatio.median)} (rounds ${lone.ratios.map(times).join(', ')})`,
+  );
   console.log(`pool hop (trivial task): ${hop.toFixed(0)} µs`);
   console.log(`batched: ${times(rateRatio.median)} of the direct 16-per-call rate (rounds ${batched.ratios.map(times).join(', ')})`);
   const summary = [
