@@ -51,6 +51,15 @@ export function parseJsonExact(text: string): unknown {
 const measured = new WeakSet<object>();
 
 /**
+ * Vouches for a value parsed another way whose depth and integers its parser checked as strictly
+ * as parseJsonExact would have (a refresh body whose every key is known, refresh-plain.ts).
+ * @example if (plain) markMeasuredJson(snapshot);
+ */
+export function markMeasuredJson(value: object): void {
+  measured.add(value);
+}
+
+/**
  * Whether `value` is one parseJsonExact returned, so nests at most MAX_JSON_DEPTH levels (pdlink
  * does not modify parsed bodies). Lets code that must bound values built by anyone (the registry)
  * skip walking the ones it knows.
