@@ -7,7 +7,7 @@
  * parsed (json-depth.ts), so every value returned here is safe to recurse over.
  */
 import { errors } from './errors.ts';
-import { depthOverflowAt } from './json-depth.ts';
+import { scanJsonText, WITHIN_LIMIT_LONG_DIGITS } from './json-depth.ts';
 import { MAX_JSON_DEPTH } from './limits.ts';
 
 /** `JSON.rawJSON` (ES2025 JSON source text access): Bun has it, the bundled lib typings not yet. */
@@ -32,13 +32,13 @@ export class UnsafeInteger {
  * @example parseJsonExact('{"seed":18446744073709551615}') // { seed: UnsafeInteger('18446744073709551615') }
  */
 export function parseJsonExact(text: string): unknown {
-  const tooDeepAt = depthOverflowAt(text, MAX_JSON_DEPTH);
-  if (tooDeepAt >= 0) throw errors.nestedTooDeep(MAX_JSON_DEPTH, tooDeepAt);
+  const scan = scanJsonText(text, MAX_JSON_DEPTH);
+  if (scan >= 0) throw errors.nestedTooDeep(MAX_JSON_DEPTH, scan);
   let value: unknown;
   try {
     // Only a run of 16+ digits can hold an integer beyond 2^53-1; the reviver costs ~10x, so it
-    // runs only when such a run exists.
-    value = LONG_DIGIT_RUN.test(text) ? JSON.parse(text, exactReviver) : JSON.parse(text);
+    // runs only when the depth scan saw such a run outside strings.
+    value = scan === WITHIN_LIMIT_LONG_DIGITS ? JSON.parse(text, exactReviver) : JSON.parse(text);
   } catch (cause) {
     if (text.trim() === '') throw errors.emptyBody();
     throw errors.malformedJson(cause);
@@ -51,6 +51,15 @@ export function parseJsonExact(text: string): unknown {
 const measured = new WeakSet<object>();
 
 /**
+ * Vouches for a value parsed another way whose depth and integers its parser checked as strictly
+ * as parseJsonExact would have (a refresh body whose every key is known, refresh-plain.ts).
+ * @example if (plain) markMeasuredJson(snapshot);
+ */
+export function markMeasuredJson(value: object): void {
+  measured.add(value);
+}
+
+/**
  * Whether `value` is one parseJsonExact returned, so nests at most MAX_JSON_DEPTH levels (pdlink
  * does not modify parsed bodies). Lets code that must bound values built by anyone (the registry)
  * skip walking the ones it knows.
@@ -59,8 +68,6 @@ const measured = new WeakSet<object>();
 export function isMeasuredJson(value: unknown): boolean {
   return typeof value === 'object' && value !== null && measured.has(value);
 }
-
-const LONG_DIGIT_RUN = /\d{16}/;
 
 function exactReviver(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
   const source = context?.source;

@@ -105,3 +105,29 @@ test('has and reorder tell apart an item that is not in the heap, even one with 
   expect(heap.has(a)).toBe(false);
   expect(a.heapIndex).toBe(-1);
 });
+
+test('reorderAll restores the order after any batch of key changes made without reorder', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.integer({ min: -100, max: 100 }), { minLength: 0, maxLength: 80 }),
+      fc.array(fc.tuple(fc.nat(79), fc.integer({ min: -100, max: 100 })), { maxLength: 120 }),
+      (initial, changes) => {
+        const heap = new IndexedHeap<{ key: number; heapIndex: number }>((a, b) => a.key < b.key);
+        const items = initial.map((key) => ({ key, heapIndex: -1 }));
+        for (const item of items) heap.push(item);
+        for (const [index, key] of changes) if (index < items.length) items[index]!.key = key;
+        heap.reorderAll();
+        const slots = heap.items;
+        for (let i = 1; i < slots.length; i++) expect(slots[(i - 1) >> 1]!.key).toBeLessThanOrEqual(slots[i]!.key);
+        slots.forEach((item, i) => expect(item.heapIndex).toBe(i));
+        const drained: number[] = [];
+        while (heap.size > 0) {
+          const top = heap.peek()!;
+          drained.push(top.key);
+          heap.remove(top);
+        }
+        expect(drained).toEqual(items.map((i) => i.key).sort((a, b) => a - b));
+      },
+    ),
+  );
+});

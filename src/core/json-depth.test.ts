@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { depthOverflowAt } from './json-depth.ts';
+import { depthOverflowAt, scanJsonText, WITHIN_LIMIT, WITHIN_LIMIT_LONG_DIGITS } from './json-depth.ts';
 import { MAX_JSON_DEPTH } from './limits.ts';
 
 const nested = (levels: number, open = '[', close = ']') => open.repeat(levels) + close.repeat(levels);
@@ -77,6 +77,48 @@ describe('depthOverflowAt', () => {
         expect(depthOverflowAt(text, limit) === -1).toBe(depthOf(value) <= limit);
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('scanJsonText', () => {
+  test('notes a run of 16+ digits outside strings, and only there', () => {
+    expect(scanJsonText('{"seed":18446744073709551615}', 4)).toBe(WITHIN_LIMIT_LONG_DIGITS);
+    expect(scanJsonText('[-1234567890123456]', 4)).toBe(WITHIN_LIMIT_LONG_DIGITS);
+    expect(scanJsonText('[123456789012345,1.5e300]', 4)).toBe(WITHIN_LIMIT);
+    expect(scanJsonText('{"id":"18446744073709551615","k":1}', 4)).toBe(WITHIN_LIMIT);
+    expect(scanJsonText(`{"text":"${'9'.repeat(100)}"}`, 4)).toBe(WITHIN_LIMIT);
+  });
+
+  test('a bracket too deep wins over a long digit run, and its index is the same as depthOverflowAt', () => {
+    const text = '[12345678901234567890,[[1]]]';
+    expect(scanJsonText(text, 2)).toBe(depthOverflowAt(text, 2));
+    expect(scanJsonText(text, 2)).toBe(text.indexOf('[[') + 1);
+  });
+
+  test('escaped quotes and brackets in strings of every length around the short-string walk', () => {
+    for (let pad = 0; pad <= 70; pad++) {
+      for (const escape of ['\\"', '\\\\', '\\u0022']) {
+        const inner = `${'a'.repeat(pad)}${escape}[[[{`;
+        const text = `[{"s":"${inner}","n":12345678901234567}]`;
+        expect(JSON.parse(text)).toBeDefined();
+        expect(scanJsonText(text, 2)).toBe(WITHIN_LIMIT_LONG_DIGITS);
+        expect(scanJsonText(text, 1)).toBe(1);
+      }
+    }
+  });
+
+  test("agrees with depthOverflowAt and with the value's depth on generated JSON", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: 6 }), fc.integer({ min: 0, max: 7 }), (value, limit) => {
+        const text = JSON.stringify(value);
+        const at = scanJsonText(text, limit);
+        expect(at >= 0).toBe(depthOf(value) > limit);
+        expect(Math.max(at, -1)).toBe(depthOverflowAt(text, limit));
+        // Outside strings, any run of 16 digits counts (the reviver then decides which are integers).
+        const outsideStrings = text.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+        if (at < 0) expect(at === WITHIN_LIMIT_LONG_DIGITS).toBe(/\d{16}/.test(outsideStrings));
+      }),
     );
   });
 });

@@ -11,6 +11,11 @@ import { parseJsonExact } from './exact-json.ts';
 export interface ReadJsonOptions {
   /** Maximum body size in bytes. */
   limitBytes: number;
+  /**
+   * Turns the checked text into a value; default parseJsonExact. A route that knows its bodies may
+   * parse them its own way, as long as it refuses what parseJsonExact refuses (refresh-plain.ts).
+   */
+  parse?: (text: string) => unknown;
 }
 
 /**
@@ -28,7 +33,7 @@ export async function readJsonRequest(request: Request, options: ReadJsonOptions
   const text = await readText(request, Number.isInteger(declared), options.limitBytes);
   // In-process callers (app.request) are not bound by framing: a short declared length proves nothing.
   if (text.length > options.limitBytes || Buffer.byteLength(text) > options.limitBytes) throw errors.bodyTooLarge(options.limitBytes);
-  return parseJsonExact(text);
+  return (options.parse ?? parseJsonExact)(text);
 }
 
 async function readText(request: Request, framed: boolean, limitBytes: number): Promise<string> {

@@ -18,6 +18,8 @@ export interface JsonBodyOptions {
   readonly refuse?: Refusal;
   /** Refuse anything but a JSON object at the top, with the same error. */
   readonly object?: boolean;
+  /** Parses the body's text; default parseJsonExact (see ReadJsonOptions.parse). */
+  readonly parse?: (text: string) => unknown;
   /** Told of every refused body (unreadable or off the schema) before its error is thrown; for metrics. */
   readonly onRefused?: (error: unknown) => void;
 }
@@ -41,10 +43,11 @@ export function jsonBody(schemaOrCheck: v.GenericSchema | ((body: unknown) => un
     typeof schemaOrCheck === 'function'
       ? schemaOrCheck
       : (body: unknown) => parseOrRefuse(schemaOrCheck, body, refuse, { object: options.object === true });
+  const readOptions = { limitBytes: options.limitBytes, ...(options.parse === undefined ? {} : { parse: options.parse }) };
   return async (c, next) => {
     let value: unknown;
     try {
-      value = check(await readJsonBody(c, { limitBytes: options.limitBytes }));
+      value = check(await readJsonBody(c, readOptions));
     } catch (error) {
       options.onRefused?.(error);
       throw error;

@@ -10,6 +10,7 @@ import { refreshMetrics } from '../cluster/registry-metrics.ts';
 import type { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { errors, optionErrors, PdlinkError } from '../core/errors.ts';
 import { parseRefresh } from '../schema/refresh.ts';
+import { parseRefreshText } from '../schema/refresh-plain.ts';
 import { onError } from './envelope.ts';
 import { jsonBody } from './json-body.ts';
 
@@ -50,7 +51,7 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   const onRefused = (error: unknown) =>
     metrics.refreshed(error instanceof PdlinkError && error.code === 'payload_too_large' ? 'too_large' : 'invalid');
 
-  app.post('/v1/instances/refresh', jsonBody(check, { limitBytes: bodyLimitBytes, onRefused }), (c) => {
+  app.post('/v1/instances/refresh', jsonBody(check, { limitBytes: bodyLimitBytes, onRefused, parse: parseRefreshText }), (c) => {
     const { snapshot, started } = c.req.valid('json');
     registry.apply(snapshot);
     metrics.applied((performance.now() - started) / 1000);

@@ -1,7 +1,9 @@
 /**
  * Coalesces link/unlink requests of concurrent callers into runtime calls of at most `maxBatch`
- * clusters: items with the same key (endpoint, operation, timeout, force) that arrive within
- * `windowMs` share a call; a full batch leaves at once.
+ * clusters: items with the same key (endpoint, operation, timeout, force) share a call. While no
+ * runtime call is in flight a batch leaves at the end of the current turn (what one turn queued
+ * goes together), so a lone call pays no window; while one is in flight, items gather for up to
+ * `windowMs` or until the calls out have answered, whichever comes first; a full batch leaves at once.
  */
 import { LLM_STATUS } from '../core/llm-status.ts';
 import type { BatchOutcome, ClusterTarget, LinkSide } from './types.ts';
@@ -43,6 +45,8 @@ interface Queue {
 export class Batcher {
   readonly #options: BatcherOptions;
   readonly #queues = new Map<string, Queue>();
+  /** Runtime calls sent and not yet answered: the window only gathers while there are some. */
+  #inFlight = 0;
 
   constructor(options: BatcherOptions) {
     this.#options = options;
@@ -61,7 +65,7 @@ export class Batcher {
     }
     const promise = new Promise<ItemOutcome>((resolve) => queue.items.push({ target, resolve }));
     if (queue.items.length >= this.#options.maxBatch) this.#flush(id, queue);
-    else if (queue.timer === undefined) queue.timer = this.#schedule(() => this.#flush(id, queue));
+    else if (queue.timer === undefined) queue.timer = this.#schedule(id, queue);
     return promise;
   }
 
@@ -72,11 +76,19 @@ export class Batcher {
     return n;
   }
 
-  #schedule(fn: () => void): Queue['timer'] {
-    return this.#options.windowMs > 0 ? setTimeout(fn, this.#options.windowMs) : setImmediate(fn);
+  #schedule(id: string, queue: Queue): Queue['timer'] {
+    const fn = () => this.#flush(id, queue);
+    // Nothing out: what this turn queued leaves together at its end. Something out: gather.
+    return this.#inFlight > 0 && this.#options.windowMs > 0 ? setTimeout(fn, this.#options.windowMs) : setImmediate(fn);
+  }
+
+  /** The last call out has answered: whatever gathered meanwhile need not wait out its window. */
+  #drained(): void {
+    for (const [id, queue] of this.#queues) this.#flush(id, queue);
   }
 
   #flush(id: string, queue: Queue): void {
+    if (this.#queues.get(id) !== queue) return;
     if (queue.timer !== undefined) {
       clearTimeout(queue.timer as ReturnType<typeof setTimeout>);
       clearImmediate(queue.timer as ReturnType<typeof setImmediate>);
@@ -91,6 +103,7 @@ export class Batcher {
 
   async #runBatch(key: BatchKey, batch: Pending[]): Promise<void> {
     let outcome: BatchOutcome;
+    this.#inFlight++;
     try {
       outcome = await this.#options.run(
         key,
@@ -100,6 +113,7 @@ export class Batcher {
       // Executors must not throw; if one does, its items fail rather than hang.
       outcome = { rets: [], indeterminate: true, message: `executor failed: ${(cause as Error)?.message ?? String(cause)}` };
     }
+    if (--this.#inFlight === 0 && this.#queues.size > 0) this.#drained();
     batch.forEach((p, i) =>
       p.resolve({
         code: outcome.rets[i] ?? LLM_STATUS.LLM_FAILED,

@@ -19,6 +19,7 @@ import { runDecode } from './decode.ts';
 import { runSglang } from './sglang/run.ts';
 import { Stop } from './stop.ts';
 import type { AbortCause, DecodeExchange, ExchangeDeps, ExchangeRequest } from './types.ts';
+import { requestDeadlines, type Deadline } from './deadlines.ts';
 
 export type { AbortCause, ExchangeDeps, ExchangeRequest, Prefilled } from './types.ts';
 export type { LedgerEnd } from './reservation.ts';
@@ -34,9 +35,9 @@ export class Exchange implements DecodeExchange {
   #cause: AbortCause | null = null;
   #ended = false;
   readonly #reservation: RequestReservation;
-  #timers: ReturnType<typeof setTimeout>[] = [];
-  #firstTokenTimer: ReturnType<typeof setTimeout> | undefined;
-  #attemptTimer: ReturnType<typeof setTimeout> | undefined;
+  #timers: Deadline[] = [];
+  #firstTokenTimer: Deadline | undefined;
+  #attemptTimer: Deadline | undefined;
   readonly #attemptClock: AttemptClock = {
     start: () => {
       this.#attemptTimer = this.#arm(this.deps.settings.prefillTimeoutMs, 'prefill_timeout');
@@ -113,7 +114,7 @@ export class Exchange implements DecodeExchange {
   end(outcome: ProxyOutcome, ledgerEnd: LedgerEnd): void {
     if (this.#ended) return;
     this.#ended = true;
-    for (const timer of this.#timers) clearTimeout(timer);
+    for (const timer of this.#timers) requestDeadlines.cancel(timer);
     this.#clearAttempt();
     this.request.clientSignal.removeEventListener('abort', this.#onClientAbort);
     this.#reservation.end(ledgerEnd);
@@ -158,20 +159,19 @@ export class Exchange implements DecodeExchange {
     return new Stop(errorResponse(err, this.request.requestId));
   }
 
-  #arm(ms: number, cause: AbortCause): ReturnType<typeof setTimeout> | undefined {
-    if (!Number.isFinite(ms)) return undefined;
-    const timer = setTimeout(() => this.abort(cause), ms);
-    this.#timers.push(timer);
+  #arm(ms: number, cause: AbortCause): Deadline | undefined {
+    const timer = requestDeadlines.arm(ms, () => this.abort(cause));
+    if (timer !== undefined) this.#timers.push(timer);
     return timer;
   }
 
   #clearFirstToken(): void {
-    if (this.#firstTokenTimer !== undefined) clearTimeout(this.#firstTokenTimer);
+    requestDeadlines.cancel(this.#firstTokenTimer);
     this.#firstTokenTimer = undefined;
   }
 
   #clearAttempt(): void {
-    if (this.#attemptTimer !== undefined) clearTimeout(this.#attemptTimer);
+    requestDeadlines.cancel(this.#attemptTimer);
     this.#attemptTimer = undefined;
   }
 }

@@ -42,6 +42,8 @@ export class ProxyMetrics {
   readonly #retries: Counter<'reason'>;
   readonly #staleRetries: Counter<'leg'>;
   readonly #decodeRetries: Counter<'reason'>;
+  /** `requests_total` children by api then outcome, bound once rather than looked up per request. */
+  readonly #requestChildren = new Map<string, Map<ProxyOutcome, { inc(): void }>>();
 
   /**
    * Registers the proxy's metrics on `registry`.
@@ -101,12 +103,20 @@ export class ProxyMetrics {
 
   requestEnded(api: string, outcome: ProxyOutcome): void {
     this.#inFlight.dec();
-    this.#requests.inc({ api, outcome });
+    this.#requestCounter(api, outcome).inc();
   }
 
   /** A request turned away before it was admitted (429): counted, never in flight. */
   requestRefused(api: string, outcome: ProxyOutcome): void {
-    this.#requests.inc({ api, outcome });
+    this.#requestCounter(api, outcome).inc();
+  }
+
+  #requestCounter(api: string, outcome: ProxyOutcome): { inc(): void } {
+    let byOutcome = this.#requestChildren.get(api);
+    if (byOutcome === undefined) this.#requestChildren.set(api, (byOutcome = new Map()));
+    let child = byOutcome.get(outcome);
+    if (child === undefined) byOutcome.set(outcome, (child = this.#requests.labels(api, outcome)));
+    return child;
   }
 
   prefill(seconds: number): void {

@@ -32,3 +32,15 @@ describe('PooledOrigins', () => {
     expect(['a', 'b', 'c'].map((host) => origins.mayReuse(`http://${host}:1/`))).toEqual([true, false, true]);
   });
 });
+
+describe('PooledOrigins: origins as URL gives them', () => {
+  test('the same origin however the URL spells it, and past the remembered URLs too', () => {
+    const origins = new PooledOrigins(2);
+    origins.answered('http://Engine-A:80/v1/completions');
+    expect(origins.mayReuse('http://engine-a/v1/chat/completions')).toBe(true);
+    // More distinct URLs than the origin cache keeps: answers stay right after it starts over.
+    for (let i = 0; i < 20; i++) origins.answered(`http://engine-a/v1/path-${i}`);
+    expect(origins.mayReuse('http://engine-a:80/again')).toBe(true);
+    expect(origins.mayReuse('https://engine-a/again')).toBe(false);
+  });
+});

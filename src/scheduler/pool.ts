@@ -77,6 +77,14 @@ export class Pool<T extends PoolMember> {
   }
 
   /**
+   * Restores the order after the loads of many members changed without reorder(), in one O(n) pass.
+   * @example for (const n of nodes) n.load = next(n); pool.reorderAll();
+   */
+  reorderAll(): void {
+    this.#heap.reorderAll();
+  }
+
+  /**
    * The member at a dense position in [0, size); the order is arbitrary but stable between changes.
    * @example pool.at(Math.floor(rng() * pool.size))
    */

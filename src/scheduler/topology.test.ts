@@ -333,3 +333,37 @@ function expectConsistent(
     schedulablePrefill: expectedPool.length,
   });
 }
+
+describe('Topology: a diff that moves many loads at once', () => {
+  /** 4 groups of 10 P and 10 D in full mesh; `busy(id)` the slots in use of each instance. */
+  const specs = (busy: (id: number) => number): TestInstanceSpec[] =>
+    Array.from({ length: 4 }, (_, g) => {
+      const ps = Array.from({ length: 10 }, (_, i) => g * 100 + i);
+      return [
+        ...ps.map((id) => P(id, g, { totalSlots: 100, availSlots: 100 - busy(id) })),
+        ...Array.from({ length: 10 }, (_, i) => D(g * 100 + 50 + i, ps, g, { totalSlots: 100, availSlots: 100 - busy(g * 100 + 50 + i) })),
+      ];
+    }).flat();
+  const ascending = (topology: Topology, p?: number) =>
+    [...(p === undefined ? topology.prefills : topology.get(p)!.decodes).ascending()].map((n) => n.id);
+
+  test('leaves every pool in the order a topology built from the new snapshot has', () => {
+    const { cluster, topology } = setup(specs((id) => id % 7));
+    // Every instance changes (80 nodes, above the batched threshold), in an order unrelated to the old one.
+    const next = specs((id) => (id * 37) % 97);
+    cluster.refresh(next);
+    const fresh = setup(next).topology;
+    expect(ascending(topology)).toEqual(ascending(fresh));
+    for (const p of [0, 5, 103, 309]) expect(ascending(topology, p)).toEqual(ascending(fresh, p));
+    expect(topology.prefills.min()?.id).toBe(fresh.prefills.min()?.id);
+  });
+
+  test('a small diff after a large one still reorders per node', () => {
+    const { cluster, topology } = setup(specs(() => 0));
+    cluster.refresh(specs((id) => (id * 13) % 50));
+    cluster.refresh(specs((id) => (id === 7 ? 99 : (id * 13) % 50)));
+    const fresh = setup(specs((id) => (id === 7 ? 99 : (id * 13) % 50))).topology;
+    expect(ascending(topology)).toEqual(ascending(fresh));
+    expect(ascending(topology, 7)).toEqual(ascending(fresh, 7));
+  });
+});

@@ -42,6 +42,12 @@ export interface TopologyOptions {
   onRemove?: (node: SchedulerNode) => void;
 }
 
+/**
+ * From this many nodes touched by one diff, pools are reordered once at the end (O(n) each) rather
+ * than per node (O(log n) each); below it the per-node moves are cheaper than rebuilding a pool.
+ */
+const BATCHED_REORDER_MIN = 32;
+
 export class Topology {
   /** The P's a pick draws from. */
   readonly prefills = new Pool<SchedulerNode>();
@@ -57,6 +63,8 @@ export class Topology {
   readonly #counts = { prefill: 0, decode: 0, linkedPrefill: 0, healthyLinkedPrefill: 0, pairedPrefill: 0 };
   readonly #queue: (RegistryDiff | number)[] = [];
   #busy = false;
+  /** While a large diff is applied: the pools whose order is restored once at its end. */
+  #unordered: Set<Pool<SchedulerNode>> | undefined;
 
   constructor(options: TopologyOptions) {
     this.#loads = options.loads;
@@ -150,7 +158,26 @@ export class Topology {
     // Links only after every node of the diff is in place, so a P and the D that lists it can arrive together.
     for (const node of dirty) if (node.role === 'prefill' && this.#nodes.get(node.id) === node) this.#relinkPrefill(node);
     for (const node of dirty) if (node.role === 'decode' && this.#nodes.get(node.id) === node) this.#relinkDecode(node);
-    for (const node of touched) if (this.#nodes.get(node.id) === node) this.#refresh(node);
+    // Many loads moving at once (a snapshot where every instance changed): each pool is put back in
+    // order once at the end, in O(n), rather than one O(log n) heap move per node. Nothing picks
+    // from a pool while this runs (it is synchronous), so the pools may be out of order meanwhile.
+    const batched = touched.size >= BATCHED_REORDER_MIN;
+    if (batched) this.#unordered = new Set();
+    try {
+      for (const node of touched) if (this.#nodes.get(node.id) === node) this.#refresh(node);
+    } finally {
+      if (batched) {
+        const pools = this.#unordered!;
+        this.#unordered = undefined;
+        for (const pool of pools) pool.reorderAll();
+      }
+    }
+  }
+
+  /** A pool whose member's load changed: reordered now, or at the end of the batch under way. */
+  #reorder(pool: Pool<SchedulerNode>, node: SchedulerNode): void {
+    if (this.#unordered === undefined) pool.reorder(node);
+    else this.#unordered.add(pool);
   }
 
   #upsert(instance: Instance, dirty: Set<SchedulerNode>, touched: Set<SchedulerNode>): void {
@@ -261,12 +288,12 @@ export class Topology {
     const sameStanding = wasViable === node.viable && wasAdmissible === node.admissible;
     if (node.role === 'prefill') {
       if (!sameStanding) this.#syncPrefill(node);
-      else if (loadChanged) this.prefills.reorder(node);
+      else if (loadChanged) this.#reorder(this.prefills, node);
       return;
     }
     for (const p of node.links) {
       if (sameStanding) {
-        if (loadChanged) p.decodes.reorder(node);
+        if (loadChanged) this.#reorder(p.decodes, node);
         continue;
       }
       if (wasAdmissible !== node.admissible) p.healthyLinks += node.admissible ? 1 : -1;
@@ -296,7 +323,7 @@ export class Topology {
       counted.paired = paired;
     }
     if (present && p.viable && p.decodes.size > 0) {
-      if (this.prefills.has(p)) this.prefills.reorder(p);
+      if (this.prefills.has(p)) this.#reorder(this.prefills, p);
       else this.prefills.add(p);
     } else {
       this.prefills.delete(p);

@@ -8,6 +8,7 @@ import { errors, type FieldIssue } from '../core/errors.ts';
 import { UnsafeInteger } from '../core/exact-json.ts';
 import { crossInstanceIssues } from './refresh-cross.ts';
 import { isValidSnapshot } from './refresh-fast.ts';
+import { isPlainSnapshot } from './refresh-plain.ts';
 import {
   BLOCK_SIZE_MAX,
   isIpString,
@@ -236,7 +237,7 @@ export type ValidationResult = { ok: true; snapshot: RefreshSnapshot } | { ok: f
 export function validateRefresh(body: unknown): ValidationResult {
   // Bodies arrive every second and are almost always valid: a hand-written check accepts those at
   // a fraction of Valibot's cost; Valibot runs only to explain a rejection (bench/refresh.bench.ts).
-  if (isValidSnapshot(body)) return { ok: true, snapshot: body as RefreshSnapshot };
+  if (isPlainSnapshot(body) || isValidSnapshot(body)) return { ok: true, snapshot: body as RefreshSnapshot };
   budget.left = MAX_REPORTED_ISSUES;
   budget.skipped = 0;
   let result: v.SafeParseResult<typeof RefreshSchema>;

@@ -1,0 +1,90 @@
+import { describe, expect, test } from 'bun:test';
+import { Batcher, type BatchKey } from './batcher.ts';
+import type { BatchOutcome, ClusterTarget } from './types.ts';
+
+const key: BatchKey = { endpoint: '0', op: 'link', timeoutMs: 3000, force: false };
+const target = (id: number): ClusterTarget => ({ remoteClusterId: BigInt(id), remote: { ip: '127.0.0.2', port: 26000 } });
+
+/** A runner that records each call and answers only when the test says so. */
+function heldRunner() {
+  const calls: { ids: bigint[]; answer: () => void }[] = [];
+  const run = (_key: BatchKey, clusters: readonly ClusterTarget[]) =>
+    new Promise<BatchOutcome>((resolve) => {
+      calls.push({ ids: clusters.map((c) => c.remoteClusterId), answer: () => resolve({ rets: clusters.map(() => 0) }) });
+    });
+  return { calls, run };
+}
+
+const turn = () => new Promise((r) => setImmediate(r));
+async function until(condition: () => boolean): Promise<void> {
+  for (let turns = 0; !condition() && turns < 1000; turns++) await turn();
+  expect(condition()).toBe(true);
+}
+
+describe('Batcher', () => {
+  test('with nothing in flight a lone item is sent at the end of its turn, not after the window', async () => {
+    // A window far longer than the test's timeout: only an immediate send can pass.
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, run });
+    const outcome = batcher.push(key, target(1));
+    await until(() => calls.length === 1);
+    calls[0]!.answer();
+    expect(await outcome).toMatchObject({ code: 0, indeterminate: false });
+    expect(batcher.pending).toBe(0);
+  });
+
+  test('items queued in one turn share a call', async () => {
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, run });
+    const outcomes = [1, 2, 3].map((id) => batcher.push(key, target(id)));
+    await until(() => calls.length === 1);
+    expect(calls[0]!.ids).toEqual([1n, 2n, 3n]);
+    calls[0]!.answer();
+    expect((await Promise.all(outcomes)).map((o) => o.code)).toEqual([0, 0, 0]);
+  });
+
+  test('while a call is in flight items gather, and go as one call when it answers', async () => {
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, run });
+    const first = batcher.push(key, target(1));
+    await until(() => calls.length === 1);
+    // Three callers arriving in three separate turns while the first call is out.
+    const later: Promise<unknown>[] = [];
+    for (const id of [2, 3, 4]) {
+      later.push(batcher.push(key, target(id)));
+      await turn();
+    }
+    expect(calls).toHaveLength(1);
+    expect(batcher.pending).toBe(3);
+    calls[0]!.answer();
+    await first;
+    await until(() => calls.length === 2);
+    expect(calls[1]!.ids).toEqual([2n, 3n, 4n]);
+    calls[1]!.answer();
+    await Promise.all(later);
+    expect(batcher.pending).toBe(0);
+  });
+
+  test('while a call stays out, the window still bounds the wait of the items behind it', async () => {
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 16, windowMs: 1, run });
+    void batcher.push(key, target(1));
+    await until(() => calls.length === 1);
+    const second = batcher.push(key, target(2));
+    // The first call never answers; the second goes once its 1 ms window has passed.
+    for (let i = 0; i < 200 && calls.length < 2; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(calls.map((c) => c.ids)).toEqual([[1n], [2n]]);
+    calls[1]!.answer();
+    expect((await second).code).toBe(0);
+  });
+
+  test('a full batch leaves at once even while a call is in flight', async () => {
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 2, windowMs: 3_600_000, run });
+    void batcher.push(key, target(1));
+    await until(() => calls.length === 1);
+    void batcher.push(key, target(2));
+    void batcher.push(key, target(3));
+    expect(calls.map((c) => c.ids)).toEqual([[1n], [2n, 3n]]);
+  });
+});
