@@ -22,7 +22,16 @@ const REPO_ROOT = join(import.meta.dir, '..', '..');
 /** The numeric engine options a cluster passes to every simulated engine (the CLI's own names). */
 export type SimEngineSettings = Pick<
   SimEngineArgs,
-  'numBlocks' | 'blockBytes' | 'blockTokens' | 'prefillMsPerToken' | 'decodeMsPerToken' | 'maxModelLen' | 'kvLeaseMs' | 'pullTimeoutMs'
+  | 'numBlocks'
+  | 'blockBytes'
+  | 'blockTokens'
+  | 'prefillMsPerToken'
+  | 'decodeMsPerToken'
+  | 'decodeBatchSlowdown'
+  | 'prefixCacheBlocks'
+  | 'maxModelLen'
+  | 'kvLeaseMs'
+  | 'pullTimeoutMs'
 >;
 
 export interface SimClusterOptions {
@@ -56,6 +65,7 @@ export const CLUSTER_ENGINE_DEFAULTS: SimEngineSettings = {
   blockTokens: 16,
   prefillMsPerToken: 0,
   decodeMsPerToken: 1,
+  decodeBatchSlowdown: 0,
   maxModelLen: 4096,
   kvLeaseMs: 30_000,
   pullTimeoutMs: 5_000,
@@ -465,6 +475,9 @@ function engineArgs(layout: EngineLayout, configPath: string, model: string, s: 
     String(s.prefillMsPerToken),
     '--decode_ms_per_token',
     String(s.decodeMsPerToken),
+    '--decode_batch_slowdown',
+    String(s.decodeBatchSlowdown),
+    ...(s.prefixCacheBlocks === undefined ? [] : ['--prefix_cache_blocks', String(s.prefixCacheBlocks)]),
     '--max_model_len',
     String(s.maxModelLen),
     '--kv_lease_ms',

@@ -12,6 +12,7 @@ import { SIM_CACHE_ID } from './kv-port.ts';
 import { finish } from './request-log.ts';
 import type { SimRequest } from './request.ts';
 import { SimError } from './sim-error.ts';
+import { prefillMs } from './timing.ts';
 import { blocksNeeded, generatedToken, promptHash } from './tokens.ts';
 import type { LegEngine } from './types.ts';
 
@@ -32,7 +33,10 @@ export async function runPrefill(engine: LegEngine, request: SimRequest, request
     finish(record, 'error', faulted, err.message);
     return err.toResponse(requestId);
   }
-  if (!(await pause(request.tokens.length * options.prefillMsPerToken + engine.faults.takeStall(), signal))) {
+  // Only the tokens the prefix cache does not hold are computed (timing.ts).
+  const cached = engine.prefixCache.admit(request.tokens, options.blockTokens);
+  record.cachedTokens = cached;
+  if (!(await pause(prefillMs(request.tokens.length, cached, options.prefillMsPerToken) + engine.faults.takeStall(), signal))) {
     finish(record, 'aborted', 499);
     return new Response(null, { status: 499 });
   }
