@@ -2,6 +2,7 @@
  * Resolves the Coordinator's settings with the seed's precedence: command-line argument, then the
  * configuration file, then the embedded defaults.
  */
+import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { refuseAllInterfaces } from '../core/all-interfaces.ts';
@@ -62,6 +63,8 @@ export interface CoordinatorSettings {
   policy: PolicyChoice;
   /** How long an open circuit refuses requests before its trial (`scheduler.circuit_breaker.cooldown_ms`). */
   circuitCooldownMs: number;
+  /** Conditional disaggregation (`scheduler.conditional_disaggregation`); empty = off. */
+  localPrefill: LocalPrefillRule;
   /** PD proxy: leg timeouts, retries, in-flight limit (from exception_config, request_limit, proxy_config). */
   proxy: ProxySettings;
   /** Several Coordinators on one etcd (undefined: this one alone, state in memory). */
@@ -148,10 +151,20 @@ export function resolveCoordinatorSettings(
     keepAliveSeconds: http.keep_alive_seconds ?? 180,
     policy: policyOf(file),
     circuitCooldownMs: file.scheduler?.circuit_breaker?.cooldown_ms ?? CIRCUIT_COOLDOWN_MS.default,
+    localPrefill: localPrefillOf(file),
     proxy:
       engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
     ha: haSettingsOf(file, env, path ?? 'defaults'),
     file,
+  };
+}
+
+/** `scheduler.conditional_disaggregation`: each limit applies only when set. */
+function localPrefillOf(file: CoordinatorConfigFile): LocalPrefillRule {
+  const section = file.scheduler?.conditional_disaggregation ?? {};
+  return {
+    ...(section.max_local_prefill_length === undefined ? {} : { maxLocalPrefillLength: section.max_local_prefill_length }),
+    ...(section.max_prefill_queue_size === undefined ? {} : { maxPrefillQueueSize: section.max_prefill_queue_size }),
   };
 }
 

@@ -3,6 +3,7 @@
  * the request it places, and what it answers.
  */
 import type { Instance } from '../cluster/instance.ts';
+import type { PdPath } from './pd-path.ts';
 import type { DecodePolicyName, PolicyName } from '../schema/coordinator-config.ts';
 
 // Policy names are what the Coordinator file spells (schema/coordinator-config.ts).
@@ -30,6 +31,8 @@ export interface PickRequest {
   readonly promptText?: string;
   /** KV blocks the prompt needs on P and on D; without it, ⌈tokens / block_size⌉ per instance, or 0. */
   readonly promptBlocks?: number;
+  /** Prompt length in tokens (may be an estimate), for conditional disaggregation. */
+  readonly promptTokenCount?: number;
   /** Instances not to use, e.g. the ones a retry already failed on. */
   readonly excludeP?: ReadonlySet<number>;
   readonly excludeD?: ReadonlySet<number>;
@@ -48,6 +51,8 @@ export interface Pair {
   readonly reason: PickReason;
   /** Prompt blocks P already holds (cache affinity; 0 otherwise). */
   readonly matchedBlocks: number;
+  /** `local`: D prefills the prompt itself, no P leg (conditional disaggregation, pd-path.ts). */
+  readonly path?: PdPath;
 }
 
 /** Why no pair could be chosen, from the most to the least fundamental. */
