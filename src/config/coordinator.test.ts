@@ -192,6 +192,22 @@ describe('coordinator settings validation', () => {
     expectConfigError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.circuit_breaker.cooldown_ms');
   });
 
+  test('conditional disaggregation (scheduler.conditional_disaggregation): off by default, each limit from the file', () => {
+    expect(resolveCoordinatorSettings({}, {}, emptyDir()).localPrefill).toEqual({});
+    const path = writeConfig({ scheduler: { conditional_disaggregation: { max_local_prefill_length: 256, max_prefill_queue_size: 8 } } });
+    expect(resolveCoordinatorSettings({ config: path }, {}, emptyDir()).localPrefill).toEqual({
+      maxLocalPrefillLength: 256,
+      maxPrefillQueueSize: 8,
+    });
+    const one = writeConfig({ scheduler: { conditional_disaggregation: { max_prefill_queue_size: 0 } } });
+    expect(resolveCoordinatorSettings({ config: one }, {}, emptyDir()).localPrefill).toEqual({ maxPrefillQueueSize: 0 });
+    const bad = writeConfig({ scheduler: { conditional_disaggregation: { max_local_prefill_length: -1 } } });
+    expectConfigError(
+      () => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()),
+      'scheduler.conditional_disaggregation.max_local_prefill_length',
+    );
+  });
+
   test('TLS enabled without certificate paths is an error naming the key', () => {
     const path = writeConfig({ tls_config: { controller_server_tls_enable: true } });
     expectConfigError(() => resolveCoordinatorSettings({ config: path }, {}, emptyDir()), 'controller_server_tls_items');
