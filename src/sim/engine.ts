@@ -8,6 +8,7 @@
 import { BlockPool } from './block-pool.ts';
 import { FaultPlan } from './faults.ts';
 import { PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
+import { PrefillQueue } from './prefill-queue.ts';
 import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
 import { ReleaseNotifier } from './release-notifier.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
@@ -77,6 +78,7 @@ export class SimEngine implements LegEngine {
   readonly #exported = new Map<string, string>();
   readonly counters = { bytesPulled: 0, blocksPulled: 0, verifyFailures: 0 };
   readonly prefixCache: PrefixCache;
+  readonly prefillQueue = new PrefillQueue();
   generating = 0;
 
   /**

@@ -2,7 +2,7 @@
  * A request served by one engine alone (no `kv_transfer_params`, or ones asking for nothing):
  * prefill the prompt locally, then generate, as a non-disaggregated engine would.
  */
-import { answer, pause } from './answer.ts';
+import { answer } from './answer.ts';
 import { joinBatch } from './generating.ts';
 import { prefillMs } from './timing.ts';
 import { finish } from './request-log.ts';
@@ -26,7 +26,7 @@ export async function runLocal(engine: LegEngine, request: SimRequest, requestId
   // A decoder prefilling locally reuses what its prefix cache holds, pulled or computed before.
   const cached = engine.prefixCache.admit(request.tokens, options.blockTokens);
   record.cachedTokens = cached;
-  if (!(await pause(prefillMs(request.tokens.length, cached, options.prefillMsPerToken), signal))) {
+  if (!(await engine.prefillQueue.run(prefillMs(request.tokens.length, cached, options.prefillMsPerToken), signal))) {
     finish(record, 'aborted', 499);
     return new Response(null, { status: 499 });
   }

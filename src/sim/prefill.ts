@@ -6,7 +6,6 @@
  * `POST /sim/kv/release`). The blocks are freed on that call or when the lease runs out.
  */
 import { answerHead, usage, wholeAnswer } from './openai.ts';
-import { pause } from './answer.ts';
 import { promptBlocks } from './kv-bytes.ts';
 import { SIM_CACHE_ID } from './kv-port.ts';
 import { finish } from './request-log.ts';
@@ -36,7 +35,12 @@ export async function runPrefill(engine: LegEngine, request: SimRequest, request
   // Only the tokens the prefix cache does not hold are computed (timing.ts).
   const cached = engine.prefixCache.admit(request.tokens, options.blockTokens);
   record.cachedTokens = cached;
-  if (!(await pause(prefillMs(request.tokens.length, cached, options.prefillMsPerToken) + engine.faults.takeStall(), signal))) {
+  if (
+    !(await engine.prefillQueue.run(
+      prefillMs(request.tokens.length, cached, options.prefillMsPerToken) + engine.faults.takeStall(),
+      signal,
+    ))
+  ) {
     finish(record, 'aborted', 499);
     return new Response(null, { status: 499 });
   }

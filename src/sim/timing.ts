@@ -3,7 +3,7 @@
  *   prefill_ms = (prompt_tokens − cached_tokens) × prefill_ms_per_token
  *   decode ms per token = decode_ms_per_token × (1 + decode_batch_slowdown × (batch − 1))
  * where `batch` is the number of generating legs the engine runs at that token (this one
- * included). A prefix-cache hit shortens prefill; a busier decoder generates each token more
+ * included). Prefills run one at a time per engine, in arrival order (prefill-queue.ts). A prefix-cache hit shortens prefill; a busier decoder generates each token more
  * slowly, as a real engine's iteration grows with its batch.
  */
 

@@ -7,6 +7,7 @@ import type { ClientTlsOptions } from '../core/tls-options.ts';
 import type { BlockPool } from './block-pool.ts';
 import type { FaultPlan } from './faults.ts';
 import type { PrefixCache } from './prefix-cache.ts';
+import type { PrefillQueue } from './prefill-queue.ts';
 import type { SimKv } from './kv-port.ts';
 import type { ReleaseNotifier } from './release-notifier.ts';
 import type { RequestLog } from './request-log.ts';
@@ -66,6 +67,8 @@ export interface LegEngine {
   readonly pools: ReadonlyMap<string, BlockPool>;
   readonly counters: { bytesPulled: number; blocksPulled: number; verifyFailures: number };
   readonly prefixCache: PrefixCache;
+  /** Prefill compute, one prompt at a time (prefill-queue.ts). */
+  readonly prefillQueue: PrefillQueue;
   /** Generating legs running now (the decode batch of timing.ts). */
   generating: number;
   readonly notifyAddress: KvNotifyAddress | undefined;
