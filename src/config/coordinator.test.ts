@@ -147,8 +147,8 @@ describe('coordinator settings validation', () => {
     expectConfigError(() => resolveCoordinatorSettings({ config: missing }, {}, emptyDir()), missing, 'cannot read');
   });
 
-  test("scheduler policy: pdlink's own key, else MindIE's algorithm_type for prefill, else load_balance", () => {
-    expect(resolveCoordinatorSettings({}, {}, emptyDir()).policy).toEqual({ prefill: 'load_balance', decode: 'load_balance' });
+  test("scheduler policy: pdlink's own key, else MindIE's algorithm_type for prefill, else cache_affinity (load_balance for decode)", () => {
+    expect(resolveCoordinatorSettings({}, {}, emptyDir()).policy).toEqual({ prefill: 'cache_affinity', decode: 'load_balance' });
     const mindie = writeConfig({ digs_scheduler_config: { deploy_mode: 'pd_separate', algorithm_type: 'round_robin' } });
     expect(resolveCoordinatorSettings({ config: mindie }, {}, emptyDir()).policy).toEqual({
       prefill: 'round_robin',

@@ -21,7 +21,7 @@ import { loadConfigFile } from './load.ts';
 import { ETCD_ENDPOINTS_ENV, resolveStoreSettings, type StoreSettings } from './store.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
-import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
+import { DEFAULT_PREFILL_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
 export const CONFIG_PATH_ENV = 'MINDIE_MS_COORDINATOR_CONFIG_FILE_PATH';
 export const DEFAULT_CONFIG_FILE = 'ms_coordinator.json';
@@ -168,13 +168,13 @@ function localPrefillOf(file: CoordinatorConfigFile): LocalPrefillRule {
   };
 }
 
-/** `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill policy. */
+/** `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill policy; else cache_affinity. */
 function policyOf(file: CoordinatorConfigFile): PolicyChoice {
   const own = file.scheduler?.policy ?? {};
   const mindie = file.digs_scheduler_config?.algorithm_type;
   const fromMindie = (POLICY_NAMES as readonly string[]).includes(mindie ?? '') ? (mindie as PolicyName) : undefined;
   return {
-    prefill: own.prefill ?? fromMindie ?? DEFAULT_POLICY,
+    prefill: own.prefill ?? fromMindie ?? DEFAULT_PREFILL_POLICY,
     decode: own.decode ?? 'load_balance',
   };
 }
