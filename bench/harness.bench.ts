@@ -8,7 +8,8 @@
  * HARNESS_BENCH_REQUESTS requests of ../shared/traces/mooncake_synthetic_trace.jsonl open-loop,
  * scaled to fit two shared cores: arrivals × 0.2 (about 20 requests a second), prompt and
  * completion lengths × 0.02 (10-token blocks). The engines take 0.1 ms per prompt token to prefill
- * and 5 ms per generated token (the simulator's linear model; no prefix cache yet).
+ * and 5 ms per generated token. The committed figures were measured before the simulator had its
+prefix cache and prefill queue (src/sim/timing.ts); a new run includes both.
  *
  * Run: `bun bench/harness.bench.ts` (or `npm run bench -- harness`); results in
  * bench/results/harness-synthetic.{json,html}.

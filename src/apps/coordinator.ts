@@ -2,6 +2,7 @@
  * The Coordinator's core objects and its two Hono apps, shared by the CLI (`pdlink coordinator`)
  * and the plugin API (`createPdlink`).
  */
+import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
 import { Hono } from 'hono';
 import { collectDefaultMetrics, type Registry } from 'prom-client';
 import { lostLinks } from '../cluster/lost-links.ts';
@@ -40,6 +41,8 @@ export interface CoordinatorOptions {
   policy?: Partial<PolicyChoice>;
   /** How long an open circuit refuses requests before its trial (default 30 s). */
   circuitCooldownMs?: number;
+  /** Conditional disaggregation: when D prefills a request itself (default off). */
+  localPrefill?: LocalPrefillRule;
   /** Requests in flight this Coordinator may hold on one instance (`single_node_max_requests`, default 1000). */
   maxRequestsPerInstance?: number;
   /** Proxy settings (leg timeouts, retries, in-flight limit); unset keys take their defaults. */
@@ -98,6 +101,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     policy: options.policy ?? {},
     metrics,
     maxRequestsPerInstance: options.maxRequestsPerInstance ?? SINGLE_NODE_MAX_REQUESTS.default,
+    ...(options.localPrefill === undefined ? {} : { localPrefill: options.localPrefill }),
   });
   const bodyLimitBytes = options.bodyLimitBytes ?? BODY_LIMIT_MB.default * 1024 * 1024;
 

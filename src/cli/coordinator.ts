@@ -73,6 +73,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     bodyLimitBytes: settings.bodyLimitBytes,
     policy: settings.policy,
     circuitCooldownMs: settings.circuitCooldownMs,
+    localPrefill: settings.localPrefill,
     maxRequestsPerInstance: settings.singleNodeMaxRequests,
     proxy: settings.proxy,
     processMetrics: true,

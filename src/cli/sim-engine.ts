@@ -132,6 +132,8 @@ async function startEngine(args: SimEngineArgs, agent: InstanceAgent, notifyTls:
     blockTokens: args.blockTokens,
     prefillMsPerToken: args.prefillMsPerToken,
     decodeMsPerToken: args.decodeMsPerToken,
+    decodeBatchSlowdown: args.decodeBatchSlowdown,
+    ...(args.prefixCacheBlocks === undefined ? {} : { prefixCacheBlocks: args.prefixCacheBlocks }),
     maxModelLen: args.maxModelLen,
     kvLeaseMs: args.kvLeaseMs,
     pullTimeoutMs: args.pullTimeoutMs,

@@ -147,8 +147,8 @@ describe('coordinator settings validation', () => {
     expectConfigError(() => resolveCoordinatorSettings({ config: missing }, {}, emptyDir()), missing, 'cannot read');
   });
 
-  test("scheduler policy: pdlink's own key, else MindIE's algorithm_type for prefill, else load_balance", () => {
-    expect(resolveCoordinatorSettings({}, {}, emptyDir()).policy).toEqual({ prefill: 'load_balance', decode: 'load_balance' });
+  test("scheduler policy: pdlink's own key, else MindIE's algorithm_type for prefill, else cache_affinity (load_balance for decode)", () => {
+    expect(resolveCoordinatorSettings({}, {}, emptyDir()).policy).toEqual({ prefill: 'cache_affinity', decode: 'load_balance' });
     const mindie = writeConfig({ digs_scheduler_config: { deploy_mode: 'pd_separate', algorithm_type: 'round_robin' } });
     expect(resolveCoordinatorSettings({ config: mindie }, {}, emptyDir()).policy).toEqual({
       prefill: 'round_robin',
@@ -190,6 +190,22 @@ describe('coordinator settings validation', () => {
     expect([s.circuitCooldownMs, s.singleNodeMaxRequests, s.proxy.engineIdleTimeoutMs]).toEqual([2_000, 8, Infinity]);
     const bad = writeConfig({ scheduler: { circuit_breaker: { cooldown_ms: 0 } } });
     expectConfigError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.circuit_breaker.cooldown_ms');
+  });
+
+  test('conditional disaggregation (scheduler.conditional_disaggregation): off by default, each limit from the file', () => {
+    expect(resolveCoordinatorSettings({}, {}, emptyDir()).localPrefill).toEqual({});
+    const path = writeConfig({ scheduler: { conditional_disaggregation: { max_local_prefill_length: 256, max_prefill_queue_size: 8 } } });
+    expect(resolveCoordinatorSettings({ config: path }, {}, emptyDir()).localPrefill).toEqual({
+      maxLocalPrefillLength: 256,
+      maxPrefillQueueSize: 8,
+    });
+    const one = writeConfig({ scheduler: { conditional_disaggregation: { max_prefill_queue_size: 0 } } });
+    expect(resolveCoordinatorSettings({ config: one }, {}, emptyDir()).localPrefill).toEqual({ maxPrefillQueueSize: 0 });
+    const bad = writeConfig({ scheduler: { conditional_disaggregation: { max_local_prefill_length: -1 } } });
+    expectConfigError(
+      () => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()),
+      'scheduler.conditional_disaggregation.max_local_prefill_length',
+    );
   });
 
   test('TLS enabled without certificate paths is an error naming the key', () => {

@@ -2,6 +2,7 @@
  * Resolves the Coordinator's settings with the seed's precedence: command-line argument, then the
  * configuration file, then the embedded defaults.
  */
+import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { refuseAllInterfaces } from '../core/all-interfaces.ts';
@@ -23,7 +24,7 @@ import { readApiKeys, readManagementToken } from './secret-file.ts';
 import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
 import type { RateLimitSettings } from '../http/rate-limit.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
-import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
+import { DEFAULT_PREFILL_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
 export const CONFIG_PATH_ENV = 'MINDIE_MS_COORDINATOR_CONFIG_FILE_PATH';
 export const DEFAULT_CONFIG_FILE = 'ms_coordinator.json';
@@ -65,6 +66,8 @@ export interface CoordinatorSettings {
   policy: PolicyChoice;
   /** How long an open circuit refuses requests before its trial (`scheduler.circuit_breaker.cooldown_ms`). */
   circuitCooldownMs: number;
+  /** Conditional disaggregation (`scheduler.conditional_disaggregation`); empty = off. */
+  localPrefill: LocalPrefillRule;
   /** PD proxy: leg timeouts, retries, in-flight limit (from exception_config, request_limit, proxy_config). */
   proxy: ProxySettings;
   /** Several Coordinators on one etcd (undefined: this one alone, state in memory). */
@@ -168,6 +171,7 @@ export function resolveCoordinatorSettings(
     keepAliveSeconds: http.keep_alive_seconds ?? 180,
     policy: policyOf(file),
     circuitCooldownMs: file.scheduler?.circuit_breaker?.cooldown_ms ?? CIRCUIT_COOLDOWN_MS.default,
+    localPrefill: localPrefillOf(file),
     proxy:
       engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
     ha: haSettingsOf(file, env, path ?? 'defaults'),
@@ -195,13 +199,22 @@ function securityOf(file: CoordinatorConfigFile, env: Record<string, string | un
   return security;
 }
 
-/** `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill policy. */
+/** `scheduler.conditional_disaggregation`: each limit applies only when set. */
+function localPrefillOf(file: CoordinatorConfigFile): LocalPrefillRule {
+  const section = file.scheduler?.conditional_disaggregation ?? {};
+  return {
+    ...(section.max_local_prefill_length === undefined ? {} : { maxLocalPrefillLength: section.max_local_prefill_length }),
+    ...(section.max_prefill_queue_size === undefined ? {} : { maxPrefillQueueSize: section.max_prefill_queue_size }),
+  };
+}
+
+/** `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill policy; else cache_affinity. */
 function policyOf(file: CoordinatorConfigFile): PolicyChoice {
   const own = file.scheduler?.policy ?? {};
   const mindie = file.digs_scheduler_config?.algorithm_type;
   const fromMindie = (POLICY_NAMES as readonly string[]).includes(mindie ?? '') ? (mindie as PolicyName) : undefined;
   return {
-    prefill: own.prefill ?? fromMindie ?? DEFAULT_POLICY,
+    prefill: own.prefill ?? fromMindie ?? DEFAULT_PREFILL_POLICY,
     decode: own.decode ?? 'load_balance',
   };
 }

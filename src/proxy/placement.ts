@@ -120,8 +120,9 @@ function reserve(exchange: PlacingExchange, reservation: Pick<RequestReservation
  * The prompt as the scheduler's request carries it.
  * @example picker.pick({ excludeP, excludeD, ...promptFields(prompt) })
  */
-export function promptFields(prompt: PromptInfo): { promptText?: string; promptTokens?: readonly number[] } {
-  if (prompt.tokens !== undefined) return { promptTokens: prompt.tokens };
-  if (prompt.text !== undefined) return { promptText: prompt.text };
-  return {};
+export function promptFields(prompt: PromptInfo): { promptText?: string; promptTokens?: readonly number[]; promptTokenCount: number } {
+  const promptTokenCount = prompt.tokenCount;
+  if (prompt.tokens !== undefined) return { promptTokens: prompt.tokens, promptTokenCount };
+  if (prompt.text !== undefined) return { promptText: prompt.text, promptTokenCount };
+  return { promptTokenCount };
 }

@@ -11,6 +11,8 @@ export interface PlacementRequest {
   promptText?: string;
   /** The prompt as token ids, when the client sent them. */
   promptTokens?: readonly number[];
+  /** The prompt's length in tokens (counted or estimated), for conditional disaggregation. */
+  promptTokenCount?: number;
   /** Prefill instances that already failed this request. */
   excludeP: ReadonlySet<number>;
   excludeD: ReadonlySet<number>;
@@ -20,6 +22,8 @@ export interface PickedPair {
   readonly ok: true;
   readonly p: Instance;
   readonly d: Instance;
+  /** `local`: D prefills the prompt itself, no P leg (conditional disaggregation). */
+  readonly path?: 'disaggregated' | 'local';
 }
 
 export interface NoPair {
@@ -35,6 +39,8 @@ export interface PairPicker {
   pick(request: PlacementRequest): PickedPair | NoPair;
   /** P prefilled this request (the object given to pick): prefix-aware policies remember it. */
   recordPrefill?(pId: number, request: PlacementRequest): void;
+  /** The request took this path (its capacity is held): counted in pdlink_pd_path_total. */
+  recordPath?(path: 'disaggregated' | 'local'): void;
   /** Another D linked to P (which already answered), for a D leg that failed before its first byte. */
   pickDecode?(pId: number, request: PlacementRequest): PickedPair | NoPair;
 }

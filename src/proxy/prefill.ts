@@ -8,6 +8,7 @@ import { errors, PdlinkError } from '../core/errors.ts';
 import { attemptPrefill, type AttemptClock, type AttemptExchange } from './attempt.ts';
 import { abortableDelay, backoffDelay } from './backoff.ts';
 import { legText, prefillBody } from './legs.ts';
+import { skipPrefill } from './local-path.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import { placePair, type PlacingExchange } from './placement.ts';
 import type { LedgerEnd, RequestReservation } from './reservation.ts';
@@ -54,6 +55,8 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
       }
     }
     const { pair, request } = placePair(exchange, reservation, failedP, last);
+    if (pair.path === 'local') return skipPrefill(exchange, pair, reservation);
+    exchange.deps.picker.recordPath?.('disaggregated');
     const started = performance.now();
     const result = await attemptPrefill(exchange, attemptClock, pair, legBody);
     const p = pair.p.id;

@@ -44,12 +44,14 @@ export class RequestReservation {
    * @example reservation.take(pair, prompt.tokenCount);
    */
   take(pair: PickedPair, promptTokens: number): void {
+    // A request D prefills itself holds nothing on P: the record names D on both sides, P's blocks 0.
+    const local = pair.path === 'local';
     this.#ledger.reserve({
       requestId: this.#requestId,
       ...(this.#clientRequestId === undefined ? {} : { clientRequestId: this.#clientRequestId }),
-      p: pair.p.id,
+      p: local ? pair.d.id : pair.p.id,
       d: pair.d.id,
-      pBlocks: blocksFor(promptTokens, pair.p.blockSize),
+      pBlocks: local ? 0 : blocksFor(promptTokens, pair.p.blockSize),
       dBlocks: blocksFor(promptTokens, pair.d.blockSize),
       leaseMs: this.#leaseMs,
     });

@@ -12,7 +12,8 @@ export const DECODE_INSTANCE_HEADER = 'x-pdlink-decode';
  * @example return servedBy(new Response(stream, { headers }), pair);
  */
 export function servedBy(res: Response, pair: PickedPair): Response {
-  res.headers.set(PREFILL_INSTANCE_HEADER, String(pair.p.id));
+  // On the local path D prefilled the prompt too: it is named as both.
+  res.headers.set(PREFILL_INSTANCE_HEADER, String(pair.path === 'local' ? pair.d.id : pair.p.id));
   res.headers.set(DECODE_INSTANCE_HEADER, String(pair.d.id));
   return res;
 }

@@ -4,6 +4,7 @@
  * over the indexed instances, so a closed circuit shows as 0 without any per-request work.
  */
 import { Counter, Gauge, type Registry } from '../core/metrics.ts';
+import { PD_PATHS, type PdPath } from './pd-path.ts';
 import { CIRCUIT_STATE_CODE, type CircuitBreakers } from './breakers.ts';
 import { PICK_FAILURES, PICK_REASONS, type PickFailureReason, type PickReason, type PolicyChoice, type PolicyName } from './types.ts';
 
@@ -20,6 +21,7 @@ const REASONS_BY_POLICY: Record<PolicyName, readonly PickReason[]> = {
 export class SchedulerMetrics {
   readonly #selections: Record<PickReason, CounterChild>;
   readonly #failures: Record<PickFailureReason, CounterChild>;
+  readonly #paths: Record<PdPath, CounterChild>;
 
   constructor(registry: Registry, policy: PolicyChoice, source: { ids(): Iterable<number>; breakers: CircuitBreakers }) {
     const registers = [registry];
@@ -45,6 +47,14 @@ export class SchedulerMetrics {
     for (const reason of REASONS_BY_POLICY[policy.prefill]) this.#selections[reason].inc(0);
     this.#failures = Object.fromEntries(PICK_FAILURES.map((r) => [r, failures.labels(r)])) as Record<PickFailureReason, CounterChild>;
     for (const reason of PICK_FAILURES) this.#failures[reason].inc(0);
+    const paths = new Counter({
+      name: 'pdlink_pd_path_total',
+      help: 'Requests placed, by path: disaggregated (P then D) or local (D prefills, conditional disaggregation)',
+      labelNames: ['path'],
+      registers,
+    });
+    this.#paths = Object.fromEntries(PD_PATHS.map((p) => [p, paths.labels(p)])) as Record<PdPath, CounterChild>;
+    for (const path of PD_PATHS) this.#paths[path].inc(0);
     new Gauge({
       name: 'pdlink_circuit_state',
       help: 'Circuit breaker state of each prefill/decode instance: 0 closed, 1 half-open, 2 open',
@@ -63,6 +73,14 @@ export class SchedulerMetrics {
    */
   selected(reason: PickReason): void {
     this.#selections[reason].inc();
+  }
+
+  /**
+   * Counts a request that took `path` (once its capacity was reserved).
+   * @example metrics.path('local');
+   */
+  path(path: PdPath): void {
+    this.#paths[path].inc();
   }
 
   /**

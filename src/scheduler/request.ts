@@ -25,6 +25,9 @@ export function checkPickRequest(request: PickRequest): CheckedRequest {
   if (promptTokens !== undefined && !Array.isArray(promptTokens))
     throw errors.invalidArgument('promptTokens', 'must be an array of token ids');
   if (promptText !== undefined && typeof promptText !== 'string') throw errors.invalidArgument('promptText', 'must be a string');
+  const count = request.promptTokenCount;
+  if (count !== undefined && (!Number.isSafeInteger(count) || count < 0))
+    throw errors.invalidArgument('promptTokenCount', 'must be a non-negative integer');
   if (promptBlocks !== undefined && (!Number.isSafeInteger(promptBlocks) || promptBlocks < 0)) {
     throw errors.invalidArgument('promptBlocks', 'must be a non-negative integer');
   }

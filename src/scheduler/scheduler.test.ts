@@ -473,3 +473,52 @@ describe('pickDecode: another D for a P that already answered', () => {
     expect(failure(scheduler.pickDecode(0, { excludeD: new Set([10]) })).reason).toBe('instance_cap');
   });
 });
+
+describe('pick: conditional disaggregation', () => {
+  const tokens = (n: number) => Array.from({ length: n }, (_, i) => i % 1000);
+
+  test('off by default: every pair is disaggregated, however short the prompt', () => {
+    const { scheduler } = setup([P(0), D(10, [0])]);
+    const result = scheduler.pick({ promptTokens: tokens(1) }) as Pair;
+    expect(result.path).toBeUndefined();
+  });
+
+  test('local exactly when the prompt is at most max_local_prefill_length tokens', () => {
+    const { scheduler } = setup([P(0), D(10, [0])], { localPrefill: { maxLocalPrefillLength: 64 } });
+    expect((scheduler.pick({ promptTokens: tokens(64) }) as Pair).path).toBe('local');
+    expect((scheduler.pick({ promptTokenCount: 64, promptText: 'x' }) as Pair).path).toBe('local');
+    expect((scheduler.pick({ promptTokens: tokens(65) }) as Pair).path).toBeUndefined();
+    // Unknown length: never local by length.
+    expect((scheduler.pick({ promptText: 'x' }) as Pair).path).toBeUndefined();
+  });
+
+  test('the part cache affinity knows P holds does not count as uncached', () => {
+    const { scheduler } = setup([P(0), D(10, [0])], {
+      policy: { prefill: 'cache_affinity' },
+      blockSize: 16,
+      localPrefill: { maxLocalPrefillLength: 16 },
+    });
+    const first = { promptTokens: tokens(64) };
+    expect((scheduler.pick(first) as Pair).path).toBeUndefined();
+    scheduler.recordPrefill(0, first);
+    // 64 tokens share their first 64 with the recorded prompt: 4 blocks matched, 16 uncached.
+    expect((scheduler.pick({ promptTokens: tokens(80) }) as Pair).path).toBe('local');
+    expect((scheduler.pick({ promptTokens: tokens(81) }) as Pair).path).toBeUndefined();
+  });
+
+  test('local exactly when every P holds more than max_prefill_queue_size requests', () => {
+    const { scheduler, loads } = setup([P(0, { availSlots: 100 }), P(1, { availSlots: 100 }), D(10, [0, 1])], {
+      localPrefill: { maxPrefillQueueSize: 2 },
+    });
+    loads.reserve(0, 3, 0);
+    loads.reserve(1, 2, 0);
+    expect((scheduler.pick({ promptTokens: tokens(500) }) as Pair).path).toBeUndefined();
+    loads.reserve(1, 1, 0);
+    expect((scheduler.pick({ promptTokens: tokens(500) }) as Pair).path).toBe('local');
+  });
+
+  test('a bad promptTokenCount is refused naming the field', () => {
+    const { scheduler } = setup([P(0), D(10, [0])]);
+    expect(() => scheduler.pick({ promptTokenCount: -1 })).toThrow(/promptTokenCount/);
+  });
+});

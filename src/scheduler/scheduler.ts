@@ -18,6 +18,7 @@ import type { Registry } from '../core/metrics.ts';
 import { trialEarly } from './early-trial.ts';
 import { type CircuitBreakers, createBreakers } from './breakers.ts';
 import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
+import { choosePath, type LocalPrefillRule, type PdPath } from './pd-path.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import type { SchedulerNode } from './node.ts';
 import { cacheAffinity, loadBalance, type Policy, type PolicyContext, powerOfTwo, roundRobin } from './policies/index.ts';
@@ -58,6 +59,8 @@ export interface SchedulerOptions {
   metrics?: Registry;
   /** Requests this process may hold on one instance (`request_limit.single_node_max_requests`); default no cap. */
   maxRequestsPerInstance?: number;
+  /** Conditional disaggregation (`scheduler.conditional_disaggregation`); default off. */
+  localPrefill?: LocalPrefillRule;
 }
 
 export class PdScheduler {
@@ -73,6 +76,8 @@ export class PdScheduler {
   /** The proxy hands the same request object to pick() and recordPrefill(); hash it once. */
   readonly #hashes = new WeakMap<object, readonly number[]>();
   readonly #unsubscribe: () => void;
+  readonly #loads: LoadSource;
+  readonly #localPrefill: LocalPrefillRule;
 
   constructor(options: SchedulerOptions) {
     if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
@@ -86,6 +91,8 @@ export class PdScheduler {
       throw errors.invalidArgument('rng', 'must be a function returning a number in [0, 1)');
     this.#rng = options.rng ?? Math.random;
     this.health = options.health ?? createBreakers();
+    this.#loads = options.loads ?? NO_RESERVATIONS;
+    this.#localPrefill = options.localPrefill ?? {};
     this.#prefix = prefill === 'cache_affinity' ? new PrefixIndex(options.prefix) : undefined;
     const maxRequests = options.maxRequestsPerInstance;
     if (maxRequests !== undefined && (!Number.isSafeInteger(maxRequests) || maxRequests < 1))
@@ -131,7 +138,29 @@ export class PdScheduler {
     }
     if (typeof result === 'string')
       return this.#fail(result === 'no_capacity' && this.#topology.capsBlock() ? 'instance_cap' : result, checked);
-    return this.#chosen(result.p, result.d, result.reason, result.matchedBlocks);
+    const pair = this.#chosen(result.p, result.d, result.reason, result.matchedBlocks);
+    const path = this.#pathOf(checked, result.matchedBlocks);
+    return path === 'local' ? { ...pair, path } : pair;
+  }
+
+  /**
+   * Counts a request that went `path` (the proxy calls it once the request's capacity is held).
+   * @example scheduler.recordPath('local');
+   */
+  recordPath(path: PdPath): void {
+    this.#metrics?.path(path);
+  }
+
+  /** Conditional disaggregation: the uncached part is what cache affinity does not know P to hold. */
+  #pathOf(checked: CheckedRequest, matchedBlocks: number): PdPath {
+    const rule = this.#localPrefill;
+    if (rule.maxLocalPrefillLength === undefined && rule.maxPrefillQueueSize === undefined) return 'disaggregated';
+    const tokens = checked.promptTokenCount ?? checked.promptTokens?.length;
+    const uncached = tokens === undefined ? undefined : Math.max(0, tokens - matchedBlocks * this.#blockSize);
+    const queues: number[] = [];
+    if (rule.maxPrefillQueueSize !== undefined)
+      for (const node of this.#topology.nodes()) if (node.role === 'prefill') queues.push(this.#loads.load(node.id)?.reservedSlots ?? 0);
+    return choosePath(rule, uncached, queues);
   }
 
   #walk(

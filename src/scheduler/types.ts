@@ -3,6 +3,7 @@
  * the request it places, and what it answers.
  */
 import type { Instance } from '../cluster/instance.ts';
+import type { PdPath } from './pd-path.ts';
 import type { DecodePolicyName, PolicyName } from '../schema/coordinator-config.ts';
 
 // Policy names are what the Coordinator file spells (schema/coordinator-config.ts).
@@ -17,6 +18,13 @@ export {
 
 export const DEFAULT_POLICY: PolicyName = 'load_balance';
 
+/**
+ * The Coordinator's prefill policy when its file names none: cache_affinity, which gave 2.5× the
+ * goodput of round_robin on Mooncake's synthetic trace (bench/results/policies.md). A scheduler made
+ * directly with createScheduler() keeps DEFAULT_POLICY.
+ */
+export const DEFAULT_PREFILL_POLICY: PolicyName = 'cache_affinity';
+
 export interface PolicyChoice {
   readonly prefill: PolicyName;
   readonly decode: DecodePolicyName;
@@ -30,6 +38,8 @@ export interface PickRequest {
   readonly promptText?: string;
   /** KV blocks the prompt needs on P and on D; without it, ⌈tokens / block_size⌉ per instance, or 0. */
   readonly promptBlocks?: number;
+  /** Prompt length in tokens (may be an estimate), for conditional disaggregation. */
+  readonly promptTokenCount?: number;
   /** Instances not to use, e.g. the ones a retry already failed on. */
   readonly excludeP?: ReadonlySet<number>;
   readonly excludeD?: ReadonlySet<number>;
@@ -48,6 +58,8 @@ export interface Pair {
   readonly reason: PickReason;
   /** Prompt blocks P already holds (cache affinity; 0 otherwise). */
   readonly matchedBlocks: number;
+  /** `local`: D prefills the prompt itself, no P leg (conditional disaggregation, pd-path.ts). */
+  readonly path?: PdPath;
 }
 
 /** Why no pair could be chosen, from the most to the least fundamental. */

@@ -117,6 +117,17 @@ export const CoordinatorConfigFile = v.looseObject({
     v.looseObject({
       policy: v.optional(v.looseObject({ prefill: v.optional(PrefillPolicySchema), decode: v.optional(DecodePolicySchema) })),
       circuit_breaker: v.optional(v.looseObject({ cooldown_ms: v.optional(intIn(CIRCUIT_COOLDOWN_MS.min, CIRCUIT_COOLDOWN_MS.max)) })),
+      /**
+       * Conditional disaggregation, off unless a limit is set: D prefills a request itself when its
+       * uncached prompt is at most max_local_prefill_length tokens, or every P holds more than
+       * max_prefill_queue_size of this Coordinator's requests.
+       */
+      conditional_disaggregation: v.optional(
+        v.looseObject({
+          max_local_prefill_length: v.optional(intIn(0, 1 << 24)),
+          max_prefill_queue_size: v.optional(intIn(0, 1 << 20)),
+        }),
+      ),
     }),
   ),
   proxy_config: v.optional(ProxyConfigSection),

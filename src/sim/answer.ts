@@ -15,6 +15,8 @@ export interface AnswerPlan {
   readonly requestId: string;
   readonly hash: PromptHash;
   readonly decodeMsPerToken: number;
+  /** Time to the next token now (the batch-size model of timing.ts); default `decodeMsPerToken`. */
+  readonly tokenMs?: () => number;
   readonly record: RequestRecord;
   readonly signal: AbortSignal;
   /** Die after sending this many tokens (0 = before the first byte); undefined = never. */
@@ -67,7 +69,7 @@ async function whole(plan: AnswerPlan): Promise<Response> {
   const { request, record } = plan;
   try {
     if (plan.crashAfter !== undefined) await crashSoon(plan);
-    if (!(await pause(request.maxTokens * plan.decodeMsPerToken, plan.signal))) {
+    if (!(await pause(request.maxTokens * (plan.tokenMs?.() ?? plan.decodeMsPerToken), plan.signal))) {
       finish(record, 'aborted', 499);
       return new Response(null, { status: 499 });
     }
@@ -117,7 +119,7 @@ function streamed(plan: AnswerPlan): Response {
       async pull(controller) {
         if (ended) return;
         if (plan.crashAfter !== undefined && plan.crashAfter > 0 && sent === plan.crashAfter) await crashSoon(plan);
-        if (sent > 0 && !(await pause(plan.decodeMsPerToken, plan.signal))) {
+        if (sent > 0 && !(await pause(plan.tokenMs?.() ?? plan.decodeMsPerToken, plan.signal))) {
           end('aborted', 499);
           controller.close();
           return;

@@ -28,6 +28,8 @@ export type SimEngineSettings = Pick<
   | 'blockTokens'
   | 'prefillMsPerToken'
   | 'decodeMsPerToken'
+  | 'decodeBatchSlowdown'
+  | 'prefixCacheBlocks'
   | 'maxModelLen'
   | 'kvLeaseMs'
   | 'pullTimeoutMs'
@@ -70,6 +72,7 @@ export const CLUSTER_ENGINE_DEFAULTS: SimEngineSettings = {
   blockTokens: 16,
   prefillMsPerToken: 0,
   decodeMsPerToken: 1,
+  decodeBatchSlowdown: 0,
   maxModelLen: 4096,
   kvLeaseMs: 30_000,
   pullTimeoutMs: 5_000,
@@ -491,6 +494,9 @@ function engineArgs(layout: EngineLayout, configPath: string, model: string, s: 
     String(s.prefillMsPerToken),
     '--decode_ms_per_token',
     String(s.decodeMsPerToken),
+    '--decode_batch_slowdown',
+    String(s.decodeBatchSlowdown),
+    ...(s.prefixCacheBlocks === undefined ? [] : ['--prefix_cache_blocks', String(s.prefixCacheBlocks)]),
     '--max_model_len',
     String(s.maxModelLen),
     '--kv_lease_ms',

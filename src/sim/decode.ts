@@ -6,6 +6,7 @@
  * verification failure names the block and byte), never a 200 with wrong output.
  */
 import { answer } from './answer.ts';
+import { joinBatch } from './generating.ts';
 import { verifyBlocks } from './kv-bytes.ts';
 import { SIM_CACHE_ID } from './kv-port.ts';
 import { finish, type RequestRecord } from './request-log.ts';
@@ -89,16 +90,23 @@ export async function runDecode(
     }
   }
   done();
+  // The pulled blocks are this engine's now: a later local prefill of the same prefix reuses them.
+  engine.prefixCache.hold(request.tokens, options.blockTokens);
+  const seat = joinBatch(engine);
   return answer({
     request,
     requestId,
     hash,
     decodeMsPerToken: options.decodeMsPerToken,
+    tokenMs: seat.tokenMs,
     record,
     signal,
     crashAfter,
     crash: options.crash ?? crashProcess,
-    onEnd: release,
+    onEnd: () => {
+      seat.leave();
+      release();
+    },
   });
 }
 

@@ -127,6 +127,32 @@ describe('SimEngine over an in-memory KV fabric', () => {
     expect(env.d.stats().kv.blocks_used).toBe(0);
   });
 
+  test('a repeated prefix is a prefix-cache hit on P, and a decoder holds what it pulled for a local prefill', async () => {
+    const env = pair();
+    await env.p.start();
+    await env.d.start();
+    env.fabric.link(P_CLUSTER, D_CLUSTER);
+    const tokens = tokenize(PROMPT);
+    const full = Math.floor(tokens.length / 4) * 4;
+    const { kv_transfer_params } = await prefill(env, 'req-1');
+    await prefill(env, 'req-2');
+    expect(env.p.log.list('req-1')[0]!.cachedTokens).toBe(0);
+    expect(env.p.log.list('req-2')[0]!.cachedTokens).toBe(full);
+    expect(env.p.stats().prefix_cache).toMatchObject({ lookups: 2, hit_tokens: full, prompt_tokens: 2 * tokens.length });
+    const decoded = await post(env.dApp, '/v1/completions', { model: 'sim', prompt: PROMPT, max_tokens: 2, kv_transfer_params });
+    expect(decoded.status).toBe(200);
+    await decoded.text();
+    // The decode leg is not a lookup; the local prefill that follows finds the pulled prefix.
+    expect(env.d.stats().prefix_cache.lookups).toBe(0);
+    const local = await post(env.dApp, '/v1/completions', { model: 'sim', prompt: `${PROMPT} and more`, max_tokens: 2 }, 'req-3');
+    expect(local.status).toBe(200);
+    await local.text();
+    // The longer prompt shares the whole four-byte tokens of PROMPT (its ragged last token differs).
+    const shared = Math.floor(Math.floor(PROMPT.length / 4) / 4) * 4;
+    expect(env.d.log.list('req-3')[0]).toMatchObject({ leg: 'local', cachedTokens: shared });
+    expect(env.d.stats().prefix_cache).toMatchObject({ lookups: 1, hit_tokens: shared });
+  });
+
   test('chat answers whole with the chat message shape', async () => {
     const env = pair();
     await env.p.start();

@@ -7,6 +7,8 @@
  */
 import { BlockPool } from './block-pool.ts';
 import { FaultPlan } from './faults.ts';
+import { PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
+import { PrefillQueue } from './prefill-queue.ts';
 import { SIM_CACHE_ID, type SimKv } from './kv-port.ts';
 import { ReleaseNotifier } from './release-notifier.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
@@ -56,6 +58,7 @@ export interface SimStats {
     readonly blocks_pulled: number;
     readonly verify_failures: number;
   };
+  readonly prefix_cache: PrefixCacheStats;
 }
 
 export class SimEngine implements LegEngine {
@@ -77,6 +80,9 @@ export class SimEngine implements LegEngine {
   /** Prefill id → device endpoint whose pool holds it. */
   readonly #exported = new Map<string, string>();
   readonly counters = { bytesPulled: 0, blocksPulled: 0, verifyFailures: 0 };
+  readonly prefixCache: PrefixCache;
+  readonly prefillQueue = new PrefillQueue();
+  generating = 0;
 
   /**
    * An engine over the given KV runtime; call `start()` to register its caches.
@@ -86,6 +92,7 @@ export class SimEngine implements LegEngine {
     this.options = options;
     this.role = options.role;
     this.releases = new ReleaseNotifier(undefined, options.notifyTls);
+    this.prefixCache = new PrefixCache(options.prefixCacheBlocks ?? options.numBlocks * options.devices.length);
     this.pools = new Map(
       options.devices.map((d) => [
         d.endpoint,
@@ -193,6 +200,7 @@ export class SimEngine implements LegEngine {
         blocks_pulled: this.counters.blocksPulled,
         verify_failures: this.counters.verifyFailures,
       },
+      prefix_cache: this.prefixCache.stats(),
     };
   }
 

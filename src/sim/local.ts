@@ -2,7 +2,9 @@
  * A request served by one engine alone (no `kv_transfer_params`, or ones asking for nothing):
  * prefill the prompt locally, then generate, as a non-disaggregated engine would.
  */
-import { answer, pause } from './answer.ts';
+import { answer } from './answer.ts';
+import { joinBatch } from './generating.ts';
+import { prefillMs } from './timing.ts';
 import { finish } from './request-log.ts';
 import type { SimRequest } from './request.ts';
 import { promptHash } from './tokens.ts';
@@ -21,19 +23,24 @@ export async function runLocal(engine: LegEngine, request: SimRequest, requestId
     stream: request.stream,
     promptTokens: request.tokens.length,
   });
-  if (!(await pause(request.tokens.length * options.prefillMsPerToken, signal))) {
+  // A decoder prefilling locally reuses what its prefix cache holds, pulled or computed before.
+  const cached = engine.prefixCache.admit(request.tokens, options.blockTokens);
+  record.cachedTokens = cached;
+  if (!(await engine.prefillQueue.run(prefillMs(request.tokens.length, cached, options.prefillMsPerToken), signal))) {
     finish(record, 'aborted', 499);
     return new Response(null, { status: 499 });
   }
+  const seat = joinBatch(engine);
   return answer({
     request,
     requestId,
     hash: promptHash(request.tokens),
     decodeMsPerToken: options.decodeMsPerToken,
+    tokenMs: seat.tokenMs,
     record,
     signal,
     crashAfter: undefined,
     crash: () => {},
-    onEnd: () => {},
+    onEnd: seat.leave,
   });
 }

@@ -30,6 +30,10 @@ describe('sim-engine options', () => {
       '0.5',
       '--decode_ms_per_token',
       '0',
+      '--decode_batch_slowdown',
+      '0.25',
+      '--prefix_cache_blocks',
+      '64',
       '--max_model_len',
       '100',
       '--kv_lease_ms',
@@ -53,6 +57,8 @@ describe('sim-engine options', () => {
       blockTokens: 128,
       prefillMsPerToken: 0.5,
       decodeMsPerToken: 0,
+      decodeBatchSlowdown: 0.25,
+      prefixCacheBlocks: 64,
       maxModelLen: 100,
       kvLeaseMs: 5,
       pullTimeoutMs: 7,
@@ -76,6 +82,8 @@ describe('sim-engine options', () => {
     [['--role', 'decode', '--block_bytes', '1.5'], /--block_bytes: must be an integer/],
     [['--role', 'decode', '--decode_ms_per_token=-1'], /--decode_ms_per_token: must be a number of milliseconds/],
     [['--role', 'decode', '--prefill_ms_per_token', 'fast'], /--prefill_ms_per_token: must be a number of milliseconds/],
+    [['--role', 'decode', '--decode_batch_slowdown', 'x'], /--decode_batch_slowdown: must be a number in \[0, 100\]/],
+    [['--role', 'decode', '--prefix_cache_blocks=-1'], /--prefix_cache_blocks: must be an integer in \[0, /],
     [['--role', 'decode', '--bogus'], /Unknown option '--bogus'/],
   ])('%p is refused naming the option', (argv, message) => {
     expect(() => parseSimEngineArgs(argv as string[])).toThrow(ConfigError);

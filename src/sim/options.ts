@@ -39,7 +39,12 @@ Options:
   --block_bytes N           bytes per simulated KV block                      (default 16384)
   --block_tokens N          prompt tokens per KV block                        (default 16)
   --prefill_ms_per_token MS simulated prefill time per prompt token           (default 0.1)
-  --decode_ms_per_token MS  simulated time per generated token                (default 10)
+  --decode_ms_per_token MS  simulated time per generated token at a batch of 1 (default 10)
+  --decode_batch_slowdown F each other generating request adds F × decode_ms_per_token
+                            to every token's time                             (default 0.05)
+  --prefix_cache_blocks N   full prompt blocks the prefix cache remembers (LRU); prefill
+                            computes only the tokens not cached; 0 = no cache
+                                                     (default: num_blocks × devices)
   --max_model_len N         longest prompt + completion in tokens             (default 4096)
   --kv_lease_ms MS          a prefill keeps its blocks this long for a decoder
                             that never says it is done                        (default 30000)
@@ -72,6 +77,8 @@ export interface SimEngineArgs {
   blockTokens: number;
   prefillMsPerToken: number;
   decodeMsPerToken: number;
+  decodeBatchSlowdown: number;
+  prefixCacheBlocks?: number;
   maxModelLen: number;
   kvLeaseMs: number;
   pullTimeoutMs: number;
@@ -86,6 +93,7 @@ export const SIM_DEFAULTS = {
   blockTokens: 16,
   prefillMsPerToken: 0.1,
   decodeMsPerToken: 10,
+  decodeBatchSlowdown: 0.05,
   maxModelLen: 4096,
   kvLeaseMs: 30_000,
   pullTimeoutMs: 1000,
@@ -116,6 +124,8 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
         block_tokens: { type: 'string' },
         prefill_ms_per_token: { type: 'string' },
         decode_ms_per_token: { type: 'string' },
+        decode_batch_slowdown: { type: 'string' },
+        prefix_cache_blocks: { type: 'string' },
         max_model_len: { type: 'string' },
         kv_lease_ms: { type: 'string' },
         pull_timeout_ms: { type: 'string' },
@@ -143,11 +153,14 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
     blockTokens: int('block_tokens', values.block_tokens, SIM_DEFAULTS.blockTokens, 1, 128),
     prefillMsPerToken: ms('prefill_ms_per_token', values.prefill_ms_per_token, SIM_DEFAULTS.prefillMsPerToken),
     decodeMsPerToken: ms('decode_ms_per_token', values.decode_ms_per_token, SIM_DEFAULTS.decodeMsPerToken),
+    decodeBatchSlowdown: fraction('decode_batch_slowdown', values.decode_batch_slowdown, SIM_DEFAULTS.decodeBatchSlowdown),
     maxModelLen: int('max_model_len', values.max_model_len, SIM_DEFAULTS.maxModelLen, 2, INT32_MAX),
     kvLeaseMs: int('kv_lease_ms', values.kv_lease_ms, SIM_DEFAULTS.kvLeaseMs, 1, INT32_MAX),
     pullTimeoutMs: int('pull_timeout_ms', values.pull_timeout_ms, SIM_DEFAULTS.pullTimeoutMs, 1, INT32_MAX),
     protocol: values.protocol === 'sglang' ? 'sglang' : SIM_DEFAULTS.protocol,
   };
+  if (values.prefix_cache_blocks !== undefined)
+    args.prefixCacheBlocks = int('prefix_cache_blocks', values.prefix_cache_blocks, 0, 0, 1 << 26);
   if (values.config !== undefined) args.config = values.config;
   if (values.manage_ip !== undefined) args.manageIp = ip('manage_ip', values.manage_ip);
   if (values.manage_port !== undefined) args.managePort = parseCliPort('manage_port', values.manage_port);
@@ -168,6 +181,15 @@ function ms(option: string, text: string | undefined, fallback: number): number 
   const value = Number(text);
   if (text.trim() === '' || !Number.isFinite(value) || value < 0 || value > 60_000) {
     throw new ConfigError(`--${option}: must be a number of milliseconds in [0, 60000], got ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+function fraction(option: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value < 0 || value > 100) {
+    throw new ConfigError(`--${option}: must be a number in [0, 100], got ${JSON.stringify(text)}`);
   }
   return value;
 }

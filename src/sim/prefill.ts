@@ -6,12 +6,12 @@
  * `POST /sim/kv/release`). The blocks are freed on that call or when the lease runs out.
  */
 import { answerHead, usage, wholeAnswer } from './openai.ts';
-import { pause } from './answer.ts';
 import { promptBlocks } from './kv-bytes.ts';
 import { SIM_CACHE_ID } from './kv-port.ts';
 import { finish } from './request-log.ts';
 import type { SimRequest } from './request.ts';
 import { SimError } from './sim-error.ts';
+import { prefillMs } from './timing.ts';
 import { blocksNeeded, generatedToken, promptHash } from './tokens.ts';
 import type { LegEngine } from './types.ts';
 
@@ -32,7 +32,15 @@ export async function runPrefill(engine: LegEngine, request: SimRequest, request
     finish(record, 'error', faulted, err.message);
     return err.toResponse(requestId);
   }
-  if (!(await pause(request.tokens.length * options.prefillMsPerToken + engine.faults.takeStall(), signal))) {
+  // Only the tokens the prefix cache does not hold are computed (timing.ts).
+  const cached = engine.prefixCache.admit(request.tokens, options.blockTokens);
+  record.cachedTokens = cached;
+  if (
+    !(await engine.prefillQueue.run(
+      prefillMs(request.tokens.length, cached, options.prefillMsPerToken) + engine.faults.takeStall(),
+      signal,
+    ))
+  ) {
     finish(record, 'aborted', 499);
     return new Response(null, { status: 499 });
   }

@@ -22,6 +22,8 @@ export interface RequestRecord {
   bytesPulled: number;
   /** Pull time in milliseconds (decode). */
   pullMs: number;
+  /** Prompt tokens the prefix cache already held (prefill and local legs). */
+  cachedTokens: number;
   /** True when every pulled byte matched the prompt's blocks (decode legs that pulled). */
   verified: boolean | null;
   /** The prefiller's cluster id (decode) or this engine's device cluster id holding the blocks (prefill). */
@@ -58,6 +60,7 @@ export class RequestLog {
       blocks: 0,
       bytesPulled: 0,
       pullMs: 0,
+      cachedTokens: 0,
       verified: null,
       engineId: null,
       digest: null,

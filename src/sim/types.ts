@@ -6,6 +6,8 @@
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import type { BlockPool } from './block-pool.ts';
 import type { FaultPlan } from './faults.ts';
+import type { PrefixCache } from './prefix-cache.ts';
+import type { PrefillQueue } from './prefill-queue.ts';
 import type { SimKv } from './kv-port.ts';
 import type { ReleaseNotifier } from './release-notifier.ts';
 import type { RequestLog } from './request-log.ts';
@@ -31,6 +33,10 @@ export interface SimEngineOptions {
   readonly blockTokens: number;
   readonly prefillMsPerToken: number;
   readonly decodeMsPerToken: number;
+  /** Extra decode time per token for each other generating leg, as a fraction (timing.ts); default 0. */
+  readonly decodeBatchSlowdown?: number;
+  /** Blocks the prefix cache remembers (default: every KV block of every device). */
+  readonly prefixCacheBlocks?: number;
   /** Longest prompt + completion, in tokens (vLLM's max_model_len). */
   readonly maxModelLen: number;
   /** How long a prefill keeps its blocks for a decoder that never says it is done. */
@@ -62,6 +68,11 @@ export interface LegEngine {
   readonly scratch: SharedScratch;
   readonly pools: ReadonlyMap<string, BlockPool>;
   readonly counters: { bytesPulled: number; blocksPulled: number; verifyFailures: number };
+  readonly prefixCache: PrefixCache;
+  /** Prefill compute, one prompt at a time (prefill-queue.ts). */
+  readonly prefillQueue: PrefillQueue;
+  /** Generating legs running now (the decode batch of timing.ts). */
+  generating: number;
   readonly notifyAddress: KvNotifyAddress | undefined;
   /** The next device for a prefill (round robin). */
   nextDevice(): SimDevice;
