@@ -4,6 +4,7 @@
 import { createCoordinator } from '../apps/coordinator.ts';
 import { CoordinatorHa } from '../apps/coordinator-ha.ts';
 import { openStore } from '../store/open.ts';
+import { createOtlpTracing } from '../proxy/otlp-export.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
 import { parseStringOptions, startListeners, untilSignal } from './common.ts';
@@ -55,6 +56,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
   const settings = resolveCoordinatorSettings(args, process.env, process.cwd());
   const haSettings = settings.ha;
   let ha: CoordinatorHa | undefined;
+  const otlp = settings.tracing === undefined ? undefined : createOtlpTracing(settings.tracing);
   const coordinator = createCoordinator({
     notReadyReason: () => ha?.notReadyReason(),
     bodyLimitBytes: settings.bodyLimitBytes,
@@ -62,6 +64,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     circuitCooldownMs: settings.circuitCooldownMs,
     maxRequestsPerInstance: settings.singleNodeMaxRequests,
     proxy: settings.proxy,
+    ...(otlp === undefined ? {} : { tracing: otlp.tracing }),
     processMetrics: true,
   });
   if (haSettings !== undefined) {
@@ -105,6 +108,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     // Nothing may stay open after a failed start: the listeners already up were stopped, the core goes too.
     await ha?.close();
     await coordinator.close();
+    await otlp?.shutdown();
     throw err;
   }
   // master/standby: runs for master under the management URL, the lock's value.
@@ -113,5 +117,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     await Promise.all(listeners.map((l) => l.stop()));
     await ha?.close();
     await coordinator.close();
+    // The last spans are still queued for their batch: send them before the process goes.
+    await otlp?.shutdown();
   });
 }

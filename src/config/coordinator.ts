@@ -19,6 +19,8 @@ import type { ServerTlsOptions } from '../core/tls-options.ts';
 import { loadConfigFile } from './load.ts';
 import { ETCD_ENDPOINTS_ENV, resolveStoreSettings, type StoreSettings } from './store.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';
+import { resolveTracingSettings } from './tracing.ts';
+import type { OtlpTracingSettings } from '../proxy/otlp-export.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
@@ -66,6 +68,8 @@ export interface CoordinatorSettings {
   proxy: ProxySettings;
   /** Several Coordinators on one etcd (undefined: this one alone, state in memory). */
   ha: CoordinatorHaSettings | undefined;
+  /** Where the proxy's spans go (pdlink.tracing, OTEL_EXPORTER_OTLP_ENDPOINT); undefined: tracing off. */
+  tracing: OtlpTracingSettings | undefined;
   /** The file as accepted, unknown keys included, for the parts that read their own sections. */
   file: CoordinatorConfigFile;
 }
@@ -151,6 +155,7 @@ export function resolveCoordinatorSettings(
     proxy:
       engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
     ha: haSettingsOf(file, env, path ?? 'defaults'),
+    tracing: resolveTracingSettings(file.pdlink?.tracing, env),
     file,
   };
 }

@@ -53,10 +53,13 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
         throw exchange.stopForAbort(undefined);
       }
     }
+    exchange.trace?.scheduling();
     const { pair, request } = placePair(exchange, reservation, failedP, last);
+    exchange.trace?.placed(pair);
     const started = performance.now();
     const result = await attemptPrefill(exchange, attemptClock, pair, legBody);
     const p = pair.p.id;
+    exchange.trace?.prefillEnded(result.kind, result.kind === 'ok' ? result.kvTransferParams : undefined);
     if (result.kind === 'ok') {
       breakers?.recordSuccess(p);
       exchange.deps.picker.recordPrefill?.(p, request);

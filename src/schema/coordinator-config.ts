@@ -6,7 +6,7 @@
  */
 import * as v from 'valibot';
 import { INT32_MAX } from '../core/limits.ts';
-import { PdlinkSection } from './store-config.ts';
+import { CoordinatorPdlinkSection } from './tracing-config.ts';
 import { TlsItems } from './tls-items.ts';
 
 export const MIN_PORT = 1024;
@@ -126,8 +126,8 @@ export const CoordinatorConfigFile = v.looseObject({
       database_server_port: v.optional(ConfigPort),
     }),
   ),
-  /** pdlink's own: cluster name and the shared etcd (absent: this Coordinator alone, as before). */
-  pdlink: v.optional(PdlinkSection),
+  /** pdlink's own: cluster name and the shared etcd (absent: this Coordinator alone, as before), and tracing. */
+  pdlink: v.optional(CoordinatorPdlinkSection),
   tls_config: v.optional(
     v.looseObject({
       controller_server_tls_enable: v.optional(v.boolean('must be a boolean')),
