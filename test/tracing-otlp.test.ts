@@ -157,12 +157,14 @@ test('a request D rejects ends its trace in error with the outcome, the decode l
   const id = 'trace-rejected-1';
   // More tokens than the model's context: P accepts the prompt, D refuses the generation.
   const res = await proxyPost(cluster, '/v1/completions', { model: MODEL, prompt: 'too long an answer', max_tokens: 1_000_000 }, id);
-  const status = res.status;
+  expect(res.status).toBe(400);
   await res.text();
-  expect(status).toBeGreaterThanOrEqual(400);
-  const spans = await requestSpans(id, 1);
+  const spans = await requestSpans(id, 6);
   const root = one(spans, 'pdlink.request');
-  expect(root.status.code).toBe(2);
-  expect(root.attributes['pdlink.outcome']).not.toBe('ok');
-  expect(root.status.message).toBe(String(root.attributes['pdlink.outcome']));
+  expect(root.status).toEqual({ code: 2, message: 'upstream_rejected' });
+  expect(root.attributes['pdlink.outcome']).toBe('upstream_rejected');
+  expect(one(spans, 'pdlink.prefill').status.code).toBe(0);
+  const decode = one(spans, 'pdlink.decode');
+  expect(decode.attributes).toMatchObject({ 'http.response.status_code': 400, 'pdlink.leg.end': 'upstream_rejected' });
+  expect(decode.status.code).toBe(2);
 }, 60_000);
