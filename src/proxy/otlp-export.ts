@@ -20,6 +20,8 @@ export interface OtlpTracingSettings {
 /** The proxy's tracing plus the call that flushes and stops its exporter. */
 export interface OtlpTracing {
   readonly tracing: ProxyTracing;
+  /** Sends the spans queued so far. */
+  flush(): Promise<void>;
   shutdown(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ export function createOtlpTracing(settings: OtlpTracingSettings): OtlpTracing {
   });
   return {
     tracing: new OtelTracing(provider.getTracer('pdlink')),
+    flush: () => provider.forceFlush(),
     shutdown: () => provider.shutdown(),
   };
 }
