@@ -34,8 +34,8 @@ import { createOtlpTracing } from '../src/proxy/otlp-export.ts';
 import type { PairPicker, ReservationLedger } from '../src/proxy/ports.ts';
 import { SimCluster } from '../src/sim/cluster.ts';
 
-const ROUNDS = Number(process.env['PROXY_TRACING_BENCH_ROUNDS'] ?? 10);
-const PER_ROUND = Number(process.env['PROXY_TRACING_BENCH_REQUESTS'] ?? 300);
+const ROUNDS = Number(process.env['PROXY_TRACING_BENCH_ROUNDS'] ?? 24);
+const PER_ROUND = Number(process.env['PROXY_TRACING_BENCH_REQUESTS'] ?? 200);
 const MODEL = 'bench-sim';
 const BODY = { model: MODEL, prompt: 'word '.repeat(51).trim(), max_tokens: 16, stream: true };
 const BODY_TEXT = JSON.stringify(BODY);
@@ -57,7 +57,7 @@ function baseCommit(): string {
     .split('\n')
     .at(-1);
   if (added === undefined || added === '') throw new Error('cannot find the commit that added src/proxy/trace.ts: set PROXY_TRACING_BASE');
-  return `${added}^`;
+  return execFileSync('git', ['rev-parse', '--short', `${added}^`], { encoding: 'utf8' }).trim();
 }
 
 /** A child process that accepts OTLP exports and drains them; its URL and a stop. */
@@ -160,28 +160,35 @@ try {
     for (const mode of order) cpu[mode].push(await round(mode, PER_ROUND));
   }
   const own = (mode: Mode): number[] => cpu[mode].map((v, i) => v - cpu.floor[i]!);
-  const ratio = (a: Mode, b: Mode): number[] => own(a).map((v, i) => v / own(b)[i]!);
+  const per = (xs: number[], ys: number[]): number[] => xs.map((v, i) => v / ys[i]!);
   const med = (xs: number[]): number => spread(xs).median;
-  const band = (xs: number[]): string => `${spread(xs).p10.toFixed(0)}–${spread(xs).p90.toFixed(0)}`;
+  const band = (xs: number[], digits = 0): string => `${spread(xs).p10.toFixed(digits)}–${spread(xs).p90.toFixed(digits)}`;
+  const versus = (xs: number[]): string => `${times(med(xs))} (${band(xs, 2)})`;
   const rows = (['before', 'off', 'on'] as const).map((mode) => [
     mode === 'before' ? `before tracing (${base})` : `tracing ${mode}`,
     `${med(cpu[mode]).toFixed(0)} (${band(cpu[mode])})`,
     `${med(own(mode)).toFixed(0)} (${band(own(mode))})`,
-    mode === 'before'
-      ? '—'
-      : `${times(med(ratio(mode, 'before')))} (${spread(ratio(mode, 'before')).p10.toFixed(2)}–${spread(ratio(mode, 'before')).p90.toFixed(2)})`,
+    mode === 'before' ? '—' : versus(per(cpu[mode], cpu.before)),
+    mode === 'on' ? versus(per(cpu.on, cpu.off)) : '—',
   ]);
-  rows.unshift(['floor (the two legs sent directly)', `${med(cpu.floor).toFixed(0)} (${band(cpu.floor)})`, '—', '—']);
+  rows.unshift(['floor (the two legs sent directly)', `${med(cpu.floor).toFixed(0)} (${band(cpu.floor)})`, '—', '—', '—']);
   const table = markdownTable(
-    ['proxy', 'process CPU per request, µs (p10–p90)', "proxy's own CPU per request, µs (p10–p90)", 'own CPU vs before (p10–p90)'],
+    [
+      'mode',
+      'process CPU per request, µs (p10–p90)',
+      'proxy CPU per request (minus floor), µs (p10–p90)',
+      'process CPU vs before, per round',
+      'process CPU vs off, per round',
+    ],
     rows,
   );
-  const onVsOff = own('on').map((v, i) => v / own('off')[i]!);
+  const offVsBefore = per(cpu.off, cpu.before);
+  const onVsOff = per(cpu.on, cpu.off);
   const summary =
-    `Proxy CPU per request: tracing off ${med(own('off')).toFixed(0)} µs vs ${med(own('before')).toFixed(0)} µs before tracing ` +
-    `(${times(med(ratio('off', 'before')))}), tracing on ${med(own('on')).toFixed(0)} µs (${times(spread(onVsOff).median)} of off, ` +
-    `+${(med(own('on')) - med(own('off'))).toFixed(0)} µs) — ${ROUNDS} rounds × ${PER_ROUND} sequential streaming requests, ` +
-    `rotating order, medians over rounds, on a 2-core VM shared with other work.`;
+    `Proxy CPU per request (floor subtracted): before tracing ${med(own('before')).toFixed(0)} µs, tracing off ${med(own('off')).toFixed(0)} µs, ` +
+    `tracing on ${med(own('on')).toFixed(0)} µs. Process CPU per round: off ${times(med(offVsBefore))} of before (p10–p90 ${band(offVsBefore, 2)}), ` +
+    `on ${times(med(onVsOff))} of off (${band(onVsOff, 2)}, +${(med(cpu.on) - med(cpu.off)).toFixed(0)} µs a request). ` +
+    `${ROUNDS} rounds × ${PER_ROUND} sequential streaming requests in rotating order, medians over rounds, on a 2-core VM shared with other work.`;
   writeResults('proxy-tracing', {
     json: {
       rounds: ROUNDS,
@@ -189,7 +196,7 @@ try {
       base,
       cpuUsPerRequest: cpu,
       onVsOffRatios: onVsOff,
-      offVsBeforeRatios: ratio('off', 'before'),
+      offVsBeforeRatios: offVsBefore,
     },
     markdownTable: table,
     summary,

@@ -1,0 +1,139 @@
+/**
+ * Composition root of `pdlink controller`: the control loop, its metrics and its management app
+ * (probes, `/metrics`, the controller API). Shared by the CLI and anyone embedding a controller.
+ */
+import { Hono } from 'hono';
+import { collectDefaultMetrics } from 'prom-client';
+import { Controller, type ControllerEvents } from '../controller/controller.ts';
+import { Leadership } from '../controller/leadership.ts';
+import { storeMetrics } from '../store/metrics.ts';
+import type { Store } from '../store/store.ts';
+import { controllerMetrics } from '../controller/metrics.ts';
+import { desiredInstance, rankDevices } from '../controller/spec.ts';
+import type { TopologySpec } from '../controller/types.ts';
+import { controllerRoutes } from '../http/controller.ts';
+import { controllerSource } from '../http/dashboard-controller.ts';
+import { DashboardFeed } from '../http/dashboard-feed.ts';
+import { dashboardRoutes } from '../http/dashboard.ts';
+import { onError, onNotFound } from '../http/envelope.ts';
+import { probeRoutes } from '../http/probes.ts';
+import { createRegistry, type Registry } from '../core/metrics.ts';
+import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
+
+export interface ControllerAppOptions {
+  readonly spec: TopologySpec;
+  /** Devices of instances added through the API without their own. */
+  readonly rankTable?: RankTableFile | undefined;
+  /** static_info defaults of instances added through the API. */
+  readonly staticDefaults?: NonNullable<TopologyFile['static_info']>;
+  readonly metrics?: Registry;
+  /** Also export process metrics; the CLI turns this on. */
+  readonly processMetrics?: boolean;
+  readonly log?: (line: string) => void;
+  /** Several controllers on one store: this one stands by until elected (see `campaign`). */
+  readonly ha?: { readonly store: Store; readonly ttlSeconds: number } | undefined;
+  /** TLS of the calls to agents and Coordinators (the topology's `tls.client_*`). */
+  readonly clientTls?: ClientTlsOptions;
+}
+
+export interface ControllerApp {
+  readonly controller: Controller;
+  readonly managementApp: Hono;
+  readonly metrics: Registry;
+  /**
+   * Applies a changed topology file as a diff against the one loaded before.
+   * @example app.applyFile(loadTopology(path).spec);
+   */
+  applyFile(next: TopologySpec): void;
+  /** With `ha`: runs for leader under this management URL (known once the listener is up). */
+  campaign(url: string): void;
+  /** Stops the loop; idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a controller and its routes; call `controller.start()` to run the loop.
+ * @example const app = createControllerApp({ spec }); app.controller.start(); Bun.serve({ fetch: app.managementApp.fetch });
+ */
+export function createControllerApp(options: ControllerAppOptions): ControllerApp {
+  const metrics = options.metrics ?? createRegistry();
+  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
+  const m = controllerMetrics(metrics);
+  const source = controllerSource(() => controller);
+  const ha = options.ha;
+  let leadership: Leadership | undefined;
+  let fileSpec = options.spec;
+  // The metrics, the topology page and the leadership hear the same events.
+  const events: ControllerEvents = {
+    ...m.events,
+    rolePost(ok) {
+      m.events.rolePost?.(ok);
+      source.events.rolePost(ok);
+      if (ok) leadership?.rolePosted();
+    },
+    snapshotPush(ok) {
+      m.events.snapshotPush?.(ok);
+      source.events.snapshotPush(ok);
+    },
+    evaluated(ms) {
+      m.events.evaluated?.(ms);
+      source.events.evaluated(ms);
+    },
+    composed: (snapshot, generation) => leadership?.composed(snapshot, generation),
+  };
+  const controller: Controller = new Controller({
+    spec: options.spec,
+    events,
+    leading: ha === undefined,
+    ...(options.log === undefined ? {} : { log: options.log }),
+    ...(options.clientTls === undefined ? {} : { clientTls: options.clientTls }),
+  });
+  if (ha !== undefined) storeMetrics(metrics, ha.store);
+  m.watch(controller);
+  const devices = rankDevices(options.rankTable);
+  const defaults = options.staticDefaults ?? {};
+
+  const managementApp = new Hono();
+  managementApp.onError(onError);
+  managementApp.notFound(onNotFound);
+  managementApp.route(
+    '/',
+    controllerRoutes({
+      controller,
+      resolve: (entry) => desiredInstance(entry, '', defaults, devices),
+      leadership: () => leadership?.view(),
+    }),
+  );
+  managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
+  const dashboard = new DashboardFeed(source);
+  managementApp.route('/', dashboardRoutes(dashboard));
+  return {
+    controller,
+    managementApp,
+    metrics,
+    applyFile(next) {
+      controller.apply(fileSpec, next);
+      fileSpec = next;
+      leadership?.fileApplied();
+    },
+    campaign(url) {
+      if (ha === undefined || leadership !== undefined) return;
+      leadership = new Leadership({
+        controller,
+        store: ha.store,
+        url,
+        ttlSeconds: ha.ttlSeconds,
+        fileSpec: () => fileSpec,
+        ...(options.log === undefined ? {} : { log: options.log }),
+      });
+      leadership.start();
+    },
+    async close() {
+      dashboard.close();
+      await leadership?.close();
+      await controller.close();
+      await ha?.store.close();
+    },
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * The Coordinator's core objects and its two Hono apps, shared by the CLI (`pdlink coordinator`)
+ * and the plugin API (`createPdlink`).
+ */
+import { Hono } from 'hono';
+import { collectDefaultMetrics, type Registry } from 'prom-client';
+import { lostLinks } from '../cluster/lost-links.ts';
+import { ClusterRegistry } from '../cluster/registry.ts';
+import { coordinatorSource } from '../http/dashboard-coordinator.ts';
+import { DashboardFeed } from '../http/dashboard-feed.ts';
+import { dashboardRoutes } from '../http/dashboard.ts';
+import { onError } from '../http/envelope.ts';
+import { notFoundOf } from '../http/methods.ts';
+import { probeRoutes } from '../http/probes.ts';
+import { ledgerRoutes } from '../http/ledger.ts';
+import { refreshRoutes } from '../http/refresh.ts';
+import { KvLedger } from '../ledger/index.ts';
+import { proxyRoutes, type ProxyApp } from '../http/inference.ts';
+import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
+import { createRegistry } from '../core/metrics.ts';
+import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from '../schema/coordinator-config.ts';
+import {
+  createBreakers,
+  createScheduler,
+  ledgerLoads,
+  type CircuitBreakers,
+  type PdScheduler,
+  type PolicyChoice,
+} from '../scheduler/index.ts';
+
+export interface CoordinatorOptions {
+  /** Largest accepted management request body, in bytes (default 8 MiB: a 4096-instance snapshot fits). */
+  bodyLimitBytes?: number;
+  /** Registry to put pdlink's metrics on (default: a new one, never prom-client's global registry). */
+  metrics?: Registry;
+  /** Pair-selection policy per role (default load_balance for both). */
+  policy?: Partial<PolicyChoice>;
+  /** How long an open circuit refuses requests before its trial (default 30 s). */
+  circuitCooldownMs?: number;
+  /** Requests in flight this Coordinator may hold on one instance (`single_node_max_requests`, default 1000). */
+  maxRequestsPerInstance?: number;
+  /** Proxy settings (leg timeouts, retries, in-flight limit); unset keys take their defaults. */
+  proxy?: Partial<ProxySettings>;
+  /** Also export the process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
+  processMetrics?: boolean;
+  /** A reason to answer readiness 503 before the registry's own (a standby: "not master"). */
+  notReadyReason?: () => string | undefined;
+}
+
+export interface Coordinator {
+  /** Management API: refresh, instances, probes, metrics. Mount with `app.route(prefix, managementApp)`. */
+  readonly managementApp: Hono;
+  /** Inference API (the OpenAI-compatible PD proxy). */
+  readonly inferenceApp: Hono;
+  readonly registry: ClusterRegistry;
+  /** KV ledger: slot/block reservations and transfer records per request. */
+  readonly ledger: KvLedger;
+  /** Picks the (prefill, decode) pair of each request. */
+  readonly scheduler: PdScheduler;
+  /** Per-instance circuit breakers the scheduler consults and the proxy feeds. */
+  readonly health: CircuitBreakers;
+  readonly metrics: Registry;
+  /** Releases timers, pools and subscriptions; idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a Coordinator: the cluster registry and the routes around it.
+ * @example const coordinator = createCoordinator(); Bun.serve({ port: 1026, fetch: coordinator.managementApp.fetch });
+ */
+export function createCoordinator(options: CoordinatorOptions = {}): Coordinator {
+  const metrics = options.metrics ?? createRegistry();
+  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
+  const registry = new ClusterRegistry();
+  const ledger = new KvLedger({ cluster: registry, metrics });
+  // A decode instance that no longer lists a prefill peer has unlinked it: its reservations go.
+  const stopLinkWatch = registry.onChange((diff) => {
+    for (const { p, d } of lostLinks(diff)) ledger.linkLost(p, d);
+  });
+  const health = createBreakers(options.circuitCooldownMs === undefined ? {} : { cooldownMs: options.circuitCooldownMs });
+  const scheduler = createScheduler({
+    cluster: registry,
+    loads: ledgerLoads(ledger),
+    health,
+    policy: options.policy ?? {},
+    metrics,
+    maxRequestsPerInstance: options.maxRequestsPerInstance ?? SINGLE_NODE_MAX_REQUESTS.default,
+  });
+  const bodyLimitBytes = options.bodyLimitBytes ?? BODY_LIMIT_MB.default * 1024 * 1024;
+
+  const managementApp = new Hono();
+  managementApp.onError(onError);
+  managementApp.notFound(notFoundOf(managementApp));
+  managementApp.route('/', refreshRoutes({ registry, bodyLimitBytes, metrics }));
+  managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
+  managementApp.route('/', probeRoutes({ notReadyReason: () => options.notReadyReason?.() ?? notReadyReason(registry), metrics }));
+  const dashboardSource = coordinatorSource({ registry, ledger, health });
+  const dashboard = new DashboardFeed(dashboardSource);
+  managementApp.route('/', dashboardRoutes(dashboard));
+
+  const proxy: ProxyApp = proxyRoutes({
+    scheduler,
+    ledger,
+    breakers: health,
+    metrics,
+    settings: resolveProxySettings({}, { bodyLimitBytes, ...options.proxy }),
+  });
+  const inferenceApp = new Hono();
+  inferenceApp.onError(onError);
+  inferenceApp.notFound(notFoundOf(inferenceApp));
+  inferenceApp.route('/', proxy);
+
+  let closed = false;
+  return {
+    managementApp,
+    inferenceApp,
+    registry,
+    ledger,
+    scheduler,
+    health,
+    metrics,
+    async close() {
+      if (closed) return;
+      closed = true;
+      stopLinkWatch();
+      dashboard.close();
+      dashboardSource.close();
+      scheduler.close();
+      ledger.close();
+    },
+  };
+}
+
+function notReadyReason(registry: ClusterRegistry): string | undefined {
+  const counts = registry.counts();
+  if (counts.prefill >= 1 && counts.decode >= 1) return undefined;
+  return `not ready: ${counts.prefill} prefill and ${counts.decode} decode instances registered; at least one of each is needed`;
+}

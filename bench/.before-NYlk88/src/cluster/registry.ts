@@ -1,0 +1,312 @@
+/**
+ * The cluster registry: the one source of truth for the P/D topology. Each accepted refresh
+ * snapshot replaces the whole picture and is turned into a diff (added / updated / removed) that
+ * subscribers receive synchronously.
+ */
+import { errors } from '../core/errors.ts';
+import { isMeasuredJson, UnsafeInteger } from '../core/exact-json.ts';
+import { MAX_JSON_DEPTH } from '../core/limits.ts';
+import { depthOverflowPath } from '../core/value-depth.ts';
+import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
+import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE, type RoleCode } from './instance.ts';
+
+export interface RoleCounts {
+  prefill: number;
+  decode: number;
+  undefined: number;
+}
+
+/**
+ * The body of `GET /v1/instances`, for operators:
+ * - `generation`: accepted refreshes so far; `refreshed_at`: ISO time of the last one (null before any);
+ * - `counts`: registered instances per role;
+ * - `instances`: the instance objects exactly as last accepted, unknown fields included, in snapshot order;
+ * - `groups`: per `static_info.group_id` (ascending), the ids of each role (ascending);
+ * - `peers`: per instance, its role name and the peer ids it reported (P ids for D, D ids for P).
+ */
+export interface InstancesView {
+  generation: number;
+  refreshed_at: string | null;
+  counts: RoleCounts;
+  instances: readonly Readonly<Record<string, unknown>>[];
+  groups: { group_id: number; prefill: number[]; decode: number[]; undefined: number[] }[];
+  peers: { id: number; role: InstanceRole; peers: number[] }[];
+}
+
+export type RegistryListener = (diff: RegistryDiff) => void;
+
+export interface ClusterRegistryOptions {
+  /** Clock for `lastRefreshAt`, in ms since the epoch (default `Date.now`). */
+  now?: () => number;
+  /** Receives what a throwing listener threw (default: logged with console.error). */
+  onListenerError?: (error: unknown) => void;
+}
+
+/**
+ * Holds the instances of the last accepted snapshot, indexed by id and by role.
+ * @example const registry = new ClusterRegistry(); registry.onChange((d) => log(d.added)); registry.apply(parseRefresh(body));
+ */
+export class ClusterRegistry implements ClusterView {
+  #byId = new Map<number, Instance>();
+  #all: readonly Instance[] = [];
+  #byRole: Readonly<Record<InstanceRole, readonly Instance[]>> = emptyRoleIndex();
+  #listeners = new Set<RegistryListener>();
+  #refreshListeners = new Set<(generation: number) => void>();
+  #generation = 0;
+  #lastRefreshAt: number | undefined;
+  #view: InstancesView | undefined;
+  #notifying = false;
+  readonly #now: () => number;
+  readonly #onListenerError: (error: unknown) => void;
+
+  constructor(options: ClusterRegistryOptions = {}) {
+    this.#now = options.now ?? Date.now;
+    this.#onListenerError = options.onListenerError ?? ((error) => console.error('pdlink: a cluster registry listener threw', error));
+  }
+
+  /**
+   * Replaces the topology by a validated snapshot and returns what changed. An instance counts as
+   * updated only when its wire object differs from the last accepted one (unknown fields included);
+   * a role change is a removal plus an addition. The registry keeps the snapshot's objects: do not
+   * mutate them afterwards. An instance object nested deeper than MAX_JSON_DEPTH is refused (a
+   * PdlinkError naming its path) and nothing changes: what the registry holds is later compared and
+   * serialised by recursive code. HTTP bodies are held to that limit as they are parsed; this
+   * check is for snapshots built by code (see isMeasuredJson).
+   * @example const diff = registry.apply(parseRefresh(body)); console.log(diff.added.length);
+   */
+  apply(snapshot: RefreshSnapshot): RegistryDiff {
+    // A listener applying a snapshot would hand the remaining listeners a diff that is already stale.
+    if (this.#notifying) throw errors.reentrantApply();
+    const next = new Map<number, Instance>();
+    const all: Instance[] = [];
+    const byRole: Record<InstanceRole, Instance[]> = { prefill: [], decode: [], undefined: [] };
+    const added: Instance[] = [];
+    const updated: { before: Instance; after: Instance }[] = [];
+    const removed: Instance[] = [];
+    // A body from pdlink's parser was measured as text; only snapshots built by code are walked.
+    const measured = isMeasuredJson(snapshot);
+
+    for (let i = 0; i < snapshot.instances.length; i++) {
+      const wire = snapshot.instances[i]!;
+      const before = this.#byId.get(wire.id);
+      const role = ROLE_BY_CODE[wire.static_info.role];
+      const unchanged = before !== undefined && before.role === role && wireEqual(before.wire, wire);
+      // Equal to an accepted object means within the limit; only new and changed objects are measured.
+      if (!unchanged && !measured) checkDepth(wire, i);
+      const instance = unchanged ? before : toInstance(wire);
+      if (before === undefined) {
+        added.push(instance);
+      } else if (before.role !== role) {
+        removed.push(before);
+        added.push(instance);
+      } else if (!unchanged) {
+        updated.push({ before, after: instance });
+      }
+      next.set(instance.id, instance);
+      all.push(instance);
+      byRole[role].push(instance);
+    }
+    for (const [id, before] of this.#byId) if (!next.has(id)) removed.push(before);
+
+    this.#byId = next;
+    // Readonly by type, not frozen: freezing large arrays in JavaScriptCore costs more than the apply itself.
+    this.#all = all;
+    this.#byRole = byRole;
+    this.#generation += 1;
+    this.#lastRefreshAt = this.#now();
+    this.#view = undefined;
+    const diff: RegistryDiff = { generation: this.#generation, added, updated, removed };
+    if (added.length + updated.length + removed.length > 0) this.#notify(diff);
+    this.#notifyRefresh();
+    return diff;
+  }
+
+  get(id: number): Instance | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** Every instance, in the order of the last snapshot. */
+  all(): readonly Instance[] {
+    return this.#all;
+  }
+
+  /** The instances of one role, from an index rebuilt on apply (no filtering per call). */
+  byRole(role: InstanceRole): readonly Instance[] {
+    return this.#byRole[role];
+  }
+
+  /**
+   * Subscribes to diffs; called synchronously after an apply that changed something. A listener
+   * that throws is reported and does not affect the apply or the other listeners.
+   * @example const stop = registry.onChange((diff) => reconcile(diff)); stop();
+   */
+  onChange(listener: RegistryListener): () => void {
+    // Each subscription is its own entry, so subscribing the same function twice needs two unsubscribes.
+    const entry: RegistryListener = (diff) => listener(diff);
+    this.#listeners.add(entry);
+    return () => void this.#listeners.delete(entry);
+  }
+
+  /**
+   * Subscribes to every accepted refresh, changed or not, called after the diff listeners.
+   * @example const stop = registry.onRefresh((generation) => breakers.relisted((id) => registry.get(id) !== undefined));
+   */
+  onRefresh(listener: (generation: number) => void): () => void {
+    const entry = (generation: number): void => listener(generation);
+    this.#refreshListeners.add(entry);
+    return () => void this.#refreshListeners.delete(entry);
+  }
+
+  /** Accepted refreshes so far (changed or not). */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** When the last refresh was accepted (ms since the epoch), or undefined before the first. */
+  get lastRefreshAt(): number | undefined {
+    return this.#lastRefreshAt;
+  }
+
+  /** Registered instances per role. */
+  counts(): RoleCounts {
+    return { prefill: this.#byRole.prefill.length, decode: this.#byRole.decode.length, undefined: this.#byRole.undefined.length };
+  }
+
+  /**
+   * The operator view served by `GET /v1/instances` (see InstancesView), cached until the next apply.
+   * @example const { generation, groups } = registry.view();
+   */
+  view(): InstancesView {
+    this.#view ??= this.#buildView();
+    return this.#view;
+  }
+
+  #buildView(): InstancesView {
+    const groups = new Map<number, Record<InstanceRole, number[]>>();
+    for (const instance of this.#all) {
+      let group = groups.get(instance.groupId);
+      if (group === undefined) groups.set(instance.groupId, (group = { prefill: [], decode: [], undefined: [] }));
+      group[instance.role].push(instance.id);
+    }
+    const ascending = (a: number, b: number) => a - b;
+    return {
+      generation: this.#generation,
+      refreshed_at: this.#lastRefreshAt === undefined ? null : new Date(this.#lastRefreshAt).toISOString(),
+      counts: this.counts(),
+      instances: this.#all.map((i) => i.wire),
+      groups: [...groups]
+        .sort(([a], [b]) => a - b)
+        .map(([groupId, g]) => ({
+          group_id: groupId,
+          prefill: g.prefill.sort(ascending),
+          decode: g.decode.sort(ascending),
+          undefined: g.undefined.sort(ascending),
+        })),
+      peers: this.#all.map((i) => ({ id: i.id, role: i.role, peers: [...i.peers] })),
+    };
+  }
+
+  #notifyRefresh(): void {
+    this.#notifying = true;
+    try {
+      for (const listener of [...this.#refreshListeners]) {
+        try {
+          listener(this.#generation);
+        } catch (error) {
+          this.#onListenerError(error);
+        }
+      }
+    } finally {
+      this.#notifying = false;
+    }
+  }
+
+  #notify(diff: RegistryDiff): void {
+    this.#notifying = true;
+    try {
+      // A copy, so listeners may unsubscribe (themselves or others) while being called.
+      for (const listener of [...this.#listeners]) {
+        try {
+          listener(diff);
+        } catch (error) {
+          this.#onListenerError(error);
+        }
+      }
+    } finally {
+      this.#notifying = false;
+    }
+  }
+}
+
+function emptyRoleIndex(): Readonly<Record<InstanceRole, readonly Instance[]>> {
+  return { prefill: [], decode: [], undefined: [] };
+}
+
+const NO_PEERS: readonly number[] = [];
+
+/** Maps a validated wire instance to the domain shape (camelCase, numeric ports, role name). */
+function toInstance(wire: RefreshInstance): Instance {
+  const s = wire.static_info;
+  const d = wire.dynamic_info;
+  return {
+    id: wire.id,
+    ip: wire.ip,
+    port: Number(wire.port),
+    metricPort: Number(wire.metric_port),
+    modelName: wire.model_name,
+    groupId: s.group_id,
+    maxSeqLen: s.max_seq_len,
+    maxOutputLen: s.max_output_len,
+    totalSlots: s.total_slots_num,
+    totalBlocks: s.total_block_num,
+    blockSize: s.block_size,
+    label: s.label,
+    role: ROLE_BY_CODE[s.role as RoleCode],
+    availSlots: d.avail_slots_num,
+    availBlocks: d.avail_block_num,
+    // Shared with the wire object rather than copied: both are readonly to consumers.
+    peers: d.peers ?? NO_PEERS,
+    wire,
+  };
+}
+
+/** Throws the error naming where `wire` (instance `index` of a snapshot) nests deeper than MAX_JSON_DEPTH. */
+function checkDepth(wire: RefreshInstance, index: number): void {
+  const path = depthOverflowPath(wire, MAX_JSON_DEPTH);
+  if (path === undefined) return;
+  const at = `instances[${index}]${path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${key}`)).join('')}`;
+  throw errors.invalidBody([{ path: at, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }]);
+}
+
+/**
+ * Structural equality of two JSON values as `readJsonBody` produces them (UnsafeInteger markers
+ * compare by their digits). Key order does not matter. Values nested deeper than MAX_JSON_DEPTH
+ * compare unequal rather than being walked to the bottom, so no value can exhaust the stack.
+ */
+export function wireEqual(a: unknown, b: unknown): boolean {
+  return equalWithin(a, b, MAX_JSON_DEPTH);
+}
+
+function equalWithin(a: unknown, b: unknown, levels: number): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (a instanceof UnsafeInteger || b instanceof UnsafeInteger) {
+    return a instanceof UnsafeInteger && b instanceof UnsafeInteger && a.source === b.source;
+  }
+  if (levels === 0) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!equalWithin(a[i], b[i], levels - 1)) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let keys = 0;
+  for (const key in x) {
+    if (!Object.hasOwn(y, key) || !equalWithin(x[key], y[key], levels - 1)) return false;
+    keys++;
+  }
+  for (const _ in y) if (--keys < 0) return false;
+  return keys === 0;
+}

@@ -1,0 +1,211 @@
+/**
+ * Resolves the Coordinator's settings with the seed's precedence: command-line argument, then the
+ * configuration file, then the embedded defaults.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { refuseAllInterfaces } from '../core/all-interfaces.ts';
+import { ConfigError, PdlinkError } from '../core/errors.ts';
+import {
+  BODY_LIMIT_MB,
+  CIRCUIT_COOLDOWN_MS,
+  CoordinatorConfigFile,
+  HTTP_TIMEOUT_SECONDS,
+  MAX_REQUESTS,
+  SINGLE_NODE_MAX_REQUESTS,
+  type TlsItems as CoordinatorTlsItems,
+} from '../schema/coordinator-config.ts';
+import type { ServerTlsOptions } from '../core/tls-options.ts';
+import { loadConfigFile } from './load.ts';
+import { ETCD_ENDPOINTS_ENV, resolveStoreSettings, type StoreSettings } from './store.ts';
+import { clientTlsOf, serverTlsOf } from './tls.ts';
+import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
+import { DEFAULT_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
+
+export const CONFIG_PATH_ENV = 'MINDIE_MS_COORDINATOR_CONFIG_FILE_PATH';
+export const DEFAULT_CONFIG_FILE = 'ms_coordinator.json';
+
+export const COORDINATOR_DEFAULTS = {
+  manageIp: '127.0.0.1',
+  managePort: 1026,
+  predictIp: '127.0.0.1',
+  predictPort: 1025,
+} as const;
+
+/** Values given on the command line; absent keys fall through to the file, then the defaults. */
+export interface CoordinatorArgs {
+  config?: string;
+  manageIp?: string;
+  managePort?: number;
+  predictIp?: string;
+  predictPort?: number;
+}
+
+export interface ListenSettings {
+  ip: string;
+  port: number;
+  tls?: ServerTlsOptions;
+}
+
+export interface CoordinatorSettings {
+  /** Where the file settings came from: a path, or `defaults`. */
+  source: string;
+  manage: ListenSettings;
+  predict: ListenSettings;
+  allowAllZeroIp: boolean;
+  bodyLimitBytes: number;
+  maxRequests: number;
+  singleNodeMaxRequests: number;
+  httpTimeoutSeconds: number;
+  keepAliveSeconds: number;
+  /** Pair-selection policy per role. */
+  policy: PolicyChoice;
+  /** How long an open circuit refuses requests before its trial (`scheduler.circuit_breaker.cooldown_ms`). */
+  circuitCooldownMs: number;
+  /** PD proxy: leg timeouts, retries, in-flight limit (from exception_config, request_limit, proxy_config). */
+  proxy: ProxySettings;
+  /** Several Coordinators on one etcd (undefined: this one alone, state in memory). */
+  ha: CoordinatorHaSettings | undefined;
+  /** The file as accepted, unknown keys included, for the parts that read their own sections. */
+  file: CoordinatorConfigFile;
+}
+
+/**
+ * `master_standby`: MindIE's backup_config.function_enable, one master holds the lock and the
+ * others answer readiness 503 "not master". `active_active`: every Coordinator serves.
+ */
+export interface CoordinatorHaSettings {
+  mode: 'master_standby' | 'active_active';
+  store: StoreSettings;
+}
+
+/** MindIE's etcd client port, when backup_config names a server without one. */
+const MINDIE_ETCD_PORT = 2379;
+
+/**
+ * Picks the configuration file: `--config`, else the env variable, else `./ms_coordinator.json`
+ * when present, else none (embedded defaults).
+ * @example findConfigPath({}, process.env, process.cwd())
+ */
+export function findConfigPath(args: CoordinatorArgs, env: Record<string, string | undefined>, cwd: string): string | undefined {
+  if (args.config !== undefined) return resolve(cwd, args.config);
+  const fromEnv = env[CONFIG_PATH_ENV];
+  if (fromEnv !== undefined && fromEnv !== '') return resolve(cwd, fromEnv);
+  const local = resolve(cwd, DEFAULT_CONFIG_FILE);
+  return existsSync(local) ? local : undefined;
+}
+
+/**
+ * Resolves every setting; throws ConfigError (exit status 2) naming the key on any problem.
+ * @example resolveCoordinatorSettings({ managePort: 0 }, process.env, process.cwd())
+ */
+export function resolveCoordinatorSettings(
+  args: CoordinatorArgs,
+  env: Record<string, string | undefined>,
+  cwd: string,
+): CoordinatorSettings {
+  const path = findConfigPath(args, env, cwd);
+  const file: CoordinatorConfigFile = path === undefined ? {} : loadConfigFile(path, CoordinatorConfigFile);
+  const http = file.http_config ?? {};
+  const limits = file.request_limit ?? {};
+  const tls = file.tls_config ?? {};
+  const allowAllZeroIp = http.allow_all_zero_ip_listening ?? false;
+
+  const manage: ListenSettings = {
+    ip: args.manageIp ?? http.manage_ip ?? COORDINATOR_DEFAULTS.manageIp,
+    port: args.managePort ?? http.manage_port ?? COORDINATOR_DEFAULTS.managePort,
+  };
+  const predict: ListenSettings = {
+    ip: args.predictIp ?? http.predict_ip ?? COORDINATOR_DEFAULTS.predictIp,
+    port: args.predictPort ?? http.predict_port ?? COORDINATOR_DEFAULTS.predictPort,
+  };
+  for (const [key, listen] of [
+    ['manage_ip', manage],
+    ['predict_ip', predict],
+  ] as const) {
+    refuseAllInterfaces(key, listen.ip, allowAllZeroIp, 'http_config.allow_all_zero_ip_listening');
+  }
+  const manageTls = listenerTls('controller_server', tls.controller_server_tls_enable, tls.controller_server_tls_items);
+  if (manageTls !== undefined) manage.tls = manageTls;
+  const predictTls = listenerTls('request_server', tls.request_server_tls_enable, tls.request_server_tls_items);
+  if (predictTls !== undefined) predict.tls = predictTls;
+  const engineTls = clientTlsOf(
+    'tls_config.mindie_client_tls_enable',
+    'tls_config.mindie_client_tls_items',
+    tls.mindie_client_tls_enable,
+    tls.mindie_client_tls_items,
+  );
+
+  return {
+    source: path ?? 'defaults',
+    manage,
+    predict,
+    allowAllZeroIp,
+    bodyLimitBytes: (limits.body_limit ?? BODY_LIMIT_MB.default) * 1024 * 1024,
+    maxRequests: limits.max_requests ?? MAX_REQUESTS.default,
+    singleNodeMaxRequests: limits.single_node_max_requests ?? SINGLE_NODE_MAX_REQUESTS.default,
+    httpTimeoutSeconds: http.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default,
+    keepAliveSeconds: http.keep_alive_seconds ?? 180,
+    policy: policyOf(file),
+    circuitCooldownMs: file.scheduler?.circuit_breaker?.cooldown_ms ?? CIRCUIT_COOLDOWN_MS.default,
+    proxy:
+      engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
+    ha: haSettingsOf(file, env, path ?? 'defaults'),
+    file,
+  };
+}
+
+/** `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill policy. */
+function policyOf(file: CoordinatorConfigFile): PolicyChoice {
+  const own = file.scheduler?.policy ?? {};
+  const mindie = file.digs_scheduler_config?.algorithm_type;
+  const fromMindie = (POLICY_NAMES as readonly string[]).includes(mindie ?? '') ? (mindie as PolicyName) : undefined;
+  return {
+    prefill: own.prefill ?? fromMindie ?? DEFAULT_POLICY,
+    decode: own.decode ?? 'load_balance',
+  };
+}
+
+function haSettingsOf(
+  file: CoordinatorConfigFile,
+  env: Record<string, string | undefined>,
+  source: string,
+): CoordinatorHaSettings | undefined {
+  const backup = file.backup_config ?? {};
+  const masterStandby = backup.function_enable === true;
+  // MindIE's own files name the etcd in backup_config even with the function off: only used when on.
+  const dns = backup.database_server_dns;
+  const fromBackup =
+    masterStandby && dns !== undefined
+      ? [`http://${dns.includes(':') ? `[${dns}]` : dns}:${backup.database_server_port ?? MINDIE_ETCD_PORT}`]
+      : undefined;
+  let store: StoreSettings | undefined;
+  try {
+    store = resolveStoreSettings(file.pdlink, env, fromBackup);
+  } catch (err) {
+    throw new ConfigError(`config file ${source}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (store === undefined) {
+    if (masterStandby)
+      throw new ConfigError(
+        `config file ${source}: backup_config.function_enable: master/standby needs etcd: set pdlink.store.etcd.endpoints, backup_config.database_server_dns or env ${ETCD_ENDPOINTS_ENV}`,
+      );
+    return undefined;
+  }
+  return { mode: masterStandby ? 'master_standby' : 'active_active', store };
+}
+
+function proxySettingsOf(file: CoordinatorConfigFile, source: string): ProxySettings {
+  try {
+    return resolveProxySettings(file);
+  } catch (err) {
+    if (err instanceof PdlinkError) throw new ConfigError(`config file ${source}: ${err.message}`);
+    throw err;
+  }
+}
+
+function listenerTls(name: string, enabled: boolean | undefined, items: CoordinatorTlsItems | undefined): ServerTlsOptions | undefined {
+  // MindIE defaults TLS on with certificates it ships; pdlink's embedded default is plain HTTP, and
+  // TLS is on only when the file asks for it.
+  return serverTlsOf(`tls_config.${name}_tls_enable`, `tls_config.${name}_tls_items`, enabled, items);
+}

@@ -1,0 +1,72 @@
+/**
+ * The controller's vocabulary: one desired instance (what the topology says), the timings of the
+ * loop, and the cluster spec a topology file or the API resolves to. camelCase inside; the wire
+ * names stay in src/schema/.
+ */
+import type { Role } from '../schema/role.ts';
+
+export interface DesiredDevice {
+  /** Logical id as the role API carries it (integer text). */
+  readonly logicalId: string;
+  readonly ip: string;
+}
+
+/** Static info the Coordinator needs when the engine does not report it. */
+export interface StaticDefaults {
+  readonly maxSeqLen: number;
+  readonly maxOutputLen: number;
+  readonly totalSlots: number;
+  readonly totalBlocks: number;
+  readonly blockSize: number;
+}
+
+export interface DesiredInstance {
+  readonly id: number;
+  /** Without a trailing slash: paths are appended to it. */
+  readonly manageUrl: string;
+  readonly inferenceUrl: string;
+  readonly modelName: string;
+  readonly serverIp: string;
+  readonly devices: readonly DesiredDevice[];
+  /** undefined: assigned by the P:D rates. */
+  readonly role: Role | undefined;
+  readonly staticInfo: StaticDefaults;
+}
+
+export interface ControllerTiming {
+  /** Full snapshot to every Coordinator this often (MindIE: cluster_synchronization_seconds, 1 s). */
+  readonly syncMs: number;
+  /** A refused or failed role post is sent again after this long (MindIE: 5 s). */
+  readonly roleRetryMs: number;
+  /** An agent silent this long is dead (PyMotor: instance_heartbeat_timeout, 5 s). */
+  readonly heartbeatTimeoutMs: number;
+  /** Agents' status and Coordinators' readiness are polled this often. */
+  readonly statusPollMs: number;
+  /** Deadline of one outgoing call. */
+  readonly httpTimeoutMs: number;
+  /** A planned removal waits at most this long for the instance's requests to finish. */
+  readonly drainTimeoutMs: number;
+}
+
+export const DEFAULT_TIMING: ControllerTiming = {
+  syncMs: 1000,
+  roleRetryMs: 5000,
+  heartbeatTimeoutMs: 5000,
+  statusPollMs: 250,
+  httpTimeoutMs: 5000,
+  drainTimeoutMs: 30_000,
+};
+
+/** MindIE's P:D rates (0..15 each); both 0 means one P per D. */
+export interface PdRates {
+  readonly p: number;
+  readonly d: number;
+}
+
+/** The topology file resolved: the Coordinators, the timing, the P:D rates and the desired instances. */
+export interface TopologySpec {
+  readonly coordinators: readonly string[];
+  readonly timing: ControllerTiming;
+  readonly rates: PdRates;
+  readonly instances: readonly DesiredInstance[];
+}

@@ -1,0 +1,66 @@
+/**
+ * Reads the JSON body of a standard `Request` with the checks every pdlink listener needs: content
+ * type, size limit (counted while streaming, so a lying or missing Content-Length cannot bypass it),
+ * empty body, nesting depth and exact integers (exact-json.ts). A client that closes its connection
+ * mid-body is its own event (`client_closed`), not a fault of the server. It needs no web framework,
+ * so the engine simulator reads its bodies the same way pdlink's routes do.
+ */
+import { errors } from './errors.ts';
+import { parseJsonExact } from './exact-json.ts';
+
+export interface ReadJsonOptions {
+  /** Maximum body size in bytes. */
+  limitBytes: number;
+}
+
+/**
+ * Returns the parsed body, or throws the PdlinkError the listener should answer with.
+ * @example const body = await readJsonRequest(request, { limitBytes: 1 << 20 });
+ */
+export async function readJsonRequest(request: Request, options: ReadJsonOptions): Promise<unknown> {
+  const contentType = request.headers.get('content-type') ?? undefined;
+  if (!isJsonContentType(contentType)) throw errors.wrongContentType(contentType);
+  const lengthHeader = request.headers.get('content-length');
+  const declared = lengthHeader === null ? Number.NaN : Number(lengthHeader);
+  if (declared > options.limitBytes) throw errors.bodyTooLarge(options.limitBytes);
+  // A declared length is enforced by the HTTP framing, so the body can be read in one go; without
+  // one (chunked), bytes are counted as they stream in.
+  const text = await readText(request, Number.isInteger(declared), options.limitBytes);
+  // In-process callers (app.request) are not bound by framing: a short declared length proves nothing.
+  if (text.length > options.limitBytes || Buffer.byteLength(text) > options.limitBytes) throw errors.bodyTooLarge(options.limitBytes);
+  return parseJsonExact(text);
+}
+
+async function readText(request: Request, framed: boolean, limitBytes: number): Promise<string> {
+  try {
+    return framed ? await request.text() : await readTextWithLimit(request, limitBytes);
+  } catch (err) {
+    // Bun rejects the body read with an AbortError when the peer goes away mid-body.
+    if (request.signal.aborted || (err instanceof Error && err.name === 'AbortError')) throw errors.clientClosed(err);
+    throw err;
+  }
+}
+
+function isJsonContentType(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const mediaType = value.split(';', 1)[0]!.trim().toLowerCase();
+  return mediaType === 'application/json' || (mediaType.startsWith('application/') && mediaType.endsWith('+json'));
+}
+
+async function readTextWithLimit(request: Request, limitBytes: number): Promise<string> {
+  if (request.body === null) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limitBytes) {
+      await reader.cancel().catch(() => {});
+      throw errors.bodyTooLarge(limitBytes);
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks));
+}

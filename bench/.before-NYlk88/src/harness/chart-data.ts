@@ -1,0 +1,96 @@
+/**
+ * The numbers the HTML page draws, reduced from the report so the page stays small on long runs:
+ * a latency CDF per metric and run (at most CDF_POINTS points), and a timeline per run of load
+ * (requests in flight, sends per second) and latency (mean TTFT and TPOT of the requests sent in
+ * each time bin).
+ */
+import type { BenchReport } from './report.ts';
+
+/** Most points of one CDF curve; enough for a smooth line at any screen width. */
+export const CDF_POINTS = 400;
+/** Bins of a timeline. */
+export const TIMELINE_BINS = 120;
+
+export interface CdfCurve {
+  /** Latency values, ascending. */
+  readonly x: number[];
+  /** Share of requests at or below x, in (0, 1]. */
+  readonly y: number[];
+}
+
+export interface Timeline {
+  /** Bin start, seconds from the run's start. */
+  readonly t: number[];
+  readonly inFlight: number[];
+  readonly sentPerS: number[];
+  readonly ttftMs: (number | null)[];
+  readonly tpotMs: (number | null)[];
+}
+
+export interface RunChartData {
+  readonly label: string;
+  readonly cdf: Record<'ttftMs' | 'tpotMs' | 'itlMs' | 'e2eMs', CdfCurve>;
+  readonly timeline: Timeline;
+}
+
+/**
+ * The CDF of a sample, thinned to at most CDF_POINTS points (the largest value always kept).
+ * @example cdf([3, 1, 2]) // { x: [1, 2, 3], y: [1/3, 2/3, 1] }
+ */
+export function cdf(values: readonly number[]): CdfCurve {
+  const sorted = [...values].sort((a, b) => a - b);
+  const step = Math.max(1, Math.ceil(sorted.length / CDF_POINTS));
+  const x: number[] = [];
+  const y: number[] = [];
+  for (let i = step - 1; i < sorted.length; i += step) {
+    x.push(sorted[i]!);
+    y.push((i + 1) / sorted.length);
+  }
+  if (sorted.length > 0 && x[x.length - 1] !== sorted[sorted.length - 1]) {
+    x.push(sorted[sorted.length - 1]!);
+    y.push(1);
+  }
+  return { x, y };
+}
+
+/**
+ * The chart data of every run of a report.
+ * @example const data = chartData(report);
+ */
+export function chartData(report: BenchReport): RunChartData[] {
+  return report.runs.map((run) => {
+    const ok = run.requests.filter((r) => r.outcome === 'ok');
+    return {
+      label: run.label,
+      cdf: {
+        ttftMs: cdf(ok.flatMap((r) => (r.ttftMs === null ? [] : [r.ttftMs]))),
+        tpotMs: cdf(ok.flatMap((r) => (r.tpotMs === null ? [] : [r.tpotMs]))),
+        itlMs: cdf(ok.flatMap((r) => r.itlMs)),
+        e2eMs: cdf(ok.map((r) => r.e2eMs)),
+      },
+      timeline: timeline(run.requests, run.durationMs),
+    };
+  });
+}
+
+function timeline(requests: BenchReport['runs'][number]['requests'], durationMs: number): Timeline {
+  const binMs = Math.max(1, durationMs / TIMELINE_BINS);
+  const bins = Math.max(1, Math.ceil(durationMs / binMs));
+  const t: number[] = [];
+  const inFlight: number[] = [];
+  const sentPerS: number[] = [];
+  const ttftMs: (number | null)[] = [];
+  const tpotMs: (number | null)[] = [];
+  const mean = (xs: number[]): number | null => (xs.length === 0 ? null : xs.reduce((a, b) => a + b, 0) / xs.length);
+  for (let b = 0; b < bins; b++) {
+    const from = b * binMs;
+    const to = from + binMs;
+    const sent = requests.filter((r) => r.sentMs >= from && r.sentMs < to);
+    t.push(from / 1000);
+    inFlight.push(requests.filter((r) => r.sentMs <= from && r.sentMs + r.e2eMs > from).length);
+    sentPerS.push(sent.length / (binMs / 1000));
+    ttftMs.push(mean(sent.flatMap((r) => (r.outcome === 'ok' && r.ttftMs !== null ? [r.ttftMs] : []))));
+    tpotMs.push(mean(sent.flatMap((r) => (r.outcome === 'ok' && r.tpotMs !== null ? [r.tpotMs] : []))));
+  }
+  return { t, inFlight, sentPerS, ttftMs, tpotMs };
+}

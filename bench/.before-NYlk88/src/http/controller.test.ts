@@ -1,0 +1,127 @@
+import { describe, expect, test } from 'bun:test';
+import { createControllerApp } from '../apps/controller.ts';
+import { DEFAULT_TIMING } from '../controller/types.ts';
+
+const entry = (id: number, ip: string) => ({
+  id,
+  manage_url: `http://${ip}:2000`,
+  inference_url: `http://${ip}:3000`,
+  model_name: 'm',
+  server_ip: ip,
+  devices: [{ device_logical_id: '0', device_ip: ip }],
+  role: 'decode',
+});
+
+function app() {
+  const spec = {
+    coordinators: [],
+    timing: DEFAULT_TIMING,
+    rates: { p: 0, d: 0 },
+    instances: [
+      {
+        id: 1,
+        manageUrl: 'http://10.0.0.1:2000',
+        inferenceUrl: 'http://10.0.0.1:3000',
+        modelName: 'm',
+        serverIp: '10.0.0.1',
+        devices: [{ logicalId: '0', ip: '10.0.0.1' }],
+        role: 'prefill' as const,
+        staticInfo: { maxSeqLen: 2048, maxOutputLen: 512, totalSlots: 8, totalBlocks: 64, blockSize: 16 },
+      },
+    ],
+  };
+  // Not started: the routes act on the controller's state alone.
+  return createControllerApp({
+    spec,
+    rankTable: { server_list: [{ server_ip: '10.0.0.9', device: [{ device_id: '0', device_ip: '10.1.0.9' }] }] },
+  });
+}
+
+const post = (a: ReturnType<typeof app>, body: unknown, contentType = 'application/json') =>
+  a.managementApp.request('/v1/cluster/instances', {
+    method: 'POST',
+    headers: { 'content-type': contentType },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+const ids = async (a: ReturnType<typeof app>) =>
+  ((await (await a.managementApp.request('/v1/cluster')).json()) as { instances: { id: number }[] }).instances.map((i) => i.id);
+
+describe('controller API', () => {
+  test('GET /v1/cluster shows desired, observed and per-instance state', async () => {
+    const res = await app().managementApp.request('/v1/cluster');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, any>;
+    expect(body.desired.instances[0]).toMatchObject({ id: 1, role: 'prefill', server_ip: '10.0.0.1' });
+    expect(body.desired.timing.cluster_synchronization_seconds).toBe(1);
+    expect(body.instances[0]).toMatchObject({ id: 1, state: 'unreachable', in_snapshot: false, last_error: null });
+    expect(body.observed.snapshot_ids).toEqual([]);
+  });
+
+  test('POST adds an instance (201); the rank table supplies devices when the entry has none', async () => {
+    const a = app();
+    const res = await post(a, entry(2, '10.0.0.2'));
+    expect(res.status).toBe(201);
+    expect(await res.json()).toMatchObject({ id: 2, role: 'decode' });
+    const { devices: _, ...bare } = entry(3, '10.0.0.9');
+    expect((await post(a, bare)).status).toBe(201);
+    const cluster = (await (await a.managementApp.request('/v1/cluster')).json()) as Record<string, any>;
+    expect(cluster.desired.instances[2].devices).toEqual([{ device_logical_id: '0', device_ip: '10.1.0.9' }]);
+  });
+
+  test('request errors are 400 and change nothing', async () => {
+    const a = app();
+    expect((await post(a, entry(2, '10.0.0.2'), 'text/plain')).status).toBe(400);
+    expect((await post(a, '{"id":')).status).toBe(400);
+    expect(await ids(a)).toEqual([1]);
+  });
+
+  test('an entry off the schema is 422 with every field path, and changes nothing', async () => {
+    const a = app();
+    const res = await post(a, {
+      ...entry(2, 'nope'),
+      manage_url: 'ftp://x',
+      devices: [{ device_logical_id: 'a', device_ip: '10.0.0.2' }],
+      extra: 1,
+    });
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { error_type: string; issues: { path: string }[] };
+    expect(body.error_type).toBe('UnprocessableEntity');
+    expect(body.issues.map((i) => i.path).sort()).toEqual(['devices[0].device_logical_id', 'extra', 'manage_url', 'server_ip']);
+    const noDevices = await post(a, { ...entry(2, '10.0.0.5'), devices: undefined });
+    expect(noDevices.status).toBe(422);
+    expect(((await noDevices.json()) as { issues: { path: string }[] }).issues[0]!.path).toBe('devices');
+    expect((await post(a, [])).status).toBe(422);
+    expect(await ids(a)).toEqual([1]);
+  });
+
+  test('an id or server_ip already taken is 409 naming the field', async () => {
+    const a = app();
+    const res = await post(a, entry(1, '10.0.0.2'));
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as { issues: { path: string }[] }).issues[0]!.path).toBe('id');
+    const ip = await post(a, entry(2, '10.0.0.1'));
+    expect(((await ip.json()) as { issues: { path: string }[] }).issues[0]!.path).toBe('server_ip');
+    expect(await ids(a)).toEqual([1]);
+  });
+
+  test('DELETE: a bad id is 400, an unknown one 404, a known one 202 and draining', async () => {
+    const a = app();
+    const bad = await a.managementApp.request('/v1/cluster/instances/x1', { method: 'DELETE' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { issues: { path: string }[] }).issues[0]!.path).toBe('id');
+    expect((await a.managementApp.request('/v1/cluster/instances/7', { method: 'DELETE' })).status).toBe(404);
+    const ok = await a.managementApp.request('/v1/cluster/instances/1', { method: 'DELETE' });
+    expect(ok.status).toBe(202);
+    const cluster = (await (await a.managementApp.request('/v1/cluster')).json()) as Record<string, any>;
+    expect(cluster.instances[0].state).toBe('draining');
+    await a.close();
+  });
+
+  test('probes and metrics', async () => {
+    const a = app();
+    expect((await a.managementApp.request('/v1/readiness')).status).toBe(200);
+    const metrics = await (await a.managementApp.request('/metrics')).text();
+    expect(metrics).toContain('pdlink_controller_instances{state="unreachable"} 1');
+  });
+});

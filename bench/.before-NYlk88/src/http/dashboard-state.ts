@@ -1,0 +1,82 @@
+/**
+ * The one message the topology page receives, over SSE and from `GET /dashboard/state`: the P/D
+ * graph with each link's state, per-instance load and health, rates over the last minutes and the
+ * latest failed requests. The Coordinator and the controller fill it from their own objects; the
+ * page (ui/) reads only this shape, so both servers share one page.
+ */
+
+export type DashboardLinkState = 'ok' | 'linking' | 'failed';
+
+export interface DashboardInstance {
+  readonly id: number;
+  readonly role: string;
+  readonly group: number;
+  /** Inference address, `ip:port`. */
+  readonly address: string;
+  /** The controller's state of the instance (serving, down, ...); the Coordinator says `registered`. */
+  readonly state: string;
+  /** Free and total; null when unknown (an agent that does not report its resources). */
+  readonly slots: { readonly free: number; readonly total: number } | null;
+  readonly blocks: { readonly free: number; readonly total: number } | null;
+  readonly inFlight: number;
+  /** closed, open, half_open; `none` where no circuit is kept (the controller). */
+  readonly circuit: string;
+  readonly lastError: { readonly message: string; readonly at: number } | null;
+}
+
+/** One P-D link; `code` says why a failed link failed (an LLM code or an instance down). */
+export interface DashboardLink {
+  readonly p: number;
+  readonly d: number;
+  readonly state: DashboardLinkState;
+  readonly code: string | null;
+}
+
+/** A recent failure: a request (the Coordinator) or an instance's error (the controller). */
+export interface DashboardFailure {
+  readonly at: number;
+  /** The client's request id, or `instance <id>`. */
+  readonly subject: string;
+  /** Instances involved (P and D of a request). */
+  readonly instances: readonly number[];
+  readonly reason: string;
+}
+
+/** One rate series; `values[i]` is per second over the second ending at `times[i]`. */
+export interface DashboardSeries {
+  readonly name: string;
+  readonly unit: string;
+  readonly values: readonly number[];
+}
+
+export interface DashboardState {
+  readonly source: 'coordinator' | 'controller';
+  readonly at: number;
+  readonly instances: readonly DashboardInstance[];
+  readonly links: readonly DashboardLink[];
+  /** Sample times (ms since the epoch), oldest first, shared by every series. */
+  readonly times: readonly number[];
+  readonly series: readonly DashboardSeries[];
+  /** Newest first. */
+  readonly failures: readonly DashboardFailure[];
+}
+
+/** The topology half of the state, which a source reads on demand. */
+export interface DashboardTopology {
+  readonly instances: readonly DashboardInstance[];
+  readonly links: readonly DashboardLink[];
+}
+
+/**
+ * What a server gives the feed: its topology, cumulative counters turned into rates, its latest
+ * failures, and a way to hear that any of them changed.
+ */
+export interface DashboardSource {
+  readonly kind: DashboardState['source'];
+  topology(): DashboardTopology;
+  /** Cumulative counters by series name (requests, failures, KV bytes); the feed turns them into rates. */
+  counters(): Readonly<Record<string, { readonly unit: string; readonly total: number }>>;
+  failures(): readonly DashboardFailure[];
+  /** Calls `changed` whenever the topology or failures may have changed; returns the unsubscribe. */
+  watch(changed: () => void): () => void;
+}

@@ -1,0 +1,143 @@
+/**
+ * The OpenAI-compatible routes of the inference listener: `POST /v1/completions` and
+ * `POST /v1/chat/completions`, each served by a (P, D) pair. Every response carries the request's
+ * `X-Request-Id`, and every error the proxy itself produces has the OpenAI error shape.
+ */
+import { Hono, type Context } from 'hono';
+import { errors, PdlinkError } from '../core/errors.ts';
+import { readJsonBody } from './body.ts';
+import { createRegistry, type Registry } from '../core/metrics.ts';
+import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';
+import { asPdlinkError, errorResponse, REQUEST_ID_HEADER } from '../proxy/errors.ts';
+import { Exchange, type ExchangeDeps } from '../proxy/exchange.ts';
+import { viaHasHop, viaHeader } from '../proxy/legs.ts';
+import { InFlightLimit } from '../proxy/limiter.ts';
+import { ProxyMetrics } from '../proxy/metrics.ts';
+import type { BreakerReporter, PairPicker, ReservationLedger } from '../proxy/ports.ts';
+import { PooledOrigins } from '../proxy/send-leg.ts';
+import { fetchCapWarning } from '../proxy/upstream.ts';
+import { checkSettings, resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
+
+/** Longest accepted client request id (the KV ledger shows it beside its own key, so both obey its limit). */
+export const MAX_REQUEST_ID_LENGTH = 512;
+const REQUEST_ID = /^[\x21-\x7e]+$/;
+
+export interface ProxyDeps {
+  /** Chooses the (P, D) pair of each request (the scheduler). */
+  scheduler: PairPicker;
+  /** Holds the pair's slots and KV blocks for the request (the KV ledger). */
+  ledger: ReservationLedger;
+  /** The circuit breakers, told every instance's answer; optional. */
+  breakers?: BreakerReporter;
+  /** Registry for the proxy's metrics (default: a private one). */
+  metrics?: Registry;
+  /** Settings (default: MindIE's defaults, see resolveProxySettings). */
+  settings?: ProxySettings;
+}
+
+/** The proxy as mounted: its routes plus what operators and tests look at. */
+export interface ProxyApp extends Hono {
+  /** Requests currently in flight. */
+  readonly inFlight: () => number;
+}
+
+/**
+ * Builds the proxy's Hono sub-app; mount it on the inference listener with `app.route('/', proxyRoutes(deps))`.
+ * @example inferenceApp.route('/', proxyRoutes({ scheduler, ledger, breakers, metrics, settings: resolveProxySettings(file) }));
+ */
+export function proxyRoutes(deps: ProxyDeps): ProxyApp {
+  const settings = checkSettings(deps.settings ?? resolveProxySettings());
+  warnOnce(fetchCapWarning(settings.maxInFlight, process.env));
+  const metrics = new ProxyMetrics(deps.metrics ?? createRegistry());
+  const limit = new InFlightLimit(settings.maxInFlight);
+  const exchangeDeps: ExchangeDeps = {
+    picker: deps.scheduler,
+    ledger: deps.ledger,
+    breakers: deps.breakers,
+    metrics,
+    settings,
+    origins: new PooledOrigins(),
+  };
+  const hopToken = `pdlink-${crypto.randomUUID().slice(0, 8)}`;
+
+  const serve = async (c: Context, kind: CompletionKind, api: string): Promise<Response> => {
+    const given = c.req.header(REQUEST_ID_HEADER);
+    if (given !== undefined && (given.length > MAX_REQUEST_ID_LENGTH || !REQUEST_ID.test(given))) {
+      metrics.requestRefused(api, 'invalid');
+      const message = `must be 1 to ${MAX_REQUEST_ID_LENGTH} visible ASCII characters`;
+      // The client's id cannot be echoed; a fresh one still lets the answer be traced.
+      return errorResponse(errors.badRequest(`X-Request-Id: ${message}`, [{ path: 'X-Request-Id', message }]), crypto.randomUUID());
+    }
+    // The ledger's key is always the proxy's own; a client without an id gets the same one, so
+    // its answer, both legs and its ledger record carry a single id.
+    const transferId = crypto.randomUUID();
+    const requestId = given ?? transferId;
+    const clientVia = c.req.header('via');
+    if (viaHasHop(clientVia, hopToken)) {
+      metrics.requestRefused(api, 'invalid');
+      return errorResponse(errors.loopDetected(clientVia ?? ''), requestId);
+    }
+    if (!limit.tryAcquire()) {
+      metrics.requestRefused(api, 'rejected');
+      return errorResponse(errors.tooManyRequests(settings.maxInFlight), requestId);
+    }
+    metrics.requestStarted();
+    let body;
+    try {
+      body = parseCompletionBody(kind, await readJsonBody(c, { limitBytes: settings.bodyLimitBytes }));
+    } catch (err) {
+      limit.release();
+      // Counted as client_abort in pdlink_pd_requests_total, never logged: clients leave all the time.
+      const gone = c.req.raw.signal.aborted || (err instanceof PdlinkError && err.code === 'client_closed');
+      metrics.requestEnded(api, gone ? 'client_abort' : err instanceof PdlinkError ? 'invalid' : 'internal');
+      return errorResponse(asPdlinkError(err), requestId);
+    }
+    keepConnectionOpen(c);
+    const exchange = new Exchange(
+      {
+        kind,
+        api,
+        body,
+        requestId,
+        transferId,
+        clientHeaders: forwardedHeaders(c, viaHeader(clientVia, hopToken)),
+        clientSignal: c.req.raw.signal,
+      },
+      exchangeDeps,
+      () => limit.release(),
+    );
+    return exchange.run();
+  };
+
+  const app = new Hono();
+  app.onError((err, c) => errorResponse(asPdlinkError(err), c.req.header(REQUEST_ID_HEADER)));
+  app.post('/v1/completions', (c) => serve(c, 'completions', 'completions'));
+  app.post('/v1/chat/completions', (c) => serve(c, 'chat', 'chat_completions'));
+  return Object.assign(app, { inFlight: () => limit.count });
+}
+
+/** The client headers the legs may forward, with this proxy's hop added to `Via`. */
+function forwardedHeaders(c: Context, via: string): Headers {
+  const headers = new Headers({ via });
+  const authorization = c.req.header('authorization');
+  if (authorization !== undefined) headers.set('authorization', authorization);
+  return headers;
+}
+
+const warned = new Set<string>();
+
+/** A process-wide warning about the environment is worth saying once, not once per mounted proxy. */
+function warnOnce(message: string | undefined): void {
+  if (message === undefined || warned.has(message)) return;
+  warned.add(message);
+  console.warn(message);
+}
+
+/**
+ * Under Bun.serve, lifts the listener's idle timeout for this request: prefill and the gaps of a
+ * stream may be silent for longer than it, and the proxy bounds the request by its own deadlines.
+ */
+function keepConnectionOpen(c: Context): void {
+  const server = c.env as { timeout?: (request: Request, seconds: number) => void } | undefined;
+  if (typeof server?.timeout === 'function') server.timeout(c.req.raw, 0);
+}

@@ -1,0 +1,24 @@
+/**
+ * pdlink's 404 and 405 (+ Allow) in its error envelope, for every listener's root app; telling the
+ * two apart from the route table is core/route-methods.ts.
+ */
+import type { Context, Hono, NotFoundHandler } from 'hono';
+import { errors } from '../core/errors.ts';
+import { methodAwareNotFound } from '../core/route-methods.ts';
+import { errorBody, onNotFound } from './envelope.ts';
+
+export { allowedMethods, methodAwareNotFound, type NotFoundRenderers } from '../core/route-methods.ts';
+
+/** The 405 in pdlink's error envelope. */
+export function onMethodNotAllowed(c: Context, allow: readonly string[]): Response {
+  const err = errors.methodNotAllowed(c.req.method, c.req.path, allow);
+  return c.json(errorBody(err), err.status);
+}
+
+/**
+ * pdlink's notFound handler for a listener's root app: 405 + Allow or 404, both in the envelope.
+ * @example managementApp.notFound(notFoundOf(managementApp));
+ */
+export function notFoundOf(app: Hono): NotFoundHandler {
+  return methodAwareNotFound(app, { notFound: onNotFound, methodNotAllowed: onMethodNotAllowed });
+}

@@ -1,0 +1,381 @@
+import { describe, expect, test } from 'bun:test';
+import { Hono } from 'hono';
+import { ClusterRegistry } from '../cluster/registry.ts';
+import { OptionError } from '../core/errors.ts';
+import { createRegistry, type Registry } from '../core/metrics.ts';
+import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
+import { MAX_INSTANCES } from '../schema/refresh.ts';
+import { refreshRoutes } from './refresh.ts';
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+function setup(bodyLimitBytes = 64 * 1024) {
+  const registry = new ClusterRegistry();
+  const metrics = createRegistry();
+  const app = refreshRoutes({ registry, bodyLimitBytes, metrics });
+  return { app, registry, metrics };
+}
+
+function refresh(app: Hono, body: unknown, headers: Record<string, string> = JSON_HEADERS): Promise<Response> {
+  return Promise.resolve(
+    app.request('/v1/instances/refresh', { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  );
+}
+
+function seedWith(edit: (body: ExampleBody) => void): ExampleBody {
+  const body = seedExample();
+  edit(body);
+  return body;
+}
+
+interface ErrorEnvelope {
+  error: string;
+  error_type: string;
+  issues?: { path: string; message: string }[];
+}
+
+async function expectRejected(res: Response, status: number, errorType: string): Promise<ErrorEnvelope> {
+  expect(res.status).toBe(status);
+  const body = (await res.json()) as ErrorEnvelope;
+  expect(body.error_type).toBe(errorType);
+  expect(typeof body.error).toBe('string');
+  return body;
+}
+
+/** The issue paths of a 400 invalid-body answer. */
+async function rejectedPaths(res: Response): Promise<string[]> {
+  const body = await expectRejected(res, 400, 'InvalidRequestBody');
+  return body.issues!.map((i) => i.path);
+}
+
+async function metricValue(metrics: Registry, line: string): Promise<number | undefined> {
+  const text = await metrics.metrics();
+  const found = text.split('\n').find((l) => l.startsWith(`${line} `));
+  return found === undefined ? undefined : Number(found.slice(line.length + 1));
+}
+
+describe('POST /v1/instances/refresh', () => {
+  test("the source document's own example is accepted: 200 with an empty body", async () => {
+    const { app, registry } = setup();
+    const res = await refresh(app, SEED_REFRESH_BODY);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('');
+    expect(res.headers.get('content-type')).toBeNull();
+    expect(registry.all().map((i) => [i.id, i.role])).toEqual([
+      [0, 'prefill'],
+      [1, 'decode'],
+    ]);
+  });
+
+  test.each([
+    ['1023', 400],
+    ['1024', 200],
+    ['65535', 200],
+    ['65536', 400],
+  ])('port %p → %p', async (port, status) => {
+    const { app } = setup();
+    const res = await refresh(
+      app,
+      seedWith((b) => (b.instances[0]!.port = port)),
+    );
+    expect(res.status).toBe(status);
+    if (status === 400) expect(await rejectedPaths(res)).toEqual(['instances[0].port']);
+  });
+
+  test('max_output_len = max_seq_len - 1 is accepted, = max_seq_len is rejected', async () => {
+    const { app } = setup();
+    expect(
+      (
+        await refresh(
+          app,
+          seedWith((b) => (b.instances[1]!.static_info.max_output_len = 2047)),
+        )
+      ).status,
+    ).toBe(200);
+    const res = await refresh(
+      app,
+      seedWith((b) => (b.instances[1]!.static_info.max_output_len = 2048)),
+    );
+    expect(await rejectedPaths(res)).toEqual(['instances[1].static_info.max_output_len']);
+  });
+
+  test.each([
+    [0, 400],
+    [1, 200],
+    [5000, 200],
+    [5001, 400],
+  ])('total_slots_num %p → %p', async (slots, status) => {
+    const { app } = setup();
+    const body = seedWith((b) => {
+      b.instances[0]!.static_info.total_slots_num = slots;
+      b.instances[0]!.dynamic_info.avail_slots_num = Math.min(slots, 1);
+    });
+    const res = await refresh(app, body);
+    expect(res.status).toBe(status);
+    if (status === 400) expect(await rejectedPaths(res)).toEqual(['instances[0].static_info.total_slots_num']);
+  });
+
+  test.each([
+    [0, 400],
+    [1, 200],
+    [128, 200],
+    [129, 400],
+  ])('block_size %p → %p', async (size, status) => {
+    const { app } = setup();
+    const res = await refresh(
+      app,
+      seedWith((b) => (b.instances[0]!.static_info.block_size = size)),
+    );
+    expect(res.status).toBe(status);
+    if (status === 400) expect(await rejectedPaths(res)).toEqual(['instances[0].static_info.block_size']);
+  });
+
+  test('avail above total is rejected for slots and blocks', async () => {
+    const { app } = setup();
+    const body = seedWith((b) => {
+      b.instances[0]!.dynamic_info.avail_slots_num = 201;
+      b.instances[1]!.dynamic_info.avail_block_num = 1025;
+    });
+    expect(await rejectedPaths(await refresh(app, body))).toEqual([
+      'instances[0].dynamic_info.avail_slots_num',
+      'instances[1].dynamic_info.avail_block_num',
+    ]);
+  });
+
+  test('label and role outside their values are rejected', async () => {
+    const { app } = setup();
+    const body = seedWith((b) => {
+      b.instances[0]!.static_info.label = 4;
+      b.instances[1]!.static_info.role = 81;
+    });
+    expect(await rejectedPaths(await refresh(app, body))).toEqual(['instances[0].static_info.label', 'instances[1].static_info.role']);
+  });
+
+  test('a decode instance without peers is rejected', async () => {
+    const { app } = setup();
+    const res = await refresh(
+      app,
+      seedWith((b) => delete b.instances[1]!.dynamic_info.peers),
+    );
+    expect(await rejectedPaths(res)).toEqual(['instances[1].dynamic_info.peers']);
+  });
+
+  test('peers naming an unknown or a non-prefill instance are rejected', async () => {
+    const { app } = setup();
+    const res = await refresh(
+      app,
+      seedWith((b) => (b.instances[1]!.dynamic_info.peers = [9, 1])),
+    );
+    const body = await expectRejected(res, 400, 'InvalidRequestBody');
+    expect(body.issues).toEqual([
+      { path: 'instances[1].dynamic_info.peers[0]', message: 'peer 9 is not an instance of this snapshot' },
+      {
+        path: 'instances[1].dynamic_info.peers[1]',
+        message: 'peer 1 has role 68 (decode); the peers of a decode instance must be prefill instances (role 80)',
+      },
+    ]);
+  });
+
+  test('ids and instances that disagree, and duplicates, are rejected', async () => {
+    const { app } = setup();
+    expect(
+      await rejectedPaths(
+        await refresh(
+          app,
+          seedWith((b) => (b.ids = [0])),
+        ),
+      ),
+    ).toEqual(['instances[1].id']);
+    expect(
+      await rejectedPaths(
+        await refresh(
+          app,
+          seedWith((b) => (b.ids = [0, 1, 2])),
+        ),
+      ),
+    ).toEqual(['ids[2]']);
+    expect(
+      await rejectedPaths(
+        await refresh(
+          app,
+          seedWith((b) => (b.ids = [0, 1, 1])),
+        ),
+      ),
+    ).toEqual(['ids[2]']);
+    const twice = seedWith((b) => b.instances.push(structuredClone(b.instances[0]!)));
+    expect(await rejectedPaths(await refresh(app, twice))).toEqual(['instances[2].id']);
+  });
+
+  test(`${MAX_INSTANCES} instances are accepted, ${MAX_INSTANCES + 1} rejected`, async () => {
+    const { app, registry } = setup(8 * 1024 * 1024);
+    expect((await refresh(app, exampleSnapshot(MAX_INSTANCES))).status).toBe(200);
+    expect(registry.all()).toHaveLength(MAX_INSTANCES);
+    const res = await refresh(app, exampleSnapshot(MAX_INSTANCES + 1));
+    expect(await rejectedPaths(res)).toEqual(['ids', 'instances']);
+    expect(registry.all()).toHaveLength(MAX_INSTANCES);
+  });
+
+  test('an id beyond 2^53-1 is rejected by path, never rounded', async () => {
+    const { app, registry } = setup();
+    const text = JSON.stringify(seedExample())
+      .replace('"ids":[0,1]', '"ids":[9007199254740993,1]')
+      .replace('"id":0', '"id":9007199254740993');
+    const body = await expectRejected(await refresh(app, text), 400, 'InvalidRequestBody');
+    const unsafe = body.issues!.filter((i) => i.message === 'integer exceeds 2^53-1 and cannot be represented exactly');
+    expect(unsafe.map((i) => i.path)).toEqual(['ids[0]', 'instances[0].id']);
+    expect(registry.get(9007199254740992)).toBeUndefined();
+  });
+
+  test('malformed JSON, a wrong content type and an empty body are 400s', async () => {
+    const { app } = setup();
+    await expectRejected(await refresh(app, '{"ids": ['), 400, 'BadRequest');
+    await expectRejected(await refresh(app, SEED_REFRESH_BODY, { 'content-type': 'text/plain' }), 400, 'UnsupportedMediaType');
+    await expectRejected(await refresh(app, SEED_REFRESH_BODY, {}), 400, 'UnsupportedMediaType');
+    await expectRejected(await refresh(app, ''), 400, 'BadRequest');
+  });
+
+  test('a body over the limit is a 413, declared or streamed', async () => {
+    const { app, registry } = setup(1024);
+    expect(SEED_REFRESH_BODY.length).toBeGreaterThan(1024);
+    await expectRejected(await refresh(app, SEED_REFRESH_BODY), 413, 'PayloadTooLarge');
+    const declared = await refresh(app, SEED_REFRESH_BODY, { ...JSON_HEADERS, 'content-length': String(SEED_REFRESH_BODY.length) });
+    await expectRejected(declared, 413, 'PayloadTooLarge');
+    const bytes = new TextEncoder().encode(SEED_REFRESH_BODY);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < bytes.length; i += 100) controller.enqueue(bytes.slice(i, i + 100));
+        controller.close();
+      },
+    });
+    const streamed = await app.request('/v1/instances/refresh', {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    await expectRejected(streamed, 413, 'PayloadTooLarge');
+    expect(registry.generation).toBe(0);
+  });
+
+  test('several problems are all listed in one answer, in the envelope', async () => {
+    const { app } = setup();
+    const body = seedWith((b) => {
+      b.instances[0]!.port = '65536';
+      b.instances[0]!.ip = 'not-an-ip';
+      b.instances[1]!.static_info.block_size = 0;
+      b.instances[1]!.dynamic_info.peers = [0, 0];
+    });
+    const answer = await expectRejected(await refresh(app, body), 400, 'InvalidRequestBody');
+    expect(Object.keys(answer).sort()).toEqual(['error', 'error_type', 'issues']);
+    expect(answer.issues!.map((i) => i.path)).toEqual([
+      'instances[0].ip',
+      'instances[0].port',
+      'instances[1].static_info.block_size',
+      'instances[1].dynamic_info.peers[1]',
+    ]);
+    expect(answer.error).toContain('instances[0].port');
+  });
+
+  test('a rejected refresh changes nothing', async () => {
+    const { app, registry } = setup();
+    expect((await refresh(app, seedExample())).status).toBe(200);
+    const before = await (await app.request('/v1/instances')).text();
+    const bad = seedWith((b) => {
+      b.ids = [0, 1, 2];
+      b.instances.push({ ...structuredClone(b.instances[0]!), id: 2 });
+      b.instances[0]!.static_info.block_size = 256;
+    });
+    expect((await refresh(app, bad)).status).toBe(400);
+    expect(await (await app.request('/v1/instances')).text()).toBe(before);
+    expect(registry.generation).toBe(1);
+  });
+
+  test('errors keep the envelope when the routes are mounted under a prefix', async () => {
+    const { app } = setup();
+    const parent = new Hono();
+    parent.route('/pd', app);
+    const res = await parent.request('/pd/v1/instances/refresh', { method: 'POST', headers: JSON_HEADERS, body: '[' });
+    await expectRejected(res, 400, 'BadRequest');
+    expect(
+      (await parent.request('/pd/v1/instances/refresh', { method: 'POST', headers: JSON_HEADERS, body: SEED_REFRESH_BODY })).status,
+    ).toBe(200);
+  });
+});
+
+describe('options', () => {
+  test.each([0, -1, 1.5, Number.NaN])('bodyLimitBytes %p is refused when the routes are built', (limit) => {
+    const build = () => refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: limit, metrics: createRegistry() });
+    expect(build).toThrow(new OptionError('bodyLimitBytes must be a positive integer'));
+    expect(build).toThrow(OptionError);
+  });
+});
+
+describe('GET /v1/instances', () => {
+  test('before any refresh: an empty view', async () => {
+    const { app } = setup();
+    const res = await app.request('/v1/instances');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toStartWith('application/json');
+    expect(await res.json()).toEqual({
+      generation: 0,
+      refreshed_at: null,
+      counts: { prefill: 0, decode: 0, undefined: 0 },
+      instances: [],
+      groups: [],
+      peers: [],
+    });
+  });
+
+  test('shows the accepted instances with their unknown fields, exact integers included', async () => {
+    const { app } = setup();
+    const text = JSON.stringify(
+      seedWith((b) => {
+        b.instances[0]!.virtual_id = 7;
+        b.instances[0]!.prefix_hash = 1234;
+        b.instances[1]!.static_info.p_percentage = 40;
+      }),
+    ).replace('"prefix_hash":1234', '"prefix_hash":18446744073709551615');
+    expect((await refresh(app, text)).status).toBe(200);
+    const res = await app.request('/v1/instances');
+    const raw = await res.text();
+    expect(raw).toContain('"prefix_hash":18446744073709551615');
+    const view = JSON.parse(raw) as { generation: number; instances: Record<string, any>[]; groups: unknown[]; peers: unknown[] };
+    expect(view.generation).toBe(1);
+    expect(view.instances[0]!.virtual_id).toBe(7);
+    expect(view.instances[1]!.static_info.p_percentage).toBe(40);
+    expect(view.instances[1]!.dynamic_info).toEqual({ avail_slots_num: 200, avail_block_num: 1024, peers: [0] });
+    expect(view.groups).toEqual([{ group_id: 0, prefill: [0], decode: [1], undefined: [] }]);
+    expect(view.peers).toEqual([
+      { id: 0, role: 'prefill', peers: [] },
+      { id: 1, role: 'decode', peers: [0] },
+    ]);
+  });
+});
+
+describe('metrics', () => {
+  test('outcomes, apply time and instances per role', async () => {
+    const { app, metrics } = setup(4096);
+    expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(0);
+    expect(await metricValue(metrics, 'pdlink_instances{role="prefill"}')).toBe(0);
+    await refresh(app, seedExample());
+    await refresh(
+      app,
+      seedWith((b) => (b.instances[0]!.port = '1')),
+    );
+    await refresh(app, '{');
+    await refresh(app, 'x'.repeat(5000));
+    expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(1);
+    expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="invalid"}')).toBe(2);
+    expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="too_large"}')).toBe(1);
+    expect(await metricValue(metrics, 'pdlink_refresh_apply_seconds_count')).toBe(1);
+    expect(await metricValue(metrics, 'pdlink_instances{role="prefill"}')).toBe(1);
+    expect(await metricValue(metrics, 'pdlink_instances{role="decode"}')).toBe(1);
+    expect(await metricValue(metrics, 'pdlink_instances{role="undefined"}')).toBe(0);
+  });
+
+  test('two route sets on one metrics registry are refused rather than silently sharing series', () => {
+    const metrics = createRegistry();
+    refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: 1024, metrics });
+    expect(() => refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: 1024, metrics })).toThrow(/already been registered/);
+  });
+});

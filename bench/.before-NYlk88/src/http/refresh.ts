@@ -1,0 +1,55 @@
+/**
+ * `POST /v1/instances/refresh` (the Controller's topology snapshot) and `GET /v1/instances` (what
+ * the Coordinator currently holds). A refresh is all-or-nothing: any problem answers 400 with every
+ * issue listed and leaves the registry untouched; success answers 200 with an empty body.
+ */
+import { Hono } from 'hono';
+import type { Registry } from 'prom-client';
+import type { ClusterRegistry } from '../cluster/registry.ts';
+import { refreshMetrics } from '../cluster/registry-metrics.ts';
+import { optionErrors, PdlinkError } from '../core/errors.ts';
+import { parseRefresh } from '../schema/refresh.ts';
+import { onError } from './envelope.ts';
+import { jsonBody } from './json-body.ts';
+
+export interface RefreshRouteDeps {
+  registry: ClusterRegistry;
+  /** Largest accepted refresh body in bytes; a 4096-instance snapshot is about 1.3 MB of compact JSON. */
+  bodyLimitBytes: number;
+  /** Registry for `pdlink_refresh_total`, `pdlink_refresh_apply_seconds`, `pdlink_instances`. */
+  metrics: Registry;
+}
+
+/**
+ * The refresh and instance-listing routes, with their own error envelope.
+ * @example app.route('/', refreshRoutes({ registry, bodyLimitBytes: 8 << 20, metrics }));
+ */
+export function refreshRoutes(deps: RefreshRouteDeps): Hono {
+  const { registry, bodyLimitBytes } = deps;
+  if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes <= 0) {
+    throw optionErrors.positiveInteger('bodyLimitBytes');
+  }
+  const metrics = refreshMetrics(deps.metrics, registry);
+  const app = new Hono();
+  app.onError(onError);
+
+  // The snapshot's own check (a fast path for valid bodies, then Valibot to explain), refused with 400.
+  const check = (body: unknown) => {
+    const started = performance.now();
+    return { snapshot: parseRefresh(body), started };
+  };
+  const onRefused = (error: unknown) =>
+    metrics.refreshed(error instanceof PdlinkError && error.code === 'payload_too_large' ? 'too_large' : 'invalid');
+
+  app.post('/v1/instances/refresh', jsonBody(check, { limitBytes: bodyLimitBytes, onRefused }), (c) => {
+    const { snapshot, started } = c.req.valid('json');
+    registry.apply(snapshot);
+    metrics.applied((performance.now() - started) / 1000);
+    metrics.refreshed('ok');
+    return c.body(null, 200);
+  });
+
+  app.get('/v1/instances', (c) => c.body(JSON.stringify(registry.view()), 200, { 'content-type': 'application/json; charset=UTF-8' }));
+
+  return app;
+}

@@ -1,0 +1,102 @@
+/**
+ * D's successful answer going back to the client, whole or streamed. The client's status line is
+ * written only once D has produced its first byte (the whole body when not streaming), so any
+ * failure before that is still a clean 502/504 with an error body; a stream that fails later ends
+ * with the error its relay writes (see stream.ts).
+ */
+import { errors } from '../core/errors.ts';
+import type { DecodeFailures } from './decode-failures.ts';
+import { kvMovedOf } from '../core/kv-report.ts';
+import { relayStream, type ChunkReader } from './stream.ts';
+import type { DecodeExchange, Prefilled } from './types.ts';
+import { firstChunk, passthrough, streamHeaders, transportMessage } from './upstream.ts';
+
+/** One 2xx answer of D: the response, where it came from, and when the leg was sent. */
+export interface DecodeAnswer {
+  readonly res: Response;
+  readonly d: number;
+  readonly sentAt: number;
+  readonly fails: DecodeFailures;
+}
+
+/**
+ * Reads D's whole answer and passes it on; failures end the exchange and throw its Stop.
+ * @example return await wholeAnswer(exchange, { res, d, sentAt, fails });
+ */
+export async function wholeAnswer(exchange: DecodeExchange, answer: DecodeAnswer): Promise<Response> {
+  const { res, d, sentAt, fails } = answer;
+  const { breakers, metrics } = exchange.deps;
+  let bytes: ArrayBuffer;
+  try {
+    bytes = await res.arrayBuffer();
+  } catch (err) {
+    throw fails.broken(err, 'failed while answering');
+  }
+  if (bytes.byteLength === 0) throw fails.refused(`answered ${res.status} with an empty body`);
+  breakers?.recordSuccess(d);
+  metrics.decode((performance.now() - sentAt) / 1000);
+  exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
+  return passthrough(res.status, res.headers.get('content-type'), bytes, exchange.request.requestId);
+}
+
+/**
+ * Waits for D's first byte, then relays the rest as it comes; the exchange settles when the stream
+ * ends, fails or is cancelled. Failures before the first byte end the exchange and throw its Stop.
+ * @example return await streamedAnswer(exchange, prefilled, { res, d, sentAt, fails });
+ */
+export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefilled, answer: DecodeAnswer): Promise<Response> {
+  const { res, d, fails } = answer;
+  const { breakers, metrics } = exchange.deps;
+  const reader: ChunkReader | undefined = res.body?.getReader();
+  if (reader === undefined) throw fails.refused(`answered ${res.status} with an empty body`);
+  let first: Uint8Array | null;
+  try {
+    first = await firstChunk(reader);
+  } catch (err) {
+    throw fails.broken(err, 'failed before its first byte');
+  }
+  if (first === null) throw fails.refused(`answered ${res.status} with an empty body`);
+  exchange.firstByte();
+  const firstAt = performance.now();
+  metrics.transfer((firstAt - prefilled.answeredAt) / 1000);
+
+  const stream = relayStream(
+    first,
+    reader,
+    {
+      onEnd() {
+        breakers?.recordSuccess(d);
+        metrics.decode((performance.now() - firstAt) / 1000);
+        exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
+      },
+      onError(err) {
+        const cause = exchange.cause;
+        if (cause === 'client_abort') {
+          exchange.end('client_abort', { kind: 'release' });
+          return null;
+        }
+        breakers?.recordFailure(d);
+        const failure =
+          cause !== null
+            ? exchange.timeoutError(cause, d)
+            : errors.upstreamFailed(`decode instance ${d} failed mid-stream: ${transportMessage(err)}`);
+        exchange.end(cause !== null ? 'timeout' : 'stream_failed', {
+          kind: 'fail',
+          code: cause !== null ? 'timeout' : 'decode_failed',
+          detail: failure.message,
+        });
+        return failure;
+      },
+      onCancel() {
+        exchange.abort('client_abort');
+        exchange.end('client_abort', { kind: 'release' });
+      },
+    },
+    isEventStream(res.headers.get('content-type')),
+  );
+  return new Response(stream, { status: res.status, headers: streamHeaders(res, exchange.request.requestId) });
+}
+
+function isEventStream(contentType: string | null): boolean {
+  return contentType !== null && contentType.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
+}

@@ -1,0 +1,52 @@
+/**
+ * A D leg that failed before its first byte (D refused the connection, or answered 5xx) has not
+ * consumed P's KV blocks as far as the proxy can tell, and P still holds them: another D linked to
+ * the same P (same group, lists P among its peers) takes the leg with P's `kv_transfer_params` as
+ * they are, and the request's ledger reservation moves to it. A connection lost after the request
+ * went out is not sent elsewhere: D may have pulled the blocks and told P to free them, and another
+ * D reading freed blocks would decode from a cache that is no longer this prompt's. A 4xx is the
+ * client's answer, never retried.
+ */
+import { PdlinkError } from '../core/errors.ts';
+import { MAX_PLACEMENTS, promptFields, union } from './placement.ts';
+import type { PairPicker, PickedPair } from './ports.ts';
+import type { PromptInfo } from './prompt.ts';
+
+const NONE: ReadonlySet<number> = new Set();
+
+/**
+ * True when the leg never reached D: the connection was refused.
+ * @example refusedConnection(err) // true for ECONNREFUSED, false for ECONNRESET
+ */
+export function refusedConnection(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'ECONNREFUSED';
+}
+
+/**
+ * Chooses another D of `pair`'s P, none of `failedD`, and moves the reservation to it with
+ * `move`; a D the ledger finds short is passed over. Undefined when there is none to be had.
+ * @example const next = nextDecode(picker, pair, failedD, prompt, (d) => reservation.moveDecode(d, prompt.tokenCount));
+ */
+export function nextDecode(
+  picker: PairPicker,
+  pair: PickedPair,
+  failedD: ReadonlySet<number>,
+  prompt: PromptInfo,
+  move: (d: PickedPair['d']) => void,
+): PickedPair | undefined {
+  if (picker.pickDecode === undefined) return undefined;
+  const short = new Set<number>();
+  for (let placement = 0; placement < MAX_PLACEMENTS; placement++) {
+    const result = picker.pickDecode(pair.p.id, { excludeP: NONE, excludeD: union(failedD, short), ...promptFields(prompt) });
+    if (!result.ok) return undefined;
+    try {
+      move(result.d);
+      return result;
+    } catch (err) {
+      // Only a D without room is worth passing over; anything else (the record ended) ends the retry.
+      if (!(err instanceof PdlinkError) || err.code !== 'insufficient_capacity') return undefined;
+      short.add(result.d.id);
+    }
+  }
+  return undefined;
+}

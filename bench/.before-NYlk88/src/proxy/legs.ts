@@ -1,0 +1,99 @@
+/**
+ * The two legs of a PD request as the engines expect them (vLLM's disaggregated-serving contract):
+ * P computes the prompt's KV cache and keeps it for a remote decoder; D receives P's
+ * `kv_transfer_params`, pulls the blocks and generates.
+ */
+import type { Instance } from '../cluster/instance.ts';
+import { errors } from '../core/errors.ts';
+import { stringifyBody, type CompletionKind } from '../schema/completions.ts';
+import { REQUEST_ID_HEADER } from './errors.ts';
+
+/** What P is asked to do with the KV cache: keep it for a remote decoder. */
+export const PREFILL_KV_REQUEST = {
+  do_remote_decode: true,
+  do_remote_prefill: false,
+  remote_engine_id: null,
+  remote_block_ids: null,
+  remote_host: null,
+  remote_port: null,
+} as const;
+
+/** Fields P must not see: it generates exactly one token, so a minimum length would contradict it. */
+const PREFILL_DROPPED = ['stream_options', 'min_tokens', 'min_completion_tokens'] as const;
+
+/** Client headers both legs carry unchanged (`via` as the proxy extended it, see `viaHeader`). */
+const FORWARDED_HEADERS = ['authorization', 'via'] as const;
+
+/**
+ * The `Via` the legs carry: the client's, plus this proxy's own hop, so a request that comes back
+ * (an instance address pointing at the Coordinator itself) is recognised instead of looping.
+ * @example viaHeader('1.1 gateway', 'pdlink-1f2e') // '1.1 gateway, 1.1 pdlink-1f2e'
+ */
+export function viaHeader(clientVia: string | undefined, token: string): string {
+  return clientVia === undefined || clientVia === '' ? `1.1 ${token}` : `${clientVia}, 1.1 ${token}`;
+}
+
+/** True when the client's `Via` already names this proxy's hop token. */
+export function viaHasHop(clientVia: string | undefined, token: string): boolean {
+  return clientVia !== undefined && clientVia.split(',').some((hop) => hop.trim().split(/\s+/)[1] === token);
+}
+
+/**
+ * The P leg's body: the client's request generating one token, not streamed, asking P to keep the KV cache.
+ * @example prefillBody({ model: 'm', prompt: 'hi', stream: true, max_tokens: 64 }).max_tokens // 1
+ */
+export function prefillBody(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const leg: Record<string, unknown> = { ...body, stream: false, max_tokens: 1, kv_transfer_params: { ...PREFILL_KV_REQUEST } };
+  if ('max_completion_tokens' in body) leg['max_completion_tokens'] = 1;
+  for (const key of PREFILL_DROPPED) delete leg[key];
+  return leg;
+}
+
+/**
+ * The D leg's body: the client's request as sent, plus P's `kv_transfer_params` exactly as P returned them.
+ * Without them (P answered none) D gets the request unchanged and computes the prompt itself.
+ * @example decodeBody(body, prefillAnswer.kv_transfer_params)
+ */
+export function decodeBody(body: Readonly<Record<string, unknown>>, kvTransferParams: unknown): Record<string, unknown> {
+  if (kvTransferParams === undefined) return { ...body };
+  return { ...body, kv_transfer_params: kvTransferParams };
+}
+
+/**
+ * A leg's body as the text sent to an engine. Serialising happens before the leg is sent, outside
+ * the code that judges the instance: the body is the client's (plus, on the D leg, P's answer,
+ * which the parser held to the same nesting limit), so a body that cannot be written is the
+ * client's error (400), never a failure of the instance it was meant for.
+ * @throws PdlinkError `bad_request` when the body cannot be serialised.
+ * @example const text = legText(prefillBody(body));
+ */
+export function legText(body: Readonly<Record<string, unknown>>): string {
+  try {
+    return stringifyBody(body);
+  } catch (cause) {
+    throw errors.unforwardableBody(cause);
+  }
+}
+
+/**
+ * The headers of either leg: JSON in, the shared request id, and the client's credentials.
+ * @example legHeaders(c.req.raw.headers, requestId)
+ */
+export function legHeaders(client: Headers, requestId: string): Headers {
+  const headers = new Headers({ 'content-type': 'application/json', [REQUEST_ID_HEADER]: requestId });
+  for (const name of FORWARDED_HEADERS) {
+    const value = client.get(name);
+    if (value !== null) headers.set(name, value);
+  }
+  return headers;
+}
+
+/**
+ * The URL of an inference API on an instance: its `ip` and data `port`, IPv6 in brackets; https when
+ * the legs are configured with TLS (`tls_config.mindie_client_tls_enable`).
+ * @example engineUrl(instance, 'chat') // 'http://10.0.0.5:1025/v1/chat/completions'
+ */
+export function engineUrl(instance: Pick<Instance, 'ip' | 'port'>, kind: CompletionKind, https = false): string {
+  const host = instance.ip.includes(':') ? `[${instance.ip}]` : instance.ip;
+  return `${https ? 'https' : 'http'}://${host}:${instance.port}${kind === 'chat' ? '/v1/chat/completions' : '/v1/completions'}`;
+}

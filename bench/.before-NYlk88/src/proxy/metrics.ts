@@ -1,0 +1,137 @@
+/**
+ * The proxy's Prometheus metrics, on the Coordinator's own registry. Durations are measured by
+ * the proxy on the wire:
+ * - prefill: P request sent → P's complete answer (the successful attempt);
+ * - KV transfer: P's answer → first byte of D's stream, i.e. D pulling the blocks plus its first
+ *   decode step (streaming requests only: a non-streaming D answers once, at the end);
+ * - decode: D's first byte → D's last byte (streaming), D request sent → D's answer (non-streaming).
+ * Pair selections by policy and circuit states are the scheduler's metrics (src/scheduler/metrics.ts).
+ */
+import { Counter, Gauge, Histogram, METRIC_PREFIX, type Registry } from '../core/metrics.ts';
+
+/** How a proxied request ended, the `outcome` label. */
+export type ProxyOutcome =
+  | 'ok'
+  /** The body or a header was rejected by the proxy (400/409/413). */
+  | 'invalid'
+  /** P or D answered 4xx, passed to the client as is. */
+  | 'upstream_rejected'
+  /** P or D failed (5xx, transport, empty or malformed answer) before the first byte to the client. */
+  | 'upstream_failed'
+  /** D failed after the first byte: the stream ended with an error event. */
+  | 'stream_failed'
+  | 'timeout'
+  /** No pair available or not enough KV capacity (503). */
+  | 'unavailable'
+  /** Over the in-flight limit (429). */
+  | 'rejected'
+  | 'client_abort'
+  | 'internal';
+
+/** Why a prefill attempt was retried, the `reason` label. */
+export type RetryReason = 'status_5xx' | 'transport' | 'bad_answer';
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+export class ProxyMetrics {
+  readonly #requests: Counter<'api' | 'outcome'>;
+  readonly #inFlight: Gauge;
+  readonly #prefill: Histogram;
+  readonly #transfer: Histogram;
+  readonly #decode: Histogram;
+  readonly #retries: Counter<'reason'>;
+  readonly #staleRetries: Counter<'leg'>;
+  readonly #decodeRetries: Counter<'reason'>;
+
+  /**
+   * Registers the proxy's metrics on `registry`.
+   * @example const metrics = new ProxyMetrics(coordinator.metrics);
+   */
+  constructor(registry: Registry) {
+    const registers = [registry];
+    const p = `${METRIC_PREFIX}pd_`;
+    this.#requests = new Counter({
+      name: `${p}requests_total`,
+      help: 'Proxied inference requests by API and outcome.',
+      labelNames: ['api', 'outcome'],
+      registers,
+    });
+    this.#inFlight = new Gauge({ name: `${p}requests_in_flight`, help: 'Inference requests in flight through the proxy.', registers });
+    this.#prefill = new Histogram({
+      name: `${p}prefill_duration_seconds`,
+      help: 'P leg: request sent to complete answer, successful attempts.',
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#transfer = new Histogram({
+      name: `${p}kv_transfer_duration_seconds`,
+      help: "P's answer to the first byte of D's stream (KV pull plus first decode step), streaming requests.",
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#decode = new Histogram({
+      name: `${p}decode_duration_seconds`,
+      help: 'D leg: first byte to end (streaming), request to answer (non-streaming).',
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.#retries = new Counter({
+      name: `${p}retries_total`,
+      help: 'Prefill attempts retried on another instance, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.#staleRetries = new Counter({
+      name: `${p}stale_connection_retries_total`,
+      help: 'Legs sent again to the same instance because a pooled keep-alive connection was closed under them, by leg.',
+      labelNames: ['leg'],
+      registers,
+    });
+    this.#decodeRetries = new Counter({
+      name: `${p}decode_retries_total`,
+      help: 'D legs sent to another D of the same P after failing before their first byte, by reason.',
+      labelNames: ['reason'],
+      registers,
+    });
+  }
+
+  requestStarted(): void {
+    this.#inFlight.inc();
+  }
+
+  requestEnded(api: string, outcome: ProxyOutcome): void {
+    this.#inFlight.dec();
+    this.#requests.inc({ api, outcome });
+  }
+
+  /** A request turned away before it was admitted (429): counted, never in flight. */
+  requestRefused(api: string, outcome: ProxyOutcome): void {
+    this.#requests.inc({ api, outcome });
+  }
+
+  prefill(seconds: number): void {
+    this.#prefill.observe(seconds);
+  }
+
+  transfer(seconds: number): void {
+    this.#transfer.observe(seconds);
+  }
+
+  decode(seconds: number): void {
+    this.#decode.observe(seconds);
+  }
+
+  retried(reason: RetryReason): void {
+    this.#retries.inc({ reason });
+  }
+
+  /** A D leg failed before its first byte and goes to another D of the same P. */
+  decodeRetried(reason: 'refused' | 'status_5xx'): void {
+    this.#decodeRetries.inc({ reason });
+  }
+
+  /** A leg found a stale pooled connection and was sent again to the same instance. */
+  staleRetried(leg: 'prefill' | 'decode'): void {
+    this.#staleRetries.inc({ leg });
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Where a request goes: the scheduler picks a pair, the KV ledger reserves its capacity. The
+ * scheduler cannot always know what a prompt needs (a text prompt's token count is an estimate
+ * made here, and instances differ in block size), so the ledger may refuse a pair the scheduler
+ * picked while another pair has room. The scheduler is then asked again without the instances
+ * that were short.
+ */
+import { errors, PdlinkError } from '../core/errors.ts';
+import type { ProxyOutcome } from './metrics.ts';
+import type { PairPicker, PickedPair, PlacementRequest, ReservationLedger } from './ports.ts';
+import { blocksFor, type PromptInfo } from './prompt.ts';
+import type { LedgerEnd, RequestReservation } from './reservation.ts';
+import type { Stop } from './stop.ts';
+
+/** Picks per request at most when the ledger keeps refusing: each refusal excludes at least one instance. */
+export const MAX_PLACEMENTS = 8;
+
+/**
+ * The instances of `pair` without room for the request (one slot, the prompt's blocks); both when
+ * the ledger cannot tell, so that every refusal excludes something and the picks end.
+ * @example shortInstances(pair, prompt.tokenCount, ledger) // [21]: D 21 is full, P 10 has room
+ */
+export function shortInstances(pair: PickedPair, promptTokens: number, ledger: ReservationLedger): number[] {
+  const { p, d } = pair;
+  if (p.id === d.id) return [p.id];
+  if (ledger.instanceLoad === undefined) return [p.id, d.id];
+  const short = [p, d]
+    .filter((instance) => {
+      const load = ledger.instanceLoad?.(instance.id);
+      return load === undefined || load.availSlots < 1 || load.availBlocks < blocksFor(promptTokens, instance.blockSize);
+    })
+    .map((instance) => instance.id);
+  return short.length > 0 ? short : [p.id, d.id];
+}
+
+/**
+ * `base` plus `more`, without copying when there is nothing to add.
+ * @example union(failedP, shortP)
+ */
+export function union(base: ReadonlySet<number>, more: ReadonlySet<number>): ReadonlySet<number> {
+  if (more.size === 0) return base;
+  if (base.size === 0) return more;
+  return new Set([...base, ...more]);
+}
+
+/** What placement sees of its exchange. */
+export interface PlacingExchange {
+  readonly prompt: PromptInfo;
+  readonly deps: { readonly picker: PairPicker; readonly ledger: ReservationLedger };
+  fail(outcome: ProxyOutcome, err: PdlinkError, ledgerEnd: LedgerEnd): Stop;
+}
+
+/**
+ * Picks a pair and reserves its capacity, picking again without the instances the ledger found
+ * short; ends the exchange and throws its Stop when no pair can be had. `failedP` are the P
+ * instances that failed this request, `last` the failure of the latest attempt.
+ * @example const { pair, request } = placePair(exchange, reservation, failedP, last);
+ */
+export function placePair(
+  exchange: PlacingExchange,
+  reservation: Pick<RequestReservation, 'take'>,
+  failedP: ReadonlySet<number>,
+  last: PdlinkError | undefined,
+): { pair: PickedPair; request: PlacementRequest } {
+  const { prompt } = exchange;
+  const shortP = new Set<number>();
+  const shortD = new Set<number>();
+  const refusals: string[] = [];
+  for (let placement = 0; placement < MAX_PLACEMENTS; placement++) {
+    const request: PlacementRequest = { excludeP: union(failedP, shortP), excludeD: shortD, ...promptFields(prompt) };
+    const pair = pick(exchange, request, shortP, last, refusals);
+    const refused = reserve(exchange, reservation, pair);
+    if (refused === undefined) return { pair, request };
+    refusals.push(refused.message);
+    for (const id of shortInstances(pair, prompt.tokenCount, exchange.deps.ledger)) {
+      if (id === pair.p.id) shortP.add(id);
+      if (id === pair.d.id) shortD.add(id);
+    }
+  }
+  throw exchange.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
+}
+
+function pick(
+  exchange: PlacingExchange,
+  request: PlacementRequest,
+  shortP: ReadonlySet<number>,
+  last: PdlinkError | undefined,
+  refusals: readonly string[],
+): PickedPair {
+  const { picker } = exchange.deps;
+  let result = picker.pick(request);
+  if (!result.ok && request.excludeP.size > shortP.size) {
+    // Every P was tried: a transient failure may have passed, so try them again while retries remain.
+    const again = picker.pick({ ...request, excludeP: shortP });
+    if (again.ok) result = again;
+  }
+  if (result.ok) return result;
+  if (last !== undefined) throw exchange.fail('upstream_failed', last, { kind: 'none' });
+  if (refusals.length > 0) throw exchange.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
+  // Busy, not broken: the client may come back (429), as when the listener is full.
+  if (result.reason === 'instance_cap') throw exchange.fail('rejected', errors.instancesAtCap(result.message), { kind: 'none' });
+  throw exchange.fail('unavailable', errors.unavailable(result.message), { kind: 'none' });
+}
+
+/** Reserves the pair's capacity; returns the ledger's refusal when an instance is short, throws Stop on anything else. */
+function reserve(exchange: PlacingExchange, reservation: Pick<RequestReservation, 'take'>, pair: PickedPair): PdlinkError | undefined {
+  try {
+    reservation.take(pair, exchange.prompt.tokenCount);
+    return undefined;
+  } catch (err) {
+    const known = err instanceof PdlinkError ? err : errors.internal(err);
+    if (known.code === 'insufficient_capacity') return known;
+    const outcome: ProxyOutcome = known.status === 503 ? 'unavailable' : known.status === 409 ? 'invalid' : 'internal';
+    // A refused reservation leaves nothing to end; one taken but not begun is failed.
+    throw exchange.fail(outcome, known, { kind: 'fail', code: 'reserve_failed', detail: known.message });
+  }
+}
+
+/**
+ * The prompt as the scheduler's request carries it.
+ * @example picker.pick({ excludeP, excludeD, ...promptFields(prompt) })
+ */
+export function promptFields(prompt: PromptInfo): { promptText?: string; promptTokens?: readonly number[] } {
+  if (prompt.tokens !== undefined) return { promptTokens: prompt.tokens };
+  if (prompt.text !== undefined) return { promptText: prompt.text };
+  return {};
+}

@@ -1,0 +1,40 @@
+import { describe, expect, test } from 'bun:test';
+import { blocksFor, CHAT_TOKENS_PER_MESSAGE, promptOf } from './prompt.ts';
+
+describe('promptOf', () => {
+  test('token ids are counted exactly and handed to the scheduler', () => {
+    expect(promptOf('completions', { prompt: [5, 6, 7] })).toEqual({ tokens: [5, 6, 7], tokenCount: 3, estimated: false });
+    expect(promptOf('completions', { prompt: [[1, 2], [3]] })).toEqual({ tokenCount: 3, estimated: false });
+  });
+
+  test('text is estimated at one token per 3 UTF-8 bytes', () => {
+    expect(promptOf('completions', { prompt: 'abcdef' })).toEqual({ text: 'abcdef', tokenCount: 2, estimated: true });
+    // Three CJK characters are nine bytes.
+    expect(promptOf('completions', { prompt: '你好吗' }).tokenCount).toBe(3);
+    expect(promptOf('completions', { prompt: ['ab', 'cd'] })).toEqual({ text: 'ab\ncd', tokenCount: 2, estimated: true });
+  });
+
+  test('chat counts text content and text parts, plus a template allowance per message', () => {
+    const info = promptOf('chat', {
+      messages: [
+        { role: 'system', content: 'abc' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'def' },
+            { type: 'image_url', image_url: { url: 'x' } },
+          ],
+        },
+        null,
+      ],
+    });
+    expect(info.text).toBe('abc\ndef');
+    expect(info.tokenCount).toBe(3 + 3 * CHAT_TOKENS_PER_MESSAGE);
+  });
+});
+
+test('blocksFor rounds up', () => {
+  expect(blocksFor(0, 16)).toBe(0);
+  expect(blocksFor(16, 16)).toBe(1);
+  expect(blocksFor(17, 16)).toBe(2);
+});

@@ -1,0 +1,136 @@
+/**
+ * One request's KV reservation in the ledger, as the proxy drives it: reserved on the chosen pair
+ * before P is asked, prefilling during P, transferring once P answered, and ended exactly once —
+ * completed when D's answer ended, failed or released on every other path.
+ *
+ * The record is keyed by an id the proxy made for this request, never by the client's
+ * `X-Request-Id`: clients choose theirs freely, and one client reusing (or guessing) another's must
+ * not be refused or touch the other's record. The client's id is kept on the record to correlate.
+ * A record that ended without the proxy (its instance removed by a refresh, its lease run out) is
+ * left alone.
+ */
+import type { Instance } from '../cluster/instance.ts';
+import { errors } from '../core/errors.ts';
+import type { PickedPair, ReservationLedger } from './ports.ts';
+import type { KvMoved } from '../core/kv-report.ts';
+import { blocksFor } from './prompt.ts';
+
+/** How the record ends: `none` when there is nothing (left) to end. */
+export type LedgerEnd =
+  ({ kind: 'complete' } & KvMoved) | { kind: 'fail'; code: string; detail: string } | { kind: 'release' } | { kind: 'none' };
+
+export class RequestReservation {
+  readonly #ledger: ReservationLedger;
+  readonly #requestId: string;
+  readonly #clientRequestId: string | undefined;
+  readonly #leaseMs: number;
+  #owned = false;
+  #renewal: ReturnType<typeof setInterval> | undefined;
+
+  /**
+   * `requestId` keys the ledger record; `clientRequestId` is only shown beside it.
+   * @example const reservation = new RequestReservation(ledger, transferId, settings.leaseMs, clientRequestId);
+   */
+  constructor(ledger: ReservationLedger, requestId: string, leaseMs: number, clientRequestId?: string) {
+    this.#ledger = ledger;
+    this.#requestId = requestId;
+    this.#clientRequestId = clientRequestId;
+    this.#leaseMs = leaseMs;
+  }
+
+  /**
+   * Reserves the prompt's blocks on P and D and marks the record prefilling.
+   * @throws the ledger's PdlinkError (`insufficient_capacity`, `unavailable` for an instance gone...).
+   * @example reservation.take(pair, prompt.tokenCount);
+   */
+  take(pair: PickedPair, promptTokens: number): void {
+    this.#ledger.reserve({
+      requestId: this.#requestId,
+      ...(this.#clientRequestId === undefined ? {} : { clientRequestId: this.#clientRequestId }),
+      p: pair.p.id,
+      d: pair.d.id,
+      pBlocks: blocksFor(promptTokens, pair.p.blockSize),
+      dBlocks: blocksFor(promptTokens, pair.d.blockSize),
+      leaseMs: this.#leaseMs,
+    });
+    this.#owned = true;
+    this.#ledger.begin(this.#requestId, 'prefilling');
+    if (this.#renewal === undefined) {
+      // Renewing while the request runs keeps a long request's capacity held; a record the proxy
+      // lost track of still expires.
+      this.#renewal = setInterval(() => this.#renew(), Math.max(1, Math.floor(this.#leaseMs / 2)));
+      this.#renewal.unref?.();
+    }
+  }
+
+  /**
+   * P answered: the blocks are now waiting for D.
+   * @example reservation.transferring();
+   */
+  transferring(): void {
+    this.#guard('advance', () => this.#ledger.begin(this.#requestId, 'transferring'));
+  }
+
+  /**
+   * Moves the decode side of the record to `d`: the first D failed before answering and P's blocks
+   * wait for another one.
+   * @throws PdlinkError when the record is no longer this request's (ended, expired, instance
+   *   removed) or the ledger refuses `d` (`insufficient_capacity` naming it).
+   * @example reservation.moveDecode(next.d, prompt.tokenCount);
+   */
+  moveDecode(d: Instance, promptTokens: number): void {
+    const move = this.#ledger.moveDecode;
+    if (!this.#owned || move === undefined || !this.#ledger.isActive(this.#requestId)) {
+      throw errors.unavailable(`the KV reservation of request ${this.#requestId} has ended`);
+    }
+    move.call(this.#ledger, this.#requestId, d.id, blocksFor(promptTokens, d.blockSize));
+  }
+
+  /**
+   * Ends the record (if it is still ours and active); later calls do nothing.
+   * @example reservation.end({ kind: 'release' });
+   */
+  end(how: LedgerEnd): void {
+    if (how.kind === 'none' || !this.#owned) return;
+    this.#owned = false;
+    const id = this.#requestId;
+    this.#guard(
+      'settle',
+      () => {
+        if (how.kind === 'complete') this.#ledger.complete(id, movedOf(how));
+        else if (how.kind === 'release') this.#ledger.release(id, 'client_abort');
+        else this.#ledger.fail(id, how.code, how.detail);
+      },
+      true,
+    );
+  }
+
+  /**
+   * Stops renewing the lease; call when the request is over.
+   * @example reservation.close();
+   */
+  close(): void {
+    if (this.#renewal !== undefined) clearInterval(this.#renewal);
+    this.#renewal = undefined;
+  }
+
+  #renew(): void {
+    if (this.#owned) this.#guard('renew the lease of', () => this.#ledger.extend(this.#requestId));
+  }
+
+  #guard(action: string, fn: () => unknown, ended = false): void {
+    try {
+      if ((ended || this.#owned) && this.#ledger.isActive(this.#requestId)) fn();
+    } catch (err) {
+      console.error(`pdlink: could not ${action} a KV reservation`, err);
+    }
+  }
+}
+
+/** The bytes and blocks D reported, without the `kind` tag (the ledger takes only what is set). */
+function movedOf(how: KvMoved): KvMoved {
+  const moved: KvMoved = {};
+  if (how.bytes !== undefined) moved.bytes = how.bytes;
+  if (how.blocks !== undefined) moved.blocks = how.blocks;
+  return moved;
+}

@@ -1,0 +1,95 @@
+/**
+ * Sending a leg: every P and D leg goes out through `sendLeg`, which sends it once more when a
+ * stale keep-alive connection lost it. Bun's fetch pools connections per origin and drops a pooled
+ * connection that the engine closed while it sat idle, so an idle close seen in time costs
+ * nothing. But when the engine's close crosses the next request on the wire (its idle timeout
+ * fires just as the request is written), fetch rejects that request with ECONNRESET and does not
+ * try again. Such a request never reached the engine, so it is sent once more, at once, to the
+ * same instance, on a fresh connection; the instance is not blamed for it.
+ *
+ * fetch tells neither whether the connection was reused nor whether part of a status line had
+ * arrived before the close: a connection lost before the response head was complete is reported
+ * the same way in every case. So the retry is limited to what can be known: the loss came before
+ * fetch had a response (never once the head arrived, and never twice), and the origin had answered
+ * this process before, so a pooled connection may have carried the request.
+ */
+import { postLeg } from './upstream.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
+
+/** Error codes of a connection lost under a request (closed, reset, broken pipe), as opposed to one never made. */
+const CONNECTION_LOST: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
+
+/** Origins remembered at most; the oldest are forgotten first (an instance that comes back is simply new again). */
+export const MAX_REMEMBERED_ORIGINS = 4096;
+
+/**
+ * True when `error` is a connection lost under a request rather than one that could not be made.
+ * @example isConnectionLoss(err) // true for ECONNRESET, false for ECONNREFUSED
+ */
+export function isConnectionLoss(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && CONNECTION_LOST.has(code);
+}
+
+/** The origins that answered this process, i.e. those Bun's pool may hold a keep-alive connection to. */
+export class PooledOrigins {
+  readonly #origins = new Set<string>();
+  readonly #capacity: number;
+
+  /**
+   * @example const origins = new PooledOrigins();
+   */
+  constructor(capacity = MAX_REMEMBERED_ORIGINS) {
+    this.#capacity = capacity;
+  }
+
+  /**
+   * An answer arrived from `url`'s origin: its connection goes back to the pool once the body is read.
+   * @example origins.answered(url);
+   */
+  answered(url: string): void {
+    const origin = new URL(url).origin;
+    // Re-inserting keeps the set in order of last answer, so the oldest is forgotten first.
+    this.#origins.delete(origin);
+    this.#origins.add(origin);
+    if (this.#origins.size > this.#capacity) this.#origins.delete(this.#origins.values().next().value as string);
+  }
+
+  /**
+   * Whether a request to `url` may have gone out on a pooled connection.
+   * @example if (origins.mayReuse(url)) ...
+   */
+  mayReuse(url: string): boolean {
+    return this.#origins.has(new URL(url).origin);
+  }
+}
+
+/**
+ * Sends one leg (see postLeg), sending it once more to the same instance, after calling
+ * `onStaleRetry`, when a possibly pooled connection was lost before any response; the second
+ * failure, if any, is the leg's failure.
+ * `idleMs` is the engine's silence that fails the leg (http_timeout_seconds).
+ * @example const res = await sendLeg(url, headers, text, signal, origins, () => metrics.staleRetried('decode'));
+ */
+export async function sendLeg(
+  url: string,
+  headers: Headers,
+  body: string,
+  signal: AbortSignal,
+  origins: PooledOrigins,
+  onStaleRetry: () => void,
+  idleMs = Infinity,
+  tls?: ClientTlsOptions,
+): Promise<Response> {
+  let response: Response;
+  try {
+    response = await postLeg(url, headers, body, signal, idleMs, tls);
+  } catch (err) {
+    if (signal.aborted || !isConnectionLoss(err) || !origins.mayReuse(url)) throw err;
+    onStaleRetry();
+    response = await postLeg(url, headers, body, signal, idleMs, tls);
+  }
+  origins.answered(url);
+  return response;
+}

@@ -1,0 +1,69 @@
+/**
+ * The shapes the proxy's legs share with the exchange that runs them: the request, the deps, the
+ * abort causes, what P's answer hands to D, and the narrow view each leg has of its exchange. They
+ * live apart from exchange.ts so that the legs import types downward and only the exchange's callers
+ * import the exchange itself.
+ */
+import type { PdlinkError } from '../core/errors.ts';
+import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
+import type { ProxyMetrics, ProxyOutcome } from './metrics.ts';
+import type { BreakerReporter, PairPicker, PickedPair, ReservationLedger } from './ports.ts';
+import type { PromptInfo } from './prompt.ts';
+import type { LedgerEnd } from './reservation.ts';
+import type { PooledOrigins } from './send-leg.ts';
+import type { ProxySettings } from './settings.ts';
+import type { Stop } from './stop.ts';
+
+export interface ExchangeRequest {
+  readonly kind: CompletionKind;
+  /** `api` label of the metrics. */
+  readonly api: string;
+  readonly body: CompletionBody;
+  /** The client's `X-Request-Id` (or one made for it): sent on both legs and echoed to the client. */
+  readonly requestId: string;
+  /** Key of the request's ledger record, made by the proxy so that no client id can collide with it. */
+  readonly transferId: string;
+  readonly clientHeaders: Headers;
+  /** Aborts when the client disconnects. */
+  readonly clientSignal: AbortSignal;
+}
+
+export interface ExchangeDeps {
+  readonly picker: PairPicker;
+  readonly ledger: ReservationLedger;
+  /** The circuit breakers, told how each instance answered; optional. */
+  readonly breakers: BreakerReporter | undefined;
+  readonly metrics: ProxyMetrics;
+  readonly settings: ProxySettings;
+  /** Origins that answered before: a lost connection to one of them may be a stale pooled one. */
+  readonly origins: PooledOrigins;
+}
+
+export type AbortCause = 'client_abort' | 'prefill_timeout' | 'first_token_timeout' | 'infer_timeout';
+
+/** P answered: the pair, P's KV parameters for D, and when P answered (performance.now()). */
+export interface Prefilled {
+  readonly pair: PickedPair;
+  readonly kvTransferParams: unknown;
+  readonly answeredAt: number;
+}
+
+/** What every leg sees of its exchange: the request, the deps, the abort and its cause. */
+export interface LegExchange {
+  readonly request: ExchangeRequest;
+  readonly deps: ExchangeDeps;
+  readonly prompt: PromptInfo;
+  readonly signal: AbortSignal;
+  readonly cause: AbortCause | null;
+  readonly streaming: boolean;
+}
+
+/** What the D leg sees of its exchange: a leg's view plus the calls that settle or abort it. */
+export interface DecodeExchange extends LegExchange {
+  abort(cause: AbortCause): void;
+  firstByte(): void;
+  end(outcome: ProxyOutcome, ledgerEnd: LedgerEnd): void;
+  stopForAbort(instanceId: number | undefined): Stop;
+  timeoutError(cause: AbortCause, instanceId: number | undefined): PdlinkError;
+  fail(outcome: ProxyOutcome, err: PdlinkError, ledgerEnd: LedgerEnd): Stop;
+}

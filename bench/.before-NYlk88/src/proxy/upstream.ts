@@ -1,0 +1,115 @@
+/**
+ * The HTTP side of a leg: one POST to an engine over Bun's fetch, which keeps one keep-alive
+ * connection pool per origin, so consecutive requests to an instance reuse its connections.
+ */
+import { withIdleTimeout } from './idle.ts';
+import { REQUEST_ID_HEADER } from './errors.ts';
+import type { ChunkReader } from './stream.ts';
+import type { ClientTlsOptions } from '../core/tls-options.ts';
+
+/** Requests Bun's fetch runs at once unless `BUN_CONFIG_MAX_HTTP_REQUESTS` says otherwise; more wait in a queue. */
+export const BUN_DEFAULT_MAX_HTTP_REQUESTS = 256;
+
+/**
+ * A warning when Bun's fetch would run fewer requests at once than the proxy admits. Each admitted
+ * request holds one leg open at a time (a D stream for its whole length), so with the default cap
+ * of 256 the 257th request would wait for a slot with no sign of why. The variable is read when
+ * Bun starts: it must be in the environment of the process, not set from code.
+ * @example const warning = fetchCapWarning(settings.maxInFlight, process.env); if (warning) console.warn(warning);
+ */
+export function fetchCapWarning(maxInFlight: number, env: Record<string, string | undefined>): string | undefined {
+  if (typeof Bun === 'undefined') return undefined;
+  const configured = Number(env['BUN_CONFIG_MAX_HTTP_REQUESTS']);
+  const cap = Number.isInteger(configured) && configured > 0 ? configured : BUN_DEFAULT_MAX_HTTP_REQUESTS;
+  if (cap >= maxInFlight) return undefined;
+  return (
+    `pdlink: Bun's fetch runs at most ${cap} requests at once but the proxy admits ${maxInFlight} (request_limit.max_requests); ` +
+    `requests beyond ${cap} wait for a free connection slot. Start the process with BUN_CONFIG_MAX_HTTP_REQUESTS=${Math.min(maxInFlight, 65_535)}.`
+  );
+}
+
+/** Longest excerpt of an engine's error body quoted in a proxy error message. */
+export const MAX_QUOTED_CHARS = 300;
+
+/**
+ * Sends one leg, failing it when the engine stays silent for `idleMs` (http_timeout_seconds, see
+ * idle.ts). Redirects are not followed: an engine that redirects is misconfigured, and the answer
+ * is judged like any other non-2xx status.
+ * @example const res = await postLeg(url, headers, text, signal, settings.engineIdleTimeoutMs);
+ */
+export function postLeg(
+  url: string,
+  headers: Headers,
+  body: string,
+  signal: AbortSignal,
+  idleMs = Infinity,
+  tls?: ClientTlsOptions,
+): Promise<Response> {
+  // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
+  const init: RequestInit = { method: 'POST', headers, body, redirect: 'manual', ...(tls === undefined ? {} : { tls }) };
+  return withIdleTimeout((legSignal) => fetch(url, { ...init, signal: legSignal }), signal, idleMs);
+}
+
+/**
+ * An engine's answer returned to the client as it is: status, content type and body, plus the request id.
+ * @example return passthrough(res.status, res.headers.get('content-type'), text, requestId);
+ */
+export function passthrough(status: number, contentType: string | null, body: string | ArrayBuffer, requestId: string): Response {
+  const headers = new Headers({ [REQUEST_ID_HEADER]: requestId });
+  if (contentType !== null) headers.set('content-type', contentType);
+  return new Response(body, { status, headers });
+}
+
+/**
+ * The headers of a streamed answer: D's content type, no caching by intermediaries, the request id.
+ * @example new Response(stream, { status: res.status, headers: streamHeaders(res, requestId) })
+ */
+export function streamHeaders(res: Response, requestId: string): Headers {
+  const headers = new Headers({ 'content-type': res.headers.get('content-type') ?? 'text/event-stream', [REQUEST_ID_HEADER]: requestId });
+  headers.set('cache-control', 'no-cache');
+  return headers;
+}
+
+/**
+ * The error an engine answered, shortened for a message: OpenAI-style `error.message` when there is one, else the text.
+ * @example quoteError('{"error":{"message":"boom"}}') // 'boom'
+ */
+export function quoteError(text: string): string {
+  let quoted = text;
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown; message?: unknown };
+    const error = parsed.error;
+    if (typeof error === 'string') quoted = error;
+    else if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string') {
+      quoted = (error as { message: string }).message;
+    } else if (typeof parsed.message === 'string') quoted = parsed.message;
+  } catch {
+    // Not JSON: quote the text itself.
+  }
+  quoted = quoted.trim();
+  return quoted.length > MAX_QUOTED_CHARS ? `${quoted.slice(0, MAX_QUOTED_CHARS)}…` : quoted;
+}
+
+/**
+ * The message of a transport error (connection refused, reset...), with its code when Bun gives one.
+ * @example transportMessage(err) // 'ECONNREFUSED: Unable to connect...'
+ */
+export function transportMessage(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' && !error.message.startsWith(code) ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}
+
+/**
+ * Reads the first non-empty chunk of a body; `null` when the body ends before any byte.
+ * @example const first = await firstChunk(reader);
+ */
+export async function firstChunk(reader: ChunkReader): Promise<Uint8Array | null> {
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return null;
+    if (value.byteLength > 0) return value;
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * The scheduler's Prometheus metrics: pair selections by policy and by how P was chosen, failed
+ * picks by reason, and each instance's circuit state. The circuit gauge is computed when scraped,
+ * over the indexed instances, so a closed circuit shows as 0 without any per-request work.
+ */
+import { Counter, Gauge, type Registry } from '../core/metrics.ts';
+import { CIRCUIT_STATE_CODE, type CircuitBreakers } from './breakers.ts';
+import { PICK_FAILURES, PICK_REASONS, type PickFailureReason, type PickReason, type PolicyChoice, type PolicyName } from './types.ts';
+
+type CounterChild = ReturnType<Counter['labels']>;
+
+/** How each prefill policy can choose P (see the policies). */
+const REASONS_BY_POLICY: Record<PolicyName, readonly PickReason[]> = {
+  load_balance: ['least_load'],
+  round_robin: ['round_robin'],
+  power_of_two: ['power_of_two', 'least_load'],
+  cache_affinity: ['cache_hit', 'cache_miss', 'cache_overloaded'],
+};
+
+export class SchedulerMetrics {
+  readonly #selections: Record<PickReason, CounterChild>;
+  readonly #failures: Record<PickFailureReason, CounterChild>;
+
+  constructor(registry: Registry, policy: PolicyChoice, source: { ids(): Iterable<number>; breakers: CircuitBreakers }) {
+    const registers = [registry];
+    const selections = new Counter({
+      name: 'pdlink_pd_pair_selections_total',
+      help: 'Prefill/decode pairs chosen, by policy (prefill/decode) and by how the prefill instance was chosen',
+      labelNames: ['policy', 'reason'],
+      registers,
+    });
+    const failures = new Counter({
+      name: 'pdlink_scheduler_pick_failures_total',
+      help: 'Requests for which no prefill/decode pair could be chosen, by reason',
+      labelNames: ['reason'],
+      registers,
+    });
+    const policyLabel = `${policy.prefill}/${policy.decode}`;
+    // Children resolved once, so a pick does no label hashing; the series a policy can produce,
+    // and every failure reason, are shown from the start at 0.
+    this.#selections = Object.fromEntries(PICK_REASONS.map((r) => [r, selections.labels(policyLabel, r)])) as Record<
+      PickReason,
+      CounterChild
+    >;
+    for (const reason of REASONS_BY_POLICY[policy.prefill]) this.#selections[reason].inc(0);
+    this.#failures = Object.fromEntries(PICK_FAILURES.map((r) => [r, failures.labels(r)])) as Record<PickFailureReason, CounterChild>;
+    for (const reason of PICK_FAILURES) this.#failures[reason].inc(0);
+    new Gauge({
+      name: 'pdlink_circuit_state',
+      help: 'Circuit breaker state of each prefill/decode instance: 0 closed, 1 half-open, 2 open',
+      labelNames: ['instance'],
+      registers,
+      collect() {
+        this.reset();
+        for (const id of source.ids()) this.set({ instance: String(id) }, CIRCUIT_STATE_CODE[source.breakers.state(id)]);
+      },
+    });
+  }
+
+  /**
+   * Counts a chosen pair.
+   * @example metrics.selected('cache_hit');
+   */
+  selected(reason: PickReason): void {
+    this.#selections[reason].inc();
+  }
+
+  /**
+   * Counts a failed pick.
+   * @example metrics.failed('no_capacity');
+   */
+  failed(reason: PickFailureReason): void {
+    this.#failures[reason].inc();
+  }
+}

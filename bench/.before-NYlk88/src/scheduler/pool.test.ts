@@ -1,0 +1,117 @@
+import { describe, expect, test } from 'bun:test';
+import * as fc from 'fast-check';
+import { lessLoaded, Pool, type PoolMember } from './pool.ts';
+
+interface Member extends PoolMember {
+  load: number;
+}
+
+const sortedIds = (members: Iterable<Member>): number[] =>
+  [...members].sort((a, b) => (lessLoaded(a, b) ? -1 : lessLoaded(b, a) ? 1 : 0)).map((m) => m.id);
+
+describe('Pool', () => {
+  test('an empty pool has no minimum and yields nothing', () => {
+    const pool = new Pool<Member>();
+    expect(pool.size).toBe(0);
+    expect(pool.min()).toBeUndefined();
+    expect(pool.at(0)).toBeUndefined();
+    expect([...pool.ascending()]).toEqual([]);
+  });
+
+  test('orders by load, then by id', () => {
+    const pool = new Pool<Member>();
+    const members = [
+      { id: 3, load: 0.5 },
+      { id: 1, load: 0.5 },
+      { id: 2, load: 0.1 },
+      { id: 0, load: 0.9 },
+    ];
+    for (const m of members) pool.add(m);
+    expect(pool.min()?.id).toBe(2);
+    expect([...pool.ascending()].map((m) => m.id)).toEqual([2, 1, 3, 0]);
+  });
+
+  test('add and delete are idempotent', () => {
+    const pool = new Pool<Member>();
+    const m = { id: 7, load: 0 };
+    pool.add(m);
+    pool.add(m);
+    expect(pool.size).toBe(1);
+    pool.delete(m);
+    pool.delete(m);
+    expect(pool.size).toBe(0);
+    expect(pool.has(m)).toBe(false);
+  });
+
+  test('reorder after a load change moves the member', () => {
+    const pool = new Pool<Member>();
+    const a = { id: 0, load: 0.1 };
+    const b = { id: 1, load: 0.2 };
+    pool.add(a);
+    pool.add(b);
+    a.load = 0.9;
+    pool.reorder(a);
+    expect(pool.min()).toBe(b);
+    pool.reorder({ id: 5, load: 0 }); // not a member: ignored
+    expect(pool.size).toBe(2);
+  });
+
+  test('matches a sorted reference under random adds, deletes and load changes', () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('add' as const), id: fc.nat(30), load: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }) }),
+      fc.record({ kind: fc.constant('delete' as const), id: fc.nat(30) }),
+      fc.record({
+        kind: fc.constant('load' as const),
+        id: fc.nat(30),
+        load: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+      }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 200 }), (ops) => {
+        const pool = new Pool<Member>();
+        const byId = new Map<number, Member>();
+        for (const o of ops) {
+          if (o.kind === 'add') {
+            if (byId.has(o.id)) continue;
+            const m = { id: o.id, load: o.load };
+            byId.set(o.id, m);
+            pool.add(m);
+          } else if (o.kind === 'delete') {
+            const m = byId.get(o.id);
+            if (m === undefined) continue;
+            byId.delete(o.id);
+            pool.delete(m);
+          } else {
+            const m = byId.get(o.id);
+            if (m === undefined) continue;
+            m.load = o.load;
+            pool.reorder(m);
+          }
+        }
+        const expected = sortedIds(byId.values());
+        expect([...pool.ascending()].map((m) => m.id)).toEqual(expected);
+        expect(pool.min()?.id).toBe(expected[0] as number);
+        expect(pool.size).toBe(byId.size);
+        const dense = Array.from({ length: pool.size }, (_, i) => pool.at(i)?.id);
+        expect(dense.sort((a, b) => (a as number) - (b as number))).toEqual([...byId.keys()].sort((a, b) => a - b));
+        expect(sortedIds(pool.members())).toEqual(expected);
+      }),
+    );
+  });
+
+  test('a partial walk of a large pool yields its smallest members in order', () => {
+    const pool = new Pool<Member>();
+    const all: Member[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      const m = { id: i, load: ((i * 7919) % 10_000) / 10_000 };
+      all.push(m);
+      pool.add(m);
+    }
+    const first: number[] = [];
+    for (const m of pool.ascending()) {
+      first.push(m.id);
+      if (first.length === 5) break;
+    }
+    expect(first).toEqual(sortedIds(all).slice(0, 5));
+  });
+});

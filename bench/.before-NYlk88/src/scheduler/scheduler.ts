@@ -1,0 +1,359 @@
+/**
+ * The PD scheduler: places each request on a (prefill, decode) pair. P is chosen first, by the
+ * prefill policy, among the P's that can take a request now and have at least one linked D that
+ * can too; D is then chosen by the decode policy among that P's linked D's only (same group, and
+ * D lists P among its peers: MindIE's rule). Role-`undefined` instances are never scheduled;
+ * instances whose circuit is open are skipped; a half-open instance gets one trial at a time.
+ * When open circuits are all that stands between a request and a pair, one of them is given its
+ * trial now rather than answering 503 for the rest of its cool-down; and every accepted refresh
+ * gives the open instances it lists a trial (the Controller saw them alive, e.g. restarted).
+ * An instance with `maxRequestsPerInstance` requests of this process on it is full.
+ *
+ * All the work of keeping candidates ordered happens when topology, loads or circuits change
+ * (see topology.ts); a pick walks only the head of a pool, whatever the cluster size.
+ */
+import type { ClusterView } from '../cluster/instance.ts';
+import { errors } from '../core/errors.ts';
+import type { Registry } from '../core/metrics.ts';
+import { trialEarly } from './early-trial.ts';
+import { type CircuitBreakers, createBreakers } from './breakers.ts';
+import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
+import { SchedulerMetrics } from './metrics.ts';
+import type { SchedulerNode } from './node.ts';
+import { cacheAffinity, loadBalance, type Policy, type PolicyContext, powerOfTwo, roundRobin } from './policies/index.ts';
+import { DEFAULT_BLOCK_SIZE, prefixHashes } from './prefix-hash.ts';
+import { PrefixIndex, type PrefixIndexOptions } from './prefix-index.ts';
+import { blocksNeeded, type CheckedRequest, checkPickRequest } from './request.ts';
+import { Topology, type TopologyCounts } from './topology.ts';
+import {
+  DECODE_POLICY_NAMES,
+  DEFAULT_POLICY,
+  POLICY_NAMES,
+  type DecodePolicyName,
+  type Pair,
+  type PickFailure,
+  type PickFailureReason,
+  type PickRequest,
+  type PickResult,
+  type PolicyChoice,
+  type PolicyName,
+} from './types.ts';
+
+export interface SchedulerOptions {
+  /** Topology (the cluster registry). */
+  cluster: ClusterView;
+  /** Live reservations (the KV ledger, via `ledgerLoads`); default: none, reported values only. */
+  loads?: LoadSource;
+  /** Circuit breakers the proxy reports outcomes to; default: a fresh set with default thresholds. */
+  health?: CircuitBreakers;
+  /** Policy per role (`scheduler.policy`); default load_balance for both. */
+  policy?: { readonly prefill?: PolicyName; readonly decode?: PolicyName };
+  /** Tokens per prefix-hash block for cache_affinity (default 128); the same for every instance so hashes compare. */
+  blockSize?: number;
+  /** Memory bounds of the cache_affinity prefix index. */
+  prefix?: PrefixIndexOptions;
+  /** Uniform in [0, 1) for power_of_two (default Math.random); inject a seeded one in tests. */
+  rng?: () => number;
+  /** Registry for the scheduler's metrics (default: none). */
+  metrics?: Registry;
+  /** Requests this process may hold on one instance (`request_limit.single_node_max_requests`); default no cap. */
+  maxRequestsPerInstance?: number;
+}
+
+export class PdScheduler {
+  readonly policy: PolicyChoice;
+  readonly health: CircuitBreakers;
+  readonly #topology: Topology;
+  readonly #prefill: Policy;
+  readonly #decode: Policy;
+  readonly #prefix: PrefixIndex | undefined;
+  readonly #blockSize: number;
+  readonly #rng: () => number;
+  readonly #metrics: SchedulerMetrics | undefined;
+  /** The proxy hands the same request object to pick() and recordPrefill(); hash it once. */
+  readonly #hashes = new WeakMap<object, readonly number[]>();
+  readonly #unsubscribe: () => void;
+
+  constructor(options: SchedulerOptions) {
+    if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
+    if (typeof options.cluster?.onChange !== 'function')
+      throw errors.invalidArgument('cluster', 'must be a cluster view (get, all, byRole, onChange)');
+    const prefill = policyName(options.policy?.prefill, 'policy.prefill', POLICY_NAMES);
+    const decode = policyName(options.policy?.decode, 'policy.decode', DECODE_POLICY_NAMES) as DecodePolicyName;
+    this.policy = Object.freeze({ prefill, decode });
+    this.#blockSize = blockSizeArg(options.blockSize);
+    if (options.rng !== undefined && typeof options.rng !== 'function')
+      throw errors.invalidArgument('rng', 'must be a function returning a number in [0, 1)');
+    this.#rng = options.rng ?? Math.random;
+    this.health = options.health ?? createBreakers();
+    this.#prefix = prefill === 'cache_affinity' ? new PrefixIndex(options.prefix) : undefined;
+    const maxRequests = options.maxRequestsPerInstance;
+    if (maxRequests !== undefined && (!Number.isSafeInteger(maxRequests) || maxRequests < 1))
+      throw errors.invalidArgument('maxRequestsPerInstance', 'must be a positive integer');
+    this.#topology = new Topology({
+      cluster: options.cluster,
+      loads: options.loads ?? NO_RESERVATIONS,
+      breakers: this.health,
+      ...(maxRequests === undefined ? {} : { maxRequests }),
+      onRemove: (node) => this.#prefix?.forget(node.id),
+    });
+    const cluster = options.cluster;
+    this.#unsubscribe = cluster.onRefresh?.(() => this.health.relisted((id) => cluster.get(id) !== undefined)) ?? (() => {});
+    this.#prefill =
+      this.#prefix === undefined
+        ? SIMPLE_POLICIES[prefill as DecodePolicyName]
+        : cacheAffinity(this.#prefix, (id) => this.#topology.get(id));
+    this.#decode = SIMPLE_POLICIES[decode];
+    this.#metrics =
+      options.metrics === undefined
+        ? undefined
+        : new SchedulerMetrics(options.metrics, this.policy, {
+            ids: () => [...this.#topology.nodes()].map((n) => n.id),
+            breakers: this.health,
+          });
+  }
+
+  /**
+   * Chooses a (P, D) pair for a request, or says why there is none. Sending the request is the
+   * caller's business; so are reserving capacity (KV ledger) and reporting the outcome (health).
+   * @throws PdlinkError `bad_request` naming the field of a malformed request.
+   * @example const pick = scheduler.pick({ promptTokens, excludeP: new Set([failedP]) }); if (pick.ok) send(pick.p, pick.d);
+   */
+  pick(request: PickRequest = {}): PickResult {
+    const checked = checkPickRequest(request);
+    // Circuits whose cool-down ended become half-open here; the topology hears of it before the walk.
+    this.health.poll();
+    let result = this.#walk(checked, request);
+    // At most one early trial per role (a P, then a D), each only when open circuits are the obstacle.
+    for (let trials = 0; typeof result === 'string' && TRIAL_REASONS.has(result) && trials < 2; trials++) {
+      if (trialEarly(this.#topology, this.health, checked) === undefined) break;
+      result = this.#walk(checked, request);
+    }
+    if (typeof result === 'string')
+      return this.#fail(result === 'no_capacity' && this.#topology.capsBlock() ? 'instance_cap' : result, checked);
+    return this.#chosen(result.p, result.d, result.reason, result.matchedBlocks);
+  }
+
+  #walk(
+    checked: CheckedRequest,
+    request: PickRequest,
+  ): { p: SchedulerNode; d: SchedulerNode; reason: Pair['reason']; matchedBlocks: number } | PickFailureReason {
+    const prefills = this.#topology.prefills;
+    if (prefills.size === 0) return this.#diagnose();
+    const hashes = this.#prefix === undefined ? NO_HASHES : this.#hashesOf(checked, request);
+    let excluded = false;
+    let lackedRoom = false;
+    const fits = (node: SchedulerNode, exclude: ReadonlySet<number>): boolean => {
+      if (exclude.has(node.id)) {
+        excluded = true;
+        return false;
+      }
+      if (node.freeBlocks < blocksNeeded(checked, node.instance)) {
+        lackedRoom = true;
+        return false;
+      }
+      return true;
+    };
+    const pContext = context(this.#rng, hashes, checked.excludeP, fits);
+    const dContext = context(this.#rng, NO_HASHES, checked.excludeD, fits);
+    for (const p of this.#prefill.order(prefills, pContext)) {
+      if (!fits(p, checked.excludeP)) continue;
+      const reason = pContext.reason;
+      const matchedBlocks = pContext.matchedBlocks;
+      for (const d of this.#decode.order(p.decodes, dContext)) {
+        if (!fits(d, checked.excludeD)) continue;
+        return { p, d, reason, matchedBlocks };
+      }
+    }
+    return excluded && !lackedRoom ? 'excluded' : 'no_capacity';
+  }
+
+  /**
+   * Chooses another D for a request whose P already answered: among P's linked D's (same group, D
+   * lists P), as pick() would, with one early trial when only open circuits stand in the way.
+   * P's own circuit does not matter: its part is done.
+   * @throws PdlinkError `bad_request` naming the field of a malformed request.
+   * @example const next = scheduler.pickDecode(pair.p.id, { excludeD: new Set([failedD]) });
+   */
+  pickDecode(pId: number, request: PickRequest = {}): PickResult {
+    const checked = checkPickRequest(request);
+    this.health.poll();
+    const p = this.#topology.get(pId);
+    if (p === undefined || p.role !== 'prefill') return this.#fail('no_prefill', checked);
+    const walk = (): SchedulerNode | PickFailureReason => {
+      let excluded = false;
+      const dContext = context(this.#rng, NO_HASHES, checked.excludeD, (node) => !checked.excludeD.has(node.id));
+      for (const d of this.#decode.order(p.decodes, dContext)) {
+        if (checked.excludeD.has(d.id)) {
+          excluded = true;
+          continue;
+        }
+        if (d.freeBlocks >= blocksNeeded(checked, d.instance)) return d;
+      }
+      if (excluded) return 'excluded';
+      return p.healthyLinks === 0 ? 'no_healthy_decode' : 'no_capacity';
+    };
+    let d = walk();
+    if (typeof d === 'string' && d !== 'no_capacity') {
+      const open = [...p.links].filter((node) => !checked.excludeD.has(node.id)).map((node) => node.id);
+      if (this.health.trialEarly(open) !== undefined) d = walk();
+    }
+    if (typeof d === 'string') {
+      const capped = [...p.links].some((node) => node.capped && node.admissible && !checked.excludeD.has(node.id));
+      return this.#fail(capped ? 'instance_cap' : d, checked);
+    }
+    // Only D's trial starts here; a selection of the pair was counted when P was chosen.
+    this.health.admit(d.id);
+    return { ok: true, p: p.instance, d: d.instance, policy: this.policy, reason: 'least_load', matchedBlocks: 0 };
+  }
+
+  /**
+   * Like pick(), but throws when there is no pair.
+   * @throws PdlinkError `unavailable` (503) naming why, `bad_request` for a malformed request.
+   * @example const { p, d } = scheduler.pickOrThrow({ promptTokens });
+   */
+  pickOrThrow(request: PickRequest = {}): Pair {
+    const result = this.pick(request);
+    if (!result.ok) throw errors.unavailable(result.message);
+    return result;
+  }
+
+  /**
+   * Records that P prefilled this request successfully, so later requests sharing its prefix
+   * prefer P (cache_affinity only; a no-op for other policies and for unknown instances).
+   * @example scheduler.recordPrefill(pair.p.id, request);
+   */
+  recordPrefill(pId: number, request: PickRequest): void {
+    if (this.#prefix === undefined) return;
+    if (!Number.isSafeInteger(pId) || pId < 0) throw errors.invalidArgument('pId', 'must be an instance id');
+    const node = this.#topology.get(pId);
+    if (node === undefined || node.role !== 'prefill') return;
+    this.#prefix.record(pId, this.#hashesOf(checkPickRequest(request), request), node.instance.totalBlocks);
+  }
+
+  /**
+   * How many instances are registered, linked, healthy and schedulable now.
+   * @example scheduler.counts().schedulablePrefill
+   */
+  counts(): TopologyCounts {
+    return this.#topology.counts();
+  }
+
+  /**
+   * Stops following the cluster, the loads and the circuits; picks after close() see a frozen topology.
+   * @example scheduler.close();
+   */
+  close(): void {
+    this.#unsubscribe();
+    this.#topology.close();
+  }
+
+  #chosen(p: SchedulerNode, d: SchedulerNode, reason: Pair['reason'], matchedBlocks: number): Pair {
+    const pair: Pair = { ok: true, p: p.instance, d: d.instance, policy: this.policy, reason, matchedBlocks };
+    // A half-open instance's single trial is this request; both calls are no-ops on closed circuits.
+    this.health.admit(p.id);
+    this.health.admit(d.id);
+    this.#metrics?.selected(reason);
+    return pair;
+  }
+
+  #fail(reason: PickFailureReason, request: CheckedRequest): PickFailure {
+    this.#metrics?.failed(reason);
+    return { ok: false, reason, message: failureMessage(reason, request) };
+  }
+
+  #diagnose(): PickFailureReason {
+    const counts = this.#topology.counts();
+    if (counts.prefill === 0) return 'no_prefill';
+    if (counts.decode === 0) return 'no_decode';
+    if (counts.linkedPrefill === 0) return 'no_linked_decode';
+    if (counts.healthyLinkedPrefill === 0) return 'no_healthy_prefill';
+    if (counts.pairedPrefill === 0) return 'no_healthy_decode';
+    return 'no_capacity';
+  }
+
+  #hashesOf(checked: CheckedRequest, original: PickRequest): readonly number[] {
+    const cached = this.#hashes.get(original);
+    if (cached !== undefined) return cached;
+    const hashes = prefixHashes(checked, this.#blockSize);
+    this.#hashes.set(original, hashes);
+    return hashes;
+  }
+}
+
+/**
+ * Creates the scheduler of a Coordinator.
+ * @example const scheduler = createScheduler({ cluster: registry, loads: ledgerLoads(ledger), policy: { prefill: 'cache_affinity', decode: 'load_balance' } });
+ */
+export function createScheduler(options: SchedulerOptions): PdScheduler {
+  return new PdScheduler(options);
+}
+
+const NO_HASHES: readonly number[] = Object.freeze([]);
+/** Failures an early trial of an open circuit may turn into a pair. */
+const TRIAL_REASONS: ReadonlySet<PickFailureReason> = new Set(['no_healthy_prefill', 'no_healthy_decode', 'excluded']);
+const MAX_BLOCK_SIZE = 4096;
+
+const SIMPLE_POLICIES: Record<DecodePolicyName, Policy> = {
+  load_balance: loadBalance,
+  round_robin: roundRobin,
+  power_of_two: powerOfTwo,
+};
+
+function context(
+  rng: () => number,
+  hashes: readonly number[],
+  exclude: ReadonlySet<number>,
+  fits: (node: SchedulerNode, exclude: ReadonlySet<number>) => boolean,
+): PolicyContext {
+  return {
+    rng,
+    hashes,
+    fits: (node) => fits(node, exclude),
+    excluded: (node) => exclude.has(node.id),
+    reason: 'least_load',
+    matchedBlocks: 0,
+  };
+}
+
+function policyName(value: unknown, path: string, allowed: readonly PolicyName[]): PolicyName {
+  if (value === undefined) return DEFAULT_POLICY;
+  if (allowed.includes(value as PolicyName)) return value as PolicyName;
+  if (value === 'cache_affinity') {
+    throw errors.invalidArgument(path, `cache_affinity applies to prefill only; use one of ${allowed.join(', ')}`);
+  }
+  throw errors.invalidArgument(path, `must be one of ${allowed.join(', ')}`);
+}
+
+function blockSizeArg(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_BLOCK_SIZE;
+  if (!Number.isSafeInteger(value) || value < 1 || value > MAX_BLOCK_SIZE) {
+    throw errors.invalidArgument('blockSize', `must be an integer in [1, ${MAX_BLOCK_SIZE}]`);
+  }
+  return value;
+}
+
+function failureMessage(reason: PickFailureReason, request: CheckedRequest): string {
+  switch (reason) {
+    case 'no_prefill':
+      return 'no prefill instance is registered';
+    case 'no_decode':
+      return 'no decode instance is registered';
+    case 'no_linked_decode':
+      return 'no decode instance lists a prefill instance of its own group among its peers';
+    case 'no_healthy_prefill':
+      return 'every prefill instance with a linked decode instance is unhealthy (circuit open or trial in progress)';
+    case 'no_healthy_decode':
+      return 'every decode instance linked to a healthy prefill instance is unhealthy (circuit open or trial in progress)';
+    case 'no_capacity': {
+      let need = '';
+      if (request.promptBlocks !== undefined) need = ` and ${request.promptBlocks} free blocks`;
+      else if (request.promptTokens !== undefined) need = ` and free blocks for ${request.promptTokens.length} prompt tokens`;
+      return `no healthy prefill/decode pair has a free slot${need} on both instances`;
+    }
+    case 'excluded':
+      return 'every prefill/decode pair with room is excluded by the request';
+    case 'instance_cap':
+      return 'every healthy prefill/decode pair has an instance at its limit of requests in flight (single_node_max_requests)';
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * The scheduler's public shapes: policy names (as `scheduler.policy` names them in configuration),
+ * the request it places, and what it answers.
+ */
+import type { Instance } from '../cluster/instance.ts';
+import type { DecodePolicyName, PolicyName } from '../schema/coordinator-config.ts';
+
+// Policy names are what the Coordinator file spells (schema/coordinator-config.ts).
+export {
+  DECODE_POLICY_NAMES,
+  DecodePolicySchema,
+  POLICY_NAMES,
+  PrefillPolicySchema,
+  type DecodePolicyName,
+  type PolicyName,
+} from '../schema/coordinator-config.ts';
+
+export const DEFAULT_POLICY: PolicyName = 'load_balance';
+
+export interface PolicyChoice {
+  readonly prefill: PolicyName;
+  readonly decode: DecodePolicyName;
+}
+
+/** One request to place on a (P, D) pair. */
+export interface PickRequest {
+  /** Prompt token ids; used for cache affinity and, without `promptBlocks`, for the blocks it needs. */
+  readonly promptTokens?: readonly number[];
+  /** Prompt text, hashed as UTF-8 bytes when there are no token ids (cache affinity only). */
+  readonly promptText?: string;
+  /** KV blocks the prompt needs on P and on D; without it, ⌈tokens / block_size⌉ per instance, or 0. */
+  readonly promptBlocks?: number;
+  /** Instances not to use, e.g. the ones a retry already failed on. */
+  readonly excludeP?: ReadonlySet<number>;
+  readonly excludeD?: ReadonlySet<number>;
+}
+
+/** How P was chosen. */
+export const PICK_REASONS = ['least_load', 'round_robin', 'power_of_two', 'cache_hit', 'cache_miss', 'cache_overloaded'] as const;
+export type PickReason = (typeof PICK_REASONS)[number];
+
+/** A placed request. */
+export interface Pair {
+  readonly ok: true;
+  readonly p: Instance;
+  readonly d: Instance;
+  readonly policy: PolicyChoice;
+  readonly reason: PickReason;
+  /** Prompt blocks P already holds (cache affinity; 0 otherwise). */
+  readonly matchedBlocks: number;
+}
+
+/** Why no pair could be chosen, from the most to the least fundamental. */
+export const PICK_FAILURES = [
+  'no_prefill',
+  'no_decode',
+  'no_linked_decode',
+  'no_healthy_prefill',
+  'no_healthy_decode',
+  'no_capacity',
+  'excluded',
+  'instance_cap',
+] as const;
+export type PickFailureReason = (typeof PICK_FAILURES)[number];
+
+export interface PickFailure {
+  readonly ok: false;
+  readonly reason: PickFailureReason;
+  /** One sentence naming why, fit for a 503 body. */
+  readonly message: string;
+}
+
+export type PickResult = Pair | PickFailure;

@@ -1,0 +1,113 @@
+import { describe, expect, test } from 'bun:test';
+import fc from 'fast-check';
+import * as v from 'valibot';
+import { UnsafeInteger } from '../core/exact-json.ts';
+import { isValidSnapshot } from './refresh-fast.ts';
+import { exampleSnapshot, seedExample } from '../../test/doubles/refresh-examples.ts';
+import { RefreshSchema } from './refresh.ts';
+
+const UNSAFE = new UnsafeInteger('9007199254740993');
+const MAX = Number.MAX_SAFE_INTEGER;
+const UINT32 = 4294967295;
+
+/** Each field with values at and around its boundaries, and values of wrong types. */
+const FIELDS: readonly { path: readonly string[]; values: readonly unknown[] }[] = [
+  { path: ['id'], values: [-1, 0, 1, 2, 40, MAX, 2 ** 53, 0.5, '0', UNSAFE] },
+  { path: ['ip'], values: ['10.0.0.1', '::1', '999.0.0.1', '10.0.0', '', 1] },
+  { path: ['port'], values: ['1023', '1024', '65535', '65536', ' 1025', '01025', '0x401', '1025.0', 1025] },
+  { path: ['metric_port'], values: ['1023', '1024', '65535', '65536', 1026] },
+  { path: ['model_name'], values: ['', 'm', 0] },
+  { path: ['static_info'], values: [null, [], {}] },
+  { path: ['static_info', 'group_id'], values: [-1, 0, MAX, 2 ** 53, 0.5, UNSAFE] },
+  { path: ['static_info', 'max_seq_len'], values: [0, 1, 2, 1024, 1025, 4096, UINT32, UINT32 + 1] },
+  { path: ['static_info', 'max_output_len'], values: [0, 1, 1023, 1024, 4095, 4096, UINT32] },
+  { path: ['static_info', 'total_slots_num'], values: [0, 1, 199, 200, 201, 5000, 5001] },
+  { path: ['static_info', 'total_block_num'], values: [0, 1, 1023, 1024, 1025, UINT32, UINT32 + 1] },
+  { path: ['static_info', 'block_size'], values: [0, 1, 127, 128, 129] },
+  { path: ['static_info', 'label'], values: [1, 2, 3, 4, '2'] },
+  { path: ['static_info', 'role'], values: [68, 80, 85, 79, 81, '80'] },
+  { path: ['dynamic_info'], values: [null, [], {}] },
+  { path: ['dynamic_info', 'avail_slots_num'], values: [-1, 0, 1, 199, 200, 201, 5000] },
+  { path: ['dynamic_info', 'avail_block_num'], values: [-1, 0, 1, 1023, 1024, 1025] },
+  { path: ['dynamic_info', 'peers'], values: [[], [0], [0, 0], [1], [0, 1], [-1], 0, null] },
+];
+/** Wrong for every field. */
+const ANYWHERE: readonly unknown[] = [null, true, undefined, '1', Number.NaN];
+
+type Mutation =
+  | { kind: 'set'; instance: number; field: number; value: number }
+  | { kind: 'delete'; instance: number; field: number }
+  | { kind: 'ids'; op: 'push' | 'pop' | 'dup' | 'swap'; value: number }
+  | { kind: 'instances'; op: 'dup' | 'pop'; value: number }
+  | { kind: 'peer'; instance: number; op: 'add' | 'dup' | 'clear'; value: number };
+
+const mutation: fc.Arbitrary<Mutation> = fc.oneof(
+  fc.record({ kind: fc.constant('set' as const), instance: fc.nat(40), field: fc.nat(FIELDS.length - 1), value: fc.nat(99) }),
+  fc.record({ kind: fc.constant('delete' as const), instance: fc.nat(40), field: fc.nat(FIELDS.length - 1) }),
+  fc.record({ kind: fc.constant('ids' as const), op: fc.constantFrom('push', 'pop', 'dup', 'swap'), value: fc.nat(40) }),
+  fc.record({ kind: fc.constant('instances' as const), op: fc.constantFrom('dup', 'pop'), value: fc.nat(40) }),
+  fc.record({ kind: fc.constant('peer' as const), instance: fc.nat(40), op: fc.constantFrom('add', 'dup', 'clear'), value: fc.nat(40) }),
+);
+
+function mutate(body: ReturnType<typeof seedExample>, m: Mutation): void {
+  const n = body.instances.length;
+  if (m.kind === 'ids') {
+    if (m.op === 'push') body.ids.push(m.value);
+    else if (m.op === 'pop') body.ids.pop();
+    else if (m.op === 'dup' && body.ids.length > 0) body.ids.push(body.ids[m.value % body.ids.length]);
+    else if (m.op === 'swap' && body.ids.length > 0) body.ids[m.value % body.ids.length] = m.value;
+    return;
+  }
+  if (n === 0) return;
+  if (m.kind === 'instances') {
+    if (m.op === 'pop') body.instances.pop();
+    else body.instances.push(structuredClone(body.instances[m.value % n]!));
+    return;
+  }
+  const instance = body.instances[m.instance % n] as Record<string, any>;
+  if (m.kind === 'peer') {
+    const d = instance.dynamic_info;
+    if (typeof d !== 'object' || d === null) return;
+    if (m.op === 'clear') delete d.peers;
+    else if (!Array.isArray(d.peers)) d.peers = [m.value];
+    else d.peers.push(m.op === 'dup' && d.peers.length > 0 ? d.peers[0] : m.value);
+    return;
+  }
+  const { path, values } = FIELDS[m.field]!;
+  let target: any = instance;
+  for (const key of path.slice(0, -1)) {
+    target = target[key];
+    if (typeof target !== 'object' || target === null) return;
+  }
+  const key = path.at(-1)!;
+  if (m.kind === 'delete') delete target[key];
+  else target[key] = fresh(m.value % 10 === 9 ? ANYWHERE[m.value % ANYWHERE.length] : values[m.value % values.length]);
+}
+
+/** A copy of arrays and plain objects, so one run's edits never leak into the pools. */
+function fresh(value: unknown): unknown {
+  if (Array.isArray(value)) return [...value];
+  return value !== null && typeof value === 'object' && !(value instanceof UnsafeInteger) ? {} : value;
+}
+
+describe('isValidSnapshot', () => {
+  test('accepts exactly what the Valibot schema accepts', () => {
+    fc.assert(
+      fc.property(fc.nat(40), fc.boolean(), fc.array(mutation, { maxLength: 4 }), (size, seed, mutations) => {
+        const body = seed ? seedExample() : exampleSnapshot(size);
+        for (const m of mutations) mutate(body, m);
+        const expected = v.safeParse(RefreshSchema, body, { abortEarly: false }).success;
+        expect(isValidSnapshot(body)).toBe(expected);
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  test('accepts generated clusters of every size up to a few groups', () => {
+    for (let n = 0; n <= 50; n++) expect(isValidSnapshot(exampleSnapshot(n))).toBe(true);
+  });
+
+  test.each([[null], [undefined], [[]], ['{}'], [{ ids: [], instances: {} }]])('refuses %p', (body) => {
+    expect(isValidSnapshot(body)).toBe(false);
+  });
+});

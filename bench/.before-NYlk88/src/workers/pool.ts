@@ -1,0 +1,139 @@
+/**
+ * The worker pool: piscina threads that run device-runtime calls so the main thread never blocks.
+ * Replies are plain data; a task whose worker dies or that is aborted resolves as a failure with
+ * a code and a message, and the pool replaces the thread and goes on.
+ */
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import { optionErrors } from '../core/errors.ts';
+import { LLM_STATUS } from '../core/llm-status.ts';
+import type { TaskReply, WorkerTask } from './protocol.ts';
+import { BOARD_SLOTS } from './tasks.ts';
+
+/**
+ * Threads: 2 on the 2-core machine of bench/results/pool.md, where 2 beat 1 and 4 did no better.
+ * Threads mostly wait on the network inside the runtime, so larger machines get up to 4: more
+ * batches in flight while some wait out a dead peer's timeout.
+ */
+export const DEFAULT_POOL_THREADS = Math.max(2, Math.min(4, availableParallelism()));
+/** piscina's `sync` atomics beat `async` and `disabled` at the best setting (bench/results/pool.md). */
+export const DEFAULT_ATOMICS: PoolAtomics = 'sync';
+
+export type PoolAtomics = 'sync' | 'async' | 'disabled';
+
+type WithoutTaskId<T> = T extends unknown ? Omit<T, 'taskId'> : never;
+export type PoolTask = WithoutTaskId<WorkerTask>;
+
+export interface WorkerPoolOptions {
+  /** Worker threads (fixed: threads are created up front so the first calls do not wait). */
+  readonly threads?: number;
+  readonly atomics?: PoolAtomics;
+  /** Worker module (default: the FFI-backed link worker). */
+  readonly filename?: string | URL;
+  /** Passed to every worker as `workerData.config`. */
+  readonly workerConfig?: unknown;
+}
+
+export interface RunOptions {
+  readonly signal?: AbortSignal;
+  readonly transfer?: readonly ArrayBuffer[];
+}
+
+export interface SubmittedTask<T> {
+  readonly taskId: number;
+  readonly reply: Promise<TaskReply<T>>;
+}
+
+export class WorkerPool {
+  readonly #piscina: Piscina;
+  readonly #board = new Int32Array(new SharedArrayBuffer(BOARD_SLOTS * 4));
+  #nextTaskId = 1;
+  #closed = false;
+
+  constructor(options: WorkerPoolOptions = {}) {
+    const threads = options.threads ?? DEFAULT_POOL_THREADS;
+    if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be a positive integer');
+    const filename = options.filename ?? new URL('./link-worker.ts', import.meta.url);
+    this.#piscina = new Piscina({
+      filename: filename instanceof URL ? filename.href : filename,
+      minThreads: threads,
+      maxThreads: threads,
+      // Native calls are synchronous: a second task on a busy thread would only wait behind it.
+      concurrentTasksPerWorker: 1,
+      atomics: options.atomics ?? DEFAULT_ATOMICS,
+      idleTimeout: Number.MAX_SAFE_INTEGER,
+      workerData: { board: this.#board.buffer, config: options.workerConfig },
+    });
+    // A worker that dies is reported through its task; the pool itself must not crash the process.
+    this.#piscina.on('error', () => {});
+  }
+
+  get threads(): number {
+    return this.#piscina.threads.length;
+  }
+
+  /** Tasks queued and not yet started. */
+  get queued(): number {
+    return this.#piscina.queueSize;
+  }
+
+  /**
+   * Runs a task; resolves with its reply, or with `{ ok: false }` if the worker died or the task was aborted.
+   * @example const reply = await pool.run<RuntimeLinkInfo[]>({ op: 'list', handle });
+   */
+  run<T>(task: PoolTask, options: RunOptions = {}): Promise<TaskReply<T>> {
+    return this.submit<T>(task, options).reply;
+  }
+
+  /**
+   * Like `run`, also returning the task id (see `threadOf`).
+   * @example const { taskId, reply } = pool.submit({ op: 'list', handle });
+   */
+  submit<T>(task: PoolTask, options: RunOptions = {}): SubmittedTask<T> {
+    const taskId = this.#nextTaskId++;
+    if (this.#closed)
+      return { taskId, reply: Promise.resolve({ ok: false, code: LLM_STATUS.LLM_FAILED, message: 'worker pool is closed' }) };
+    const runOptions = {
+      signal: options.signal ?? null,
+      ...(options.transfer !== undefined && options.transfer.length > 0 ? { transferList: [...options.transfer] } : {}),
+    } as Parameters<Piscina['run']>[1]; // bun-types' AbortSignal differs from piscina's structural one
+    const reply = (this.#piscina.run({ ...task, taskId }, runOptions) as Promise<TaskReply<T>>)
+      .catch((cause: unknown): TaskReply<T> => ({ ok: false, code: LLM_STATUS.LLM_FAILED, message: failureMessage(cause) }))
+      .finally(() => {
+        // A worker that died mid-task never cleared its slot.
+        Atomics.store(this.#board, taskId % BOARD_SLOTS, 0);
+      });
+    return { taskId, reply };
+  }
+
+  /** Thread id of the worker running task `taskId`, or 0 when it is not running. */
+  threadOf(taskId: number): number {
+    return Atomics.load(this.#board, taskId % BOARD_SLOTS);
+  }
+
+  /**
+   * Terminates the worker running task `taskId` (its task fails, the pool starts a new thread).
+   * @example await pool.terminateThreadOf(taskId);
+   */
+  async terminateThreadOf(taskId: number): Promise<boolean> {
+    const id = this.threadOf(taskId);
+    const worker = id === 0 ? undefined : this.#piscina.threads.find((t) => t.threadId === id);
+    if (worker === undefined) return false;
+    await worker.terminate();
+    return true;
+  }
+
+  /** Terminates every thread; tasks still queued or running fail. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#piscina.destroy();
+  }
+}
+
+function failureMessage(cause: unknown): string {
+  const message = cause instanceof Error ? cause.message : String(cause);
+  if ((cause as { name?: unknown })?.name === 'AbortError') return `task aborted: ${message}`;
+  if (/worker exited|terminated/i.test(message)) return `worker died: ${message}`;
+  return `worker failed: ${message}`;
+}
