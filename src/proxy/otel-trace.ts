@@ -12,8 +12,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { kvMovedOf } from '../core/kv-report.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
-import type { LegEnd, ProxyTracing, RequestTrace } from './trace.ts';
-import type { ExchangeRequest } from './types.ts';
+import type { LegEnd, ProxyTracing, RequestTrace, TracedRequest } from './trace.ts';
 
 const propagator = new W3CTraceContextPropagator();
 
@@ -45,7 +44,7 @@ export class OtelTracing implements ProxyTracing {
     this.#tracer = tracer;
   }
 
-  start(request: ExchangeRequest): RequestTrace {
+  start(request: TracedRequest): RequestTrace {
     return new OtelRequestTrace(this.#tracer, request);
   }
 }
@@ -60,7 +59,7 @@ class OtelRequestTrace implements RequestTrace {
   #decode: Span | undefined;
   #firstToken: Span | undefined;
 
-  constructor(tracer: Tracer, request: ExchangeRequest) {
+  constructor(tracer: Tracer, request: TracedRequest) {
     this.#tracer = tracer;
     const parent = request.clientHeaders.has('traceparent')
       ? propagator.extract(ROOT_CONTEXT, request.clientHeaders, headerCarrier)

@@ -8,7 +8,6 @@
  */
 import type { ProxyOutcome } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
-import type { ExchangeRequest } from './types.ts';
 
 /** Why a leg ended, as the trace records it. */
 export type LegEnd = 'ok' | 'rejected' | 'retry' | 'aborted';
@@ -33,9 +32,18 @@ export interface RequestTrace {
   end(outcome: ProxyOutcome): void;
 }
 
+/** What a trace reads of its request (a part of ExchangeRequest). */
+export interface TracedRequest {
+  readonly requestId: string;
+  /** `api` label of the metrics. */
+  readonly api: string;
+  /** The client's headers the proxy kept: its `traceparent`, when tracing is on. */
+  readonly clientHeaders: Headers;
+}
+
 /** Starts the trace of each request. */
 export interface ProxyTracing {
-  start(request: ExchangeRequest): RequestTrace;
+  start(request: TracedRequest): RequestTrace;
 }
 
 function nothing(): void {}
