@@ -21,6 +21,7 @@ import { refreshRoutes } from '../http/refresh.ts';
 import { KvLedger } from '../ledger/index.ts';
 import { proxyRoutes, type ProxyApp } from '../http/inference.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
+import type { ProxyTracing } from '../proxy/trace.ts';
 import { createRegistry } from '../core/metrics.ts';
 import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from '../schema/coordinator-config.ts';
 import {
@@ -47,6 +48,8 @@ export interface CoordinatorOptions {
   maxRequestsPerInstance?: number;
   /** Proxy settings (leg timeouts, retries, in-flight limit); unset keys take their defaults. */
   proxy?: Partial<ProxySettings>;
+  /** Per-request traces of the proxy (default: off). */
+  tracing?: ProxyTracing;
   /** Also export the process metrics (CPU, memory, event-loop lag); the CLI turns this on. */
   processMetrics?: boolean;
   /** A reason to answer readiness 503 before the registry's own (a standby: "not master"). */
@@ -123,6 +126,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     breakers: health,
     metrics,
     settings: resolveProxySettings({}, { bodyLimitBytes, ...options.proxy }),
+    ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
   });
   const inferenceApp = new Hono();
   inferenceApp.onError(onError);

@@ -4,6 +4,7 @@
 import { createCoordinator } from '../apps/coordinator.ts';
 import { CoordinatorHa } from '../apps/coordinator-ha.ts';
 import { openStore } from '../store/open.ts';
+import { createOtlpTracing } from '../proxy/otlp-export.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
@@ -63,6 +64,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     { ip: settings.manage.ip, port: settings.manage.port },
     { ip: settings.predict.ip, port: settings.predict.port },
   ]);
+  const otlp = settings.tracing === undefined ? undefined : createOtlpTracing(settings.tracing);
   const coordinator = createCoordinator({
     notReadyReason: () => ha?.notReadyReason(),
     ...(security.managementToken === undefined ? {} : { managementToken: security.managementToken }),
@@ -76,6 +78,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     localPrefill: settings.localPrefill,
     maxRequestsPerInstance: settings.singleNodeMaxRequests,
     proxy: settings.proxy,
+    ...(otlp === undefined ? {} : { tracing: otlp.tracing }),
     processMetrics: true,
   });
   if (haSettings !== undefined) {
@@ -122,6 +125,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     // Nothing may stay open after a failed start: the listeners already up were stopped, the core goes too.
     await ha?.close();
     await coordinator.close();
+    await otlp?.shutdown();
     throw err;
   }
   const [manage, predict] = listeners;
@@ -135,5 +139,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     await Promise.all(listeners.map((l) => l.stop()));
     await ha?.close();
     await coordinator.close();
+    // The last spans are still queued for their batch: send them before the process goes.
+    await otlp?.shutdown();
   });
 }

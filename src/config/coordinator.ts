@@ -23,6 +23,8 @@ import { clientTlsOf, serverTlsOf } from './tls.ts';
 import { readApiKeys, readManagementToken } from './secret-file.ts';
 import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
 import type { RateLimitSettings } from '../http/rate-limit.ts';
+import { resolveTracingSettings } from './tracing.ts';
+import type { OtlpTracingSettings } from '../proxy/otlp-export.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import { DEFAULT_PREFILL_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
 
@@ -74,6 +76,8 @@ export interface CoordinatorSettings {
   ha: CoordinatorHaSettings | undefined;
   /** Bearer secrets, allow-list, caps and rate limit (the `pdlink` section and the env). */
   security: CoordinatorSecurity;
+  /** Where the proxy's spans go (pdlink.tracing, OTEL_EXPORTER_OTLP_ENDPOINT); undefined: tracing off. */
+  tracing: OtlpTracingSettings | undefined;
   /** The file as accepted, unknown keys included, for the parts that read their own sections. */
   file: CoordinatorConfigFile;
 }
@@ -176,6 +180,7 @@ export function resolveCoordinatorSettings(
       engineTls === undefined ? proxySettingsOf(file, path ?? 'defaults') : { ...proxySettingsOf(file, path ?? 'defaults'), engineTls },
     ha: haSettingsOf(file, env, path ?? 'defaults'),
     security: securityOf(file, env),
+    tracing: resolveTracingSettings(file.pdlink?.tracing, env),
     file,
   };
 }

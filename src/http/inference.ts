@@ -17,6 +17,7 @@ import type { BreakerReporter, PairPicker, ReservationLedger } from '../proxy/po
 import { PooledOrigins } from '../proxy/send-leg.ts';
 import { fetchCapWarning } from '../proxy/upstream.ts';
 import { checkSettings, resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
+import type { ProxyTracing } from '../proxy/trace.ts';
 
 /** Longest accepted client request id (the KV ledger shows it beside its own key, so both obey its limit). */
 export const MAX_REQUEST_ID_LENGTH = 512;
@@ -33,6 +34,8 @@ export interface ProxyDeps {
   metrics?: Registry;
   /** Settings (default: MindIE's defaults, see resolveProxySettings). */
   settings?: ProxySettings;
+  /** Per-request traces (default: off, see proxy/trace.ts). */
+  tracing?: ProxyTracing;
 }
 
 /** The proxy as mounted: its routes plus what operators and tests look at. */
@@ -57,7 +60,9 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     metrics,
     settings,
     origins: new PooledOrigins(),
+    ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
   };
+  const traced = deps.tracing !== undefined;
   const hopToken = `pdlink-${crypto.randomUUID().slice(0, 8)}`;
 
   const serve = async (c: Context, kind: CompletionKind, api: string): Promise<Response> => {
@@ -100,7 +105,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
         body,
         requestId,
         transferId,
-        clientHeaders: forwardedHeaders(c, viaHeader(clientVia, hopToken)),
+        clientHeaders: forwardedHeaders(c, viaHeader(clientVia, hopToken), traced),
         clientSignal: c.req.raw.signal,
       },
       exchangeDeps,
@@ -116,11 +121,20 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   return Object.assign(app, { inFlight: () => limit.count });
 }
 
-/** The client headers the legs may forward, with this proxy's hop added to `Via`. */
-function forwardedHeaders(c: Context, via: string): Headers {
+/**
+ * The client headers the legs may forward, with this proxy's hop added to `Via`; with tracing on,
+ * also the client's trace context, which the request's trace continues (the legs carry their own).
+ */
+function forwardedHeaders(c: Context, via: string, traced: boolean): Headers {
   const headers = new Headers({ via });
   const authorization = c.req.header('authorization');
   if (authorization !== undefined) headers.set('authorization', authorization);
+  if (traced) {
+    for (const name of ['traceparent', 'tracestate']) {
+      const value = c.req.header(name);
+      if (value !== undefined) headers.set(name, value);
+    }
+  }
   return headers;
 }
 

@@ -8,6 +8,7 @@ import { engineUrl, legHeaders } from './legs.ts';
 import type { RetryReason } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
 import { sendLeg } from './send-leg.ts';
+import type { RequestTrace } from './trace.ts';
 import type { AbortCause, ExchangeDeps, ExchangeRequest } from './types.ts';
 import { passthrough, quoteError, transportMessage } from './upstream.ts';
 
@@ -23,6 +24,7 @@ export interface AttemptExchange {
   readonly deps: Pick<ExchangeDeps, 'origins' | 'metrics' | 'settings'>;
   readonly signal: AbortSignal;
   readonly cause: AbortCause | null;
+  readonly trace?: RequestTrace;
 }
 
 /** The exchange's per-attempt clock: started before P is asked, stopped once the attempt is over. */
@@ -46,10 +48,12 @@ export async function attemptPrefill(
   if (exchange.signal.aborted) return { kind: 'aborted' };
   clock.start();
   const p = pair.p.id;
+  const headers = legHeaders(clientHeaders, requestId);
+  exchange.trace?.prefillSent(pair, headers);
   try {
     const res = await sendLeg(
       engineUrl(pair.p, kind, exchange.deps.settings.engineTls !== undefined),
-      legHeaders(clientHeaders, requestId),
+      headers,
       legBody,
       exchange.signal,
       exchange.deps.origins,

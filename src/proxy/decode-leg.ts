@@ -34,11 +34,13 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
     const failure = err instanceof PdlinkError ? err : errors.internal(err);
     throw exchange.fail('invalid', failure, { kind: 'fail', code: 'invalid_request', detail: failure.message });
   }
+  const headers = legHeaders(clientHeaders, requestId);
+  exchange.trace?.decodeSent(pair, headers);
   let res: Response;
   try {
     res = await sendLeg(
       engineUrl(pair.d, kind, exchange.deps.settings.engineTls !== undefined),
-      legHeaders(clientHeaders, requestId),
+      headers,
       legBody,
       exchange.signal,
       exchange.deps.origins,
@@ -53,6 +55,7 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
     }
     throw fails.broken(err, 'could not be reached');
   }
+  exchange.trace?.decodeAnswered(res.status, res.headers);
 
   if (res.status < 200 || res.status >= 300) {
     let text: string;

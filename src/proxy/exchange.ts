@@ -18,6 +18,7 @@ import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import { runDecode } from './decode.ts';
 import { runSglang } from './sglang/run.ts';
 import { Stop } from './stop.ts';
+import { NO_TRACING, type RequestTrace } from './trace.ts';
 import type { AbortCause, DecodeExchange, ExchangeDeps, ExchangeRequest } from './types.ts';
 import { requestDeadlines, type Deadline } from './deadlines.ts';
 
@@ -29,6 +30,7 @@ export class Exchange implements DecodeExchange {
   readonly request: ExchangeRequest;
   readonly deps: ExchangeDeps;
   readonly prompt: PromptInfo;
+  readonly trace: RequestTrace;
   readonly #controller = new AbortController();
   readonly #onEnd: () => void;
   readonly #onClientAbort = (): void => this.abort('client_abort');
@@ -54,6 +56,7 @@ export class Exchange implements DecodeExchange {
     this.deps = deps;
     this.#onEnd = onEnd;
     this.prompt = promptOf(request.kind, request.body);
+    this.trace = (deps.tracing ?? NO_TRACING).start(request);
     const { settings } = deps;
     this.#reservation = new RequestReservation(deps.ledger, request.transferId, settings.leaseMs, request.requestId);
     this.#firstTokenTimer = this.#arm(settings.firstTokenTimeoutMs, 'first_token_timeout');
@@ -105,6 +108,7 @@ export class Exchange implements DecodeExchange {
   /** The first byte of D's answer arrived: the first-token clock stops. */
   firstByte(): void {
     this.#clearFirstToken();
+    this.trace.firstByte();
   }
 
   /**
@@ -122,6 +126,7 @@ export class Exchange implements DecodeExchange {
     // Anything still running (a body being read after a failure) has no reader any more.
     if (outcome !== 'ok') this.#controller.abort(this.#cause ?? 'ended');
     this.deps.metrics.requestEnded(this.request.api, outcome);
+    this.trace.end(outcome);
     this.#onEnd();
   }
 

@@ -54,12 +54,15 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
         throw exchange.stopForAbort(undefined);
       }
     }
+    exchange.trace?.scheduling();
     const { pair, request } = placePair(exchange, reservation, failedP, last);
+    exchange.trace?.placed(pair);
     if (pair.path === 'local') return skipPrefill(exchange, pair, reservation);
     exchange.deps.picker.recordPath?.('disaggregated');
     const started = performance.now();
     const result = await attemptPrefill(exchange, attemptClock, pair, legBody);
     const p = pair.p.id;
+    exchange.trace?.prefillEnded(result.kind, result.kind === 'ok' ? result.kvTransferParams : undefined);
     if (result.kind === 'ok') {
       breakers?.recordSuccess(p);
       exchange.deps.picker.recordPrefill?.(p, request);

@@ -13,6 +13,7 @@ import type { LedgerEnd } from './reservation.ts';
 import type { PooledOrigins } from './send-leg.ts';
 import type { ProxySettings } from './settings.ts';
 import type { Stop } from './stop.ts';
+import type { ProxyTracing, RequestTrace } from './trace.ts';
 
 export interface ExchangeRequest {
   readonly kind: CompletionKind;
@@ -37,6 +38,8 @@ export interface ExchangeDeps {
   readonly settings: ProxySettings;
   /** Origins that answered before: a lost connection to one of them may be a stale pooled one. */
   readonly origins: PooledOrigins;
+  /** Starts each request's trace; absent, tracing is off. */
+  readonly tracing?: ProxyTracing;
 }
 
 export type AbortCause = 'client_abort' | 'prefill_timeout' | 'first_token_timeout' | 'infer_timeout';
@@ -56,6 +59,8 @@ export interface LegExchange {
   readonly signal: AbortSignal;
   readonly cause: AbortCause | null;
   readonly streaming: boolean;
+  /** The request's trace (NO_TRACE when tracing is off). */
+  readonly trace?: RequestTrace;
 }
 
 /** What the D leg sees of its exchange: a leg's view plus the calls that settle or abort it. */

@@ -9,6 +9,7 @@ import { AllowedNetworks, HttpCaps, SecretFilePath } from './security.ts';
 import { INT32_MAX } from '../core/limits.ts';
 import { ProxyProtocolSection } from './proxy-protocol.ts';
 import { PdlinkSection } from './store-config.ts';
+import { TracingSection } from './tracing-config.ts';
 import { TlsItems } from './tls-items.ts';
 
 export const MIN_PORT = 1024;
@@ -141,7 +142,7 @@ export const CoordinatorConfigFile = v.looseObject({
   ),
   /**
    * pdlink's own: the cluster name and the shared etcd (absent: this Coordinator alone, as before);
-   * bearer secrets, the instance allow-list, listener caps, the rate limit.
+   * bearer secrets, the instance allow-list, listener caps, the rate limit; tracing.
    */
   pdlink: v.optional(
     v.looseObject({
@@ -156,6 +157,7 @@ export const CoordinatorConfigFile = v.looseObject({
         v.strictObject({ ...ProxyProtocolSection.entries, forward_authorization: v.optional(v.boolean('must be a boolean')) }),
       ),
       allowed_instance_networks: v.optional(AllowedNetworks),
+      tracing: v.optional(TracingSection),
       http: v.optional(HttpCaps),
       rate_limit: v.optional(
         v.looseObject({

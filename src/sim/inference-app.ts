@@ -32,8 +32,17 @@ export function simInferenceApp(engine: SimEngine): Hono {
     // A stream's gaps may outlast the listener's idle timeout; the engine paces it, not the socket.
     const server = c.env as { timeout?: (request: Request, seconds: number) => void } | undefined;
     if (typeof server?.timeout === 'function') server.timeout(c.req.raw, 0);
-    if (engine.options.protocol === 'sglang') return serveSglang(engine, kind, body, requestId, c.req.raw.signal);
-    return engine.handle(kind, body, requestId, c.req.raw.signal);
+    const response =
+      engine.options.protocol === 'sglang'
+        ? await serveSglang(engine, kind, body, requestId, c.req.raw.signal)
+        : await engine.handle(kind, body, requestId, c.req.raw.signal);
+    const traceparent = c.req.header('traceparent');
+    // The leg's record was started by handle(): the newest of this id not yet given a traceparent.
+    if (traceparent !== undefined) {
+      const record = engine.log.list(requestId).findLast((r) => r.traceparent === null);
+      if (record !== undefined) record.traceparent = traceparent;
+    }
+    return response;
   };
   app.post('/v1/completions', (c) => serve(c, 'completions'));
   app.post('/v1/chat/completions', (c) => serve(c, 'chat'));

@@ -32,6 +32,8 @@ export interface RequestRecord {
   digest: string | null;
   bytesSent: number;
   error: string | null;
+  /** The W3C `traceparent` the leg carried, if any (a traced proxy sends one per leg). */
+  traceparent: string | null;
   readonly startedAt: number;
   endedAt: number | null;
 }
@@ -66,6 +68,7 @@ export class RequestLog {
       digest: null,
       bytesSent: 0,
       error: null,
+      traceparent: null,
       startedAt: Date.now(),
       endedAt: null,
     };

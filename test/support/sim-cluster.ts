@@ -51,6 +51,7 @@ export interface LegRecord {
   bytesPulled: number;
   completionTokens: number;
   error: string | null;
+  traceparent: string | null;
 }
 
 /**
