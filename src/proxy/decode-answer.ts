@@ -60,7 +60,29 @@ export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefil
   const firstAt = performance.now();
   metrics.transfer((firstAt - prefilled.answeredAt) / 1000);
 
-  const stream = relayStream(
+  return relayDecodeStream(exchange, { res, reader, first, d, firstAt });
+}
+
+/** What relayDecodeStream needs of a D answer whose first byte has arrived. */
+export interface DecodeStream {
+  readonly res: Response;
+  readonly reader: ChunkReader;
+  readonly first: Uint8Array;
+  readonly d: number;
+  readonly firstAt: number;
+  /** Called first when the relay fails (e.g. to drop a leg still running beside D). */
+  readonly onFailure?: () => void;
+}
+
+/**
+ * Relays the rest of D's stream to the client and settles the exchange when it ends, fails
+ * mid-stream (an SSE error event, D charged unless the client left) or is cancelled by the client.
+ * @example return relayDecodeStream(exchange, { res, reader, first, d, firstAt });
+ */
+export function relayDecodeStream(exchange: DecodeExchange, stream: DecodeStream): Response {
+  const { res, reader, first, d, firstAt, onFailure } = stream;
+  const { breakers, metrics } = exchange.deps;
+  const body = relayStream(
     first,
     reader,
     {
@@ -70,6 +92,7 @@ export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefil
         exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
       },
       onError(err) {
+        onFailure?.();
         const cause = exchange.cause;
         if (cause === 'client_abort') {
           exchange.end('client_abort', { kind: 'release' });
@@ -94,7 +117,7 @@ export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefil
     },
     isEventStream(res.headers.get('content-type')),
   );
-  return new Response(stream, { status: res.status, headers: streamHeaders(res, exchange.request.requestId) });
+  return new Response(body, { status: res.status, headers: streamHeaders(res, exchange.request.requestId) });
 }
 
 function isEventStream(contentType: string | null): boolean {

@@ -23,9 +23,10 @@ import type { RequestReservation } from '../reservation.ts';
 import { sendLeg } from '../send-leg.ts';
 import { servedBy } from '../served-by.ts';
 import { Stop } from '../stop.ts';
-import { relayStream, type ChunkReader } from '../stream.ts';
+import { relayDecodeStream } from '../decode-answer.ts';
+import type { ChunkReader } from '../stream.ts';
 import type { DecodeExchange } from '../types.ts';
-import { firstChunk, passthrough, quoteError, streamHeaders, transportMessage } from '../upstream.ts';
+import { firstChunk, passthrough, quoteError, transportMessage } from '../upstream.ts';
 import { bootstrapPortOf, newBootstrap, withBootstrap } from './bootstrap.ts';
 import { mergePromptLogprobs } from './logprobs.ts';
 import { prefillLeg, type PrefillLegResult } from './prefill-leg.ts';
@@ -214,42 +215,7 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   exchange.firstByte();
   const firstAt = performance.now();
   metrics.transfer((firstAt - dAt) / 1000);
-  const stream = relayStream(
-    first,
-    reader,
-    {
-      onEnd() {
-        breakers?.recordSuccess(d);
-        metrics.decode((performance.now() - firstAt) / 1000);
-        exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
-      },
-      onError(err) {
-        legs.abort();
-        const cause = exchange.cause;
-        if (cause === 'client_abort') {
-          exchange.end('client_abort', { kind: 'release' });
-          return null;
-        }
-        breakers?.recordFailure(d);
-        const failure =
-          cause !== null
-            ? exchange.timeoutError(cause, d)
-            : errors.upstreamFailed(`decode instance ${d} failed mid-stream: ${transportMessage(err)}`);
-        exchange.end(cause !== null ? 'timeout' : 'stream_failed', {
-          kind: 'fail',
-          code: cause !== null ? 'timeout' : 'decode_failed',
-          detail: failure.message,
-        });
-        return failure;
-      },
-      onCancel() {
-        exchange.abort('client_abort');
-        exchange.end('client_abort', { kind: 'release' });
-      },
-    },
-    isEventStream(res.headers.get('content-type')),
-  );
-  return new Response(stream, { status: res.status, headers: streamHeaders(res, requestId) });
+  return relayDecodeStream(exchange, { res, reader, first, d, firstAt, onFailure: () => legs.abort() });
 }
 
 interface WholeLegs {
@@ -288,8 +254,4 @@ async function wholeAnswer(exchange: DecodeExchange, legs: WholeLegs): Promise<R
   metrics.decode((performance.now() - dAt) / 1000);
   exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
   return passthrough(res.status, res.headers.get('content-type'), answer, exchange.request.requestId);
-}
-
-function isEventStream(contentType: string | null): boolean {
-  return contentType !== null && contentType.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
 }
