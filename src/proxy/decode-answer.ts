@@ -46,7 +46,7 @@ export async function wholeAnswer(exchange: DecodeExchange, answer: DecodeAnswer
  */
 export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefilled, answer: DecodeAnswer): Promise<Response> {
   const { res, d, fails } = answer;
-  const { breakers, metrics } = exchange.deps;
+  const { metrics } = exchange.deps;
   const reader: ChunkReader | undefined = res.body?.getReader();
   if (reader === undefined) throw fails.refused(`answered ${res.status} with an empty body`);
   let first: Uint8Array | null;
