@@ -15,41 +15,25 @@
  * role collapse into the latest, whose desired set wins either way. What to link and unlink is
  * computed by diffLinks (links/diff.ts); the driver keeps the retry state around it.
  */
-import { errors, optionErrors } from '../../core/errors.ts';
+import { errors } from '../../core/errors.ts';
 import { systemClock, type LeaseClock } from '../../core/lease-clock.ts';
-import { INT32_MAX } from '../../core/limits.ts';
-import { DEFAULT_TIMEOUT_MS, type LinkManager } from '../../links/manager.ts';
+import type { LinkManager } from '../../links/manager.ts';
 import { LLM_STATUS, statusName } from '../../core/llm-status.ts';
 import { diffLinks } from '../../links/diff.ts';
 import { linkKey } from '../../links/key.ts';
 import type { LinkEvent, LinkInfo, RuntimeLinkEvent } from '../../links/types.ts';
-import type { Registry } from '../../core/metrics.ts';
-import { DEFAULT_LINK_BASE_PORT } from '../../schema/instance-config.ts';
 import type { Role, RoleRequest } from '../../schema/role.ts';
 import { linkAll, unlinkAll, type LinkRef } from './calls.ts';
 import { DesiredLinks, type Tracked } from './desired.ts';
 import { createRoleMetrics, type RoleMetrics } from './metrics.ts';
 import { planLinks, type LocalDevice, type PlannedLink } from './plan.ts';
 import { RoleJobQueue, type RoleJob, type RolePostJob } from './queue.ts';
-import { retryPolicy, RetryTimer, type RetryPolicy } from './retry.ts';
+import { linkSettings, type RoleControllerOptions } from './options.ts';
+import { retryPolicy, RetryTimer } from './retry.ts';
 import { statusBody, type ResourceReport, type RoleStatusName, type StatusBody } from '../status.ts';
 
 export { MAX_QUEUED_POSTS } from './queue.ts';
-
-export interface RoleControllerOptions {
-  readonly manager: LinkManager;
-  /** The agent's device contexts; a post's local devices must be among them. */
-  readonly devices: readonly LocalDevice[];
-  /** Shared by every agent of the deployment: peer device d listens on its ip at base + d. */
-  readonly linkBasePort?: number;
-  /** Timeout of each link/unlink call (default 3000 ms). */
-  readonly linkTimeoutMs?: number;
-  readonly retry?: Partial<RetryPolicy>;
-  /** Time and timers (tests pass a ManualClock). */
-  readonly clock?: LeaseClock;
-  readonly random?: () => number;
-  readonly metrics?: Registry;
-}
+export type { RoleControllerOptions } from './options.ts';
 
 const closing = () => errors.unavailable('the instance agent is shutting down');
 
@@ -75,11 +59,7 @@ export class RoleController {
   #closed = false;
 
   constructor(options: RoleControllerOptions) {
-    const basePort = options.linkBasePort ?? DEFAULT_LINK_BASE_PORT;
-    if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65535) throw optionErrors.integerIn('linkBasePort', 1, 65535);
-    const timeoutMs = options.linkTimeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > INT32_MAX)
-      throw optionErrors.integerIn('linkTimeoutMs', 1, '2^31 - 1');
+    const { basePort, timeoutMs } = linkSettings(options);
     this.#manager = options.manager;
     this.#devices = options.devices;
     this.#endpoints = new Set(options.devices.map((d) => d.endpoint));

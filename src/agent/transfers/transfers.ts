@@ -7,14 +7,15 @@
  * ignores an abort for long.
  */
 import { optionErrors } from '../../core/errors.ts';
-import { LLM_STATUS, normalizeStatus, statusName } from '../../core/llm-status.ts';
+import { LLM_STATUS, normalizeStatus } from '../../core/llm-status.ts';
 import type { Registry } from '../../core/metrics.ts';
-import { CONTROL, CONTROL_SLOTS, type BlockReply, type TransferTask } from '../../workers/block-protocol.ts';
+import { CONTROL, type BlockReply } from '../../workers/block-protocol.ts';
 import type { WorkerPool } from '../../workers/pool.ts';
 import type { RuntimeLink } from '../../workers/protocol.ts';
 import { ArgumentRefused, pairedLists, sharedList, timeoutArg, u64, type BlockList } from './args.ts';
 import { createTransferMetrics, type TransferMetrics, type TransferOp } from './metrics.ts';
-import { runSlices } from './slices.ts';
+import { launchTransfer, type Checked, type Running } from './running.ts';
+import { refusal, status } from './status.ts';
 import type {
   ActiveTransfer,
   CacheInfo,
@@ -51,38 +52,6 @@ export interface TransfersOptions {
   /** Slices of one transfer that may run at once, on different workers (default 2). */
   readonly parallelSlices?: number;
 }
-
-interface Running {
-  readonly id: number;
-  readonly op: TransferOp;
-  readonly endpoint: string;
-  readonly remoteClusterId: bigint;
-  readonly n: number;
-  readonly control: Int32Array;
-  readonly startedAt: number;
-  readonly done: Promise<TransferResult>;
-}
-
-/** A transfer whose arguments passed every check, ready to cross to the workers. */
-interface Checked {
-  readonly endpoint: string;
-  readonly handle: number;
-  readonly remoteCacheId: bigint;
-  readonly localCacheId: bigint;
-  readonly timeoutMs: number;
-  readonly lists: SharedArrayBuffer;
-  readonly n: number;
-  readonly blockBytes: number;
-}
-
-const status = (ret: number, message?: string): CallStatus => ({
-  ret,
-  retName: statusName(ret),
-  ...(message === undefined ? {} : { message }),
-});
-
-/** The answer to a refused argument, naming it for callers that report fields (the HTTP routes). */
-const refusal = (r: ArgumentRefused): CallStatus => ({ ...status(r.code, r.message), refused: { field: r.field, reason: r.reason } });
 
 export class Transfers {
   readonly #pool: WorkerPool;
@@ -344,45 +313,9 @@ export class Transfers {
 
   /** Hands a checked transfer to the workers in slices and lists it as running. */
   #start(op: TransferOp, request: TransferCommon, checked: Checked): Running & { readonly started: number } {
-    const id = this.#nextId++;
-    const control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * 4));
-    const started = performance.now();
-    const task: TransferTask = {
-      op: op === 'pull' ? 'kv-pull' : 'kv-push',
-      handle: checked.handle,
-      remoteClusterId: request.remoteClusterId,
-      remoteCacheId: checked.remoteCacheId,
-      localCacheId: checked.localCacheId,
-      lists: checked.lists,
-      n: checked.n,
-      chunkBlocks: Math.max(1, Math.floor(this.#chunkBytes / checked.blockBytes)),
-      sliceMs: this.#sliceMs,
-      deadline: Date.now() + checked.timeoutMs,
-      timeoutMs: checked.timeoutMs,
-      control: control.buffer as SharedArrayBuffer,
-    };
-    const done = runSlices({
-      pool: this.#pool,
-      task,
-      parallel: Math.min(this.#parallel, this.#pool.threads),
-      ...(request.signal === undefined ? {} : { signal: request.signal }),
-    }).then((o): TransferResult => ({
-      ...status(o.rc, o.message),
-      bytes: o.moved * checked.blockBytes,
-      blocks: o.moved,
-      aborted: o.aborted,
-    }));
-    const running = {
-      id,
-      op,
-      endpoint: checked.endpoint,
-      remoteClusterId: request.remoteClusterId,
-      n: checked.n,
-      control,
-      startedAt: Date.now(),
-      done,
-    };
-    this.#running.set(id, running);
+    const settings = { pool: this.#pool, chunkBytes: this.#chunkBytes, sliceMs: this.#sliceMs, parallel: this.#parallel };
+    const { running, started } = launchTransfer(this.#nextId++, op, request, checked, settings);
+    this.#running.set(running.id, running);
     return { ...running, started };
   }
 }
