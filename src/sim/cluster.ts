@@ -13,86 +13,20 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MANAGEMENT_TOKEN_ENV } from '../core/secret-env.ts';
-import { engineConfig, refreshBody, roleBody, topologyEntry, type EngineLayout } from './cluster-bodies.ts';
-import { spawnListening, until, type ManagedProcess } from './process.ts';
-import type { SimEngineArgs } from './options.ts';
+import { refreshBody, roleBody, topologyEntry, type EngineLayout } from './cluster-bodies.ts';
+import {
+  CLUSTER_ENGINE_DEFAULTS,
+  type SimClusterOptions,
+  type SimClusterTls,
+  type SimEngineHandle,
+  type SimEngineSettings,
+} from './cluster-options.ts';
+import { coordinatorArgs, startCoordinator, startEngine, tokenFileOf, type EnginePlace } from './cluster-spawn.ts';
+import { coordinatorConfigOf } from './cluster-tls.ts';
+import { until, type ManagedProcess } from './process.ts';
 
-const REPO_ROOT = join(import.meta.dir, '..', '..');
-
-/** The numeric engine options a cluster passes to every simulated engine (the CLI's own names). */
-export type SimEngineSettings = Pick<
-  SimEngineArgs,
-  | 'numBlocks'
-  | 'blockBytes'
-  | 'blockTokens'
-  | 'prefillMsPerToken'
-  | 'decodeMsPerToken'
-  | 'decodeBatchSlowdown'
-  | 'prefixCacheBlocks'
-  | 'maxModelLen'
-  | 'kvLeaseMs'
-  | 'pullTimeoutMs'
-  | 'protocol'
->;
-
-export interface SimClusterOptions {
-  readonly prefill: number;
-  readonly decode: number;
-  /** Devices per engine (default 1). */
-  readonly devices?: number;
-  readonly model?: string;
-  /** Simulator settings of every engine (defaults: small and fast, see CLUSTER_ENGINE_DEFAULTS). */
-  readonly engine?: Partial<SimEngineSettings>;
-  /**
-   * Runs the whole cluster over mutual TLS: every listener requires a client certificate of the CA,
-   * the Coordinator's legs and every call of the cluster's own go over https with the client
-   * certificate. Called with the cluster's addresses, for a server certificate that names them.
-   */
-  readonly tls?: (ips: readonly string[]) => SimClusterTls;
-  /** The Coordinator's configuration file (ms_coordinator.json layout). */
-  readonly coordinatorConfig?: Record<string, unknown>;
-  /** Each output line of every process, prefixed with its name. */
-  readonly onLine?: (line: string) => void;
-  /** Upper bound of every start-up wait. */
-  readonly deadlineMs?: number;
-  /** Wire the cluster (roles, refresh) after start (default true); false leaves it to a controller. */
-  readonly wire?: boolean;
-  /**
-   * File holding the cluster's management token (default: env PDLINK_MANAGEMENT_TOKEN_FILE): every
-   * process is started with it and every call of the launcher sends it.
-   */
-  readonly managementTokenFile?: string;
-}
-
-/** Engine settings of a launched cluster unless overridden: fast enough for tests on two cores. */
-export const CLUSTER_ENGINE_DEFAULTS: SimEngineSettings = {
-  numBlocks: 256,
-  blockBytes: 4096,
-  blockTokens: 16,
-  prefillMsPerToken: 0,
-  decodeMsPerToken: 1,
-  decodeBatchSlowdown: 0,
-  maxModelLen: 4096,
-  kvLeaseMs: 30_000,
-  pullTimeoutMs: 5_000,
-  protocol: 'vllm',
-};
-
-/** PEM file paths for a TLS cluster: one CA, one server certificate for every listener, one client certificate. */
-export interface SimClusterTls {
-  readonly caCert: string;
-  readonly serverCert: string;
-  readonly serverKey: string;
-  readonly clientCert: string;
-  readonly clientKey: string;
-}
-
-export interface SimEngineHandle extends EngineLayout {
-  process: ManagedProcess;
-  readonly manageUrl: string;
-  readonly inferenceUrl: string;
-}
+export { CLUSTER_ENGINE_DEFAULTS } from './cluster-options.ts';
+export type { SimClusterOptions, SimClusterTls, SimEngineHandle, SimEngineSettings } from './cluster-options.ts';
 
 export class SimCluster {
   readonly model: string;
@@ -185,45 +119,13 @@ export class SimCluster {
       const tls = options.tls?.([`${net}.1`, ...layouts.map((l) => l.ip)]);
       const configPath = join(dir, 'ms_coordinator.json');
       writeFileSync(configPath, JSON.stringify(coordinatorConfigOf(options.coordinatorConfig ?? {}, tls)));
-      const coordinator = await spawnListening({
-        name: 'coordinator',
-        command: [
-          process.execPath,
-          join(REPO_ROOT, 'src', 'main.ts'),
-          'coordinator',
-          '--config',
-          configPath,
-          '--manage_ip',
-          `${net}.1`,
-          '--manage_port',
-          '0',
-          '--predict_ip',
-          `${net}.1`,
-          '--predict_port',
-          '0',
-        ],
-        listeners: ['management', 'inference'],
-        env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
-        cwd: dir,
-        ...spawnExtras(options),
-      });
+      const coordinator = await startCoordinator(coordinatorArgs(configPath, `${net}.1`), dir, options);
       started.push(coordinator);
       const settings = { ...CLUSTER_ENGINE_DEFAULTS, ...options.engine };
       // Engines start in parallel: each spends most of its start-up loading code and workers.
       const engines = await Promise.all(
         layouts.map(async (layout): Promise<SimEngineHandle> => {
-          const path = join(dir, `${layout.name}.json`);
-          writeFileSync(path, JSON.stringify(withEngineTls(engineConfig(layout, linkBasePort), tls)));
-          const proc = await spawnListening({
-            name: layout.name,
-            command: [
-              process.execPath,
-              join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts'),
-              ...engineArgs(layout, path, options.model ?? 'pdlink-sim', settings),
-            ],
-            listeners: ['management', 'inference'],
-            ...spawnExtras(options),
-          });
+          const proc = await startEngine({ dir, linkBasePort, tls }, layout, options.model ?? 'pdlink-sim', settings, options);
           started.push(proc);
           return { ...layout, process: proc, manageUrl: proc.urls['management']!, inferenceUrl: proc.urls['inference']! };
         }),
@@ -346,19 +248,11 @@ export class SimCluster {
     const inference = new URL(this.proxyUrl);
     const args = this.coordinator.child.spawnargs.slice(1);
     await this.coordinator.stop('SIGKILL');
-    this.coordinator = await spawnListening({
-      name: 'coordinator',
-      command: [
-        process.execPath,
-        ...args.map((arg, i, all) =>
-          all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--predict_port' ? inference.port : arg,
-        ),
-      ],
-      listeners: ['management', 'inference'],
-      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
-      cwd: this.#dir,
-      ...spawnExtras(this.#options),
-    });
+    this.coordinator = await startCoordinator(
+      args.map((arg, i, all) => (all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--predict_port' ? inference.port : arg)),
+      this.#dir,
+      this.#options,
+    );
   }
 
   /**
@@ -374,14 +268,7 @@ export class SimCluster {
       ip: `${this.#net}.${2 + this.engines.length}`,
       devices: this.#options.devices ?? 1,
     };
-    const path = join(this.#dir, `${layout.name}.json`);
-    writeFileSync(path, JSON.stringify(withEngineTls(engineConfig(layout, this.#linkBasePort), this.#tls)));
-    const proc = await spawnListening({
-      name: layout.name,
-      command: [process.execPath, join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts'), ...engineArgs(layout, path, this.model, this.settings)],
-      listeners: ['management', 'inference'],
-      ...spawnExtras(this.#options),
-    });
+    const proc = await startEngine(this.#place(), layout, this.model, this.settings, this.#options);
     const handle = { ...layout, process: proc, manageUrl: proc.urls['management']!, inferenceUrl: proc.urls['inference']! };
     this.engines.push(handle);
     return handle;
@@ -395,22 +282,8 @@ export class SimCluster {
   async restart(name: string, options: { wire?: boolean } = {}): Promise<void> {
     const engine = this.engine(name);
     await engine.process.stop('SIGKILL');
-    const path = join(this.#dir, `${engine.name}.json`);
-    writeFileSync(path, JSON.stringify(withEngineTls(engineConfig(engine, this.#linkBasePort), this.#tls)));
-    const manage = new URL(engine.manageUrl);
-    const inference = new URL(engine.inferenceUrl);
-    engine.process = await spawnListening({
-      name: engine.name,
-      command: [
-        process.execPath,
-        join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts'),
-        ...engineArgs(engine, path, this.model, this.settings).map((arg, i, all) =>
-          all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--port' ? inference.port : arg,
-        ),
-      ],
-      listeners: ['management', 'inference'],
-      ...spawnExtras(this.#options),
-    });
+    const ports = { manage: new URL(engine.manageUrl).port, inference: new URL(engine.inferenceUrl).port };
+    engine.process = await startEngine(this.#place(), engine, this.model, this.settings, this.#options, ports);
     if (options.wire !== false) await this.wire();
   }
 
@@ -453,6 +326,11 @@ export class SimCluster {
     return topologyEntry(engine, engine.manageUrl, engine.inferenceUrl, this.model, this.settings);
   }
 
+  /** Where this cluster's engines get their config files and link ports. */
+  #place(): EnginePlace {
+    return { dir: this.#dir, linkBasePort: this.#linkBasePort, tls: this.#tls };
+  }
+
   /** Directory of the cluster's files (removed on stop). */
   get dir(): string {
     return this.#dir;
@@ -466,98 +344,4 @@ export class SimCluster {
     await Promise.all([...this.engines.map((e) => e.process.stop()), this.coordinator.stop()]);
     rmSync(this.#dir, { recursive: true, force: true });
   }
-}
-
-function engineArgs(layout: EngineLayout, configPath: string, model: string, s: SimEngineSettings): string[] {
-  return [
-    '--role',
-    layout.role,
-    '--model',
-    model,
-    '--config',
-    configPath,
-    '--manage_ip',
-    layout.ip,
-    '--manage_port',
-    '0',
-    '--ip',
-    layout.ip,
-    '--port',
-    '0',
-    '--num_blocks',
-    String(s.numBlocks),
-    '--block_bytes',
-    String(s.blockBytes),
-    '--block_tokens',
-    String(s.blockTokens),
-    '--prefill_ms_per_token',
-    String(s.prefillMsPerToken),
-    '--decode_ms_per_token',
-    String(s.decodeMsPerToken),
-    '--decode_batch_slowdown',
-    String(s.decodeBatchSlowdown),
-    ...(s.prefixCacheBlocks === undefined ? [] : ['--prefix_cache_blocks', String(s.prefixCacheBlocks)]),
-    '--max_model_len',
-    String(s.maxModelLen),
-    '--kv_lease_ms',
-    String(s.kvLeaseMs),
-    '--pull_timeout_ms',
-    String(s.pullTimeoutMs),
-    '--protocol',
-    s.protocol,
-  ];
-}
-
-/** The Coordinator's file with MindIE's tls_config switched on for both listeners and the engine legs. */
-function coordinatorConfigOf(config: Record<string, unknown>, tls: SimClusterTls | undefined): Record<string, unknown> {
-  if (tls === undefined) return config;
-  const server = { ca_cert: tls.caCert, tls_cert: tls.serverCert, tls_key: tls.serverKey };
-  const client = { ca_cert: tls.caCert, tls_cert: tls.clientCert, tls_key: tls.clientKey };
-  return {
-    ...config,
-    tls_config: {
-      controller_server_tls_enable: true,
-      controller_server_tls_items: server,
-      request_server_tls_enable: true,
-      request_server_tls_items: server,
-      mindie_client_tls_enable: true,
-      mindie_client_tls_items: client,
-    },
-  };
-}
-
-/** An engine's file with `pdlink.tls` on for both listeners and its calls to other engines. */
-function withEngineTls(config: Record<string, unknown>, tls: SimClusterTls | undefined): Record<string, unknown> {
-  if (tls === undefined) return config;
-  const server = { ca_cert: tls.caCert, tls_cert: tls.serverCert, tls_key: tls.serverKey };
-  const client = { ca_cert: tls.caCert, tls_cert: tls.clientCert, tls_key: tls.clientKey };
-  const pdlink = (config['pdlink'] ?? {}) as Record<string, unknown>;
-  return {
-    ...config,
-    pdlink: {
-      ...pdlink,
-      tls: {
-        management_tls_enable: true,
-        management_tls_items: server,
-        inference_tls_enable: true,
-        inference_tls_items: server,
-        client_tls_enable: true,
-        client_tls_items: client,
-      },
-    },
-  };
-}
-
-function tokenFileOf(options: SimClusterOptions): string | undefined {
-  return options.managementTokenFile ?? (process.env[MANAGEMENT_TOKEN_ENV] || undefined);
-}
-
-function spawnExtras(options: SimClusterOptions): { onLine?: (line: string) => void; deadlineMs?: number; env?: Record<string, string> } {
-  const tokenFile = tokenFileOf(options);
-  return {
-    // The path, never the token, goes to the children (the same env for all of them).
-    ...(tokenFile === undefined ? {} : { env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535', [MANAGEMENT_TOKEN_ENV]: tokenFile } }),
-    ...(options.onLine === undefined ? {} : { onLine: options.onLine }),
-    ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
-  };
 }
