@@ -7,11 +7,12 @@
  * is expired at its deadline, so reserved capacity always returns to zero. Expiry is exact: any call
  * first expires what is due, and one timer (for the earliest deadline only) covers idle periods.
  */
-import type { Instance, RegistryDiff } from '../cluster/instance.ts';
+import type { RegistryDiff } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
-import { InstanceAccount, type InstanceLoad } from './accounts.ts';
+import type { InstanceLoad } from './accounts.ts';
 import { codeArg, countArg, leaseArg, reasonArg, requestIdArg } from './arguments.ts';
 import { systemClock, type LeaseClock } from '../core/lease-clock.ts';
+import { CapacityBook } from './capacity.ts';
 import { LeaseSchedule } from './lease-schedule.ts';
 import { LedgerMetrics } from './metrics.ts';
 import { RecentRecords } from './recent.ts';
@@ -41,7 +42,7 @@ import {
 export class KvLedger {
   readonly #clock: LeaseClock;
   readonly #defaultLeaseMs: number;
-  readonly #accounts = new Map<number, InstanceAccount>();
+  readonly #capacity = new CapacityBook();
   readonly #active = new Map<string, LiveRecord>();
   readonly #leases: LeaseSchedule<LiveRecord>;
   readonly #recent: RecentRecords;
@@ -50,8 +51,6 @@ export class KvLedger {
   readonly #activeCounts: Record<ActiveState, number> = { reserved: 0, prefilling: 0, transferring: 0 };
   readonly #ended: Record<FinalState, number> = { done: 0, failed: 0, expired: 0, released: 0 };
   readonly #unsubscribe: () => void;
-  #reservedSlots = 0;
-  #reservedBlocks = 0;
   #bytesMoved = 0;
   #blocksMoved = 0;
   #closed = false;
@@ -66,12 +65,12 @@ export class KvLedger {
     const recentCapacity = countArg(options.recentCapacity ?? DEFAULT_RECENT_CAPACITY, 'recentCapacity');
     this.#recent = new RecentRecords(recentCapacity);
     this.#leases = new LeaseSchedule(this.#clock, () => this.#expireDue());
-    for (const instance of options.cluster.all()) this.#upsert(instance);
+    for (const instance of options.cluster.all()) this.#capacity.upsert(instance);
     this.#unsubscribe = options.cluster.onChange((diff) => this.#apply(diff));
     this.#metrics =
       options.metrics === undefined
         ? undefined
-        : new LedgerMetrics(options.metrics, { accounts: () => this.#accounts.entries(), activeCounts: () => this.#activeCounts });
+        : new LedgerMetrics(options.metrics, { accounts: () => this.#capacity.accounts(), activeCounts: () => this.#activeCounts });
   }
 
   /**
@@ -92,20 +91,10 @@ export class KvLedger {
     const leaseMs = leaseArg(request.leaseMs ?? this.#defaultLeaseMs, 'leaseMs');
     this.#expireDue();
     if (this.#active.has(requestId)) throw errors.transferExists(requestId);
-    const pAccount = this.#accounts.get(p);
-    if (pAccount === undefined) throw errors.instanceUnknown(p);
-    const dAccount = this.#accounts.get(d);
-    if (dAccount === undefined) throw errors.instanceUnknown(d);
-    if (p === d) {
-      // One instance playing both parts must hold both demands at once.
-      pAccount.require(p, 2 * slots, pBlocks + dBlocks);
-    } else {
-      pAccount.require(p, slots, pBlocks);
-      dAccount.require(d, slots, dBlocks);
-    }
+    this.#capacity.require(p, d, slots, pBlocks, dBlocks);
     const now = this.#clock.now();
     const record = new LiveRecord(requestId, p, d, slots, pBlocks, dBlocks, leaseMs, now + leaseMs, now, clientRequestId);
-    this.#take(record, pAccount, dAccount);
+    this.#capacity.take(record);
     this.#active.set(requestId, record);
     this.#activeCounts.reserved++;
     this.#leases.set(record, record.deadline);
@@ -186,16 +175,8 @@ export class KvLedger {
     const record = this.#live(requestId, 'move its decode side');
     countArg(d, 'd');
     countArg(dBlocks, 'dBlocks');
-    const next = this.#accounts.get(d);
-    if (next === undefined) throw errors.instanceUnknown(d);
-    if (d === record.d) return record.view();
-    next.require(d, record.slots, dBlocks);
-    const previous = record.d;
-    this.#accounts.get(previous)?.give(record, record.slots, record.dBlocks);
-    this.#reservedBlocks += dBlocks - record.dBlocks;
-    record.d = d;
-    record.dBlocks = dBlocks;
-    next.take(record, record.slots, dBlocks);
+    const previous = this.#capacity.moveDecode(record, d, dBlocks);
+    if (previous === undefined) return record.view();
     // Progress: the request is being driven, so its lease starts again.
     this.#leases.set(record, this.#clock.now() + record.leaseMs);
     const view = record.view();
@@ -222,10 +203,8 @@ export class KvLedger {
     countArg(pId, 'pId');
     countArg(dId, 'dId');
     this.#expireDue();
-    const account = this.#accounts.get(pId);
-    if (account === undefined) return [];
     const released: TransferRecord[] = [];
-    for (const record of [...account.records]) {
+    for (const record of this.#capacity.recordsOn(pId)) {
       if (record.p !== pId || record.d !== dId) continue;
       const view = this.#endIfActive(record, 'released', 'unlink', `link ${pId}→${dId} went away`);
       if (view !== undefined) released.push(view);
@@ -257,7 +236,7 @@ export class KvLedger {
    */
   instanceLoad(id: number): InstanceLoad | undefined {
     this.#expireDue();
-    return this.#accounts.get(id)?.load();
+    return this.#capacity.load(id);
   }
 
   /**
@@ -268,8 +247,8 @@ export class KvLedger {
     this.#expireDue();
     return {
       active: this.#active.size,
-      reservedSlots: this.#reservedSlots,
-      reservedBlocks: this.#reservedBlocks,
+      reservedSlots: this.#capacity.reservedSlots,
+      reservedBlocks: this.#capacity.reservedBlocks,
       bytesMoved: this.#bytesMoved,
       blocksMoved: this.#blocksMoved,
       ...this.#ended,
@@ -282,7 +261,7 @@ export class KvLedger {
    */
   snapshot(): LedgerSnapshot {
     const totals = this.totals();
-    const instances = [...this.#accounts].map(([id, account]) => ({ id, ...account.load() })).sort((a, b) => a.id - b.id);
+    const instances = this.#capacity.instances();
     return { active: [...this.#active.values()].map((r) => r.view()), recent: this.#recent.list(), totals, instances };
   }
 
@@ -317,25 +296,9 @@ export class KvLedger {
     throw errors.transferNotFound(requestId);
   }
 
-  #take(record: LiveRecord, pAccount: InstanceAccount, dAccount: InstanceAccount): void {
-    pAccount.take(record, record.slots, record.pBlocks);
-    dAccount.take(record, record.slots, record.dBlocks);
-    this.#reservedSlots += 2 * record.slots;
-    this.#reservedBlocks += record.pBlocks + record.dBlocks;
-  }
-
-  #giveBack(record: LiveRecord): void {
-    // An account may already be gone: #remove drops it before ending its records, so a listener
-    // reacting to those endings cannot reserve on the instance being removed.
-    this.#accounts.get(record.p)?.give(record, record.slots, record.pBlocks);
-    this.#accounts.get(record.d)?.give(record, record.slots, record.dBlocks);
-    this.#reservedSlots -= 2 * record.slots;
-    this.#reservedBlocks -= record.pBlocks + record.dBlocks;
-  }
-
   #end(record: LiveRecord, state: FinalState, code: string | null, detail: string | null): TransferRecord {
     const from = record.state as ActiveState;
-    this.#giveBack(record);
+    this.#capacity.giveBack(record);
     this.#active.delete(record.requestId);
     this.#leases.remove(record);
     this.#activeCounts[from]--;
@@ -378,25 +341,13 @@ export class KvLedger {
     this.#expireDue();
     // Removals first: a role change arrives as removal plus addition of the same id.
     for (const instance of diff.removed) this.#remove(instance.id);
-    for (const instance of diff.added) this.#upsert(instance);
-    for (const { after } of diff.updated) this.#upsert(after);
-  }
-
-  #upsert(instance: Instance): void {
-    const account = this.#accounts.get(instance.id);
-    if (account === undefined) {
-      this.#accounts.set(instance.id, new InstanceAccount(instance.availSlots, instance.availBlocks));
-    } else {
-      account.reportedSlots = instance.availSlots;
-      account.reportedBlocks = instance.availBlocks;
-    }
+    for (const instance of diff.added) this.#capacity.upsert(instance);
+    for (const { after } of diff.updated) this.#capacity.upsert(after);
   }
 
   #remove(id: number): void {
-    const account = this.#accounts.get(id);
-    if (account === undefined) return;
-    this.#accounts.delete(id);
-    for (const record of [...account.records])
+    // The book closes the account before any record ends (see CapacityBook.giveBack).
+    for (const record of this.#capacity.remove(id))
       this.#endIfActive(record, 'failed', INSTANCE_REMOVED, `instance ${id} was removed by a refresh`);
   }
 }

@@ -12,23 +12,22 @@
  * All the work of keeping candidates ordered happens when topology, loads or circuits change
  * (see topology.ts); a pick walks only the head of a pool, whatever the cluster size.
  */
-import type { ClusterView } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
-import type { Registry } from '../core/metrics.ts';
 import { trialEarly } from './early-trial.ts';
 import { type CircuitBreakers, createBreakers } from './breakers.ts';
+import { diagnose, failureMessage } from './failures.ts';
 import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
 import { choosePath, type LocalPrefillRule, type PdPath } from './pd-path.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import type { SchedulerNode } from './node.ts';
+import { blockSizeArg, policyName, type SchedulerOptions } from './options.ts';
 import { cacheAffinity, loadBalance, type Policy, type PolicyContext, powerOfTwo, roundRobin } from './policies/index.ts';
-import { DEFAULT_BLOCK_SIZE, prefixHashes } from './prefix-hash.ts';
-import { PrefixIndex, type PrefixIndexOptions } from './prefix-index.ts';
+import { prefixHashes } from './prefix-hash.ts';
+import { PrefixIndex } from './prefix-index.ts';
 import { blocksNeeded, type CheckedRequest, checkPickRequest } from './request.ts';
 import { Topology, type TopologyCounts } from './topology.ts';
 import {
   DECODE_POLICY_NAMES,
-  DEFAULT_POLICY,
   POLICY_NAMES,
   type DecodePolicyName,
   type Pair,
@@ -37,31 +36,9 @@ import {
   type PickRequest,
   type PickResult,
   type PolicyChoice,
-  type PolicyName,
 } from './types.ts';
 
-export interface SchedulerOptions {
-  /** Topology (the cluster registry). */
-  cluster: ClusterView;
-  /** Live reservations (the KV ledger, via `ledgerLoads`); default: none, reported values only. */
-  loads?: LoadSource;
-  /** Circuit breakers the proxy reports outcomes to; default: a fresh set with default thresholds. */
-  health?: CircuitBreakers;
-  /** Policy per role (`scheduler.policy`); default load_balance for both. */
-  policy?: { readonly prefill?: PolicyName; readonly decode?: PolicyName };
-  /** Tokens per prefix-hash block for cache_affinity (default 128); the same for every instance so hashes compare. */
-  blockSize?: number;
-  /** Memory bounds of the cache_affinity prefix index. */
-  prefix?: PrefixIndexOptions;
-  /** Uniform in [0, 1) for power_of_two (default Math.random); inject a seeded one in tests. */
-  rng?: () => number;
-  /** Registry for the scheduler's metrics (default: none). */
-  metrics?: Registry;
-  /** Requests this process may hold on one instance (`request_limit.single_node_max_requests`); default no cap. */
-  maxRequestsPerInstance?: number;
-  /** Conditional disaggregation (`scheduler.conditional_disaggregation`); default off. */
-  localPrefill?: LocalPrefillRule;
-}
+export type { SchedulerOptions } from './options.ts';
 
 export class PdScheduler {
   readonly policy: PolicyChoice;
@@ -168,7 +145,7 @@ export class PdScheduler {
     request: PickRequest,
   ): { p: SchedulerNode; d: SchedulerNode; reason: Pair['reason']; matchedBlocks: number } | PickFailureReason {
     const prefills = this.#topology.prefills;
-    if (prefills.size === 0) return this.#diagnose();
+    if (prefills.size === 0) return diagnose(this.#topology.counts());
     const hashes = this.#prefix === undefined ? NO_HASHES : this.#hashesOf(checked, request);
     let excluded = false;
     let lackedRoom = false;
@@ -291,16 +268,6 @@ export class PdScheduler {
     return { ok: false, reason, message: failureMessage(reason, request) };
   }
 
-  #diagnose(): PickFailureReason {
-    const counts = this.#topology.counts();
-    if (counts.prefill === 0) return 'no_prefill';
-    if (counts.decode === 0) return 'no_decode';
-    if (counts.linkedPrefill === 0) return 'no_linked_decode';
-    if (counts.healthyLinkedPrefill === 0) return 'no_healthy_prefill';
-    if (counts.pairedPrefill === 0) return 'no_healthy_decode';
-    return 'no_capacity';
-  }
-
   #hashesOf(checked: CheckedRequest, original: PickRequest): readonly number[] {
     const cached = this.#hashes.get(original);
     if (cached !== undefined) return cached;
@@ -321,7 +288,6 @@ export function createScheduler(options: SchedulerOptions): PdScheduler {
 const NO_HASHES: readonly number[] = Object.freeze([]);
 /** Failures an early trial of an open circuit may turn into a pair. */
 const TRIAL_REASONS: ReadonlySet<PickFailureReason> = new Set(['no_healthy_prefill', 'no_healthy_decode', 'excluded']);
-const MAX_BLOCK_SIZE = 4096;
 
 const SIMPLE_POLICIES: Record<DecodePolicyName, Policy> = {
   load_balance: loadBalance,
@@ -343,46 +309,4 @@ function context(
     reason: 'least_load',
     matchedBlocks: 0,
   };
-}
-
-function policyName(value: unknown, path: string, allowed: readonly PolicyName[]): PolicyName {
-  if (value === undefined) return DEFAULT_POLICY;
-  if (allowed.includes(value as PolicyName)) return value as PolicyName;
-  if (value === 'cache_affinity') {
-    throw errors.invalidArgument(path, `cache_affinity applies to prefill only; use one of ${allowed.join(', ')}`);
-  }
-  throw errors.invalidArgument(path, `must be one of ${allowed.join(', ')}`);
-}
-
-function blockSizeArg(value: number | undefined): number {
-  if (value === undefined) return DEFAULT_BLOCK_SIZE;
-  if (!Number.isSafeInteger(value) || value < 1 || value > MAX_BLOCK_SIZE) {
-    throw errors.invalidArgument('blockSize', `must be an integer in [1, ${MAX_BLOCK_SIZE}]`);
-  }
-  return value;
-}
-
-function failureMessage(reason: PickFailureReason, request: CheckedRequest): string {
-  switch (reason) {
-    case 'no_prefill':
-      return 'no prefill instance is registered';
-    case 'no_decode':
-      return 'no decode instance is registered';
-    case 'no_linked_decode':
-      return 'no decode instance lists a prefill instance of its own group among its peers';
-    case 'no_healthy_prefill':
-      return 'every prefill instance with a linked decode instance is unhealthy (circuit open or trial in progress)';
-    case 'no_healthy_decode':
-      return 'every decode instance linked to a healthy prefill instance is unhealthy (circuit open or trial in progress)';
-    case 'no_capacity': {
-      let need = '';
-      if (request.promptBlocks !== undefined) need = ` and ${request.promptBlocks} free blocks`;
-      else if (request.promptTokens !== undefined) need = ` and free blocks for ${request.promptTokens.length} prompt tokens`;
-      return `no healthy prefill/decode pair has a free slot${need} on both instances`;
-    }
-    case 'excluded':
-      return 'every prefill/decode pair with room is excluded by the request';
-    case 'instance_cap':
-      return 'every healthy prefill/decode pair has an instance at its limit of requests in flight (single_node_max_requests)';
-  }
 }
