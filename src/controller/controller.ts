@@ -7,67 +7,24 @@
  * the peers it posts. No HTTP routes here: src/http/controller.ts serves this object.
  */
 import { errors } from '../core/errors.ts';
-import { assignRoles, groupOf, peersOf } from './assign.ts';
-import { readAgentStatus, shapeChanged, type AgentResources } from './agent-status.ts';
-import { CoordinatorSet, type CoordinatorView } from './coordinators.ts';
-import { Member, type MemberState } from './member.ts';
+import { fetchStatus, postRole, unlinkAll } from './agent-calls.ts';
+import { shapeChanged } from './agent-status.ts';
+import type { ControllerEvents, ControllerOptions } from './controller-options.ts';
+import { memberViews, type ControllerView } from './controller-view.ts';
+import { CoordinatorSet } from './coordinators.ts';
+import { drainFinished } from './drain.ts';
+import { Member } from './member.ts';
+import { admit, applyInstances } from './membership.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
-import type { ClientTlsOptions } from '../core/tls-options.ts';
-import { composeSnapshot, type RefreshBody, type SnapshotCandidate } from './snapshot.ts';
+import { aliveKey, planRoles } from './role-plan.ts';
+import { AddressBook, snapshotCandidates } from './snapshot-candidates.ts';
+import { composeSnapshot, type RefreshBody } from './snapshot.ts';
 import type { StoredState } from './stored-state.ts';
+import { restoreMembers, storedStateOf } from './takeover.ts';
 import type { TopologySpec, ControllerTiming, DesiredInstance, PdRates } from './types.ts';
 
-export interface ControllerEvents {
-  rolePost?(ok: boolean): void;
-  snapshotPush?(ok: boolean): void;
-  /** One evaluation of the whole cluster took this long (ms). */
-  evaluated?(ms: number): void;
-  /** A snapshot is about to go to the Coordinators (the leader keeps it in the store). */
-  composed?(snapshot: RefreshBody, generation: number): void;
-}
-
-export interface ControllerOptions {
-  readonly spec: TopologySpec;
-  /** Outgoing calls (default: a client with the spec's HTTP timeout). */
-  readonly client?: Outgoing;
-  /** The default client's TLS (ignored with `client`). */
-  readonly clientTls?: ClientTlsOptions;
-  readonly now?: () => number;
-  readonly events?: ControllerEvents;
-  /** One line per notable change (default: none). */
-  readonly log?: (line: string) => void;
-  /** Whether it acts (posts roles, pushes snapshots) from the start (default true); a standby waits for lead(). */
-  readonly leading?: boolean;
-}
-
-export interface MemberView {
-  readonly id: number;
-  readonly role: string;
-  readonly group: number;
-  readonly state: MemberState;
-  readonly reachable: boolean;
-  readonly lastSeenAt: number | undefined;
-  readonly roleStatus: string | undefined;
-  readonly desiredPeers: readonly number[];
-  readonly linkedPeers: readonly number[];
-  readonly inSnapshot: boolean;
-  readonly lastError: { readonly message: string; readonly at: number } | undefined;
-  readonly inferenceUrl: string;
-  /** What the agent last reported free and in total, when it reports it. */
-  readonly resources: AgentResources | undefined;
-  /** Desired peer id → code of its failed link, as the agent last reported. */
-  readonly failedLinks: ReadonlyMap<number, string>;
-}
-
-/** What the Controller shows of itself (`GET /v1/cluster`): the desired state, the observed one, each member. */
-export interface ControllerView {
-  readonly coordinators: readonly CoordinatorView[];
-  readonly timing: ControllerTiming;
-  readonly rates: PdRates;
-  readonly desired: readonly DesiredInstance[];
-  readonly snapshotIds: readonly number[];
-  readonly members: readonly MemberView[];
-}
+export type { ControllerEvents, ControllerOptions } from './controller-options.ts';
+export type { ControllerView, MemberView } from './controller-view.ts';
 
 export class Controller {
   readonly #timing: ControllerTiming;
@@ -82,8 +39,7 @@ export class Controller {
   #shapeKey = '';
   /** Something the snapshot's shape depends on may have changed; composing is the costly part of an evaluation. */
   #dirty = true;
-  /** Inference and management addresses, parsed once per spec. */
-  readonly #addresses = new WeakMap<DesiredInstance, { ip: string; port: number; metricPort: number }>();
+  readonly #addresses = new AddressBook();
   #snapshot: RefreshBody = { ids: [], instances: [] };
   #timers: ReturnType<typeof setInterval>[] = [];
   #closed = false;
@@ -135,11 +91,7 @@ export class Controller {
    * @example controller.add(instance);
    */
   add(spec: DesiredInstance): void {
-    const existing = this.#members.get(spec.id);
-    if (existing !== undefined) throw errors.conflictWith(`instance ${spec.id} already exists${existing.drain ? ' (draining)' : ''}`, 'id');
-    const sameIp = [...this.#members.values()].find((m) => m.spec.serverIp === spec.serverIp);
-    if (sameIp !== undefined) throw errors.conflictWith(`server_ip ${spec.serverIp} is already instance ${sameIp.id}'s`, 'server_ip');
-    this.#members.set(spec.id, new Member(spec, spec.role ?? 'prefill'));
+    admit(this.#members, spec);
     this.#replan();
     this.#dirty = true;
     this.#log(`instance ${spec.id} added`);
@@ -170,18 +122,7 @@ export class Controller {
    */
   apply(previous: TopologySpec, next: TopologySpec): void {
     this.#coordinators.urls = next.coordinators;
-    const before = new Map(previous.instances.map((i) => [i.id, i]));
-    const after = new Map(next.instances.map((i) => [i.id, i]));
-    for (const [id] of before) if (!after.has(id) && this.#members.has(id)) void this.remove(id);
-    for (const [id, spec] of after) {
-      const member = this.#members.get(id);
-      if (member === undefined) this.#members.set(id, new Member(spec, spec.role ?? 'prefill'));
-      else if (JSON.stringify(before.get(id)) !== JSON.stringify(spec)) {
-        if (spec.role !== undefined && spec.role !== member.role) member.lostRole();
-        member.spec = spec;
-        if (spec.role !== undefined) member.role = spec.role;
-      }
-    }
+    applyInstances(this.#members, previous, next, (id) => void this.remove(id));
     this.#replan();
     this.#dirty = true;
     this.evaluate();
@@ -204,26 +145,7 @@ export class Controller {
 
   /** Desired, observed and per-instance state, for `GET /v1/cluster`. */
   view(): ControllerView {
-    const now = this.#now();
-    const inSnapshot = new Set(this.#snapshot.ids);
-    const members = [...this.#members.values()]
-      .sort((a, b) => a.id - b.id)
-      .map((m): MemberView => ({
-        id: m.id,
-        role: m.role,
-        group: m.group,
-        state: this.#stateOf(m, now, inSnapshot),
-        reachable: m.alive(now, this.#timing.heartbeatTimeoutMs),
-        lastSeenAt: m.lastSeenAt,
-        roleStatus: m.observation?.roleStatus,
-        desiredPeers: m.peers,
-        linkedPeers: this.#linkedPeers(m),
-        inSnapshot: inSnapshot.has(m.id),
-        lastError: m.lastError,
-        inferenceUrl: m.spec.inferenceUrl,
-        resources: m.observation?.resources,
-        failedLinks: this.#failedLinks(m),
-      }));
+    const members = memberViews(this.#members, this.#snapshot.ids, this.#now(), this.#timing);
     return {
       coordinators: this.#coordinators.views(),
       timing: this.#timing,
@@ -251,21 +173,7 @@ export class Controller {
    */
   lead(state: StoredState): void {
     if (this.#closed) return;
-    if (state.desired !== undefined) {
-      const wanted = new Map(state.desired.map((d) => [d.id, d]));
-      for (const id of [...this.#members.keys()]) if (!wanted.has(id)) this.#members.delete(id);
-      for (const [id, spec] of wanted) if (!this.#members.has(id)) this.#members.set(id, new Member(spec, spec.role ?? 'prefill'));
-    }
-    for (const a of state.assignments) {
-      const m = this.#members.get(a.id);
-      if (m === undefined || (m.spec.role !== undefined && m.spec.role !== a.role)) continue;
-      m.role = a.role;
-      m.group = a.group;
-      m.postedKey = a.postedKey;
-      // A non-empty wanted key keeps the role through the replan (see #replan).
-      m.wantedKey = a.postedKey ?? `${a.role} stored`;
-      m.joined = a.joined && a.postedKey !== undefined;
-    }
+    restoreMembers(this.#members, state);
     this.#generation = Math.max(this.#generation, state.generation);
     this.#takeoverMark = this.#mark();
     this.#replan();
@@ -286,12 +194,7 @@ export class Controller {
 
   /** What a leader keeps in the store: the desired instances and every member's assignment. */
   storedState(): StoredState {
-    const members = [...this.#members.values()];
-    return {
-      desired: members.filter((m) => m.drain === undefined).map((m) => m.spec),
-      assignments: members.map((m) => ({ id: m.id, role: m.role, group: m.group, postedKey: m.postedKey, joined: m.joined })),
-      generation: this.#generation,
-    };
+    return storedStateOf(this.#members, this.#generation);
   }
 
   /** Stops the loop and waits for snapshot pushes in flight; idempotent. */
@@ -329,7 +232,7 @@ export class Controller {
         this.#log(`instance ${m.id} ready as ${m.role}`);
       }
       if (wasJoined !== m.joined) replan = true;
-      if (this.#leading && m.drain !== undefined && this.#drained(m, now)) {
+      if (this.#leading && m.drain !== undefined && drainFinished(m, now, this.#timing)) {
         this.#finishDrain(m);
         replan = true;
       }
@@ -363,10 +266,7 @@ export class Controller {
   }
 
   #aliveChanged(now: number): boolean {
-    const key = [...this.#members.values()]
-      .filter((m) => m.alive(now, this.#timing.heartbeatTimeoutMs))
-      .map((m) => m.id)
-      .join(',');
+    const key = aliveKey(this.#members, now, this.#timing.heartbeatTimeoutMs);
     if (key === this.#aliveKey) return false;
     this.#aliveKey = key;
     return true;
@@ -374,31 +274,7 @@ export class Controller {
 
   /** Roles, groups and desired peers of every member, and the role body each should hold. */
   #replan(): void {
-    const now = this.#now();
-    // Draining members keep their links (and so their place in peers' bodies) until drained.
-    const active = [...this.#members.values()];
-    // A role once given is kept, so a scale-out never flips a serving instance's role.
-    const roles = assignRoles(
-      active.map((m) => ({ id: m.id, role: m.spec.role ?? (m.wantedKey === '' ? undefined : m.role) })),
-      this.#rates,
-    );
-    const placements = groupOf(roles);
-    const peers = peersOf(placements);
-    for (const m of active) {
-      const placement = placements.get(m.id)!;
-      if (m.role !== placement.role) m.lostRole();
-      m.role = placement.role;
-      m.group = placement.group;
-      m.peers = peers.get(m.id) ?? [];
-      // Only peers that answer are posted: a dead P left in a D's desired set would keep D from RoleReady.
-      const live = m.peers.map((id) => this.#members.get(id)!).filter((p) => p.alive(now, this.#timing.heartbeatTimeoutMs));
-      const body = {
-        local: { server_ip: m.spec.serverIp, device: devicesOf(m.spec) },
-        peers: live.map((p) => ({ server_ip: p.spec.serverIp, device: devicesOf(p.spec) })),
-      };
-      m.wantedBody = body;
-      m.wantedKey = `${m.role} ${JSON.stringify(body)}`;
-    }
+    planRoles(this.#members, this.#rates, this.#now(), this.#timing.heartbeatTimeoutMs);
   }
 
   #postRoles(now: number): void {
@@ -418,12 +294,7 @@ export class Controller {
     m.postInFlight = true;
     let ok = false;
     try {
-      const { status, body } = await this.#client.post(`${m.spec.manageUrl}/v1/role/${m.role}`, m.wantedBody);
-      const result = typeof body === 'object' && body !== null ? (body as { result?: unknown }).result : undefined;
-      ok = status === 200 && typeof result === 'string' && result.toLowerCase() === 'ok';
-      if (!ok) m.error(`role post answered ${status}: ${JSON.stringify(body)}`, this.#now());
-    } catch (err) {
-      m.error(`role post failed: ${err instanceof Error ? err.message : String(err)}`, this.#now());
+      ok = await postRole(this.#client, m, this.#now);
     } finally {
       m.postInFlight = false;
       m.postDoneMark = this.#mark();
@@ -438,9 +309,7 @@ export class Controller {
     m.polling = true;
     const from = this.#mark();
     try {
-      const { status, body } = await this.#client.get(`${m.spec.manageUrl}/v1/status`);
-      const observation = status === 200 ? readAgentStatus(body) : undefined;
-      if (observation === undefined) throw new Error(`status answered ${status}`);
+      const observation = await fetchStatus(this.#client, m);
       const wasAlive = m.alive(this.#now(), this.#timing.heartbeatTimeoutMs);
       if (shapeChanged(m.observation, observation)) this.#dirty = true;
       m.lastSeenAt = this.#now();
@@ -456,61 +325,19 @@ export class Controller {
     this.#evaluateSoon();
   }
 
-  #drained(m: Member, now: number): boolean {
-    const drain = m.drain!;
-    if (drain.snapshotMark === undefined) return false;
-    if (!m.alive(now, this.#timing.heartbeatTimeoutMs)) return true;
-    return m.idle(drain.snapshotMark) || now - drain.requestedAt >= this.#timing.drainTimeoutMs;
-  }
-
   #finishDrain(m: Member): void {
     this.#members.delete(m.id);
     this.#log(`instance ${m.id} drained and removed`);
-    // Its own side unlinks too; best effort, the instance is leaving anyway.
-    const url = `${m.spec.manageUrl}/v1/role/${m.role}`;
-    this.#client.post(url, { local: { server_ip: m.spec.serverIp, device: devicesOf(m.spec) }, peers: [] }).catch(() => {});
+    // Its own side unlinks too.
+    unlinkAll(this.#client, m);
     m.drain!.done.resolve();
-  }
-
-  #linkedPeers(m: Member): number[] {
-    const o = m.observation;
-    if (o === undefined) return [];
-    return m.peers.filter((id) => {
-      const peer = this.#members.get(id);
-      return peer !== undefined && o.linkedPeers.has(peer.spec.serverIp);
-    });
-  }
-
-  #failedLinks(m: Member): Map<number, string> {
-    const failed = new Map<number, string>();
-    const o = m.observation;
-    if (o === undefined) return failed;
-    for (const id of m.peers) {
-      const code = o.linkFailures.get(this.#members.get(id)?.spec.serverIp ?? '');
-      if (code !== undefined) failed.set(id, code);
-    }
-    return failed;
   }
 
   /** Composes the snapshot; pushes it when `always`, or when its shape changed or a drain waits for it. */
   #compose(now: number, always: boolean): Promise<boolean> {
     if (this.#closed) return Promise.resolve(false);
     this.#dirty = false;
-    const candidates: SnapshotCandidate[] = [];
-    for (const m of this.#members.values()) {
-      if (m.drain !== undefined || !m.joined || !m.alive(now, this.#timing.heartbeatTimeoutMs)) continue;
-      candidates.push({
-        id: m.id,
-        role: m.role,
-        group: m.group,
-        ...this.#addressOf(m.spec),
-        modelName: m.spec.modelName,
-        staticInfo: m.spec.staticInfo,
-        resources: m.observation?.resources,
-        linkedPeers: this.#linkedPeers(m),
-      });
-    }
-    this.#snapshot = composeSnapshot(candidates);
+    this.#snapshot = composeSnapshot(snapshotCandidates(this.#members, now, this.#timing.heartbeatTimeoutMs, this.#addresses));
     const shape = JSON.stringify(this.#snapshot.instances.map((i) => [i.id, i.static_info, i.dynamic_info.peers]));
     // A drain waits for a snapshot without its instance to reach the Coordinators, even if the
     // instance was not in the last one.
@@ -528,32 +355,4 @@ export class Controller {
       return ok;
     });
   }
-
-  #addressOf(spec: DesiredInstance): { ip: string; port: number; metricPort: number } {
-    let address = this.#addresses.get(spec);
-    if (address === undefined) {
-      const inference = new URL(spec.inferenceUrl);
-      const manage = new URL(spec.manageUrl);
-      const port = (u: URL) => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
-      address = { ip: inference.hostname.replace(/^\[|\]$/g, ''), port: port(inference), metricPort: port(manage) };
-      this.#addresses.set(spec, address);
-    }
-    return address;
-  }
-
-  #stateOf(m: Member, now: number, inSnapshot: ReadonlySet<number>): MemberState {
-    if (m.drain !== undefined) return 'draining';
-    if (!m.alive(now, this.#timing.heartbeatTimeoutMs)) return m.lastSeenAt === undefined ? 'unreachable' : 'down';
-    if (m.postedKey !== m.wantedKey) return 'posting';
-    if (!m.joined) return 'linking';
-    if (inSnapshot.has(m.id)) return 'serving';
-    const livePeers = m.peers.filter((id) => this.#members.get(id)?.alive(now, this.#timing.heartbeatTimeoutMs) === true);
-    // MindIE counts a D linked to none of its P as faulty.
-    if (m.role === 'decode' && livePeers.length > 0 && this.#linkedPeers(m).length === 0) return 'faulty';
-    return 'waiting';
-  }
-}
-
-function devicesOf(spec: DesiredInstance): { device_logical_id: string; device_ip: string }[] {
-  return spec.devices.map((d) => ({ device_logical_id: d.logicalId, device_ip: d.ip }));
 }

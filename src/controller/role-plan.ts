@@ -1,0 +1,65 @@
+/**
+ * The role body each member should hold: its role, group and desired peers, and the body the
+ * agent's role API takes. Recomputed whenever membership or liveness changes; kept apart from the
+ * loop because it only reads members and writes their plan, never calls out.
+ */
+import { assignRoles, groupOf, peersOf } from './assign.ts';
+import type { Member } from './member.ts';
+import type { DesiredInstance, PdRates } from './types.ts';
+
+/** A device as the agent's role API names it. */
+export interface RoleDevice {
+  readonly device_logical_id: string;
+  readonly device_ip: string;
+}
+
+/**
+ * The devices of an instance in the role API's wire names.
+ * @example devicesOf(spec); // [{ device_logical_id: '0', device_ip: '10.0.0.1' }]
+ */
+export function devicesOf(spec: DesiredInstance): RoleDevice[] {
+  return spec.devices.map((d) => ({ device_logical_id: d.logicalId, device_ip: d.ip }));
+}
+
+/**
+ * Sets every member's role, group, desired peers and the role body it should hold.
+ * @example planRoles(members, rates, now, timing.heartbeatTimeoutMs);
+ */
+export function planRoles(members: ReadonlyMap<number, Member>, rates: PdRates, now: number, heartbeatTimeoutMs: number): void {
+  // Draining members keep their links (and so their place in peers' bodies) until drained.
+  const active = [...members.values()];
+  // A role once given is kept, so a scale-out never flips a serving instance's role.
+  const roles = assignRoles(
+    active.map((m) => ({ id: m.id, role: m.spec.role ?? (m.wantedKey === '' ? undefined : m.role) })),
+    rates,
+  );
+  const placements = groupOf(roles);
+  const peers = peersOf(placements);
+  for (const m of active) {
+    const placement = placements.get(m.id)!;
+    if (m.role !== placement.role) m.lostRole();
+    m.role = placement.role;
+    m.group = placement.group;
+    m.peers = peers.get(m.id) ?? [];
+    // Only peers that answer are posted: a dead P left in a D's desired set would keep D from RoleReady.
+    const live = m.peers.map((id) => members.get(id)!).filter((p) => p.alive(now, heartbeatTimeoutMs));
+    const body = {
+      local: { server_ip: m.spec.serverIp, device: devicesOf(m.spec) },
+      peers: live.map((p) => ({ server_ip: p.spec.serverIp, device: devicesOf(p.spec) })),
+    };
+    m.wantedBody = body;
+    m.wantedKey = `${m.role} ${JSON.stringify(body)}`;
+  }
+}
+
+/**
+ * The ids of the members alive now, as one string: the role bodies post only live peers, so the
+ * plan is redone when this changes.
+ * @example aliveKey(members, now, timing.heartbeatTimeoutMs); // '101,201'
+ */
+export function aliveKey(members: ReadonlyMap<number, Member>, now: number, heartbeatTimeoutMs: number): string {
+  return [...members.values()]
+    .filter((m) => m.alive(now, heartbeatTimeoutMs))
+    .map((m) => m.id)
+    .join(',');
+}
