@@ -12,7 +12,7 @@ import type { SimClusterOptions, SimClusterTls, SimEngineSettings } from './clus
 import { withEngineTls } from './cluster-tls.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
 
-const REPO_ROOT = join(import.meta.dir, '..', '..');
+const REPO_ROOT = join(import.meta.dirname, '..', '..');
 
 /** The Coordinator's entry (`pdlink coordinator`). */
 const COORDINATOR_ENTRY = join(REPO_ROOT, 'src', 'main.ts');
