@@ -21,7 +21,7 @@ import {
   type SimEngineHandle,
   type SimEngineSettings,
 } from './cluster-options.ts';
-import { coordinatorArgs, startCoordinator, startEngine, tokenFileOf, type EnginePlace } from './cluster-spawn.ts';
+import { coordinatorArgs, runtimeCommand, startCoordinator, startEngine, tokenFileOf, type EnginePlace } from './cluster-spawn.ts';
 import { coordinatorConfigOf } from './cluster-tls.ts';
 import { until, type ManagedProcess } from './process.ts';
 import { runtime } from '../runtime/index.ts';
@@ -247,7 +247,7 @@ export class SimCluster {
   async restartCoordinator(): Promise<void> {
     const manage = new URL(this.coordinatorUrl);
     const inference = new URL(this.proxyUrl);
-    const args = this.coordinator.child.spawnargs.slice(1);
+    const args = this.coordinator.child.spawnargs.slice(runtimeCommand(this.#options.runtimes?.coordinator).length);
     await this.coordinator.stop('SIGKILL');
     this.coordinator = await startCoordinator(
       args.map((arg, i, all) => (all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--predict_port' ? inference.port : arg)),
