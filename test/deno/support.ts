@@ -26,15 +26,30 @@ export function startOnDeno(name: string, args: readonly string[], listeners: re
 }
 
 /**
- * Runs `pdlink <args>` on Deno to its end: its exit code and everything it printed.
+ * Runs `pdlink <args>` on Deno to its end: its exit code and everything it printed. A command
+ * expected to stop at start that serves instead is killed once it prints a listening line (or
+ * after `deadlineMs`), so the test fails on its exit code instead of waiting forever.
  * @example const { code, output } = await runOnDeno(['coordinator', '--config', bad]);
  */
-export function runOnDeno(args: readonly string[]): Promise<{ code: number | string; output: string }> {
+export function runOnDeno(args: readonly string[], deadlineMs = 60_000): Promise<{ code: number | string; output: string }> {
   const child = spawn(PDLINK_ON_DENO[0]!, [...PDLINK_ON_DENO.slice(1), ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (chunk: Uint8Array) => (output += new TextDecoder().decode(chunk)));
-  child.stderr!.on('data', (chunk: Uint8Array) => (output += new TextDecoder().decode(chunk)));
-  return new Promise((resolve) => child.once('close', (code, signal) => resolve({ code: code ?? signal ?? 'unknown', output })));
+  const kill = (): void => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, 'SIGKILL');
+  };
+  const timer = setTimeout(kill, deadlineMs);
+  const onData = (chunk: Uint8Array): void => {
+    output += new TextDecoder().decode(chunk);
+    if (/ listening on /.test(output)) kill();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  return new Promise((resolve) =>
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? signal ?? 'unknown', output });
+    }),
+  );
 }
 
 /**
