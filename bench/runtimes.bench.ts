@@ -12,7 +12,8 @@
  *     completions against fast fake engines.
  * The answer is a ratio per round (Deno / Bun), median with the p10–p90 spread.
  *
- * Run: npx bun bench/runtimes.bench.ts   (--quick: two short rounds that write nothing)
+ * Run: npx bun bench/runtimes.bench.ts   (--quick: two short rounds that write nothing; --report: the
+ * table and summary again from the rounds in bench/results/runtimes.json, measuring nothing)
  * The Deno side starts with `npx deno run -A bench/runtimes.bench.ts --side`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -31,7 +32,7 @@ import { FakeEngine } from '../test/fixtures/proxy/fake-engine.ts';
 import { snapshot } from '../test/fixtures/proxy/harness.ts';
 import { decodeResponder, prefillResponder } from '../test/fixtures/proxy/responders.ts';
 import { exampleSnapshot } from '../test/doubles/refresh-examples.ts';
-import { markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
+import { RESULTS_DIR, markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
 
 const QUICK = process.argv.includes('--quick');
 const ROUNDS = QUICK ? 2 : Number(process.env['RUNTIMES_ROUNDS'] ?? 8);
@@ -460,4 +461,12 @@ function report(rounds: Record<RuntimeName, Round[]>, bunVersion: string, denoVe
 }
 
 if (process.argv.includes('--side')) await side();
-else await parent();
+else if (process.argv.includes('--report')) {
+  // Renders the table and summary again from the rounds of the last run, without measuring.
+  const { readFileSync } = await import('node:fs');
+  const last = JSON.parse(readFileSync(`${RESULTS_DIR}/runtimes.json`, 'utf8')) as {
+    rawRounds: Record<RuntimeName, Round[]>;
+    versions: Record<RuntimeName, string>;
+  };
+  report(last.rawRounds, last.versions.bun, last.versions.deno);
+} else await parent();

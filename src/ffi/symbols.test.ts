@@ -26,7 +26,7 @@ describe('the one symbol table', () => {
   test('names every pdrt.h function with its arguments, in order: handles, buffers and integer widths as the header has them', () => {
     const fromHeader = prototypes();
     expect(Object.keys(fromHeader).length).toBeGreaterThan(10);
-    const fromTable = Object.fromEntries(Object.entries(SYMBOLS).map(([name, spec]) => [name, [...spec.args]]));
+    const fromTable: Record<string, string[]> = Object.fromEntries(Object.entries(SYMBOLS).map(([name, spec]) => [name, [...spec.args]]));
     expect(fromTable).toEqual(fromHeader);
   });
 
