@@ -35,7 +35,7 @@ import { exampleSnapshot } from '../test/doubles/refresh-examples.ts';
 import { RESULTS_DIR, markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
 
 const QUICK = process.argv.includes('--quick');
-const ROUNDS = QUICK ? 2 : Number(process.env['RUNTIMES_ROUNDS'] ?? 8);
+const ROUNDS = QUICK ? 2 : Number(process.env['RUNTIMES_ROUNDS'] ?? 12);
 const FFI_MS = QUICK ? 50 : 300;
 const LONE_PAIRS = QUICK ? 20 : 200;
 const STORM_PAIRS = QUICK ? 160 : 1600;
@@ -333,34 +333,57 @@ async function parent(): Promise<void> {
     const pUrl = `http://${p.host}:${p.port}`;
     const dUrl = `http://${d.host}:${d.port}`;
 
-    /** One side's measurements of one round; the proxy's floor is measured right before its own latencies. */
-    const measure = async (i: number): Promise<Round> => {
+    /** Each measure of one side; the proxy's latencies come with their floor, measured right before them. */
+    const steps = (i: number): [readonly Measure[], () => Promise<number[]>][] => {
       const s = sides[i]!;
-      const floor = await latencies(LATENCY_REQUESTS, () => twoLegs(pUrl, dUrl));
-      const proxied = await latencies(LATENCY_REQUESTS, () => completion(url(i, 'inference')));
-      const round: Round = {
-        ffiCallsPerS: await s.call('ffiCalls', { ms: FFI_MS }),
-        directLoneUs: await s.call('directLone', { pairs: LONE_PAIRS }),
-        directBatchedPairsPerS: await s.call('directBatched', { pairs: STORM_PAIRS }),
-        managerLoneUs: await s.call('managerLone', { pairs: LONE_PAIRS }),
-        managerStormPairsPerS: await s.call('managerStorm', { pairs: STORM_PAIRS }),
-        refresh2PerS: await refreshRate(url(i, 'management'), bodies2, REFRESH_MS),
-        refresh4096PerS: await refreshRate(url(i, 'management'), bodies4096, REFRESH_MS),
-        proxyAddedP50Ms: proxied.p50 - floor.p50,
-        proxyAddedP99Ms: proxied.p99 - floor.p99,
-        proxyCpuUsPerRequest: await cpuPerRequest(s, url(i, 'inference'), CPU_REQUESTS),
-      };
-      p.requests.length = 0;
-      d.requests.length = 0;
-      return round;
+      const one = (m: Measure, run: () => Promise<number>): [readonly Measure[], () => Promise<number[]>] => [
+        [m],
+        async () => [await run()],
+      ];
+      return [
+        one('ffiCallsPerS', () => s.call('ffiCalls', { ms: FFI_MS })),
+        one('directLoneUs', () => s.call('directLone', { pairs: LONE_PAIRS })),
+        one('directBatchedPairsPerS', () => s.call('directBatched', { pairs: STORM_PAIRS })),
+        one('managerLoneUs', () => s.call('managerLone', { pairs: LONE_PAIRS })),
+        one('managerStormPairsPerS', () => s.call('managerStorm', { pairs: STORM_PAIRS })),
+        one('refresh2PerS', () => refreshRate(url(i, 'management'), bodies2, REFRESH_MS)),
+        one('refresh4096PerS', () => refreshRate(url(i, 'management'), bodies4096, REFRESH_MS)),
+        [
+          ['proxyAddedP50Ms', 'proxyAddedP99Ms'],
+          async () => {
+            const floor = await latencies(LATENCY_REQUESTS, () => twoLegs(pUrl, dUrl));
+            const proxied = await latencies(LATENCY_REQUESTS, () => completion(url(i, 'inference')));
+            return [proxied.p50 - floor.p50, proxied.p99 - floor.p99];
+          },
+        ],
+        one('proxyCpuUsPerRequest', () => cpuPerRequest(s, url(i, 'inference'), CPU_REQUESTS)),
+      ];
     };
 
-    // A warm-up round on each side, not recorded.
-    for (let i = 0; i < sides.length; i++) await measure(i);
+    // Measure by measure, both runtimes back to back (the first one swapped every round), so the two
+    // figures of a ratio come from adjacent moments of the shared machine's load.
+    const runRound = async (r: number): Promise<Record<RuntimeName, Round>> => {
+      const out = { bun: {} as Round, deno: {} as Round };
+      const order = r % 2 === 0 ? [0, 1] : [1, 0];
+      const perSide = sides.map((_, i) => steps(i));
+      for (let k = 0; k < perSide[0]!.length; k++) {
+        for (const i of order) {
+          const [measures, run] = perSide[i]![k]!;
+          const values = await run();
+          measures.forEach((m, j) => (out[sides[i]!.name][m] = values[j]!));
+        }
+      }
+      p.requests.length = 0;
+      d.requests.length = 0;
+      return out;
+    };
+
+    await runRound(1); // warm-up, not recorded
     const rounds: Record<RuntimeName, Round[]> = { bun: [], deno: [] };
     for (let r = 0; r < ROUNDS; r++) {
-      const order = r % 2 === 0 ? [0, 1] : [1, 0];
-      for (const i of order) rounds[sides[i]!.name].push(await measure(i));
+      const round = await runRound(r);
+      rounds.bun.push(round.bun);
+      rounds.deno.push(round.deno);
       console.log(`round ${r + 1}/${ROUNDS} done`);
     }
     if (QUICK) {
@@ -418,8 +441,8 @@ function report(rounds: Record<RuntimeName, Round[]>, bunVersion: string, denoVe
       ),
     );
   const summary = [
-    `Bun ${bunVersion} and Deno ${denoVersion}, the same pdlink code on each, driven by one Bun client in ${ROUNDS} alternating rounds ` +
-      `(the order of the runtimes swapped every round) after a warm-up round each; the table gives each runtime's median and the ` +
+    `Bun ${bunVersion} and Deno ${denoVersion}, the same pdlink code on each, driven by one Bun client in ${ROUNDS} rounds after a warm-up round; ` +
+      `in each round every measure ran on both runtimes back to back, the first of the two swapped every round; the table gives each runtime's median and the ` +
       `median of the per-round Deno / Bun ratios with their p10–p90 spread.`,
     `FFI: Deno's \`Deno.dlopen\` call on a context handle runs at ${r('ffiCallsPerS')} Bun's \`bun:ffi\` rate (the handle becomes a pointer ` +
       `object on Deno, a plain number on Bun). A direct lone link+unlink pair takes ${r('directLoneUs')} Bun's time and the 16-per-call ` +
