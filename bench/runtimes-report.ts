@@ -53,19 +53,32 @@ export function report(
     stats[m] = { bun: percentile(bun, 50), deno: percentile(deno, 50), ratio: spread(ratios), ratios };
   }
   const fmt = (x: number) => (Math.abs(x) >= 100 ? Math.round(x).toLocaleString('en-US') : x.toFixed(2));
+  /** The better runtime on a measure, or none when the p10–p90 spread of the ratio spans 1×. */
+  const ahead = (m: Measure): RuntimeName | undefined => {
+    const { median, p10, p90 } = stats[m].ratio;
+    if (p10 <= 1 && p90 >= 1) return undefined;
+    return (LABELS[m][1] === 'higher') === median > 1 ? 'deno' : 'bun';
+  };
+  const verdict = (m: Measure): string => {
+    const winner = ahead(m);
+    return winner === undefined ? 'no clear difference' : winner === 'bun' ? 'Bun' : 'Deno';
+  };
   const rows = MEASURES.map((m) => {
     const [label, better] = LABELS[m];
     const s = stats[m];
-    const winner = (better === 'higher') === s.ratio.median > 1 ? 'Deno' : 'Bun';
     return [
       label,
       fmt(s.bun),
       fmt(s.deno),
       `${times(s.ratio.median)} (p10 ${times(s.ratio.p10)}, p90 ${times(s.ratio.p90)})`,
-      `${better} is better: ${winner}`,
+      `${better} is better: ${verdict(m)}`,
     ];
   });
-  const r = (m: Measure) => times(stats[m].ratio.median);
+  const r = (m: Measure) => {
+    const winner = ahead(m);
+    const call = winner === undefined ? 'no clear difference' : `${winner === 'bun' ? 'Bun' : 'Deno'} ahead`;
+    return `Deno ${fmt(stats[m].deno)} vs Bun ${fmt(stats[m].bun)}, ${times(stats[m].ratio.median)} (${call})`;
+  };
   const within = (rt: RuntimeName, a: Measure, b: Measure) =>
     times(
       percentile(
@@ -73,20 +86,29 @@ export function report(
         50,
       ),
     );
+  const label = (m: Measure) => LABELS[m][0].replace(/, (µs|ms|requests\/s|calls\/s).*$/, '').replace(/ \(.*\)$/, '');
+  const listOf = (winner: RuntimeName | undefined) => {
+    const names = MEASURES.filter((m) => ahead(m) === winner && m !== 'proxyAddedP99Ms').map(label);
+    return names.length === 0 ? 'none of these measures' : names.join('; ');
+  };
   const summary = [
     `Bun ${bunVersion} and Deno ${denoVersion}, the same pdlink code on each, driven by one Bun client in ${ROUNDS} rounds after a warm-up round; ` +
-      `in each round every measure ran on both runtimes back to back, the first of the two swapped every round; the table gives each runtime's median and the ` +
-      `median of the per-round Deno / Bun ratios with their p10–p90 spread.`,
-    `FFI: Deno's \`Deno.dlopen\` call on a context handle runs at ${r('ffiCallsPerS')} Bun's \`bun:ffi\` rate (the handle becomes a pointer ` +
-      `object on Deno, a plain number on Bun). A direct lone link+unlink pair takes ${r('directLoneUs')} Bun's time and the 16-per-call ` +
-      `direct rate is ${r('directBatchedPairsPerS')} Bun's: the pair is dominated by the runtime library's socket round trips, the same on both.`,
-    `Link storm through the LinkManager: a lone pair takes ${r('managerLoneUs')} Bun's time; 16 concurrent callers get ${r('managerStormPairsPerS')} ` +
-      `Bun's pair rate. Within each runtime the manager's lone pair is ${within('bun', 'managerLoneUs', 'directLoneUs')} (Bun) and ` +
-      `${within('deno', 'managerLoneUs', 'directLoneUs')} (Deno) the direct pair: the worker-pool hops cost each runtime differently.`,
-    `Refresh over HTTP: ${r('refresh2PerS')} Bun's request rate with 2 instances (the serving path dominates) and ${r('refresh4096PerS')} with ` +
-      `4096 (JSON parsing and validation dominate).`,
-    `Proxy: added latency at c=1 is ${r('proxyAddedP50Ms')} Bun's at p50 and ${r('proxyAddedP99Ms')} at p99 (each over the client's own ` +
-      `two-leg call measured right before it); CPU per streamed request at c=32 is ${r('proxyCpuUsPerRequest')} Bun's.`,
+      `in each round every measure ran on both runtimes back to back, the first of the two swapped every round. The table gives each runtime's ` +
+      `median and the median of the per-round Deno / Bun ratios with their p10–p90 spread; a spread that spans 1× is called no clear difference.`,
+    `**What each runtime is better at.** Bun: ${listOf('bun')}. Deno: ${listOf('deno')}. Neither clearly: ${listOf(undefined)}.`,
+    `FFI floor: direct calls per second on a context handle: ${r('ffiCallsPerS')}; on Deno the handle goes through a ` +
+      `cached pointer object, on Bun it is passed as the number itself. A direct lone link+unlink pair, µs: ${r('directLoneUs')}; ` +
+      `pairs per second with 16 clusters per call: ${r('directBatchedPairsPerS')}. A pair is the runtime library's socket round trips, ` +
+      `the same C code under both.`,
+    `Link storm through the LinkManager: a lone pair, µs: ${r('managerLoneUs')}; pairs per second from 16 concurrent callers: ` +
+      `${r('managerStormPairsPerS')}. Within each runtime the manager's lone pair is ${within('bun', 'managerLoneUs', 'directLoneUs')} ` +
+      `the direct pair on Bun and ${within('deno', 'managerLoneUs', 'directLoneUs')} on Deno: what differs is the two hops through the piscina ` +
+      `pool (Deno's worker_threads), which batching hides once 16 callers share them.`,
+    `Refresh over HTTP, requests per second: 2 instances ${r('refresh2PerS')}; 4096 instances (1.5 MB bodies, every instance ` +
+      `changed) ${r('refresh4096PerS')}, where reading, parsing and validating the body dominate.`,
+    `Proxy against fast fake engines: added latency at c=1, ms, p50 ${r('proxyAddedP50Ms')}; p99 ${r('proxyAddedP99Ms')} ` +
+      `(each over the client's own two-leg call measured right before it, so a p99 can come out below the floor's by noise). CPU per ` +
+      `streamed request at c=32, µs: ${r('proxyCpuUsPerRequest')}, the steadiest gap of the table.`,
     `The machine is a 2-core VM shared with other engineers' tests and benchmarks while this ran; the client, the fake engines and the ` +
       `prefill contexts share it too, so only the ratios of one run mean anything.`,
   ].join('\n\n');
