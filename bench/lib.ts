@@ -6,8 +6,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export const RESULTS_DIR = join(import.meta.dir, 'results');
+/** Resolved from this module's URL, so a benchmark's Deno side can load these helpers too. */
+export const RESULTS_DIR = fileURLToPath(new URL('results', import.meta.url));
 
 export interface Spread {
   median: number;

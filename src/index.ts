@@ -1,5 +1,6 @@
 /**
- * pdlink as a library: what a Bun-based inference gateway mounts.
+ * pdlink as a library: what a Bun- or Deno-based inference gateway mounts (on Deno, serve the
+ * gateway with `Deno.serve(gateway.fetch)` instead of `Bun.serve`).
  *
  * @example
  * import { Hono } from 'hono';

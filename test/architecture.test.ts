@@ -2,7 +2,8 @@
  * The one import direction of `src/` (DESIGN §3), checked on every test run: a module may import from its
  * own folder or from a folder on a lower floor, never upward or sideways; only `workers/` opens the FFI;
  * `schema/` and `ffi/` stand on `core/` alone; only `cli/` starts the simulator and the bench harness; nothing in `src/` reaches
- * into `test/`; and no two files import each other, even for types, by any path.
+ * into `test/`; and no two files import each other, even for types, by any path. Besides, the runtime
+ * (Bun or Deno) is named only by `runtime/`, `ffi/` and the simulator's process launcher.
  */
 import { describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -19,11 +20,18 @@ const FLOORS: readonly (readonly string[])[] = [
   ['proxy', 'agent', 'controller', 'sim', 'harness'],
   ['scheduler', 'ledger', 'links', 'workers', 'store'],
   ['cluster', 'schema', 'ffi'],
-  ['core'],
+  ['core', 'runtime'],
 ];
 
 /** Sideways imports on one floor that the design allows (a few domain folders lean on a neighbour's types). */
-const SIDEWAYS: ReadonlySet<string> = new Set(['cli>index.ts', 'cluster>schema', 'scheduler>ledger', 'apps>config', 'workers>links']);
+const SIDEWAYS: ReadonlySet<string> = new Set([
+  'cli>index.ts',
+  'cluster>schema',
+  'scheduler>ledger',
+  'apps>config',
+  'workers>links',
+  'runtime>core',
+]);
 
 /** Folders that only some units may import, and the units that may. */
 const ONLY_FROM: Readonly<Record<string, readonly string[]>> = {
@@ -37,6 +45,7 @@ const STANDS_ON: Readonly<Record<string, readonly string[]>> = {
   core: [],
   schema: ['core'],
   ffi: ['core'],
+  runtime: ['core'],
 };
 
 function unitOf(file: string): string {
@@ -172,5 +181,74 @@ describe('the import direction of src/', () => {
     expect(violation(f('proxy/a.ts'), join(SRC, '..', 'test', 'doubles', 'x.ts'))).toContain('outside src/');
     expect(violation(f('http/a.ts'), f('proxy/b.ts'))).toBeUndefined();
     expect(violation(f('workers/a.ts'), f('ffi/b.ts'))).toBeUndefined();
+    expect(violation(f('http/a.ts'), f('runtime/index.ts'))).toBeUndefined();
+    expect(violation(f('runtime/bun.ts'), f('core/errors.ts'))).toBeUndefined();
+    expect(violation(f('runtime/deno.ts'), f('cluster/instance.ts'))).toContain('stands on core');
+    expect(violation(f('core/errors.ts'), f('runtime/index.ts'))).toContain('nothing of pdlink');
+  });
+});
+
+/** Where naming the runtime is the point: the seam, the FFI, and the simulator's process launcher. */
+const RUNTIME_SPECIFIC: readonly string[] = ['runtime/', 'ffi/', 'sim/cluster-spawn.ts', 'sim/process.ts'];
+
+/** Bun's and Deno's globals and Bun's built-in modules. */
+const RUNTIME_NAMES = /\bBun\.|\bDeno\b|\bbun:/g;
+
+/** The text with its comments blanked (strings kept, so `'http://x'` is not a comment), lines preserved. */
+export function withoutComments(text: string): string {
+  let out = '';
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i]!;
+    const next = text[i + 1];
+    if (c === '/' && next === '/') {
+      while (i < text.length && text[i] !== '\n') i++;
+    } else if (c === '/' && next === '*') {
+      const end = text.indexOf('*/', i + 2);
+      const stop = end < 0 ? text.length : end + 2;
+      out += text.slice(i, stop).replace(/[^\n]/g, ' ');
+      i = stop;
+    } else if (c === "'" || c === '"' || c === '`') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== c) j += text[j] === '\\' ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j + 1;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** Each use of a runtime's name in `text` outside comments, as `line: excerpt`. */
+export function runtimeMentions(text: string): string[] {
+  const found: string[] = [];
+  withoutComments(text)
+    .split('\n')
+    .forEach((line, n) => {
+      if (line.match(RUNTIME_NAMES) !== null) found.push(`${n + 1}: ${line.trim()}`);
+    });
+  return found;
+}
+
+describe('the runtime is named only by the seam', () => {
+  test('no Bun. / Deno / bun: in src/ outside runtime/, ffi/ and the simulator launcher', () => {
+    const bad: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      const rel = relative(SRC, file);
+      if (RUNTIME_SPECIFIC.some((allowed) => rel === allowed || (allowed.endsWith('/') && rel.startsWith(allowed)))) continue;
+      for (const mention of runtimeMentions(readFileSync(file, 'utf8'))) bad.push(`${rel}:${mention}`);
+    }
+    expect(bad).toEqual([]);
+  });
+
+  test('the check sees code and skips comments', () => {
+    expect(runtimeMentions('const s = Bun.serve({});')).toEqual(['1: const s = Bun.serve({});']);
+    expect(runtimeMentions("import { dlopen } from 'bun:ffi';")).toHaveLength(1);
+    expect(runtimeMentions('if (typeof Deno !== "undefined") x();')).toHaveLength(1);
+    expect(runtimeMentions('const url = "http://h/"; Deno.exit(1);')).toHaveLength(1);
+    expect(runtimeMentions('// Bun.serve here\n/* Deno.serve\n there */ const a = 1;')).toEqual([]);
+    expect(runtimeMentions("const bundle = 'Bunny'; const d = 'Denote';")).toEqual([]);
   });
 });

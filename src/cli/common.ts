@@ -1,12 +1,14 @@
 /**
  * What every pdlink command shares: argument parsing errors (exit status 2), the listening lines,
- * serving Hono apps with Bun.serve, the all-interfaces guard, and clean shutdown on SIGINT/SIGTERM.
+ * serving Hono apps through the runtime seam, the all-interfaces guard, and clean shutdown on SIGINT/SIGTERM.
  */
 import { isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ConfigError, type PdlinkError } from '../core/errors.ts';
 import type { ServerTlsOptions } from '../core/tls-options.ts';
+import type { ServeEnv } from '../runtime/index.ts';
 import { capConnections, DEFAULT_MAX_CONNECTIONS, type ServerFetch } from '../http/connection-cap.ts';
+import { runtime } from '../runtime/index.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export interface ListenerSpec {
@@ -15,11 +17,11 @@ export interface ListenerSpec {
   readonly hostname: string;
   /** 0 = any free port. */
   readonly port: number;
-  /** Hono's `app.fetch`; the server is passed on as the env (the rate limit reads the peer address from it). */
-  readonly fetch: (request: Request, server: Bun.Server<undefined>) => Response | Promise<Response>;
+  /** Hono's `app.fetch`; the runtime's env is passed on (the rate limit reads the peer address from it). */
+  readonly fetch: (request: Request, env: ServeEnv) => Response | Promise<Response>;
   /** With `ca`, the listener requires a client certificate that chains to it (see config/tls.ts). */
   readonly tls?: ServerTlsOptions;
-  /** Seconds a keep-alive connection may stay idle (Bun's limit is 255). */
+  /** Seconds a keep-alive connection may stay idle (Bun's limit is 255; Deno.serve has no such setting). */
   readonly idleTimeoutSeconds?: number;
   /** Requests served at once before non-probe requests get 503 (default DEFAULT_MAX_CONNECTIONS). */
   readonly maxConnections?: number;
@@ -52,7 +54,7 @@ export function listeningLine(name: string, url: string): string {
 }
 
 /**
- * Starts one Bun server per spec, then prints `preamble` and one listening line per listener. The
+ * Starts one server per spec on the runtime's seam, then prints `preamble` and one listening line per listener. The
  * lines come only once every listener is up: a harness that saw them can rely on the process
  * serving, so a process that fails to bind prints none. On any failure the ones already started
  * are stopped and a ConfigError names the listener and address.
@@ -62,19 +64,15 @@ export async function startListeners(specs: readonly ListenerSpec[], preamble: r
   const running: RunningListener[] = [];
   for (const spec of specs) {
     try {
-      const server = Bun.serve({
+      const server = runtime.serve({
         hostname: spec.hostname,
         port: spec.port,
-        fetch: capConnections(spec.fetch as ServerFetch, spec.maxConnections ?? DEFAULT_MAX_CONNECTIONS, spec.renderRefusal) as (
-          request: Request,
-          server: Bun.Server<undefined>,
-        ) => Response | Promise<Response>,
-        idleTimeout: Math.min(255, spec.idleTimeoutSeconds ?? 180),
+        fetch: capConnections(spec.fetch as ServerFetch, spec.maxConnections ?? DEFAULT_MAX_CONNECTIONS, spec.renderRefusal),
+        idleTimeoutSeconds: spec.idleTimeoutSeconds ?? 180,
         ...(spec.tls === undefined ? {} : { tls: spec.tls }),
       });
-      const port = server.port ?? spec.port;
-      const url = listenerUrl(spec.hostname, port, spec.tls !== undefined);
-      running.push({ name: spec.name, url, port, stop: () => server.stop(true) });
+      const url = listenerUrl(spec.hostname, server.port, spec.tls !== undefined);
+      running.push({ name: spec.name, url, port: server.port, stop: () => server.stop() });
     } catch (cause) {
       await Promise.all(running.map((r) => r.stop()));
       const reason = cause instanceof Error ? cause.message : String(cause);

@@ -21,6 +21,7 @@ import { loadConfigFile } from '../config/load.ts';
 import { clientTlsOf } from '../config/tls.ts';
 import { InstanceTlsSection } from '../schema/instance-config.ts';
 import { shutdownSignals } from './shutdown.ts';
+import { runtime } from '../runtime/index.ts';
 
 export const SIM_CLUSTER_DEFAULTS = { prefillIp: '127.0.0.11', decodeIp: '127.0.0.12', model: 'pdlink-sim' } as const;
 /** MindIE's engine ports and pdlink's first link port, the same on each engine's own address. */
@@ -76,7 +77,7 @@ export async function runSimCluster(argv: string[]): Promise<void> {
     tls?.client_tls_items,
   );
   const call = (url: string, init: RequestInit = {}): Promise<Response> =>
-    fetch(url, clientTls === undefined ? init : { ...init, tls: clientTls });
+    fetch(url, clientTls === undefined ? init : { ...init, ...runtime.tlsInit(clientTls) });
 
   const dir = mkdtempSync(join(tmpdir(), 'pdlink-sim-cluster-'));
   const engines: ManagedProcess[] = [];
@@ -133,7 +134,7 @@ async function startEngine(layout: EngineLayout, dir: string, model: string, tls
     name: layout.name,
     command: [
       process.execPath,
-      join(import.meta.dir, 'sim-engine.ts'),
+      join(import.meta.dirname, 'sim-engine.ts'),
       ...['--role', layout.role, '--model', model, '--config', config],
       ...['--manage_ip', layout.ip, '--manage_port', String(MANAGEMENT_PORT), '--ip', layout.ip, '--port', String(INFERENCE_PORT)],
       ...['--num_blocks', String(s.numBlocks), '--block_bytes', String(s.blockBytes), '--block_tokens', String(s.blockTokens)],

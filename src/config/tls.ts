@@ -9,6 +9,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../core/errors.ts';
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
+import { runtime } from '../runtime/index.ts';
 import type { TlsItems } from '../schema/tls-items.ts';
 
 /**
@@ -29,8 +30,9 @@ export function serverTlsOf(
   }
   const identity = readIdentity(itemsKey, items);
   const trust = readTrust(itemsKey, items);
-  if (trust.ca === undefined) return identity;
-  return { ...identity, ...trust, requestCert: true, rejectUnauthorized: true };
+  const tls: ServerTlsOptions = trust.ca === undefined ? identity : { ...identity, ...trust, requestCert: true, rejectUnauthorized: true };
+  refuseUnenforced(itemsKey, runtime.unsupportedServerTls(tls));
+  return tls;
 }
 
 /**
@@ -51,7 +53,26 @@ export function clientTlsOf(
     throw new ConfigError(`${itemsKey}: tls_cert and tls_key go together (${enableKey} is true)`);
   }
   const identity = given.tls_cert === undefined ? {} : readIdentity(itemsKey, given);
-  return { ...identity, ...readTrust(itemsKey, given) };
+  const tls: ClientTlsOptions = { ...identity, ...readTrust(itemsKey, given) };
+  refuseUnenforced(itemsKey, runtime.unsupportedClientTls(tls));
+  return tls;
+}
+
+/** The item each TLS field comes from, to name it when the runtime cannot enforce the field. */
+const ITEM_OF: Readonly<Record<string, string>> = { ca: 'ca_cert', crl: 'tls_crl', requestCert: 'ca_cert', rejectUnauthorized: 'ca_cert' };
+
+/**
+ * Stops the start when the runtime cannot enforce a setting that was turned on: each one exists to
+ * refuse some peers (no client certificate, a revoked one), so running without it would let them in.
+ */
+function refuseUnenforced(itemsKey: string, fields: readonly string[]): void {
+  const first = fields[0];
+  if (first === undefined) return;
+  const item = `${itemsKey}.${ITEM_OF[first] ?? first}`;
+  throw new ConfigError(
+    `${item}: this runtime (${runtime.name}) cannot enforce ${first === 'crl' ? 'a certificate revocation list' : 'client certificates'} here; ` +
+      `drop the setting or run pdlink on Bun`,
+  );
 }
 
 function readIdentity(itemsKey: string, items: TlsItems): { cert: string; key: string; passphrase?: string } {

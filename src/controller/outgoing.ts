@@ -5,6 +5,7 @@
  */
 
 import type { ClientTlsOptions } from '../core/tls-options.ts';
+import { runtime } from '../runtime/index.ts';
 
 export interface OutgoingReply {
   readonly status: number;
@@ -63,7 +64,7 @@ export class ManagementClient implements Outgoing {
   async #call(url: string, init: RequestInit): Promise<OutgoingReply> {
     const res = await fetch(url, {
       ...init,
-      ...(this.#tls === undefined ? {} : { tls: this.#tls }),
+      ...(this.#tls === undefined ? {} : runtime.tlsInit(this.#tls)),
       signal: AbortSignal.timeout(this.#timeoutMs),
     });
     const text = await res.text();

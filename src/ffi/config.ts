@@ -4,8 +4,8 @@
  * layout of pdrt.h; the secret itself is passed by pointer and copied by the runtime, so it lives
  * only as long as the pdrt_create call in this buffer's reach.
  */
-import { ptr } from 'bun:ffi';
 import { INT32_MAX, SECRET_MAX, SECRET_MIN, type LinkPortLimits } from '../core/limits.ts';
+import { binding } from './binding.ts';
 import { invalid } from './check.ts';
 import { checkInt } from './layout.ts';
 
@@ -35,7 +35,7 @@ export function packConfig(bytes: Uint8Array, secret: Uint8Array | undefined, li
   if (secret !== undefined) {
     if (!(secret instanceof Uint8Array) || secret.length < SECRET_MIN || secret.length > SECRET_MAX)
       throw invalid('linkSecret', `must be ${SECRET_MIN} to ${SECRET_MAX} bytes`);
-    view.setBigUint64(0, BigInt(ptr(secret)), true);
+    view.setBigUint64(0, binding.addressOf(secret), true);
     view.setUint32(8, secret.length, true);
   }
   LIMIT_FIELDS.forEach((field, i) => {

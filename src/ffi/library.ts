@@ -1,41 +1,22 @@
 /**
- * The one dlopen table of the device runtime (native/include/pdrt.h), its path, and the ABI check.
- * Every status-returning function is declared `i32`; ids are `u64` (bigint), buffers `ptr`.
+ * Loading the device runtime library: its path, the ABI check, and one opened library per path
+ * and thread, through the binding of the runtime this process runs on (symbols.ts has the table).
  */
-import { dlopen, FFIType, type Library } from 'bun:ffi';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { errors } from '../core/errors.ts';
+import { binding } from './binding.ts';
+import { SYMBOLS, type OpenLibrary, type RuntimeSymbols } from './symbols.ts';
 
 /** PDRT_ABI_VERSION of the header this binding was written against. */
 export const PDRT_ABI_VERSION = 2;
 
-const { i32, i64, u16, u32, u64, ptr } = FFIType;
-
-const SYMBOLS = {
-  pdrt_abi_version: { args: [], returns: i32 },
-  pdrt_create: { args: [u64, u32, ptr, u16, ptr, ptr], returns: i32 },
-  pdrt_listen_port: { args: [ptr, ptr], returns: i32 },
-  pdrt_destroy: { args: [ptr], returns: i32 },
-  pdrt_set_option: { args: [ptr, u32, i64], returns: i32 },
-  pdrt_link: { args: [ptr, ptr, u32, i32, ptr], returns: i32 },
-  pdrt_unlink: { args: [ptr, ptr, u32, i32, i32, ptr], returns: i32 },
-  pdrt_poll_events: { args: [ptr, ptr, u32, ptr], returns: i32 },
-  pdrt_wait_events: { args: [ptr, i32], returns: i32 },
-  pdrt_list_links: { args: [ptr, ptr, u32, ptr, ptr], returns: i32 },
-  pdrt_register_blocks: { args: [ptr, u64, u32, u32], returns: i32 },
-  pdrt_unregister_blocks: { args: [ptr, u64], returns: i32 },
-  pdrt_write_blocks: { args: [ptr, u64, ptr, u32, ptr, u64], returns: i32 },
-  pdrt_read_blocks: { args: [ptr, u64, ptr, u32, ptr, u64], returns: i32 },
-  pdrt_pull_blocks: { args: [ptr, u64, u64, ptr, u64, ptr, u32, i32], returns: i32 },
-  pdrt_push_blocks: { args: [ptr, u64, u64, ptr, u64, ptr, u32, i32], returns: i32 },
-} as const;
-
-export type RuntimeLibrary = Library<typeof SYMBOLS>;
-export type RuntimeSymbols = RuntimeLibrary['symbols'];
+export type RuntimeLibrary = OpenLibrary<typeof SYMBOLS>;
+export type { RuntimeSymbols };
 
 /** The reference runtime built by `make -C native`, relative to this repository. */
-export const DEFAULT_RUNTIME_PATH = join(import.meta.dir, '..', '..', 'native', 'build', 'libpdrt.so');
+export const DEFAULT_RUNTIME_PATH = fileURLToPath(new URL('../../native/build/libpdrt.so', import.meta.url));
 
 /**
  * Path of the runtime library: `PDLINK_RUNTIME` when set, else the reference runtime.
@@ -62,7 +43,7 @@ export function loadRuntime(path: string = runtimeLibraryPath()): RuntimeLibrary
   // mismatch is the error worth reporting.
   let version: number;
   try {
-    const probe = dlopen(path, { pdrt_abi_version: SYMBOLS.pdrt_abi_version });
+    const probe = binding.open(path, { pdrt_abi_version: SYMBOLS.pdrt_abi_version });
     version = probe.symbols.pdrt_abi_version();
     probe.close();
   } catch (cause) {
@@ -73,7 +54,7 @@ export function loadRuntime(path: string = runtimeLibraryPath()): RuntimeLibrary
   }
   let library: RuntimeLibrary;
   try {
-    library = dlopen(path, SYMBOLS);
+    library = binding.open(path, SYMBOLS);
   } catch (cause) {
     throw errors.runtimeLoadFailed(path, `missing pdrt symbols: ${String(cause)}`, cause);
   }

@@ -5,7 +5,6 @@
  * Buffers are module-level and reused, so the link path allocates only its result.
  */
 import { INT32_MAX } from '../core/limits.ts';
-import type { Pointer } from 'bun:ffi';
 import { isIP } from 'node:net';
 import { LLM_STATUS, LlmStatusError } from '../core/llm-status.ts';
 import { check, invalid } from './check.ts';
@@ -70,12 +69,12 @@ let linkInfos = new Uint8Array(16 * LINK_INFO_BYTES);
 let linkInfosView = new DataView(linkInfos.buffer);
 
 /**
- * The handle as the pointer argument FFI expects.
+ * The handle, checked, as the `ctx` argument of the symbol table (each binding passes it on as a pointer).
  * @example symbols.pdrt_destroy(asPointer(handle))
  */
-export function asPointer(handle: RuntimeHandle): Pointer {
+export function asPointer(handle: RuntimeHandle): RuntimeHandle {
   if (!Number.isSafeInteger(handle) || handle <= 0) throw invalid('handle', 'is not a runtime handle');
-  return handle as Pointer;
+  return handle;
 }
 
 /**

@@ -3,6 +3,7 @@
  * inline and open offline (no CDN, no network).
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
 export interface ChartLibrary {
   readonly script: string;
@@ -16,9 +17,10 @@ let loaded: ChartLibrary | undefined;
  * @example const { script, style } = chartLibrary();
  */
 export function chartLibrary(): ChartLibrary {
+  const require = createRequire(import.meta.url);
   loaded ??= {
-    script: readFileSync(Bun.resolveSync('uplot/dist/uPlot.iife.min.js', import.meta.dir), 'utf8'),
-    style: readFileSync(Bun.resolveSync('uplot/dist/uPlot.min.css', import.meta.dir), 'utf8'),
+    script: readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js'), 'utf8'),
+    style: readFileSync(require.resolve('uplot/dist/uPlot.min.css'), 'utf8'),
   };
   return loaded;
 }

@@ -8,6 +8,7 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { errors } from '../core/errors.ts';
 import type { DashboardFeed } from './dashboard-feed.ts';
+import { runtime } from '../runtime/index.ts';
 import { onError } from './envelope.ts';
 
 /** Where `scripts/build-ui.mjs` writes the bundle. */
@@ -49,8 +50,8 @@ export function dashboardRoutes(feed: DashboardFeed, dist: URL = UI_DIST): Hono 
 }
 
 async function asset(dist: URL, name: string, type: string): Promise<Response> {
-  const file = Bun.file(new URL(name, dist));
-  if (!(await file.exists()))
+  const response = await runtime.fileResponse(new URL(name, dist), { 'content-type': type, 'cache-control': 'no-cache' });
+  if (response === undefined)
     throw errors.notReady(`the dashboard is not built (${name} missing): run \`npm install\` or \`node scripts/build-ui.mjs\``);
-  return new Response(file, { headers: { 'content-type': type, 'cache-control': 'no-cache' } });
+  return response;
 }

@@ -6,6 +6,7 @@
 import { Hono, type Context } from 'hono';
 import { errors, PdlinkError } from '../core/errors.ts';
 import { readJsonBody } from './body.ts';
+import { runtime } from '../runtime/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';
 import { asPdlinkError, errorResponse, REQUEST_ID_HEADER } from '../proxy/errors.ts';
@@ -148,10 +149,9 @@ function warnOnce(message: string | undefined): void {
 }
 
 /**
- * Under Bun.serve, lifts the listener's idle timeout for this request: prefill and the gaps of a
- * stream may be silent for longer than it, and the proxy bounds the request by its own deadlines.
+ * Lifts the listener's idle timeout for this request: prefill and the gaps of a stream may be
+ * silent for longer than it, and the proxy bounds the request by its own deadlines.
  */
 function keepConnectionOpen(c: Context): void {
-  const server = c.env as { timeout?: (request: Request, seconds: number) => void } | undefined;
-  if (typeof server?.timeout === 'function') server.timeout(c.req.raw, 0);
+  runtime.keepOpen(c.req.raw, c.env);
 }

@@ -6,6 +6,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { errors } from '../core/errors.ts';
 import { openAiErrorBody } from '../proxy/errors.ts';
+import { runtime } from '../runtime/index.ts';
 import { acceptedKeyOf, isProbePath } from './auth.ts';
 
 export interface RateLimitSettings {
@@ -55,11 +56,6 @@ export class TokenBuckets {
   }
 }
 
-/** What Bun.serve passes as Hono's env: enough to name the peer address. */
-interface PeerSource {
-  requestIP?(request: Request): { address: string } | null;
-}
-
 /**
  * The middleware, mounted after `inferenceAuth`: keys by the accepted API key, else by address.
  * @example inferenceApp.use('*', inferenceAuth(options)); inferenceApp.use('*', rateLimit({ ratePerSecond: 50, burst: 100 }));
@@ -69,8 +65,7 @@ export function rateLimit(settings: RateLimitSettings): MiddlewareHandler {
   return async (c, next) => {
     if (isProbePath(c.req.path)) return next();
     const key = acceptedKeyOf(c.req.raw);
-    const env = c.env as PeerSource | undefined;
-    const client = key !== undefined ? `key:${key}` : `ip:${env?.requestIP?.(c.req.raw)?.address ?? 'unknown'}`;
+    const client = key !== undefined ? `key:${key}` : `ip:${runtime.peerAddress(c.req.raw, c.env) ?? 'unknown'}`;
     const wait = buckets.take(client);
     if (wait === 0) return next();
     const seconds = Math.max(1, Math.ceil(wait));

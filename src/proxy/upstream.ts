@@ -6,6 +6,7 @@ import { withIdleTimeout } from './idle.ts';
 import { REQUEST_ID_HEADER } from './errors.ts';
 import type { ChunkReader } from './stream.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
+import { runtime } from '../runtime/index.ts';
 
 /** Requests Bun's fetch runs at once unless `BUN_CONFIG_MAX_HTTP_REQUESTS` says otherwise; more wait in a queue. */
 export const BUN_DEFAULT_MAX_HTTP_REQUESTS = 256;
@@ -45,8 +46,8 @@ export function postLeg(
   idleMs = Infinity,
   tls?: ClientTlsOptions,
 ): Promise<Response> {
-  // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
-  const init: RequestInit = { method: 'POST', headers, body, redirect: 'manual', ...(tls === undefined ? {} : { tls }) };
+  // The seam keeps one pool per TLS config (Bun per origin and options, Deno per client), so keep-alive holds.
+  const init: RequestInit = { method: 'POST', headers, body, redirect: 'manual', ...(tls === undefined ? {} : runtime.tlsInit(tls)) };
   return withIdleTimeout((legSignal) => fetch(url, { ...init, signal: legSignal }), signal, idleMs);
 }
 

@@ -4,6 +4,7 @@
  * the request record, an abort honoured between tokens, and the crash fault (the process dies
  * after K tokens, as an engine that falls over mid-stream).
  */
+import { createHash } from 'node:crypto';
 import { KV_BLOCKS_HEADER, KV_BYTES_HEADER } from '../core/kv-report.ts';
 import { answerHead, roleChunk, SSE_DONE, sseEvent, sseText, tokenChunk, usage, usageChunk, wholeAnswer } from './openai.ts';
 import { finish, type RequestRecord } from './request-log.ts';
@@ -81,7 +82,7 @@ async function whole(plan: AnswerPlan): Promise<Response> {
     );
     record.completionTokens = request.maxTokens;
     record.bytesSent = bytes.byteLength;
-    record.digest = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
+    record.digest = createHash('sha256').update(bytes).digest('hex');
     finish(record, 'ok', 200);
     return new Response(bytes, { status: 200, headers: headers(plan, 'application/json') });
   } finally {
@@ -95,7 +96,7 @@ function streamed(plan: AnswerPlan): Response {
   // An engine with no time per token has every token at once and sends them in one write, as an
   // engine does when several tokens are ready at an iteration; paced streams go token by token.
   if (plan.decodeMsPerToken <= 0 && plan.crashAfter === undefined) return streamedAtOnce(plan, head);
-  const hasher = new Bun.CryptoHasher('sha256');
+  const hasher = createHash('sha256');
   let sent = 0;
   let ended = false;
   const end = (outcome: 'ok' | 'aborted', status: number): void => {
@@ -162,7 +163,7 @@ function streamedAtOnce(plan: AnswerPlan, head: ReturnType<typeof answerHead>): 
     const bytes = Buffer.from(text, 'utf8');
     record.completionTokens = request.maxTokens;
     record.bytesSent = bytes.byteLength;
-    record.digest = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
+    record.digest = createHash('sha256').update(bytes).digest('hex');
     finish(record, 'ok', 200);
     return new Response(bytes, { status: 200, headers: headers(plan, 'text/event-stream') });
   } finally {

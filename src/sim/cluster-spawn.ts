@@ -2,23 +2,34 @@
  * How a simulated cluster starts its processes: the Coordinator's and an engine's command lines,
  * an engine's config file from its layout, and the extras every child shares (management token
  * file, output lines, start-up deadline). The launcher starts, restarts and adds processes with the
- * same arguments, so they are built here once.
+ * same arguments, so they are built here once. Each process runs on Bun or Deno, as asked.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MANAGEMENT_TOKEN_ENV } from '../core/secret-env.ts';
 import { engineConfig, type EngineLayout } from './cluster-bodies.ts';
-import type { SimClusterOptions, SimClusterTls, SimEngineSettings } from './cluster-options.ts';
+import type { RuntimeName, SimClusterOptions, SimClusterTls, SimEngineSettings } from './cluster-options.ts';
+import { runtime } from '../runtime/index.ts';
 import { withEngineTls } from './cluster-tls.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
 
-const REPO_ROOT = join(import.meta.dir, '..', '..');
+const REPO_ROOT = join(import.meta.dirname, '..', '..');
 
 /** The Coordinator's entry (`pdlink coordinator`). */
 const COORDINATOR_ENTRY = join(REPO_ROOT, 'src', 'main.ts');
 
 /** A simulated engine's entry (`pdlink sim-engine`). */
 const SIM_ENGINE_ENTRY = join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts');
+
+/**
+ * The command that runs a pdlink entry on `name` (default: this process's runtime): the runtime
+ * running this process by its own path, the other one as installed beside pdlink by npm.
+ * @example runtimeCommand('deno') // ['/…/node_modules/.bin/deno', 'run', '-A']
+ */
+export function runtimeCommand(name: RuntimeName = runtime.name): string[] {
+  const executable = name === runtime.name ? process.execPath : join(REPO_ROOT, 'node_modules', '.bin', name);
+  return name === 'deno' ? [executable, 'run', '-A'] : [executable];
+}
 
 /**
  * The Coordinator's arguments after the runtime: its entry, its config file, both listeners on `ip`
@@ -49,7 +60,7 @@ export function coordinatorArgs(configPath: string, ip: string): string[] {
 export function startCoordinator(args: readonly string[], dir: string, options: SimClusterOptions): Promise<ManagedProcess> {
   return spawnListening({
     name: 'coordinator',
-    command: [process.execPath, ...args],
+    command: [...runtimeCommand(options.runtimes?.coordinator), ...args],
     listeners: ['management', 'inference'],
     env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
     cwd: dir,
@@ -83,7 +94,7 @@ export async function startEngine(
   return spawnListening({
     name: layout.name,
     command: [
-      process.execPath,
+      ...runtimeCommand(options.runtimes?.engines),
       SIM_ENGINE_ENTRY,
       ...(ports === undefined
         ? args

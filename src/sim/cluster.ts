@@ -21,9 +21,10 @@ import {
   type SimEngineHandle,
   type SimEngineSettings,
 } from './cluster-options.ts';
-import { coordinatorArgs, startCoordinator, startEngine, tokenFileOf, type EnginePlace } from './cluster-spawn.ts';
+import { coordinatorArgs, runtimeCommand, startCoordinator, startEngine, tokenFileOf, type EnginePlace } from './cluster-spawn.ts';
 import { coordinatorConfigOf } from './cluster-tls.ts';
 import { until, type ManagedProcess } from './process.ts';
+import { runtime } from '../runtime/index.ts';
 
 export { CLUSTER_ENGINE_DEFAULTS } from './cluster-options.ts';
 export type { SimClusterOptions, SimClusterTls, SimEngineHandle, SimEngineSettings } from './cluster-options.ts';
@@ -38,7 +39,7 @@ export class SimCluster {
   readonly #linkBasePort: number;
   readonly #options: SimClusterOptions;
   readonly #tls: SimClusterTls | undefined;
-  /** Bun's fetch `tls` for the cluster's own calls when it runs over TLS. */
+  /** The client TLS of the cluster's own calls when it runs over TLS. */
   readonly #clientTls: { ca: string; cert: string; key: string } | undefined;
 
   /** The PEM files when the cluster runs over TLS (a controller over it uses them too). */
@@ -51,7 +52,7 @@ export class SimCluster {
    * @example const res = await cluster.fetch(`${cluster.proxyUrl}/v1/models`);
    */
   fetch(url: string, init: RequestInit = {}): Promise<Response> {
-    return fetch(url, this.#clientTls === undefined ? init : { ...init, tls: this.#clientTls });
+    return fetch(url, this.#clientTls === undefined ? init : { ...init, ...runtime.tlsInit(this.#clientTls) });
   }
 
   private constructor(
@@ -246,7 +247,7 @@ export class SimCluster {
   async restartCoordinator(): Promise<void> {
     const manage = new URL(this.coordinatorUrl);
     const inference = new URL(this.proxyUrl);
-    const args = this.coordinator.child.spawnargs.slice(1);
+    const args = this.coordinator.child.spawnargs.slice(runtimeCommand(this.#options.runtimes?.coordinator).length);
     await this.coordinator.stop('SIGKILL');
     this.coordinator = await startCoordinator(
       args.map((arg, i, all) => (all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--predict_port' ? inference.port : arg)),

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { SimCluster, SimEngineHandle } from './cluster.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
 
-const REPO_ROOT = join(import.meta.dir, '..', '..');
+const REPO_ROOT = join(import.meta.dirname, '..', '..');
 
 export interface SimController {
   readonly process: ManagedProcess;

@@ -5,6 +5,7 @@
  * naming the blocks, this device's cluster id and where to say "done" (the management listener's
  * `POST /sim/kv/release`). The blocks are freed on that call or when the lease runs out.
  */
+import { createHash } from 'node:crypto';
 import { answerHead, usage, wholeAnswer } from './openai.ts';
 import { promptBlocks } from './kv-bytes.ts';
 import { SIM_CACHE_ID } from './kv-port.ts';
@@ -97,7 +98,7 @@ export async function runPrefill(engine: LegEngine, request: SimRequest, request
   const body = JSON.stringify(wholeAnswer(head, generatedToken(hash, 0), 'length', usage(request.tokens.length, 1), kvTransferParams));
   record.completionTokens = 1;
   record.bytesSent = Buffer.byteLength(body);
-  record.digest = new Bun.CryptoHasher('sha256').update(body).digest('hex');
+  record.digest = createHash('sha256').update(body).digest('hex');
   finish(record, 'ok', 200);
   return new Response(body, { status: 200, headers: { 'content-type': 'application/json', 'x-request-id': requestId } });
 }

@@ -49,6 +49,15 @@ export async function spawnListening(options: SpawnOptions): Promise<ManagedProc
     child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
   });
   const running = (): boolean => child.exitCode === null && child.signalCode === null;
+  // By pid rather than child.kill(): on Deno, a child signalled through kill() is reported as killed
+  // by the signal even when it handled it and exited 0, which would hide a clean shutdown.
+  const send = (signal: NodeJS.Signals): void => {
+    try {
+      process.kill(child.pid!, signal);
+    } catch {
+      // Already gone.
+    }
+  };
   const onText = (chunk: Buffer): void => {
     const text = chunk.toString();
     out += text;
@@ -71,9 +80,9 @@ export async function spawnListening(options: SpawnOptions): Promise<ManagedProc
     exited,
     running,
     async stop(signal = 'SIGTERM', graceMs = 10_000) {
-      if (running()) child.kill(signal);
+      if (running()) send(signal);
       const timer = setTimeout(() => {
-        if (running()) child.kill('SIGKILL');
+        if (running()) send('SIGKILL');
       }, graceMs);
       try {
         return await exited;

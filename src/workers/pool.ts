@@ -28,8 +28,11 @@ export interface WorkerPoolOptions {
   /** Worker threads (fixed: threads are created up front so the first calls do not wait). */
   readonly threads?: number;
   readonly atomics?: PoolAtomics;
-  /** Worker module (default: the FFI-backed link worker). */
-  readonly filename?: string | URL;
+  /**
+   * Worker module (default: the FFI-backed link worker): a path or a URL. Typed by its `href` alone,
+   * since the worker graph is type-checked on Deno without the DOM's `URL` type.
+   */
+  readonly filename?: string | { readonly href: string };
   /** Passed to every worker as `workerData.config`. */
   readonly workerConfig?: unknown;
 }
@@ -55,7 +58,7 @@ export class WorkerPool {
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be a positive integer');
     const filename = options.filename ?? new URL('./link-worker.ts', import.meta.url);
     this.#piscina = new Piscina({
-      filename: filename instanceof URL ? filename.href : filename,
+      filename: typeof filename === 'string' ? filename : filename.href,
       minThreads: threads,
       maxThreads: threads,
       // Native calls are synchronous: a second task on a busy thread would only wait behind it.

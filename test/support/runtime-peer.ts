@@ -1,12 +1,15 @@
 /**
  * A device-runtime peer in its own process (test/fixtures/runtime/peer.ts), driven by JSON lines:
- * the client side the multi-process runtime tests share.
+ * the client side the multi-process runtime tests share, on Bun and on Deno (the peer runs on the
+ * runtime of the test that starts it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 
-const FIXTURE = join(import.meta.dir, '..', 'fixtures', 'runtime', 'peer.ts');
+const FIXTURE = fileURLToPath(new URL('../fixtures/runtime/peer.ts', import.meta.url));
+/** Deno needs its `run` command and the permissions the runtime library and sockets take. */
+const RUN_ARGS = 'Deno' in globalThis ? ['run', '-A', FIXTURE] : [FIXTURE];
 
 export type Reply = Record<string, unknown> & { ok: boolean; code?: number | null };
 
@@ -18,7 +21,7 @@ export class Peer {
   #stderr = '';
 
   constructor() {
-    this.child = spawn(process.execPath, [FIXTURE], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, RUN_ARGS, { stdio: ['pipe', 'pipe', 'pipe'] });
     this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
     this.child.stderr!.on('data', (chunk: Buffer) => (this.#stderr += chunk.toString()));
     createInterface({ input: this.child.stdout! }).on('line', (line) => {

@@ -4,6 +4,7 @@
  * client with the CRL that lists it, and a server key encrypted with a passphrase. Each call makes a
  * fresh directory, so tests never share keys.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,8 +28,9 @@ export interface TestPki {
 }
 
 function openssl(dir: string, args: string[]): void {
-  const run = Bun.spawnSync(['openssl', ...args], { cwd: dir, stdout: 'pipe', stderr: 'pipe' });
-  if (run.exitCode !== 0) throw new Error(`openssl ${args.join(' ')}: ${run.stderr.toString()}`);
+  // node:child_process, so the Deno suite makes its certificates the same way.
+  const run = spawnSync('openssl', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (run.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${run.stderr?.toString() ?? run.error}`);
 }
 
 function issue(dir: string, name: string, caName: string, ext: string): void {

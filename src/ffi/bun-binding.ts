@@ -1,0 +1,27 @@
+/**
+ * The symbol table opened with `bun:ffi`: Bun passes a number to a `ptr` argument as the address
+ * and a typed array as its data, so a context handle and a buffer both map to `ptr` as they are.
+ * Loaded only on Bun (see binding.ts): no other runtime can resolve `bun:ffi`.
+ */
+import { dlopen, ptr, type FFIFunction } from 'bun:ffi';
+import type { Callable, FfiBinding, NativeType, OpenLibrary, SymbolSpec } from './symbols.ts';
+
+const BUN_TYPE = { ctx: 'ptr', buf: 'ptr', i32: 'i32', u16: 'u16', u32: 'u32', i64: 'i64', u64: 'u64' } as const satisfies Record<
+  NativeType,
+  string
+>;
+
+function open<T extends Record<string, SymbolSpec>>(path: string, symbols: T): OpenLibrary<T> {
+  const table: Record<string, FFIFunction> = {};
+  for (const [name, spec] of Object.entries(symbols)) {
+    table[name] = { args: spec.args.map((t) => BUN_TYPE[t]), returns: BUN_TYPE[spec.returns] } as FFIFunction;
+  }
+  const library = dlopen(path, table);
+  return { symbols: library.symbols as unknown as Callable<T>, close: () => library.close() };
+}
+
+export const bunBinding: FfiBinding = {
+  runtime: 'bun',
+  open,
+  addressOf: (bytes) => BigInt(ptr(bytes)),
+};

@@ -1,0 +1,66 @@
+import { describe, expect, test } from 'bun:test';
+import { runtime } from './index.ts';
+import { bunRuntime } from './bun.ts';
+import type { ServeEnv } from './runtime.ts';
+
+describe('the runtime seam on Bun', () => {
+  test('index.ts picks it under Bun', () => {
+    expect(runtime).toBe(bunRuntime);
+    expect(runtime.name).toBe('bun');
+  });
+
+  test("serve: Bun's server is the env, counting requests in flight and naming the peer", async () => {
+    const seen: { pending: number; peer: string | undefined }[] = [];
+    const holding = Promise.withResolvers<void>();
+    const release = Promise.withResolvers<void>();
+    const server = runtime.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      idleTimeoutSeconds: 1000, // above Bun's limit: capped, not refused
+      fetch: async (request: Request, env: ServeEnv) => {
+        seen.push({ pending: env.pendingRequests, peer: runtime.peerAddress(request, env) });
+        runtime.keepOpen(request, env);
+        if (new URL(request.url).pathname === '/hold') {
+          holding.resolve();
+          await release.promise;
+        }
+        return new Response('ok');
+      },
+    });
+    try {
+      const base = `http://127.0.0.1:${server.port}`;
+      const held = fetch(`${base}/hold`);
+      await holding.promise;
+      expect(await (await fetch(`${base}/other`)).text()).toBe('ok');
+      release.resolve();
+      expect(await (await held).text()).toBe('ok');
+      expect(seen).toEqual([
+        { pending: 1, peer: '127.0.0.1' },
+        { pending: 2, peer: '127.0.0.1' },
+      ]);
+    } finally {
+      await server.stop();
+    }
+    await expect(fetch(`http://127.0.0.1:${server.port}/other`)).rejects.toThrow();
+  });
+
+  test("tlsInit is Bun's own `tls` option, and the Bun seam refuses no TLS setting", () => {
+    const tls = { ca: 'ca', cert: 'c', key: 'k', crl: 'crl' };
+    expect(runtime.tlsInit(tls)).toEqual({ tls } as RequestInit);
+    expect(runtime.unsupportedClientTls(tls)).toEqual([]);
+    expect(runtime.unsupportedServerTls({ cert: 'c', key: 'k', ca: 'ca', crl: 'crl', requestCert: true })).toEqual([]);
+  });
+
+  test('fileResponse: the file with its headers, undefined when there is none', async () => {
+    const res = await runtime.fileResponse(new URL('../../package.json', import.meta.url), { 'content-type': 'application/json' });
+    expect(res!.headers.get('content-type')).toBe('application/json');
+    expect(((await res!.json()) as { name: string }).name).toBe('pdlink');
+    expect(await runtime.fileResponse(new URL('./no-such-file', import.meta.url), {})).toBeUndefined();
+  });
+
+  test('peerAddress and keepOpen tolerate an env that is not a server (app.request in tests)', () => {
+    const request = new Request('http://x/');
+    expect(runtime.peerAddress(request, undefined)).toBeUndefined();
+    expect(() => runtime.keepOpen(request, {})).not.toThrow();
+  });
+});

@@ -1,0 +1,46 @@
+/**
+ * The runtime seam on Bun: Bun.serve (TLS with client certificates and CRLs, an idle timeout it
+ * can lift per request), Bun's `tls` fetch option and Bun.file.
+ */
+import type { ClientTlsOptions } from '../core/tls-options.ts';
+import type { Runtime, Served, ServeSpec } from './runtime.ts';
+
+/** Bun's idle timeout is at most 255 seconds. */
+const MAX_IDLE_SECONDS = 255;
+
+/** Bun's server as the handler sees it: the env Hono gets under Bun.serve. */
+interface BunServerEnv {
+  requestIP?(request: Request): { address: string } | null;
+  timeout?(request: Request, seconds: number): void;
+}
+
+function serve(spec: ServeSpec): Served {
+  const server = Bun.serve({
+    hostname: spec.hostname,
+    port: spec.port,
+    // Bun passes its server, which counts `pendingRequests` itself.
+    fetch: spec.fetch as unknown as (request: Request, server: Bun.Server<undefined>) => Response | Promise<Response>,
+    idleTimeout: Math.min(MAX_IDLE_SECONDS, spec.idleTimeoutSeconds),
+    ...(spec.tls === undefined ? {} : { tls: spec.tls }),
+  });
+  return { port: server.port ?? spec.port, stop: () => server.stop(true) };
+}
+
+export const bunRuntime: Runtime = {
+  name: 'bun',
+  serve,
+  peerAddress: (request, env) => (env as BunServerEnv | undefined)?.requestIP?.(request)?.address,
+  keepOpen: (request, env) => {
+    const server = env as BunServerEnv | undefined;
+    if (typeof server?.timeout === 'function') server.timeout(request, 0);
+  },
+  // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
+  tlsInit: (tls: ClientTlsOptions) => ({ tls }) as RequestInit,
+  fileResponse: async (url, headers) => {
+    const file = Bun.file(url);
+    if (!(await file.exists())) return undefined;
+    return new Response(file, { headers });
+  },
+  unsupportedServerTls: () => [],
+  unsupportedClientTls: () => [],
+};

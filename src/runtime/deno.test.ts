@@ -1,0 +1,29 @@
+import { describe, expect, test } from 'bun:test';
+import { denoRuntime, unsupportedClientTls, unsupportedServerTls } from './deno.ts';
+
+// The Deno seam's behaviour on Deno is in test/deno/runtime.deno.ts; here, what holds on any runtime.
+describe("the Deno seam's rules", () => {
+  test('a listener asking for client certificates or a CRL is refused on Deno, field by field', () => {
+    expect(unsupportedServerTls({ cert: 'c', key: 'k' })).toEqual([]);
+    expect(unsupportedServerTls({ cert: 'c', key: 'k', passphrase: 'p' })).toEqual([]);
+    expect(unsupportedServerTls({ cert: 'c', key: 'k', ca: 'ca', requestCert: true, rejectUnauthorized: true })).toEqual(['ca']);
+    expect(unsupportedServerTls({ cert: 'c', key: 'k', ca: 'ca', crl: 'crl' })).toEqual(['ca', 'crl']);
+  });
+
+  test('a client with a CRL is refused on Deno; CA and certificate are fine', () => {
+    expect(unsupportedClientTls({ ca: 'ca', cert: 'c', key: 'k', passphrase: 'p' })).toEqual([]);
+    expect(unsupportedClientTls({ ca: 'ca', crl: 'crl' })).toEqual(['crl']);
+  });
+
+  test('the peer address comes from the connection info Deno passes as env', () => {
+    const info = { remoteAddr: { transport: 'tcp', hostname: '127.0.0.9', port: 5000 } };
+    expect(denoRuntime.peerAddress(new Request('http://x/'), info)).toBe('127.0.0.9');
+    expect(denoRuntime.peerAddress(new Request('http://x/'), undefined)).toBeUndefined();
+  });
+
+  test('used outside Deno, it says so instead of failing somewhere deeper', () => {
+    expect(() => denoRuntime.serve({ hostname: '127.0.0.1', port: 0, idleTimeoutSeconds: 1, fetch: () => new Response() })).toThrow(
+      'the Deno runtime seam was used outside Deno',
+    );
+  });
+});

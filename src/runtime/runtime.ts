@@ -1,0 +1,54 @@
+/**
+ * What differs between Bun and Deno for pdlink, as one interface: serving a fetch handler, reading
+ * a request's peer address, lifting a request's idle timeout, fetching with a client TLS config and
+ * answering with a file. `bun.ts` and `deno.ts` implement it; `index.ts` picks one at start, so
+ * nothing above this folder names a runtime.
+ */
+import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
+
+/**
+ * A listener's handler: the runtime's per-request value (Bun's server, Deno's connection info) is
+ * passed on as Hono's env, so `peerAddress` and `keepOpen` can read it. `pendingRequests` counts
+ * the requests in flight on the listener, this one included.
+ */
+export type ServeHandler = (request: Request, env: ServeEnv) => Response | Promise<Response>;
+
+/** What every runtime's env offers the handler; the rest stays the runtime's own. */
+export interface ServeEnv {
+  readonly pendingRequests: number;
+}
+
+export interface ServeSpec {
+  readonly hostname: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  readonly fetch: ServeHandler;
+  readonly tls?: ServerTlsOptions;
+  /** Seconds a keep-alive connection may stay idle, where the runtime lets it be set. */
+  readonly idleTimeoutSeconds: number;
+}
+
+export interface Served {
+  /** The port bound (the chosen one when the spec said 0). */
+  readonly port: number;
+  /** Stops accepting and closes every connection, open streams included. */
+  stop(): Promise<void>;
+}
+
+export interface Runtime {
+  readonly name: 'bun' | 'deno';
+  /** Starts a listener; throws when the address cannot be bound or a TLS setting cannot be enforced. */
+  serve(spec: ServeSpec): Served;
+  /** The client's address as the listener saw it, from the env the runtime passed with `request`. */
+  peerAddress(request: Request, env: unknown): string | undefined;
+  /** Lifts the listener's idle timeout for this request (a long stream), where the runtime has one. */
+  keepOpen(request: Request, env: unknown): void;
+  /** The `fetch` init fields that make an https call verify with `tls.ca` and present `tls.cert`. */
+  tlsInit(tls: ClientTlsOptions): RequestInit;
+  /** The file at `url` as a response body with `headers`, or undefined when there is no such file. */
+  fileResponse(url: URL, headers: Record<string, string>): Promise<Response | undefined>;
+  /** Server TLS settings this runtime cannot enforce; a listener asking for one must not start. */
+  unsupportedServerTls(tls: ServerTlsOptions): (keyof ServerTlsOptions)[];
+  /** Client TLS settings this runtime cannot enforce; a client asking for one must not be built. */
+  unsupportedClientTls(tls: ClientTlsOptions): (keyof ClientTlsOptions)[];
+}
