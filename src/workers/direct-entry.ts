@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { LLM_STATUS } from '../core/llm-status.ts';
+import { packReply, unpackTask } from './link-wire.ts';
 
 type Run = (task: unknown) => unknown;
 
@@ -17,19 +18,19 @@ const failed = (cause: unknown) => ({
   message: `worker failed: ${cause instanceof Error ? cause.message : String(cause)}`,
 });
 
-port.on('message', (task: unknown) => {
+port.on('message', (message: unknown) => {
   let reply: unknown;
   try {
-    reply = run(task);
+    reply = run(unpackTask(message));
   } catch (cause) {
     port.postMessage(failed(cause));
     return;
   }
   if (typeof (reply as PromiseLike<unknown> | undefined)?.then === 'function') {
     (reply as PromiseLike<unknown>).then(
-      (value) => port.postMessage(value),
+      (value) => port.postMessage(packReply(value)),
       (cause: unknown) => port.postMessage(failed(cause)),
     );
-  } else port.postMessage(reply);
+  } else port.postMessage(packReply(reply));
 });
 port.postMessage('ready');

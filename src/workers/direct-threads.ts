@@ -7,6 +7,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { LLM_STATUS } from '../core/llm-status.ts';
+import { packTask, unpackReply } from './link-wire.ts';
 import type { TaskReply } from './protocol.ts';
 
 export interface DirectThreadsOptions {
@@ -114,8 +115,9 @@ export class DirectThreads {
   #send(thread: Thread, job: Job): void {
     thread.job = job;
     thread.worker.ref();
-    if (job.transfer !== undefined && job.transfer.length > 0) thread.worker.postMessage(job.task, [...job.transfer]);
-    else thread.worker.postMessage(job.task);
+    const message = packTask(job.task);
+    if (job.transfer !== undefined && job.transfer.length > 0) thread.worker.postMessage(message, [...job.transfer]);
+    else thread.worker.postMessage(message);
   }
 
   #answered(thread: Thread, message: unknown): void {
@@ -130,7 +132,7 @@ export class DirectThreads {
     thread.job = undefined;
     thread.worker.unref();
     this.#next(thread);
-    job?.resolve(message as TaskReply<unknown>);
+    job?.resolve(unpackReply(message));
   }
 
   #next(thread: Thread): void {
