@@ -2,19 +2,18 @@
  * Question: how much memory does the Coordinator hold after a 4096-instance refresh and 100k
  * proxied requests, and does it stay flat over the next 100k? Goal: ≤ 100 MiB, flat. And how much
  * of it is pdlink's: a bare two-leg Bun proxy (the one of proxy-cpu.bench.ts) carries the same
- * load in the same run, and the JS heap is read by type before and after a full collection. Two
- * Coordinators run: as bin/pdlink starts it (heap sized as for 512 MiB of RAM) and with the
- * runtime's own sizing (BUN_JSC_forceRAMSize=0), to show what the setting saves and costs in CPU.
+ * load in the same run, and the JS heap is read by type before and after a full collection.
  *
  * Set-up: the proxy benchmark's simulated cluster (one prefill, one decode `pdlink sim-engine`, zero
  * compute time, 4 blocks of 4 KiB moved per request), whose refresh also lists 4094 instances that
  * are never picked (prefills no decode names, decodes that name no prefill), so the registry,
  * scheduler and ledger hold 4096. Requests: streaming completions at concurrency 32. Phases of
- * BENCH_RSS_REQUESTS requests (100,000 by default) in the order shipped, default, bare, bare,
- * default, shipped, so drift in the machine's load hits all alike. RSS is each process's VmRSS
- * (/proc), read after each phase; CPU is its utime+stime over the phase. The heap by type comes
- * from `bun:jsc` heapStats() inside each Coordinator, through a preload script (BUN_OPTIONS) that
- * answers SIGUSR2.
+ * BENCH_RSS_REQUESTS requests (100,000 by default) in the order pdlink, bare, bare, pdlink, so drift
+ * in the machine's load hits both alike. RSS is each process's VmRSS (/proc), read after each
+ * phase; CPU is its utime+stime over the phase. The heap by type comes from `bun:jsc` heapStats()
+ * inside the Coordinator, through a preload script (BUN_OPTIONS) that answers SIGUSR2.
+ * BENCH_RSS_BUN_OPTIONS adds Bun options (e.g. `--smol`) and BENCH_RSS_ENV variables (`K=V,K=V`, e.g.
+ * a JSC or mimalloc setting) to the cluster's processes, to try a setting; the bare proxy runs without.
  *
  * Run: bun bench/rss.bench.ts   → bench/results/rss.{json,md}
  */
@@ -23,10 +22,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { refreshBody } from '../src/sim/cluster-bodies.ts';
 import { SimCluster } from '../src/sim/cluster.ts';
-import { COORDINATOR_HEAP_RAM_BYTES } from '../src/sim/cluster-spawn.ts';
-import { machine, markdownTable, times, writeResults } from './lib.ts';
+import { markdownTable, writeResults } from './lib.ts';
 
 const PHASE = Number(process.env['BENCH_RSS_REQUESTS'] ?? 100_000);
+const EXTRA_BUN_OPTIONS = process.env['BENCH_RSS_BUN_OPTIONS'] ?? '';
+const EXTRA_ENV = (process.env['BENCH_RSS_ENV'] ?? '')
+  .split(',')
+  .filter((kv) => kv.includes('='))
+  .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as const);
 const CONCURRENCY = 32;
 const INSTANCES = 4096;
 const MODEL = 'bench-sim';
@@ -143,38 +146,31 @@ async function heapOf(pid: number, out: string): Promise<{ before: HeapSnap; aft
 
 const dir = mkdtempSync(join(tmpdir(), 'pdlink-rss-'));
 const probe = join(dir, 'probe.ts');
+const probeOut = join(dir, 'heap.json');
 writeFileSync(probe, PROBE);
-
-interface Subject {
-  readonly cluster: SimCluster;
-  readonly probeOut: string;
+// The cluster's processes inherit this environment; only the Coordinator installs the probe.
+const saved = new Map(['BUN_OPTIONS', ...EXTRA_ENV.map(([k]) => k)].map((k) => [k, process.env[k]]));
+process.env['BUN_OPTIONS'] = `${EXTRA_BUN_OPTIONS} --preload ${probe}`.trim();
+for (const [k, v] of EXTRA_ENV) process.env[k] = v;
+process.env['PDLINK_RSS_PROBE_OUT'] = probeOut;
+const cluster = await SimCluster.start({
+  prefill: 1,
+  decode: 1,
+  model: MODEL,
+  engine: { prefillMsPerToken: 0, decodeMsPerToken: 0, numBlocks: 4096, blockBytes: 4096, blockTokens: 16 },
+});
+for (const [k, v] of saved) {
+  if (v === undefined) delete process.env[k];
+  else process.env[k] = v;
 }
-
-/** Starts a simulated cluster whose Coordinator carries the probe; `env` is added for its processes. */
-async function startCluster(name: string, env: Record<string, string>): Promise<Subject> {
-  const probeOut = join(dir, `${name}-heap.json`);
-  // The cluster's processes inherit this environment; only the Coordinator installs the probe.
-  const vars = { BUN_OPTIONS: `--preload ${probe}`, PDLINK_RSS_PROBE_OUT: probeOut, ...env };
-  const saved = Object.keys(vars).map((k) => [k, process.env[k]] as const);
-  Object.assign(process.env, vars);
-  try {
-    const cluster = await SimCluster.start({
-      prefill: 1,
-      decode: 1,
-      model: MODEL,
-      engine: { prefillMsPerToken: 0, decodeMsPerToken: 0, numBlocks: 4096, blockBytes: 4096, blockTokens: 16 },
-    });
-    return { cluster, probeOut };
-  } finally {
-    for (const [k, v] of saved) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
-
-/** Refreshes the Coordinator with its two engines and 4094 instances never picked. */
-async function refresh(cluster: SimCluster): Promise<void> {
+const bare = Bun.spawn([process.execPath, '-e', BARE, cluster.engine('p0').inferenceUrl, cluster.engine('d0').inferenceUrl], {
+  stdout: 'pipe',
+  stderr: 'inherit',
+});
+try {
+  const { value } = await bare.stdout.getReader().read();
+  const bareUrl = `http://127.0.0.1:${Number(new TextDecoder().decode(value).trim())}`;
+  const pid = cluster.coordinator.child.pid!;
   const entries = cluster.engines.map((e) => ({
     engine: e,
     inferencePort: Number(new URL(e.inferenceUrl).port),
@@ -200,86 +196,64 @@ async function refresh(cluster: SimCluster): Promise<void> {
     body: JSON.stringify(body),
   });
   if (res.status !== 200) throw new Error(`refresh answered ${res.status}: ${await res.text()}`);
-}
-
-const shipped = await startCluster('shipped', {});
-const runtimeDefault = await startCluster('default', { BUN_JSC_forceRAMSize: '0' });
-const bare = Bun.spawn(
-  [process.execPath, '-e', BARE, shipped.cluster.engine('p0').inferenceUrl, shipped.cluster.engine('d0').inferenceUrl],
-  { stdout: 'pipe', stderr: 'inherit', env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'BUN_JSC_forceRAMSize')) },
-);
-try {
-  const { value } = await bare.stdout.getReader().read();
-  const bareUrl = `http://127.0.0.1:${Number(new TextDecoder().decode(value).trim())}`;
-  const pidS = shipped.cluster.coordinator.child.pid!;
-  const pidD = runtimeDefault.cluster.coordinator.child.pid!;
-  await refresh(shipped.cluster);
-  await refresh(runtimeDefault.cluster);
-  const idleS = rssMiB(pidS);
-  const idleD = rssMiB(pidD);
-  const idleB = rssMiB(bare.pid);
-  const s1 = await phase(pidS, shipped.cluster.proxyUrl);
-  const d1 = await phase(pidD, runtimeDefault.cluster.proxyUrl);
-  const b1 = await phase(bare.pid, bareUrl);
-  const b2 = await phase(bare.pid, bareUrl);
-  const d2 = await phase(pidD, runtimeDefault.cluster.proxyUrl);
-  const s2 = await phase(pidS, shipped.cluster.proxyUrl);
+  const afterRefresh = rssMiB(pid);
+  const bareStart = rssMiB(bare.pid);
+  const first = await phase(pid, cluster.proxyUrl);
+  const bareFirst = await phase(bare.pid, bareUrl);
+  const bareSecond = await phase(bare.pid, bareUrl);
+  const second = await phase(pid, cluster.proxyUrl);
   // Last: the probe's full collection changes what follows.
-  const heapS = await heapOf(pidS, shipped.probeOut);
-  const heapD = await heapOf(pidD, runtimeDefault.probeOut);
-  const f = (n: number) => n.toFixed(1);
-  const signed = (n: number) => `${n >= 0 ? '+' : ''}${f(n)}`;
-  const n = PHASE.toLocaleString('en');
-  const cpuCost = (s1.cpuUsPerRequest + s2.cpuUsPerRequest) / (d1.cpuUsPerRequest + d2.cpuUsPerRequest);
+  const heap = await heapOf(pid, probeOut);
+  const growth = second.rssMiB - first.rssMiB;
+  const bareGrowth = bareSecond.rssMiB - bareFirst.rssMiB;
+  const settings = [EXTRA_BUN_OPTIONS, ...EXTRA_ENV.map(([k, v]) => `${k}=${v}`)].filter((x) => x !== '').join(' ');
+  const setting = settings === '' ? '' : ` (cluster run with \`${settings}\`)`;
   console.log(
-    `pdlink RSS ${f(idleS)} → ${f(s1.rssMiB)} → ${f(s2.rssMiB)} MiB; runtime sizing ${f(idleD)} → ${f(d1.rssMiB)} → ${f(d2.rssMiB)} MiB; ` +
-      `bare ${f(idleB)} → ${f(b1.rssMiB)} → ${f(b2.rssMiB)} MiB; CPU ${f(s1.cpuUsPerRequest)}/${f(s2.cpuUsPerRequest)} vs ${f(d1.cpuUsPerRequest)}/${f(d2.cpuUsPerRequest)} µs per request`,
+    `pdlink RSS ${afterRefresh.toFixed(1)} → ${first.rssMiB.toFixed(1)} → ${second.rssMiB.toFixed(1)} MiB; ` +
+      `bare ${bareStart.toFixed(1)} → ${bareFirst.rssMiB.toFixed(1)} → ${bareSecond.rssMiB.toFixed(1)} MiB; ` +
+      `heap ${heap.before.heapMiB.toFixed(1)} MiB → ${heap.after.heapMiB.toFixed(1)} MiB after a full GC (RSS ${heap.after.rssMiB.toFixed(1)})`,
   );
+  const f = (n: number) => n.toFixed(1);
   const summary = [
-    `Coordinator RSS as bin/pdlink starts it (JS heap sized as for 512 MiB of RAM) after a ${INSTANCES}-instance refresh: ${f(idleS)} MiB; after ${n} proxied requests: ${f(s1.rssMiB)} MiB ` +
-      `(goal ≤ 100 MiB: ${s1.rssMiB <= 100 ? 'met' : 'not met'}); after ${n} more: ${f(s2.rssMiB)} MiB (${signed(s2.rssMiB - s1.rssMiB)} MiB).`,
-    `The same Coordinator with the runtime's heap sizing (BUN_JSC_forceRAMSize=0, sized for this machine's ${machine().memoryGiB} GiB) in the same run: ${f(idleD)}, ${f(d1.rssMiB)} and ${f(d2.rssMiB)} MiB (${signed(d2.rssMiB - d1.rssMiB)} MiB over the second ${n}). ` +
-      `The setting's CPU cost: ${f(s1.cpuUsPerRequest)} and ${f(s2.cpuUsPerRequest)} µs of Coordinator CPU per request against ${f(d1.cpuUsPerRequest)} and ${f(d2.cpuUsPerRequest)} µs, ${times(cpuCost)} over both phases.`,
-    `A bare two-leg Bun proxy on fetch under the same load: ${f(idleB)} MiB idle, ${f(b1.rssMiB)} after ${n} requests, ${f(b2.rssMiB)} after ${n} more (${signed(b2.rssMiB - b1.rssMiB)} MiB), ` +
-      `${f(b1.cpuUsPerRequest)} and ${f(b2.cpuUsPerRequest)} µs CPU per request: the runtime itself grows ${f(b1.rssMiB - idleB)} MiB under this traffic, pdlink's Coordinator ${f(s1.rssMiB - idleS)} MiB (runtime sizing: ${f(d1.rssMiB - idleD)} MiB).`,
-    `The JS heap is mostly garbage not yet collected: after a full collection at the end it holds ${f(heapS.after.heapMiB)} MiB (${heapS.after.objects} objects) as shipped and ${f(heapD.after.heapMiB)} MiB (${heapD.after.objects}) with the runtime's sizing, ` +
-      `against ${f(heapS.before.heapMiB)} and ${f(heapD.before.heapMiB)} MiB in use before it (capacity ${f(heapS.before.heapCapacityMiB)} and ${f(heapD.before.heapCapacityMiB)} MiB); ` +
-      `live objects by type after the collection: ${heapS.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}. What the heap held before it is garbage not yet collected: ` +
-      `${heapD.before.top.map(([k, v]) => `${k} ${v}`).join(', ')} (runtime sizing).`,
-    `Streaming completions at concurrency ${CONCURRENCY}; one run, phases in the order shipped, runtime sizing, bare, bare, runtime sizing, shipped, on a 2-core VM shared with other engineers' test runs.`,
+    `Coordinator RSS${setting} after a ${INSTANCES}-instance refresh: ${f(afterRefresh)} MiB; after ${PHASE.toLocaleString('en')} proxied requests: ${f(first.rssMiB)} MiB ` +
+      `(goal ≤ 100 MiB: ${first.rssMiB <= 100 ? 'met' : 'not met'}); after ${PHASE.toLocaleString('en')} more: ${f(second.rssMiB)} MiB (${growth >= 0 ? '+' : ''}${f(growth)} MiB).`,
+    `A bare two-leg Bun proxy on fetch under the same load in the same run: ${f(bareStart)} MiB idle, ${f(bareFirst.rssMiB)} MiB after ${PHASE.toLocaleString('en')} requests, ` +
+      `${f(bareSecond.rssMiB)} MiB after ${PHASE.toLocaleString('en')} more (${bareGrowth >= 0 ? '+' : ''}${f(bareGrowth)} MiB). ` +
+      `The Coordinator's growth over its idle size (${f(second.rssMiB - afterRefresh)} MiB) next to the bare proxy's (${f(bareSecond.rssMiB - bareStart)} MiB) is what the same runtime does under the same traffic.`,
+    `The Coordinator's JS heap at the end: ${f(heap.before.heapMiB)} MiB in use (capacity ${f(heap.before.heapCapacityMiB)} MiB, ${heap.before.objects} objects, ` +
+      `${f(heap.before.extraMiB)} MiB held outside the heap by its objects); after a full collection ${f(heap.after.heapMiB)} MiB (${heap.after.objects} objects) ` +
+      `and RSS ${f(heap.before.rssMiB)} → ${f(heap.after.rssMiB)} MiB. Live objects by type after the collection: ${heap.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}.`,
+    `Coordinator CPU per request ${f(first.cpuUsPerRequest)} and ${f(second.cpuUsPerRequest)} µs (bare ${f(bareFirst.cpuUsPerRequest)}, ${f(bareSecond.cpuUsPerRequest)} µs); ` +
+      `${first.reqPerS.toFixed(0)} and ${second.reqPerS.toFixed(0)} req/s (bare ${bareFirst.reqPerS.toFixed(0)}, ${bareSecond.reqPerS.toFixed(0)}). ` +
+      `Streaming completions at concurrency ${CONCURRENCY}; one run, phases in the order pdlink, bare, bare, pdlink, on a 2-core VM shared with other engineers' test runs.`,
   ].join('\n\n');
   writeResults('rss', {
     json: {
-      question:
-        'Coordinator RSS after 4096 instances and N requests, and over N more, as shipped and with the runtime heap sizing, next to a bare Bun proxy; JS heap by type',
+      question: 'Coordinator RSS after 4096 instances and N requests, and over N more, next to a bare Bun proxy; JS heap by type',
       instances: INSTANCES,
       requestsPerPhase: PHASE,
       concurrency: CONCURRENCY,
-      order: ['shipped', 'runtime sizing', 'bare', 'bare', 'runtime sizing', 'shipped'],
-      rssMiB: { afterRefresh: idleS, afterFirst: s1.rssMiB, afterSecond: s2.rssMiB },
-      shipped: { env: { BUN_JSC_forceRAMSize: COORDINATOR_HEAP_RAM_BYTES }, idleMiB: idleS, first: s1, second: s2, heap: heapS },
-      runtimeSizing: { env: { BUN_JSC_forceRAMSize: '0' }, idleMiB: idleD, first: d1, second: d2, heap: heapD },
-      bare: { idleMiB: idleB, first: b1, second: b2 },
-      cpuCostOfSetting: cpuCost,
+      bunOptions: EXTRA_BUN_OPTIONS,
+      env: Object.fromEntries(EXTRA_ENV),
+      order: ['pdlink', 'bare', 'bare', 'pdlink'],
+      rssMiB: { afterRefresh, afterFirst: first.rssMiB, afterSecond: second.rssMiB },
+      pdlink: { afterRefreshMiB: afterRefresh, first, second },
+      bare: { idleMiB: bareStart, first: bareFirst, second: bareSecond },
+      heap,
+      reqPerS: [first.reqPerS, second.reqPerS],
     },
     markdownTable: markdownTable(
-      ['point', 'Coordinator as shipped, MiB', 'Coordinator, runtime heap sizing, MiB', 'bare Bun proxy, MiB'],
+      ['point', 'Coordinator RSS, MiB', 'bare Bun proxy RSS, MiB'],
       [
-        [`idle (Coordinators: after the ${INSTANCES}-instance refresh)`, f(idleS), f(idleD), f(idleB)],
-        [`after ${n} requests`, f(s1.rssMiB), f(d1.rssMiB), f(b1.rssMiB)],
-        [`after ${n} more`, f(s2.rssMiB), f(d2.rssMiB), f(b2.rssMiB)],
+        [`idle (Coordinator: after the ${INSTANCES}-instance refresh)`, f(afterRefresh), f(bareStart)],
+        [`after ${PHASE.toLocaleString('en')} requests`, f(first.rssMiB), f(bareFirst.rssMiB)],
+        [`after ${PHASE.toLocaleString('en')} more`, f(second.rssMiB), f(bareSecond.rssMiB)],
         [
           'CPU µs per request (phases 1, 2)',
-          `${f(s1.cpuUsPerRequest)}, ${f(s2.cpuUsPerRequest)}`,
-          `${f(d1.cpuUsPerRequest)}, ${f(d2.cpuUsPerRequest)}`,
-          `${f(b1.cpuUsPerRequest)}, ${f(b2.cpuUsPerRequest)}`,
+          `${f(first.cpuUsPerRequest)}, ${f(second.cpuUsPerRequest)}`,
+          `${f(bareFirst.cpuUsPerRequest)}, ${f(bareSecond.cpuUsPerRequest)}`,
         ],
-        [
-          'JS heap in use → after a full GC, MiB',
-          `${f(heapS.before.heapMiB)} → ${f(heapS.after.heapMiB)}`,
-          `${f(heapD.before.heapMiB)} → ${f(heapD.after.heapMiB)}`,
-          '—',
-        ],
+        ['JS heap in use → after a full GC, MiB', `${f(heap.before.heapMiB)} → ${f(heap.after.heapMiB)}`, '—'],
       ],
     ),
     summary,
@@ -287,7 +261,6 @@ try {
 } finally {
   bare.kill();
   await bare.exited;
-  await shipped.cluster.stop();
-  await runtimeDefault.cluster.stop();
+  await cluster.stop();
   rmSync(dir, { recursive: true, force: true });
 }
