@@ -17,9 +17,6 @@ const REPO_ROOT = join(import.meta.dir, '..', '..');
 /** The Coordinator's entry (`pdlink coordinator`). */
 const COORDINATOR_ENTRY = join(REPO_ROOT, 'src', 'main.ts');
 
-/** The RAM size the Coordinator's heap is sized for (bin/pdlink sets the same; bench/results/rss.md). */
-export const COORDINATOR_HEAP_RAM_BYTES = String(512 * 2 ** 20);
-
 /** A simulated engine's entry (`pdlink sim-engine`). */
 const SIM_ENGINE_ENTRY = join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts');
 
@@ -50,19 +47,13 @@ export function coordinatorArgs(configPath: string, ip: string): string[] {
  * @example const coordinator = await startCoordinator(coordinatorArgs(configPath, ip), dir, options);
  */
 export function startCoordinator(args: readonly string[], dir: string, options: SimClusterOptions): Promise<ManagedProcess> {
-  const extras = spawnExtras(options);
   return spawnListening({
     name: 'coordinator',
     command: [process.execPath, ...args],
     listeners: ['management', 'inference'],
+    env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
     cwd: dir,
-    ...extras,
-    // As bin/pdlink starts it: the heap sized for 512 MiB of RAM unless the caller chose a size.
-    env: {
-      BUN_CONFIG_MAX_HTTP_REQUESTS: '65535',
-      BUN_JSC_forceRAMSize: process.env['BUN_JSC_forceRAMSize'] ?? COORDINATOR_HEAP_RAM_BYTES,
-      ...extras.env,
-    },
+    ...spawnExtras(options),
   });
 }
 
