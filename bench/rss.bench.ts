@@ -219,7 +219,7 @@ try {
       `(goal ≤ 100 MiB: ${first.rssMiB <= 100 ? 'met' : 'not met'}); after ${PHASE.toLocaleString('en')} more: ${f(second.rssMiB)} MiB (${growth >= 0 ? '+' : ''}${f(growth)} MiB).`,
     `A bare two-leg Bun proxy on fetch under the same load in the same run: ${f(bareStart)} MiB idle, ${f(bareFirst.rssMiB)} MiB after ${PHASE.toLocaleString('en')} requests, ` +
       `${f(bareSecond.rssMiB)} MiB after ${PHASE.toLocaleString('en')} more (${bareGrowth >= 0 ? '+' : ''}${f(bareGrowth)} MiB). ` +
-      `The Coordinator's growth over its idle size (${f(second.rssMiB - afterRefresh)} MiB) next to the bare proxy's (${f(bareSecond.rssMiB - bareStart)} MiB) is what the same runtime does under the same traffic.`,
+      `The bare proxy's growth is what the runtime itself does under this traffic; the Coordinator grows ${f(second.rssMiB - afterRefresh)} MiB over its idle size against the bare proxy's ${f(bareSecond.rssMiB - bareStart)} MiB.`,
     `The Coordinator's JS heap at the end: ${f(heap.before.heapMiB)} MiB in use (capacity ${f(heap.before.heapCapacityMiB)} MiB, ${heap.before.objects} objects, ` +
       `${f(heap.before.extraMiB)} MiB held outside the heap by its objects); after a full collection ${f(heap.after.heapMiB)} MiB (${heap.after.objects} objects) ` +
       `and RSS ${f(heap.before.rssMiB)} → ${f(heap.after.rssMiB)} MiB. Live objects by type after the collection: ${heap.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}.`,
