@@ -191,7 +191,7 @@ try {
       `A trivial task through the pool's piscina threads, the path link calls took before, costs ${hopPiscina.toFixed(1)} µs.`,
     `${PAIRS.toLocaleString('en')} link+unlink pairs per round from 16 concurrent single-cluster callers, batched: ${times(rateRatio.median)} the rate of direct calls with 16 clusters each ` +
       `(${range(rateRatio)}, ${BATCHED_ROUNDS} alternating rounds); goal ≥ 0.9×: ${rateRatio.median >= 0.9 ? 'met' : 'not met'}.`,
-    `${pinned ? 'Client pinned to core 0 and the server process to core 1 (taskset)' : 'Not pinned (pinning the client to one core starved its runtime threads and slowed the direct floor 2.8×; see the bench header)'}; the machine is a 2-core VM shared with other engineers' test runs while this ran.`,
+    `${pinned ? 'Client pinned to core 0 and the server process to core 1 (taskset)' : 'Not pinned (pinning the client to one core starved its runtime threads and slowed the direct floor 2.8×; see the bench header)'}; the machine is a 2-core VM shared with other test runs while this ran.`,
   ].join('\n\n');
   writeResults('links-floor', {
     json: {

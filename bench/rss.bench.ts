@@ -225,7 +225,7 @@ try {
       `and RSS ${f(heap.before.rssMiB)} → ${f(heap.after.rssMiB)} MiB. Live objects by type after the collection: ${heap.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}.`,
     `Coordinator CPU per request ${f(first.cpuUsPerRequest)} and ${f(second.cpuUsPerRequest)} µs (bare ${f(bareFirst.cpuUsPerRequest)}, ${f(bareSecond.cpuUsPerRequest)} µs); ` +
       `${first.reqPerS.toFixed(0)} and ${second.reqPerS.toFixed(0)} req/s (bare ${bareFirst.reqPerS.toFixed(0)}, ${bareSecond.reqPerS.toFixed(0)}). ` +
-      `Streaming completions at concurrency ${CONCURRENCY}; one run, phases in the order pdlink, bare, bare, pdlink, on a 2-core VM shared with other engineers' test runs.`,
+      `Streaming completions at concurrency ${CONCURRENCY}; one run, phases in the order pdlink, bare, bare, pdlink, on a 2-core VM shared with other test runs.`,
   ].join('\n\n');
   writeResults('rss', {
     json: {
