@@ -1,42 +1,107 @@
 /**
  * Question: how much memory does the Coordinator hold after a 4096-instance refresh and 100k
- * proxied requests, and does it stay flat over the next 100k? Goal: ≤ 100 MiB, flat.
+ * proxied requests, and does it stay flat over the next 100k? Goal: ≤ 100 MiB, flat. And how much
+ * of it is pdlink's: a bare two-leg Bun proxy (the one of proxy-cpu.bench.ts) carries the same
+ * load in the same run, and the JS heap is read by type before and after a full collection.
  *
  * Set-up: the proxy benchmark's simulated cluster (one prefill, one decode `pdlink sim-engine`, zero
  * compute time, 4 blocks of 4 KiB moved per request), whose refresh also lists 4094 instances that
  * are never picked (prefills no decode names, decodes that name no prefill), so the registry,
- * scheduler and ledger hold 4096. Requests: streaming completions at concurrency 32. RSS is the
- * Coordinator process's VmRSS (/proc), read after each phase; BENCH_RSS_REQUESTS sets the phase
- * length (100,000 by default).
+ * scheduler and ledger hold 4096. Requests: streaming completions at concurrency 32. Phases of
+ * BENCH_RSS_REQUESTS requests (100,000 by default) in the order pdlink, bare, bare, pdlink, so drift
+ * in the machine's load hits both alike. RSS is each process's VmRSS (/proc), read after each
+ * phase; CPU is its utime+stime over the phase. The heap by type comes from `bun:jsc` heapStats()
+ * inside the Coordinator, through a preload script (BUN_OPTIONS) that answers SIGUSR2.
+ * BENCH_RSS_BUN_OPTIONS adds Bun options (e.g. `--smol`) and BENCH_RSS_ENV variables (`K=V,K=V`, e.g.
+ * a JSC or mimalloc setting) to the cluster's processes, to try a setting; the bare proxy runs without.
  *
  * Run: bun bench/rss.bench.ts   → bench/results/rss.{json,md}
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { refreshBody } from '../src/sim/cluster-bodies.ts';
 import { SimCluster } from '../src/sim/cluster.ts';
 import { markdownTable, writeResults } from './lib.ts';
 
 const PHASE = Number(process.env['BENCH_RSS_REQUESTS'] ?? 100_000);
+const EXTRA_BUN_OPTIONS = process.env['BENCH_RSS_BUN_OPTIONS'] ?? '';
+const EXTRA_ENV = (process.env['BENCH_RSS_ENV'] ?? '')
+  .split(',')
+  .filter((kv) => kv.includes('='))
+  .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as const);
 const CONCURRENCY = 32;
 const INSTANCES = 4096;
 const MODEL = 'bench-sim';
 const BODY = JSON.stringify({ model: MODEL, prompt: 'word '.repeat(51).trim(), max_tokens: 16, stream: true });
+
+/** The bare proxy of proxy-cpu.bench.ts: the client's body to P, P's kv_transfer_params to D, D's stream back. */
+const BARE = `
+const [p, d] = process.argv.slice(-2);
+const server = Bun.serve({ hostname: '127.0.0.1', port: 0, async fetch(req) {
+  const body = await req.json();
+  const id = req.headers.get('x-request-id') ?? '';
+  const headers = { 'content-type': 'application/json', 'x-request-id': id };
+  const pre = await fetch(p + '/v1/completions', { method: 'POST', headers,
+    body: JSON.stringify({ ...body, stream: false, max_tokens: 1, kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false } }) });
+  const answer = await pre.json();
+  const dec = await fetch(d + '/v1/completions', { method: 'POST', headers, body: JSON.stringify({ ...body, kv_transfer_params: answer.kv_transfer_params }) });
+  return new Response(dec.body, { status: dec.status, headers: { 'content-type': dec.headers.get('content-type') ?? 'text/event-stream' } });
+} });
+console.log(server.port);
+`;
+
+/** Preloaded into the Coordinator only: on SIGUSR2 it writes its heap by type, then again after a full collection. */
+const PROBE = `
+import { heapStats } from 'bun:jsc';
+import { writeFileSync } from 'node:fs';
+if (process.argv.includes('coordinator')) {
+  const top = (counts) => Object.entries(counts).sort((a, b) => b[1] - a[1]).slice(0, 12);
+  const snap = () => {
+    const h = heapStats();
+    const m = process.memoryUsage();
+    return { rssMiB: m.rss / 2 ** 20, heapMiB: h.heapSize / 2 ** 20, heapCapacityMiB: h.heapCapacity / 2 ** 20,
+      extraMiB: h.extraMemorySize / 2 ** 20, objects: h.objectCount, top: top(h.objectTypeCounts) };
+  };
+  process.on('SIGUSR2', () => {
+    const before = snap();
+    Bun.gc(true);
+    writeFileSync(process.env.PDLINK_RSS_PROBE_OUT, JSON.stringify({ before, after: snap() }));
+  });
+}
+`;
+
+interface HeapSnap {
+  rssMiB: number;
+  heapMiB: number;
+  heapCapacityMiB: number;
+  extraMiB: number;
+  objects: number;
+  top: [string, number][];
+}
 
 function rssMiB(pid: number): number {
   const kb = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
   return kb / 1024;
 }
 
-async function phase(url: string, n: number): Promise<number> {
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in 100 Hz ticks
+}
+
+let seq = 0;
+/** Sends `n` requests at concurrency 32; returns requests per second. */
+async function load(url: string, n: number): Promise<number> {
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < n) {
-        const id = next++;
+        next++;
         const res = await fetch(`${url}/v1/completions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-request-id': `rss-${id}` },
+          headers: { 'content-type': 'application/json', 'x-request-id': `rss-${seq++}` },
           body: BODY,
         });
         const text = await res.text();
@@ -47,13 +112,64 @@ async function phase(url: string, n: number): Promise<number> {
   return n / ((performance.now() - started) / 1000);
 }
 
+interface Phase {
+  readonly rssMiB: number;
+  readonly reqPerS: number;
+  readonly cpuUsPerRequest: number;
+}
+
+async function phase(pid: number, url: string): Promise<Phase> {
+  const cpu = cpuMs(pid);
+  const reqPerS = await load(url, PHASE);
+  return { rssMiB: rssMiB(pid), reqPerS, cpuUsPerRequest: ((cpuMs(pid) - cpu) * 1000) / PHASE };
+}
+
+/** Asks the Coordinator's probe for its heap; waits for the file with a bound. */
+async function heapOf(pid: number, out: string): Promise<{ before: HeapSnap; after: HeapSnap }> {
+  rmSync(out, { force: true });
+  process.kill(pid, 'SIGUSR2');
+  const end = Date.now() + 30_000;
+  while (!existsSync(out)) {
+    if (Date.now() > end) throw new Error('the Coordinator did not answer the heap probe');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  // The file may be seen before it is complete: read until it parses, with the same bound.
+  for (;;) {
+    try {
+      return JSON.parse(readFileSync(out, 'utf8'));
+    } catch (err) {
+      if (Date.now() > end) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'pdlink-rss-'));
+const probe = join(dir, 'probe.ts');
+const probeOut = join(dir, 'heap.json');
+writeFileSync(probe, PROBE);
+// The cluster's processes inherit this environment; only the Coordinator installs the probe.
+const saved = new Map(['BUN_OPTIONS', ...EXTRA_ENV.map(([k]) => k)].map((k) => [k, process.env[k]]));
+process.env['BUN_OPTIONS'] = `${EXTRA_BUN_OPTIONS} --preload ${probe}`.trim();
+for (const [k, v] of EXTRA_ENV) process.env[k] = v;
+process.env['PDLINK_RSS_PROBE_OUT'] = probeOut;
 const cluster = await SimCluster.start({
   prefill: 1,
   decode: 1,
   model: MODEL,
   engine: { prefillMsPerToken: 0, decodeMsPerToken: 0, numBlocks: 4096, blockBytes: 4096, blockTokens: 16 },
 });
+for (const [k, v] of saved) {
+  if (v === undefined) delete process.env[k];
+  else process.env[k] = v;
+}
+const bare = Bun.spawn([process.execPath, '-e', BARE, cluster.engine('p0').inferenceUrl, cluster.engine('d0').inferenceUrl], {
+  stdout: 'pipe',
+  stderr: 'inherit',
+});
 try {
+  const { value } = await bare.stdout.getReader().read();
+  const bareUrl = `http://127.0.0.1:${Number(new TextDecoder().decode(value).trim())}`;
   const pid = cluster.coordinator.child.pid!;
   const entries = cluster.engines.map((e) => ({
     engine: e,
@@ -81,37 +197,70 @@ try {
   });
   if (res.status !== 200) throw new Error(`refresh answered ${res.status}: ${await res.text()}`);
   const afterRefresh = rssMiB(pid);
-  const rate1 = await phase(cluster.proxyUrl, PHASE);
-  const afterFirst = rssMiB(pid);
-  const rate2 = await phase(cluster.proxyUrl, PHASE);
-  const afterSecond = rssMiB(pid);
-  const growth = afterSecond - afterFirst;
+  const bareStart = rssMiB(bare.pid);
+  const first = await phase(pid, cluster.proxyUrl);
+  const bareFirst = await phase(bare.pid, bareUrl);
+  const bareSecond = await phase(bare.pid, bareUrl);
+  const second = await phase(pid, cluster.proxyUrl);
+  // Last: the probe's full collection changes what follows.
+  const heap = await heapOf(pid, probeOut);
+  const growth = second.rssMiB - first.rssMiB;
+  const bareGrowth = bareSecond.rssMiB - bareFirst.rssMiB;
+  const settings = [EXTRA_BUN_OPTIONS, ...EXTRA_ENV.map(([k, v]) => `${k}=${v}`)].filter((x) => x !== '').join(' ');
+  const setting = settings === '' ? '' : ` (cluster run with \`${settings}\`)`;
   console.log(
-    `RSS ${afterRefresh.toFixed(1)} → ${afterFirst.toFixed(1)} → ${afterSecond.toFixed(1)} MiB (${rate1.toFixed(0)}, ${rate2.toFixed(0)} req/s)`,
+    `pdlink RSS ${afterRefresh.toFixed(1)} → ${first.rssMiB.toFixed(1)} → ${second.rssMiB.toFixed(1)} MiB; ` +
+      `bare ${bareStart.toFixed(1)} → ${bareFirst.rssMiB.toFixed(1)} → ${bareSecond.rssMiB.toFixed(1)} MiB; ` +
+      `heap ${heap.before.heapMiB.toFixed(1)} MiB → ${heap.after.heapMiB.toFixed(1)} MiB after a full GC (RSS ${heap.after.rssMiB.toFixed(1)})`,
   );
-  const summary =
-    `Coordinator RSS after a ${INSTANCES}-instance refresh: ${afterRefresh.toFixed(1)} MiB; after ${PHASE.toLocaleString('en')} proxied requests: ${afterFirst.toFixed(1)} MiB ` +
-    `(goal ≤ 100 MiB: ${afterFirst <= 100 ? 'met' : 'not met'}); after ${PHASE.toLocaleString('en')} more: ${afterSecond.toFixed(1)} MiB (${growth >= 0 ? '+' : ''}${growth.toFixed(1)} MiB). ` +
-    `Streaming completions at concurrency ${CONCURRENCY}, ${rate1.toFixed(0)} and ${rate2.toFixed(0)} req/s; one run on a 2-core VM shared with other test runs.`;
+  const f = (n: number) => n.toFixed(1);
+  const summary = [
+    `Coordinator RSS${setting} after a ${INSTANCES}-instance refresh: ${f(afterRefresh)} MiB; after ${PHASE.toLocaleString('en')} proxied requests: ${f(first.rssMiB)} MiB ` +
+      `(goal ≤ 100 MiB: ${first.rssMiB <= 100 ? 'met' : 'not met'}); after ${PHASE.toLocaleString('en')} more: ${f(second.rssMiB)} MiB (${growth >= 0 ? '+' : ''}${f(growth)} MiB).`,
+    `A bare two-leg Bun proxy on fetch under the same load in the same run: ${f(bareStart)} MiB idle, ${f(bareFirst.rssMiB)} MiB after ${PHASE.toLocaleString('en')} requests, ` +
+      `${f(bareSecond.rssMiB)} MiB after ${PHASE.toLocaleString('en')} more (${bareGrowth >= 0 ? '+' : ''}${f(bareGrowth)} MiB). ` +
+      `The bare proxy's growth is what the runtime itself does under this traffic; the Coordinator grows ${f(second.rssMiB - afterRefresh)} MiB over its idle size against the bare proxy's ${f(bareSecond.rssMiB - bareStart)} MiB.`,
+    `The Coordinator's JS heap at the end: ${f(heap.before.heapMiB)} MiB in use (capacity ${f(heap.before.heapCapacityMiB)} MiB, ${heap.before.objects} objects, ` +
+      `${f(heap.before.extraMiB)} MiB held outside the heap by its objects); after a full collection ${f(heap.after.heapMiB)} MiB (${heap.after.objects} objects) ` +
+      `and RSS ${f(heap.before.rssMiB)} → ${f(heap.after.rssMiB)} MiB. Live objects by type after the collection: ${heap.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}.`,
+    `Coordinator CPU per request ${f(first.cpuUsPerRequest)} and ${f(second.cpuUsPerRequest)} µs (bare ${f(bareFirst.cpuUsPerRequest)}, ${f(bareSecond.cpuUsPerRequest)} µs); ` +
+      `${first.reqPerS.toFixed(0)} and ${second.reqPerS.toFixed(0)} req/s (bare ${bareFirst.reqPerS.toFixed(0)}, ${bareSecond.reqPerS.toFixed(0)}). ` +
+      `Streaming completions at concurrency ${CONCURRENCY}; one run, phases in the order pdlink, bare, bare, pdlink, on a 2-core VM shared with other test runs.`,
+  ].join('\n\n');
   writeResults('rss', {
     json: {
-      question: 'Coordinator RSS after 4096 instances and N requests, and over N more',
+      question: 'Coordinator RSS after 4096 instances and N requests, and over N more, next to a bare Bun proxy; JS heap by type',
       instances: INSTANCES,
       requestsPerPhase: PHASE,
       concurrency: CONCURRENCY,
-      rssMiB: { afterRefresh, afterFirst, afterSecond },
-      reqPerS: [rate1, rate2],
+      bunOptions: EXTRA_BUN_OPTIONS,
+      env: Object.fromEntries(EXTRA_ENV),
+      order: ['pdlink', 'bare', 'bare', 'pdlink'],
+      rssMiB: { afterRefresh, afterFirst: first.rssMiB, afterSecond: second.rssMiB },
+      pdlink: { afterRefreshMiB: afterRefresh, first, second },
+      bare: { idleMiB: bareStart, first: bareFirst, second: bareSecond },
+      heap,
+      reqPerS: [first.reqPerS, second.reqPerS],
     },
     markdownTable: markdownTable(
-      ['point', 'Coordinator RSS, MiB'],
+      ['point', 'Coordinator RSS, MiB', 'bare Bun proxy RSS, MiB'],
       [
-        [`after the ${INSTANCES}-instance refresh`, afterRefresh.toFixed(1)],
-        [`after ${PHASE.toLocaleString('en')} requests`, afterFirst.toFixed(1)],
-        [`after ${PHASE.toLocaleString('en')} more`, afterSecond.toFixed(1)],
+        [`idle (Coordinator: after the ${INSTANCES}-instance refresh)`, f(afterRefresh), f(bareStart)],
+        [`after ${PHASE.toLocaleString('en')} requests`, f(first.rssMiB), f(bareFirst.rssMiB)],
+        [`after ${PHASE.toLocaleString('en')} more`, f(second.rssMiB), f(bareSecond.rssMiB)],
+        [
+          'CPU µs per request (phases 1, 2)',
+          `${f(first.cpuUsPerRequest)}, ${f(second.cpuUsPerRequest)}`,
+          `${f(bareFirst.cpuUsPerRequest)}, ${f(bareSecond.cpuUsPerRequest)}`,
+        ],
+        ['JS heap in use → after a full GC, MiB', `${f(heap.before.heapMiB)} → ${f(heap.after.heapMiB)}`, '—'],
       ],
     ),
     summary,
   });
 } finally {
+  bare.kill();
+  await bare.exited;
   await cluster.stop();
+  rmSync(dir, { recursive: true, force: true });
 }

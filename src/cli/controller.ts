@@ -73,7 +73,7 @@ export async function runController(argv: string[]): Promise<void> {
   const log = (line: string): void => console.log(`pdlink controller: ${line}`);
   const { tls, ...topology } = loaded;
   const store = loaded.store;
-  const ha = store === undefined ? undefined : { store: openStore(store), ttlSeconds: store.leaseTtlSeconds };
+  const ha = store === undefined ? undefined : { store: await openStore(store), ttlSeconds: store.leaseTtlSeconds };
   const app = createControllerApp({
     ...topology,
     processMetrics: true,

@@ -89,7 +89,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     );
     ha = new CoordinatorHa({
       mode,
-      store: openStore(where),
+      store: await openStore(where),
       registry: coordinator.registry,
       metrics: coordinator.metrics,
       ttlSeconds: where.leaseTtlSeconds,

@@ -104,10 +104,12 @@ describe('PoolLinkExecutor', () => {
     const single = new WorkerPool({ threads: 1, filename });
     try {
       const executor = new PoolLinkExecutor({ pool: single, handles: new Map([['0', 8]]) });
-      const blocker = single.run(echo(300));
+      // Link calls queue behind link calls: a peer that never answers holds the only link thread.
+      expect((await executor.link('0', [target(9)], 1000)).rets).toEqual([S.LLM_SUCCESS]);
+      const blocker = executor.link('0', [target(10, 2)], 300);
       const late = await executor.link('0', [target(1)], 50);
       expect(late.rets).toEqual([S.LLM_TIMEOUT]);
-      await blocker;
+      expect((await blocker).rets).toEqual([S.LLM_TIMEOUT]);
     } finally {
       await single.close();
     }

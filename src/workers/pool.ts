@@ -1,12 +1,15 @@
 /**
  * The worker pool: piscina threads that run device-runtime calls so the main thread never blocks.
  * Replies are plain data; a task whose worker dies or that is aborted resolves as a failure with
- * a code and a message, and the pool replaces the thread and goes on.
+ * a code and a message, and the pool replaces the thread and goes on. Link and unlink calls, whose
+ * latency is the pool's hot path, run on direct threads of their own (direct-threads.ts), started
+ * with the first such call so pools that never link do not carry them.
  */
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { optionErrors } from '../core/errors.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
+import { DirectThreads } from './direct-threads.ts';
 import type { TaskReply, WorkerTask } from './protocol.ts';
 import { BOARD_SLOTS } from './tasks.ts';
 
@@ -50,6 +53,10 @@ export interface SubmittedTask<T> {
 export class WorkerPool {
   readonly #piscina: Piscina;
   readonly #board = new Int32Array(new SharedArrayBuffer(BOARD_SLOTS * 4));
+  readonly #threads: number;
+  readonly #filename: string;
+  readonly #workerConfig: unknown;
+  #direct: DirectThreads | undefined;
   #nextTaskId = 1;
   #closed = false;
 
@@ -57,8 +64,11 @@ export class WorkerPool {
     const threads = options.threads ?? DEFAULT_POOL_THREADS;
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be a positive integer');
     const filename = options.filename ?? new URL('./link-worker.ts', import.meta.url);
+    this.#threads = threads;
+    this.#filename = typeof filename === 'string' ? filename : filename.href;
+    this.#workerConfig = options.workerConfig;
     this.#piscina = new Piscina({
-      filename: typeof filename === 'string' ? filename : filename.href,
+      filename: this.#filename,
       minThreads: threads,
       maxThreads: threads,
       // Native calls are synchronous: a second task on a busy thread would only wait behind it.
@@ -77,7 +87,7 @@ export class WorkerPool {
 
   /** Tasks queued and not yet started. */
   get queued(): number {
-    return this.#piscina.queueSize;
+    return this.#piscina.queueSize + (this.#direct?.queued ?? 0);
   }
 
   /**
@@ -96,6 +106,16 @@ export class WorkerPool {
     const taskId = this.#nextTaskId++;
     if (this.#closed)
       return { taskId, reply: Promise.resolve({ ok: false, code: LLM_STATUS.LLM_FAILED, message: 'worker pool is closed' }) };
+    if (task.op === 'link' || task.op === 'unlink') {
+      const reply = this.#directThreads()
+        .run<T>({ ...task, taskId }, options)
+        .then((r) => {
+          // A worker that died mid-task never cleared its slot.
+          Atomics.store(this.#board, taskId % BOARD_SLOTS, 0);
+          return r;
+        });
+      return { taskId, reply };
+    }
     const runOptions = {
       signal: options.signal ?? null,
       ...(options.transfer !== undefined && options.transfer.length > 0 ? { transferList: [...options.transfer] } : {}),
@@ -120,8 +140,9 @@ export class WorkerPool {
    */
   async terminateThreadOf(taskId: number): Promise<boolean> {
     const id = this.threadOf(taskId);
-    const worker = id === 0 ? undefined : this.#piscina.threads.find((t) => t.threadId === id);
-    if (worker === undefined) return false;
+    if (id === 0) return false;
+    const worker = this.#piscina.threads.find((t) => t.threadId === id);
+    if (worker === undefined) return (await this.#direct?.terminate(id)) ?? false;
     await worker.terminate();
     return true;
   }
@@ -130,7 +151,16 @@ export class WorkerPool {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await this.#piscina.destroy();
+    await Promise.all([this.#piscina.destroy(), this.#direct?.close()]);
+  }
+
+  #directThreads(): DirectThreads {
+    this.#direct ??= new DirectThreads({
+      threads: this.#threads,
+      filename: this.#filename,
+      workerData: { board: this.#board.buffer, config: this.#workerConfig },
+    });
+    return this.#direct;
   }
 }
 
