@@ -27,6 +27,11 @@ const LOOPBACK: readonly [string, number, 'ipv4' | 'ipv6'][] = [
   ['::1', 128, 'ipv6'],
 ];
 
+/** Network verdicts that are not a refusal message. */
+const ACCEPTED = '';
+const NOT_AN_ADDRESS = '\0';
+const NETWORK_VERDICTS_MAX = 65_536;
+
 const UNSPECIFIED = new Set(['0.0.0.0', '::']);
 /** Where a connection to the unspecified address lands (Linux routes it to loopback). */
 const DEFAULT_LOOPBACK = new Set(['127.0.0.1', '::1']);
@@ -52,6 +57,12 @@ export class InstanceAddressPolicy {
   readonly #loopback = new BlockList();
   readonly #allowed: BlockList | undefined;
   readonly #own: OwnListener[];
+  /**
+   * The address-only verdict per address seen: a refresh asks about every instance every second,
+   * and parsing the address and checking it against the networks costs more than the rest of its
+   * checks together; the networks never change, so the verdict is kept.
+   */
+  readonly #networkVerdicts = new Map<string, string>();
 
   /**
    * @param allowedNetworks CIDRs (already checked with parseCidr); undefined = any address not refused by default.
@@ -76,14 +87,27 @@ export class InstanceAddressPolicy {
    * @example policy.refusal('169.254.169.254') // 'link-local, multicast and broadcast addresses are never instances'
    */
   refusal(ip: string, port?: number): string | undefined {
-    const version = isIP(ip);
-    if (version === 0) return undefined; // not an address: the schema names that problem
-    const family = version === 4 ? 'ipv4' : 'ipv6';
-    if (this.#never.check(ip, family)) return 'link-local, multicast and broadcast addresses are never instances';
-    if (this.#allowed !== undefined && !this.#allowed.check(ip, family)) return 'outside pdlink.allowed_instance_networks';
+    let byNetwork = this.#networkVerdicts.get(ip);
+    if (byNetwork === undefined) {
+      byNetwork = this.#networkRefusal(ip);
+      // Bounded: a cluster has a few thousand addresses; a flood of distinct ones starts over.
+      if (this.#networkVerdicts.size >= NETWORK_VERDICTS_MAX) this.#networkVerdicts.clear();
+      this.#networkVerdicts.set(ip, byNetwork);
+    }
+    if (byNetwork !== ACCEPTED) return byNetwork === NOT_AN_ADDRESS ? undefined : byNetwork;
     if (port !== undefined && this.#own.some((o) => o.port === port && this.#sameHost(o.ip, ip)))
       return "is one of this process's own listeners";
     return undefined;
+  }
+
+  /** The part of refusal() that depends on the address alone (the networks are fixed at construction). */
+  #networkRefusal(ip: string): string {
+    const version = isIP(ip);
+    if (version === 0) return NOT_AN_ADDRESS; // the schema names that problem
+    const family = version === 4 ? 'ipv4' : 'ipv6';
+    if (this.#never.check(ip, family)) return 'link-local, multicast and broadcast addresses are never instances';
+    if (this.#allowed !== undefined && !this.#allowed.check(ip, family)) return 'outside pdlink.allowed_instance_networks';
+    return ACCEPTED;
   }
 
   /**

@@ -129,6 +129,14 @@ export class CapacityBook {
   }
 
   /**
+   * One instance's account, read-only, or undefined for an unknown one.
+   * @example book.account(0)?.reservedSlots
+   */
+  account(id: number): Readonly<InstanceAccount> | undefined {
+    return this.#accounts.get(id);
+  }
+
+  /**
    * Every known instance's load, by id.
    * @example book.instances()[0]?.id
    */

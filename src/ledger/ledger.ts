@@ -240,6 +240,17 @@ export class KvLedger {
   }
 
   /**
+   * What this process holds on one instance (its reserved slots and blocks), read in place: the
+   * scheduler reads it for every instance a refresh changed, so it allocates nothing; undefined
+   * for an unknown instance.
+   * @example ledger.reservedOn(0)?.reservedBlocks
+   */
+  reservedOn(id: number): Pick<InstanceLoad, 'reservedSlots' | 'reservedBlocks'> | undefined {
+    this.#expireDue();
+    return this.#capacity.account(id);
+  }
+
+  /**
    * Running totals.
    * @example ledger.totals().reservedBlocks // 0 when idle
    */

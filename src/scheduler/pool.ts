@@ -23,6 +23,8 @@ export class Pool<T extends PoolMember> {
   readonly #entries = new Map<T, Entry<T>>();
   readonly #heap = new IndexedHeap<Entry<T>>((a, b) => lessLoaded(a.member, b.member));
   readonly #list: Entry<T>[] = [];
+  /** Members' loads moved without reorder() since the last reorderAll(). */
+  #unordered = false;
   /** Round-robin position; kept here so every pool (the prefill pool, each P's decode pool) has its own. */
   cursor = 0;
 
@@ -81,7 +83,19 @@ export class Pool<T extends PoolMember> {
    * @example for (const n of nodes) n.load = next(n); pool.reorderAll();
    */
   reorderAll(): void {
+    this.#unordered = false;
     this.#heap.reorderAll();
+  }
+
+  /**
+   * Notes that members' loads are moving without reorder(), for a batch that ends with
+   * reorderAll(); true the first time since the last reorderAll(), so a caller lists each pool once.
+   * @example if (pool.markUnordered()) stale.push(pool);
+   */
+  markUnordered(): boolean {
+    if (this.#unordered) return false;
+    this.#unordered = true;
+    return true;
   }
 
   /**
