@@ -8,7 +8,7 @@ import type { Registry } from 'prom-client';
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import { refreshMetrics } from '../cluster/registry-metrics.ts';
 import type { InstanceAddressPolicy } from '../core/address-policy.ts';
-import { errors, optionErrors, PdlinkError } from '../core/errors.ts';
+import { errors, type FieldIssue, optionErrors, PdlinkError } from '../core/errors.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import { parseRefreshText } from '../schema/refresh-plain.ts';
 import { onError } from './envelope.ts';
@@ -41,11 +41,18 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   const check = (body: unknown) => {
     const started = performance.now();
     const snapshot = parseRefresh(body);
-    const refused = snapshot.instances.flatMap((inst, i) => {
-      const why = deps.addressPolicy?.refusal(inst.ip, Number(inst.port));
-      return why === undefined ? [] : [{ path: `instances[${i}].ip`, message: `${inst.ip}:${inst.port}: ${why}` }];
-    });
-    if (refused.length > 0) throw errors.invalidBody(refused);
+    const policy = deps.addressPolicy;
+    if (policy !== undefined) {
+      // A plain loop: a closure and an array per instance were a tenth of a large refresh's time.
+      let refused: FieldIssue[] | undefined;
+      const instances = snapshot.instances;
+      for (let i = 0; i < instances.length; i++) {
+        const { ip, port } = instances[i]!;
+        const why = policy.refusal(ip, Number(port));
+        if (why !== undefined) (refused ??= []).push({ path: `instances[${i}].ip`, message: `${ip}:${port}: ${why}` });
+      }
+      if (refused !== undefined) throw errors.invalidBody(refused);
+    }
     return { snapshot, started };
   };
   const onRefused = (error: unknown) =>

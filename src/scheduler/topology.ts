@@ -201,7 +201,7 @@ export class Topology {
         this.#group(instance.groupId, existing, true);
         moved = true;
       }
-      if (existing.role === 'decode' && before.peers !== instance.peers && !samePeers(existing.peerSet, instance.peers)) {
+      if (existing.role === 'decode' && !sameList(before.peers, instance.peers) && !samePeers(existing.peerSet, instance.peers)) {
         existing.peerSet = new Set(instance.peers);
         moved = true;
       }
@@ -292,9 +292,12 @@ export class Topology {
   /** Re-reads a node's capacity and circuit and moves it (and, for a D, its place in each linked P's pool). */
   #refresh(node: SchedulerNode, polled: boolean): void {
     const capacity = capacityOf(node.instance, this.#loads.load(node.id), this.#maxRequests);
-    node.capped = capacity.capped;
-    if (capacity.capped) this.#capped.add(node);
-    else this.#capped.delete(node);
+    // The set changes only when the node's standing does: a refresh reads every node, and most are never capped.
+    if (capacity.capped !== node.capped) {
+      if (capacity.capped) this.#capped.add(node);
+      else this.#capped.delete(node);
+      node.capped = capacity.capped;
+    }
     const wasAdmissible = node.admissible;
     const wasViable = node.viable;
     const loadChanged = node.load !== capacity.load;
@@ -351,6 +354,14 @@ export class Topology {
 
 function eligible(p: SchedulerNode, d: SchedulerNode): boolean {
   return p.instance.groupId === d.instance.groupId && d.peerSet.has(p.id);
+}
+
+/** Same ids in the same order: the usual refresh, told without a set lookup per id. */
+function sameList(a: readonly number[], b: readonly number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function samePeers(current: ReadonlySet<number>, peers: readonly number[]): boolean {
