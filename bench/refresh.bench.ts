@@ -282,6 +282,9 @@ async function benchStages() {
   ];
   const results = [];
   for (const { name, call } of stageCalls) {
+    // Warm-up: the first apply adds every instance (not the case measured), and the JIT settles.
+    msPerCall(call, 300);
+    parse();
     const run = await alternate(STAGE_ROUNDS, parse, () => msPerCall(call, STAGE_ROUND_MS));
     const median = (xs: number[]) => spread(xs).median;
     results.push({ name, parseMs: median(run.baseline), stageMs: median(run.subject), ratio: spread(run.ratios), ratios: run.ratios });
