@@ -115,3 +115,16 @@ describe('Pool', () => {
     expect(first).toEqual(sortedIds(all).slice(0, 5));
   });
 });
+
+test('markUnordered lists a pool once per batch; reorderAll ends the batch', () => {
+  const pool = new Pool<{ id: number; load: number }>();
+  const nodes = [0.5, 0.1, 0.9].map((load, id) => ({ id, load }));
+  for (const node of nodes) pool.add(node);
+  expect(pool.markUnordered()).toBe(true);
+  expect(pool.markUnordered()).toBe(false);
+  nodes[2]!.load = 0;
+  nodes[1]!.load = 0.8;
+  pool.reorderAll();
+  expect([...pool.ascending()].map((n) => n.id)).toEqual([2, 0, 1]);
+  expect(pool.markUnordered()).toBe(true);
+});
