@@ -106,7 +106,7 @@ export class ClusterRegistry implements ClusterView {
       }
       // Equal to an accepted object means within the limit; only new and changed objects are measured.
       if (!unchanged && !measured) checkDepth(wire, i);
-      const instance = unchanged ? before! : toInstance(wire);
+      const instance = unchanged ? before! : toInstance(wire, before);
       if (before === undefined) {
         added.push(instance);
       } else if (before.role !== role) {
@@ -268,15 +268,19 @@ function emptyRoleIndex(): Readonly<Record<InstanceRole, readonly Instance[]>> {
 
 const NO_PEERS: readonly number[] = [];
 
-/** Maps a validated wire instance to the domain shape (camelCase, numeric ports, role name). */
-function toInstance(wire: RefreshInstance): Instance {
+/**
+ * Maps a validated wire instance to the domain shape (camelCase, numeric ports, role name). The
+ * ports of `before` (the instance this one replaces) are reused when their text is the same.
+ */
+function toInstance(wire: RefreshInstance, before?: Instance): Instance {
   const s = wire.static_info;
   const d = wire.dynamic_info;
+  const was = before?.wire;
   return {
     id: wire.id,
     ip: wire.ip,
-    port: Number(wire.port),
-    metricPort: Number(wire.metric_port),
+    port: was !== undefined && was.port === wire.port ? before!.port : Number(wire.port),
+    metricPort: was !== undefined && was.metric_port === wire.metric_port ? before!.metricPort : Number(wire.metric_port),
     modelName: wire.model_name,
     groupId: s.group_id,
     maxSeqLen: s.max_seq_len,

@@ -50,6 +50,9 @@ describe('verdicts asked again', () => {
     policy.addOwn([{ ip: '10.0.0.5', port: 1025 }]);
     expect(policy.refusal('10.0.0.5', 1025)).toBe("is one of this process's own listeners");
     expect(policy.refusal('10.0.0.5', 1026)).toBeUndefined();
+    // The port as the wire carries it, as text, is compared by value.
+    expect(policy.refusal('10.0.0.5', '1025')).toBe("is one of this process's own listeners");
+    expect(policy.refusal('10.0.0.5', '1026')).toBeUndefined();
   });
 
   test('answers stay right past the number of addresses it keeps', () => {

@@ -83,10 +83,10 @@ export class InstanceAddressPolicy {
   }
 
   /**
-   * Why an address (and port, when known) may not be an instance, or undefined when it may.
+   * Why an address (and port, when known: a number or its decimal text) may not be an instance, or undefined when it may.
    * @example policy.refusal('169.254.169.254') // 'link-local, multicast and broadcast addresses are never instances'
    */
-  refusal(ip: string, port?: number): string | undefined {
+  refusal(ip: string, port?: number | string): string | undefined {
     let byNetwork = this.#networkVerdicts.get(ip);
     if (byNetwork === undefined) {
       byNetwork = this.#networkRefusal(ip);
@@ -95,8 +95,10 @@ export class InstanceAddressPolicy {
       this.#networkVerdicts.set(ip, byNetwork);
     }
     if (byNetwork !== ACCEPTED) return byNetwork === NOT_AN_ADDRESS ? undefined : byNetwork;
-    if (port !== undefined && this.#own.some((o) => o.port === port && this.#sameHost(o.ip, ip)))
-      return "is one of this process's own listeners";
+    if (port === undefined || this.#own.length === 0) return undefined;
+    // A port as the wire carries it (a decimal string) is converted only when there is a listener to compare with.
+    const number = typeof port === 'string' ? Number(port) : port;
+    if (this.#own.some((o) => o.port === number && this.#sameHost(o.ip, ip))) return "is one of this process's own listeners";
     return undefined;
   }
 

@@ -51,7 +51,7 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
       const instances = snapshot.instances;
       for (let i = 0; i < instances.length; i++) {
         const { ip, port } = instances[i]!;
-        const why = policy.refusal(ip, Number(port));
+        const why = policy.refusal(ip, port);
         if (why !== undefined) (refused ??= []).push({ path: `instances[${i}].ip`, message: `${ip}:${port}: ${why}` });
       }
       if (refused !== undefined) throw errors.invalidBody(refused);
