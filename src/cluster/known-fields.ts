@@ -14,6 +14,7 @@ type Obj = Readonly<Record<string, unknown>>;
  * @example knownFieldsEqual(held.wire, snapshot.instances[0]) // false when avail_slots_num moved
  */
 export function knownFieldsEqual(a: Obj, b: Obj): boolean {
+  if (a === b) return true; // the same object, applied again
   const ad = a.dynamic_info as Obj;
   const bd = b.dynamic_info as Obj;
   if (ad.avail_slots_num !== bd.avail_slots_num || ad.avail_block_num !== bd.avail_block_num) return false;

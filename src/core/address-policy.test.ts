@@ -47,7 +47,11 @@ describe('verdicts asked again', () => {
       expect(policy.refusal('169.254.169.254')).toBe('link-local, multicast and broadcast addresses are never instances');
       expect(policy.refusal('not an address', 1025)).toBeUndefined();
     }
+    const before = policy.generation;
+    policy.addOwn([]);
+    expect(policy.generation).toBe(before);
     policy.addOwn([{ ip: '10.0.0.5', port: 1025 }]);
+    expect(policy.generation).not.toBe(before);
     expect(policy.refusal('10.0.0.5', 1025)).toBe("is one of this process's own listeners");
     expect(policy.refusal('10.0.0.5', 1026)).toBeUndefined();
     // The port as the wire carries it, as text, is compared by value.

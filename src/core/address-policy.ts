@@ -57,6 +57,7 @@ export class InstanceAddressPolicy {
   readonly #loopback = new BlockList();
   readonly #allowed: BlockList | undefined;
   readonly #own: OwnListener[];
+  #generation = 0;
   /**
    * The address-only verdict per address seen: a refresh asks about every instance every second,
    * and parsing the address and checking it against the networks costs more than the rest of its
@@ -133,5 +134,15 @@ export class InstanceAddressPolicy {
    */
   addOwn(own: readonly OwnListener[]): void {
     this.#own.push(...own);
+    if (own.length > 0) this.#generation++;
+  }
+
+  /**
+   * Changes whenever a verdict may have changed (listeners were added), so a caller may keep the
+   * verdicts it got and ask again only then.
+   * @example if (policy.generation !== checkedAt) recheck();
+   */
+  get generation(): number {
+    return this.#generation;
   }
 }

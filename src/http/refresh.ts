@@ -48,9 +48,10 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
 
   // The Controller resends its snapshot every second, most often unchanged. A body equal, character
   // for character, to the last one accepted parses to the same value with the same verdict, so that
-  // value is applied again without parsing or checking it again; its addresses are still checked
-  // (the process may have learnt of listeners of its own since).
+  // value is applied again without parsing or checking it again; its addresses are checked again
+  // only if the policy changed since (the process learnt of listeners of its own).
   let accepted: ParsedBody | undefined;
+  let acceptedPolicy = -1;
   let parsed: ParsedBody | undefined;
   const parse = (text: string): unknown => {
     if (accepted !== undefined && text === accepted.text) return accepted.value;
@@ -62,9 +63,10 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   // The snapshot's own check (a fast path for valid bodies, then Valibot to explain), refused with 400.
   const check = (body: unknown) => {
     const started = performance.now();
-    const snapshot = accepted !== undefined && body === accepted.value ? (body as RefreshSnapshot) : parseRefresh(body);
+    const again = accepted !== undefined && body === accepted.value;
+    const snapshot = again ? (body as RefreshSnapshot) : parseRefresh(body);
     const policy = deps.addressPolicy;
-    if (policy !== undefined) {
+    if (policy !== undefined && !(again && policy.generation === acceptedPolicy)) {
       // A plain loop: a closure and an array per instance were a tenth of a large refresh's time.
       let refused: FieldIssue[] | undefined;
       const instances = snapshot.instances;
@@ -75,7 +77,8 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
       }
       if (refused !== undefined) throw errors.invalidBody(refused);
     }
-    return { snapshot, started };
+    // The policy as the addresses were found acceptable (checked now, or unchanged since they were).
+    return { snapshot, started, checkedAt: policy?.generation ?? -1 };
   };
   const onRefused = (error: unknown) => {
     parsed = undefined;
@@ -83,10 +86,11 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   };
 
   app.post('/v1/instances/refresh', jsonBody(check, { limitBytes: bodyLimitBytes, onRefused, parse }), (c) => {
-    const { snapshot, started } = c.req.valid('json');
+    const { snapshot, started, checkedAt } = c.req.valid('json');
     registry.apply(snapshot);
     // Another request may have been parsed since this one was: then this text is simply not kept.
     if (parsed !== undefined && parsed.value === snapshot) accepted = parsed;
+    if (accepted !== undefined && accepted.value === snapshot) acceptedPolicy = checkedAt;
     parsed = undefined;
     metrics.applied((performance.now() - started) / 1000);
     metrics.refreshed('ok');
