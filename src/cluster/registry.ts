@@ -5,6 +5,7 @@
  */
 import { errors } from '../core/errors.ts';
 import { isMeasuredJson, UnsafeInteger } from '../core/exact-json.ts';
+import { IdMap } from '../core/id-map.ts';
 import { MAX_JSON_DEPTH } from '../core/limits.ts';
 import { depthOverflowPath } from '../core/value-depth.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
@@ -49,7 +50,7 @@ export interface ClusterRegistryOptions {
  * @example const registry = new ClusterRegistry(); registry.onChange((d) => log(d.added)); registry.apply(parseRefresh(body));
  */
 export class ClusterRegistry implements ClusterView {
-  #byId = new Map<number, Instance>();
+  readonly #byId = new IdMap<Instance>();
   #all: readonly Instance[] = [];
   #byRole: Readonly<Record<InstanceRole, readonly Instance[]>> = emptyRoleIndex();
   #listeners = new Set<RegistryListener>();

@@ -8,6 +8,7 @@
  * Each change touches only the node and its links (≤ group size), never the whole cluster.
  */
 import type { ClusterView, Instance, RegistryDiff } from '../cluster/instance.ts';
+import { IdMap } from '../core/id-map.ts';
 import type { CircuitBreakers } from './breakers.ts';
 import { capacityOf, type LoadSource } from './loads.ts';
 import { SchedulerNode } from './node.ts';
@@ -51,7 +52,7 @@ const BATCHED_REORDER_MIN = 32;
 export class Topology {
   /** The P's a pick draws from. */
   readonly prefills = new Pool<SchedulerNode>();
-  readonly #nodes = new Map<number, SchedulerNode>();
+  readonly #nodes = new IdMap<SchedulerNode>();
   readonly #groups = new Map<number, Group>();
   readonly #loads: LoadSource;
   readonly #breakers: CircuitBreakers;
