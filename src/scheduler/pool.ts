@@ -88,9 +88,10 @@ export class Pool<T extends PoolMember> {
   }
 
   /**
-   * Notes that members' loads are moving without reorder(), for a batch that ends with
-   * reorderAll(); true the first time since the last reorderAll(), so a caller lists each pool once.
-   * @example if (pool.markUnordered()) stale.push(pool);
+   * Notes that members' loads moved without reorder(): the order is restored in one O(n) pass,
+   * by reorderAll() or else by the next read of the order (min, ascending), so a pool nobody reads
+   * before its next batch costs nothing. True the first time since the order was last restored.
+   * @example for (const n of nodes) n.load = next(n); pool.markUnordered();
    */
   markUnordered(): boolean {
     if (this.#unordered) return false;
@@ -111,6 +112,7 @@ export class Pool<T extends PoolMember> {
    * @example pool.min()?.id
    */
   min(): T | undefined {
+    if (this.#unordered) this.reorderAll();
     return this.#heap.peek()?.member;
   }
 
@@ -120,6 +122,7 @@ export class Pool<T extends PoolMember> {
    * @example for (const node of pool.ascending()) if (fits(node)) return node;
    */
   *ascending(): Generator<T, void, undefined> {
+    if (this.#unordered) this.reorderAll();
     const heap = this.#heap;
     const root = heap.peek();
     if (root === undefined) return;

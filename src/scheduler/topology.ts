@@ -182,10 +182,14 @@ export class Topology {
     }
   }
 
-  /** A pool whose member's load changed: reordered now, or at the end of the batch under way. */
+  /**
+   * A pool whose member's load changed: reordered now, or once after the batch under way: the P
+   * pool at its end, each P's pool of D's when a pick next reads it (most are not read before the
+   * next refresh moves them again).
+   */
   #reorder(pool: Pool<SchedulerNode>, node: SchedulerNode): void {
     if (this.#unordered === undefined) pool.reorder(node);
-    else if (pool.markUnordered()) this.#unordered.push(pool);
+    else if (pool.markUnordered() && pool === this.prefills) this.#unordered.push(pool);
   }
 
   #upsert(instance: Instance, stamp: number, dirty: SchedulerNode[], touched: SchedulerNode[]): void {
