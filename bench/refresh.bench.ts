@@ -88,7 +88,7 @@ async function main(): Promise<void> {
     `(b) in process, ${STAGE_SIZE} instances all changed, each stage / JSON.parse of the same text: ` +
       stages.map((r) => `${r.name} ${times(r.ratio.median)}`).join(', ') +
       `; ${STAGE_ROUNDS} alternating rounds of ${STAGE_ROUND_MS} ms.`,
-    `The machine is a 2-core VM shared with other engineers' test runs while this ran.`,
+    `The machine is a 2-core VM shared with other test runs while this ran.`,
   ].join('\n');
   const rows: (string | number)[][] = [];
   for (const h of http) {
