@@ -25,3 +25,17 @@ test('prefill peer lists and removed instances lose nothing here', () => {
   const changed = diff([{ before: instance(0, 'prefill', [5, 6]), after: instance(0, 'prefill', []) }], [instance(5, 'decode', [0])]);
   expect(lostLinks(changed)).toEqual([]);
 });
+
+test('peers kept in the same order, extended, or reordered lose nothing; a dropped one is lost whatever the order', () => {
+  const changed = diff([
+    { before: instance(5, 'decode', [0, 1]), after: instance(5, 'decode', [0, 1]) },
+    { before: instance(6, 'decode', [0, 1]), after: instance(6, 'decode', [0, 1, 2]) },
+    { before: instance(7, 'decode', [0, 1, 2]), after: instance(7, 'decode', [2, 0, 1]) },
+    { before: instance(8, 'decode', [0, 1, 2]), after: instance(8, 'decode', [2, 0]) },
+    { before: instance(9, 'decode', [0, 1]), after: instance(9, 'decode', [0]) },
+  ]);
+  expect(lostLinks(changed)).toEqual([
+    { p: 1, d: 8 },
+    { p: 1, d: 9 },
+  ]);
+});

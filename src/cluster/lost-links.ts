@@ -19,9 +19,20 @@ export interface InstancePair {
 export function lostLinks(diff: RegistryDiff): InstancePair[] {
   const lost: InstancePair[] = [];
   for (const { before, after } of diff.updated) {
-    if (before.role !== 'decode' || after.role !== 'decode') continue;
+    if (before.role !== 'decode' || after.role !== 'decode' || samePrefix(before.peers, after.peers)) continue;
     const still = new Set(after.peers);
     for (const p of before.peers) if (!still.has(p)) lost.push({ p, d: after.id });
   }
   return lost;
+}
+
+/**
+ * Whether `after` starts with every id of `before`, in order: then nothing was dropped. This is the
+ * common case (a refresh that moved only free slots), decided without building a set.
+ */
+function samePrefix(before: readonly number[], after: readonly number[]): boolean {
+  if (before === after) return true;
+  if (after.length < before.length) return false;
+  for (let i = 0; i < before.length; i++) if (before[i] !== after[i]) return false;
+  return true;
 }

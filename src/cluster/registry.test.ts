@@ -4,6 +4,7 @@ import { UnsafeInteger } from '../core/exact-json.ts';
 import { MAX_JSON_DEPTH } from '../core/limits.ts';
 import { exampleSnapshot, type ExampleBody, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { parseRefresh } from '../schema/refresh.ts';
+import { parseRefreshText } from '../schema/refresh-plain.ts';
 import type { RegistryDiff } from './instance.ts';
 import { ClusterRegistry, wireEqual } from './registry.ts';
 
@@ -120,6 +121,77 @@ describe('apply', () => {
     expect(ids(diff.removed)).toEqual([0, 1]);
     expect(registry.all()).toEqual([]);
     expect(registry.counts()).toEqual({ prefill: 0, decode: 0, undefined: 0 });
+  });
+});
+
+describe('apply, snapshots parsed by the refresh route', () => {
+  /** The diff as ids, for comparing two registries fed the same snapshots. */
+  const shape = (d: RegistryDiff) => ({
+    added: ids(d.added),
+    updated: d.updated.map((u) => [u.before.id, u.after.id]).sort((a, b) => a[0]! - b[0]!),
+    removed: ids(d.removed),
+  });
+
+  test('snapshots with only known keys give the diffs, instances and order the structural comparison gives', () => {
+    const steps: ExampleBody[] = [
+      exampleSnapshot(40),
+      exampleSnapshot(40),
+      exampleSnapshot(40, { load: 3 }),
+      (() => {
+        // Some ids gone, one moved group, one changed role, peers reordered, the rest as before.
+        const body = exampleSnapshot(40, { load: 3 });
+        body.instances = body.instances.filter((i) => i.id !== 5 && i.id !== 30);
+        body.ids = body.instances.map((i) => i.id);
+        for (const i of body.instances) if (i.role === 68 || i.static_info.role === 68) i.dynamic_info.peers.reverse();
+        body.instances.find((i) => i.id === 39)!.static_info.group_id = 7;
+        const retyped = body.instances.find((i) => i.id === 20)!;
+        retyped.static_info.role = 85;
+        retyped.dynamic_info.peers = [];
+        for (const i of body.instances) i.dynamic_info.peers = i.dynamic_info.peers.filter((p: number) => p !== 5 && p !== 30 && p !== 20);
+        return body;
+      })(),
+      exampleSnapshot(40, { load: 3 }),
+      exampleSnapshot(8),
+      exampleSnapshot(40),
+    ];
+    const routed = new ClusterRegistry();
+    const built = new ClusterRegistry();
+    for (const body of steps) {
+      const text = JSON.stringify(body);
+      const a = routed.apply(parseRefresh(parseRefreshText(text)));
+      const b = built.apply(parseRefresh(JSON.parse(text)));
+      expect(shape(a)).toEqual(shape(b));
+      expect(routed.all().map((i) => ({ ...i }))).toEqual(built.all().map((i) => ({ ...i })));
+      for (const id of body.ids as number[]) expect(routed.get(id)).toEqual(built.get(id)!);
+      for (const gone of [5, 30, 41]) if (!body.ids.includes(gone)) expect(routed.get(gone)).toBeUndefined();
+    }
+  });
+
+  test('a snapshot with only known keys after one with other keys is compared whole: dropping a key is an update', () => {
+    const registry = new ClusterRegistry();
+    const extra = seedExample() as ExampleBody;
+    extra.instances[0]!.bootstrap_port = 8998;
+    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(extra))));
+    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(seedExample()))));
+    expect(diff.updated.map((u) => u.after.id)).toEqual([0]);
+    expect(registry.get(0)!.wire).not.toHaveProperty('bootstrap_port');
+    // And back: the key added again is an update too.
+    expect(registry.apply(parseRefresh(parseRefreshText(JSON.stringify(extra)))).updated.map((u) => u.after.id)).toEqual([0]);
+  });
+
+  test('an id removed and listed again comes back as an addition, and get() follows', () => {
+    const registry = new ClusterRegistry();
+    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(4)))));
+    const fewer = exampleSnapshot(4);
+    fewer.instances = fewer.instances.filter((i) => i.id !== 1);
+    fewer.ids = fewer.instances.map((i) => i.id);
+    for (const i of fewer.instances) i.dynamic_info.peers = i.dynamic_info.peers.filter((p: number) => p !== 1);
+    expect(ids(registry.apply(parseRefresh(parseRefreshText(JSON.stringify(fewer)))).removed)).toEqual([1]);
+    expect(registry.get(1)).toBeUndefined();
+    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(4)))));
+    expect(ids(diff.added)).toEqual([1]);
+    expect(registry.get(1)?.id).toBe(1);
+    expect(ids(registry.all())).toEqual([0, 1, 2, 3]);
   });
 });
 

@@ -5,9 +5,12 @@
  */
 import { errors } from '../core/errors.ts';
 import { isMeasuredJson, UnsafeInteger } from '../core/exact-json.ts';
+import { IdMap } from '../core/id-map.ts';
 import { MAX_JSON_DEPTH } from '../core/limits.ts';
 import { depthOverflowPath } from '../core/value-depth.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
+import { isPlainSnapshot } from '../schema/refresh-plain.ts';
+import { knownFieldsEqual } from './known-fields.ts';
 import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE, type RoleCode } from './instance.ts';
 
 export interface RoleCounts {
@@ -47,7 +50,7 @@ export interface ClusterRegistryOptions {
  * @example const registry = new ClusterRegistry(); registry.onChange((d) => log(d.added)); registry.apply(parseRefresh(body));
  */
 export class ClusterRegistry implements ClusterView {
-  #byId = new Map<number, Instance>();
+  readonly #byId = new IdMap<Instance>();
   #all: readonly Instance[] = [];
   #byRole: Readonly<Record<InstanceRole, readonly Instance[]>> = emptyRoleIndex();
   #listeners = new Set<RegistryListener>();
@@ -55,6 +58,8 @@ export class ClusterRegistry implements ClusterView {
   #generation = 0;
   #lastRefreshAt: number | undefined;
   #view: InstancesView | undefined;
+  /** Whether the last accepted snapshot held only the schema's keys (see isPlainSnapshot). */
+  #lastPlain = false;
   #notifying = false;
   readonly #now: () => number;
   readonly #onListenerError: (error: unknown) => void;
@@ -77,7 +82,6 @@ export class ClusterRegistry implements ClusterView {
   apply(snapshot: RefreshSnapshot): RegistryDiff {
     // A listener applying a snapshot would hand the remaining listeners a diff that is already stale.
     if (this.#notifying) throw errors.reentrantApply();
-    const next = new Map<number, Instance>();
     const all: Instance[] = [];
     const byRole: Record<InstanceRole, Instance[]> = { prefill: [], decode: [], undefined: [] };
     const added: Instance[] = [];
@@ -85,15 +89,25 @@ export class ClusterRegistry implements ClusterView {
     const removed: Instance[] = [];
     // A body from pdlink's parser was measured as text; only snapshots built by code are walked.
     const measured = isMeasuredJson(snapshot);
+    // Both this snapshot and the last have only the schema's keys: every object held equals one of
+    // the last snapshot's, so comparing the known fields decides equality without walking objects.
+    const plain = isPlainSnapshot(snapshot);
+    const known = plain && this.#lastPlain;
+    let listedBefore = 0;
 
+    // Nothing is changed until every instance has passed (a depth refusal leaves the registry as it was).
     for (let i = 0; i < snapshot.instances.length; i++) {
       const wire = snapshot.instances[i]!;
       const before = this.#byId.get(wire.id);
       const role = ROLE_BY_CODE[wire.static_info.role];
-      const unchanged = before !== undefined && before.role === role && wireEqual(before.wire, wire);
+      let unchanged = false;
+      if (before !== undefined) {
+        listedBefore++;
+        unchanged = before.role === role && (known ? knownFieldsEqual(before.wire, wire) : wireEqual(before.wire, wire));
+      }
       // Equal to an accepted object means within the limit; only new and changed objects are measured.
       if (!unchanged && !measured) checkDepth(wire, i);
-      const instance = unchanged ? before : toInstance(wire);
+      const instance = unchanged ? before! : toInstance(wire, before);
       if (before === undefined) {
         added.push(instance);
       } else if (before.role !== role) {
@@ -102,16 +116,27 @@ export class ClusterRegistry implements ClusterView {
       } else if (!unchanged) {
         updated.push({ before, after: instance });
       }
-      next.set(instance.id, instance);
       all.push(instance);
       byRole[role].push(instance);
     }
-    for (const [id, before] of this.#byId) if (!next.has(id)) removed.push(before);
+    // Ids are unique in a snapshot: when every held id was listed again, none was removed.
+    if (listedBefore < this.#byId.size) {
+      const listed = new Set<number>();
+      for (const instance of all) listed.add(instance.id);
+      for (const [id, before] of this.#byId) {
+        if (listed.has(id)) continue;
+        removed.push(before);
+        this.#byId.delete(id);
+      }
+    }
+    // Updated in place: most ids stay, and setting an existing key costs far less than building a new map.
+    for (const instance of added) this.#byId.set(instance.id, instance);
+    for (const { after } of updated) this.#byId.set(after.id, after);
 
-    this.#byId = next;
     // Readonly by type, not frozen: freezing large arrays in JavaScriptCore costs more than the apply itself.
     this.#all = all;
     this.#byRole = byRole;
+    this.#lastPlain = plain;
     this.#generation += 1;
     this.#lastRefreshAt = this.#now();
     this.#view = undefined;
@@ -244,15 +269,19 @@ function emptyRoleIndex(): Readonly<Record<InstanceRole, readonly Instance[]>> {
 
 const NO_PEERS: readonly number[] = [];
 
-/** Maps a validated wire instance to the domain shape (camelCase, numeric ports, role name). */
-function toInstance(wire: RefreshInstance): Instance {
+/**
+ * Maps a validated wire instance to the domain shape (camelCase, numeric ports, role name). The
+ * ports of `before` (the instance this one replaces) are reused when their text is the same.
+ */
+function toInstance(wire: RefreshInstance, before?: Instance): Instance {
   const s = wire.static_info;
   const d = wire.dynamic_info;
+  const was = before?.wire;
   return {
     id: wire.id,
     ip: wire.ip,
-    port: Number(wire.port),
-    metricPort: Number(wire.metric_port),
+    port: was !== undefined && was.port === wire.port ? before!.port : Number(wire.port),
+    metricPort: was !== undefined && was.metric_port === wire.metric_port ? before!.metricPort : Number(wire.metric_port),
     modelName: wire.model_name,
     groupId: s.group_id,
     maxSeqLen: s.max_seq_len,

@@ -37,3 +37,35 @@ describe('InstanceAddressPolicy', () => {
     expect(() => parseCidr('10.0.0.0/')).toThrow('prefix');
   });
 });
+
+describe('verdicts asked again', () => {
+  test('an address asked about before gets the same answer, and listeners added later still count', () => {
+    const policy = new InstanceAddressPolicy(['10.0.0.0/8']);
+    for (let round = 0; round < 3; round++) {
+      expect(policy.refusal('10.0.0.5', 1025)).toBeUndefined();
+      expect(policy.refusal('11.0.0.5', 1025)).toBe('outside pdlink.allowed_instance_networks');
+      expect(policy.refusal('169.254.169.254')).toBe('link-local, multicast and broadcast addresses are never instances');
+      expect(policy.refusal('not an address', 1025)).toBeUndefined();
+    }
+    const before = policy.generation;
+    policy.addOwn([]);
+    expect(policy.generation).toBe(before);
+    policy.addOwn([{ ip: '10.0.0.5', port: 1025 }]);
+    expect(policy.generation).not.toBe(before);
+    expect(policy.refusal('10.0.0.5', 1025)).toBe("is one of this process's own listeners");
+    expect(policy.refusal('10.0.0.5', 1026)).toBeUndefined();
+    // The port as the wire carries it, as text, is compared by value.
+    expect(policy.refusal('10.0.0.5', '1025')).toBe("is one of this process's own listeners");
+    expect(policy.refusal('10.0.0.5', '1026')).toBeUndefined();
+  });
+
+  test('answers stay right past the number of addresses it keeps', () => {
+    const policy = new InstanceAddressPolicy(['10.0.0.0/8']);
+    for (let i = 0; i < 70_000; i++) {
+      const ip = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+      expect(policy.refusal(ip)).toBeUndefined();
+    }
+    expect(policy.refusal('11.0.0.1')).toBe('outside pdlink.allowed_instance_networks');
+    expect(policy.refusal('10.0.0.1')).toBeUndefined();
+  });
+});

@@ -27,6 +27,11 @@ const LOOPBACK: readonly [string, number, 'ipv4' | 'ipv6'][] = [
   ['::1', 128, 'ipv6'],
 ];
 
+/** Network verdicts that are not a refusal message. */
+const ACCEPTED = '';
+const NOT_AN_ADDRESS = '\0';
+const NETWORK_VERDICTS_MAX = 65_536;
+
 const UNSPECIFIED = new Set(['0.0.0.0', '::']);
 /** Where a connection to the unspecified address lands (Linux routes it to loopback). */
 const DEFAULT_LOOPBACK = new Set(['127.0.0.1', '::1']);
@@ -52,6 +57,13 @@ export class InstanceAddressPolicy {
   readonly #loopback = new BlockList();
   readonly #allowed: BlockList | undefined;
   readonly #own: OwnListener[];
+  #generation = 0;
+  /**
+   * The address-only verdict per address seen: a refresh asks about every instance every second,
+   * and parsing the address and checking it against the networks costs more than the rest of its
+   * checks together; the networks never change, so the verdict is kept.
+   */
+  readonly #networkVerdicts = new Map<string, string>();
 
   /**
    * @param allowedNetworks CIDRs (already checked with parseCidr); undefined = any address not refused by default.
@@ -72,18 +84,33 @@ export class InstanceAddressPolicy {
   }
 
   /**
-   * Why an address (and port, when known) may not be an instance, or undefined when it may.
+   * Why an address (and port, when known: a number or its decimal text) may not be an instance, or undefined when it may.
    * @example policy.refusal('169.254.169.254') // 'link-local, multicast and broadcast addresses are never instances'
    */
-  refusal(ip: string, port?: number): string | undefined {
+  refusal(ip: string, port?: number | string): string | undefined {
+    let byNetwork = this.#networkVerdicts.get(ip);
+    if (byNetwork === undefined) {
+      byNetwork = this.#networkRefusal(ip);
+      // Bounded: a cluster has a few thousand addresses; a flood of distinct ones starts over.
+      if (this.#networkVerdicts.size >= NETWORK_VERDICTS_MAX) this.#networkVerdicts.clear();
+      this.#networkVerdicts.set(ip, byNetwork);
+    }
+    if (byNetwork !== ACCEPTED) return byNetwork === NOT_AN_ADDRESS ? undefined : byNetwork;
+    if (port === undefined || this.#own.length === 0) return undefined;
+    // A port as the wire carries it (a decimal string) is converted only when there is a listener to compare with.
+    const number = typeof port === 'string' ? Number(port) : port;
+    if (this.#own.some((o) => o.port === number && this.#sameHost(o.ip, ip))) return "is one of this process's own listeners";
+    return undefined;
+  }
+
+  /** The part of refusal() that depends on the address alone (the networks are fixed at construction). */
+  #networkRefusal(ip: string): string {
     const version = isIP(ip);
-    if (version === 0) return undefined; // not an address: the schema names that problem
+    if (version === 0) return NOT_AN_ADDRESS; // the schema names that problem
     const family = version === 4 ? 'ipv4' : 'ipv6';
     if (this.#never.check(ip, family)) return 'link-local, multicast and broadcast addresses are never instances';
     if (this.#allowed !== undefined && !this.#allowed.check(ip, family)) return 'outside pdlink.allowed_instance_networks';
-    if (port !== undefined && this.#own.some((o) => o.port === port && this.#sameHost(o.ip, ip)))
-      return "is one of this process's own listeners";
-    return undefined;
+    return ACCEPTED;
   }
 
   /**
@@ -107,5 +134,15 @@ export class InstanceAddressPolicy {
    */
   addOwn(own: readonly OwnListener[]): void {
     this.#own.push(...own);
+    if (own.length > 0) this.#generation++;
+  }
+
+  /**
+   * Changes whenever a verdict may have changed (listeners were added), so a caller may keep the
+   * verdicts it got and ask again only then.
+   * @example if (policy.generation !== checkedAt) recheck();
+   */
+  get generation(): number {
+    return this.#generation;
   }
 }

@@ -71,6 +71,21 @@ describe('readJsonBody', () => {
     expect(((await streamed.json()) as { error_type: string }).error_type).toBe('PayloadTooLarge');
   });
 
+  test('the limit counts UTF-8 bytes: multi-byte text under it in characters but over it in bytes → 413', async () => {
+    // 28 characters, 64 bytes: at the limit, accepted; one more 3-byte character, refused.
+    const at = JSON.stringify({ pad: '€'.repeat(18) });
+    expect([at.length, Buffer.byteLength(at)]).toEqual([28, 64]);
+    const fits = await app.request('/echo', { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' }, body: at });
+    expect(fits.status).toBe(200);
+    const over = JSON.stringify({ pad: '€'.repeat(19) });
+    const refused = await app.request('/echo', { method: 'POST', headers: json, body: new TextEncoder().encode(over) });
+    expect(refused.status).toBe(413);
+    // Without a declared length the bytes are counted as they stream in; the limit holds the same.
+    const uncounted = new Request('http://x/echo', { method: 'POST', headers: json, body: over });
+    uncounted.headers.delete('content-length');
+    expect((await app.request(uncounted)).status).toBe(413);
+  });
+
   test('a declared length smaller than the body does not get it past the limit', async () => {
     const big = JSON.stringify({ pad: 'x'.repeat(200) });
     const res = await app.request('/echo', { method: 'POST', headers: { ...json, 'content-length': '10' }, body: big });

@@ -5,6 +5,7 @@ import { OptionError } from '../core/errors.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { MAX_INSTANCES } from '../schema/refresh.ts';
+import { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { refreshRoutes } from './refresh.ts';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -377,5 +378,59 @@ describe('metrics', () => {
     const metrics = createRegistry();
     refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: 1024, metrics });
     expect(() => refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: 1024, metrics })).toThrow(/already been registered/);
+  });
+});
+
+describe('a body resent unchanged', () => {
+  /** How many times `fn` called JSON.parse. */
+  async function parsesIn(fn: () => Promise<unknown>): Promise<number> {
+    const original = JSON.parse;
+    let calls = 0;
+    JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
+      calls++;
+      return original(...args);
+    }) as typeof JSON.parse;
+    try {
+      await fn();
+    } finally {
+      JSON.parse = original;
+    }
+    return calls;
+  }
+
+  test('is applied again without parsing it again; another body in between is parsed', async () => {
+    const { app, registry, metrics } = setup();
+    const text = JSON.stringify(exampleSnapshot(8));
+    expect(await parsesIn(async () => expect((await refresh(app, text)).status).toBe(200))).toBe(1);
+    const refreshes: number[] = [];
+    registry.onRefresh((generation) => refreshes.push(generation));
+    expect(await parsesIn(async () => expect((await refresh(app, text)).status).toBe(200))).toBe(0);
+    expect(refreshes).toEqual([2]);
+    expect(registry.all().length).toBe(8);
+    const other = JSON.stringify(exampleSnapshot(8, { load: 1 }));
+    expect(await parsesIn(async () => expect((await refresh(app, other)).status).toBe(200))).toBe(1);
+    expect(registry.get(0)!.availSlots).toBe(199);
+    // The first text again is not the last accepted one: parsed, and applied as a change.
+    expect(await parsesIn(async () => expect((await refresh(app, text)).status).toBe(200))).toBe(1);
+    expect(registry.get(0)!.availSlots).toBe(200);
+    expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(4);
+  });
+
+  test('still has its addresses checked: a listener learnt of since refuses it, and nothing changes', async () => {
+    const registry = new ClusterRegistry();
+    const policy = new InstanceAddressPolicy(undefined);
+    const app = refreshRoutes({ registry, bodyLimitBytes: 64 * 1024, metrics: createRegistry(), addressPolicy: policy });
+    const text = JSON.stringify(exampleSnapshot(4));
+    expect((await refresh(app, text)).status).toBe(200);
+    policy.addOwn([{ ip: '10.0.0.2', port: 1025 }]);
+    expect(await rejectedPaths(await refresh(app, text))).toEqual(['instances[2].ip']);
+    expect(registry.generation).toBe(1);
+  });
+
+  test('a refused body is checked again each time it comes', async () => {
+    const { app, registry } = setup();
+    const text = JSON.stringify(seedWith((b) => (b.instances[0]!.port = '80')));
+    for (let i = 0; i < 2; i++) expect(await rejectedPaths(await refresh(app, text))).toEqual(['instances[0].port']);
+    expect(registry.generation).toBe(0);
   });
 });

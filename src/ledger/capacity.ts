@@ -6,11 +6,12 @@
  */
 import type { Instance } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
+import { IdMap } from '../core/id-map.ts';
 import { InstanceAccount, type InstanceLoad } from './accounts.ts';
 import type { LiveRecord } from './records.ts';
 
 export class CapacityBook {
-  readonly #accounts = new Map<number, InstanceAccount>();
+  readonly #accounts = new IdMap<InstanceAccount>();
   #reservedSlots = 0;
   #reservedBlocks = 0;
 
@@ -126,6 +127,14 @@ export class CapacityBook {
    */
   load(id: number): InstanceLoad | undefined {
     return this.#accounts.get(id)?.load();
+  }
+
+  /**
+   * One instance's account, read-only, or undefined for an unknown one.
+   * @example book.account(0)?.reservedSlots
+   */
+  account(id: number): Readonly<InstanceAccount> | undefined {
+    return this.#accounts.get(id);
   }
 
   /**

@@ -295,3 +295,17 @@ describe('moveDecode', () => {
     expect(thrownBy(() => ledger.moveDecode('gone', 2, 1)).code).toBe('not_found');
   });
 });
+
+describe('reservedOn', () => {
+  test('is what the instance holds, read in place (no copy per call), with leases due expired first', () => {
+    const { ledger, clock } = ledgerFixture();
+    ledger.reserve({ requestId: 'r1', ...PAIR, pBlocks: 10, dBlocks: 12, leaseMs: 1_000 });
+    expect(ledger.reservedOn(0)).toMatchObject({ reservedSlots: 1, reservedBlocks: 10 });
+    expect(ledger.reservedOn(1)).toMatchObject({ reservedSlots: 1, reservedBlocks: 12 });
+    expect(ledger.reservedOn(0)).toBe(ledger.reservedOn(0)!);
+    expect(ledger.reservedOn(7)).toBeUndefined();
+    clock.advance(1_000);
+    expect(ledger.reservedOn(0)).toMatchObject({ reservedSlots: 0, reservedBlocks: 0 });
+    expect(ledger.isActive('r1')).toBe(false);
+  });
+});

@@ -240,6 +240,15 @@ export class KvLedger {
   }
 
   /**
+   * instanceLoad's reservations, read in place (no copy: a refresh reads thousands).
+   * @example ledger.reservedOn(0)?.reservedBlocks
+   */
+  reservedOn(id: number): Pick<InstanceLoad, 'reservedSlots' | 'reservedBlocks'> | undefined {
+    this.#expireDue();
+    return this.#capacity.account(id);
+  }
+
+  /**
    * Running totals.
    * @example ledger.totals().reservedBlocks // 0 when idle
    */

@@ -237,3 +237,16 @@ test('createHealth, the earlier name of createBreakers, still makes circuit brea
   expect(createHealth).toBe(createBreakers);
   expect(createHealth()).toBeInstanceOf(CircuitBreakers);
 });
+
+test('admissibleAsPolled answers as of the last poll; admissible polls first', () => {
+  const clock = { now: 0 };
+  const breakers = createBreakers({ clock: () => clock.now, failureThreshold: 1, cooldownMs: 100 });
+  breakers.recordFailure(3);
+  expect(breakers.admissibleAsPolled(3)).toBe(false);
+  expect(breakers.admissibleAsPolled(4)).toBe(true);
+  clock.now = 100;
+  expect(breakers.admissibleAsPolled(3)).toBe(false);
+  breakers.poll();
+  expect(breakers.admissibleAsPolled(3)).toBe(true);
+  expect(breakers.admissible(3)).toBe(true);
+});

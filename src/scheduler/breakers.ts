@@ -96,6 +96,15 @@ export class CircuitBreakers {
   }
 
   /**
+   * admissible() as of the last poll(), without polling again: for a batch of reads (a refresh
+   * touching every instance) that polls once before it.
+   * @example breakers.poll(); for (const id of ids) open[id] = !breakers.admissibleAsPolled(id);
+   */
+  admissibleAsPolled(id: number): boolean {
+    return isAdmissible(this.#circuits.get(id));
+  }
+
+  /**
    * Notes that a request was sent; on a half-open circuit it is the trial, and no other request is
    * admitted until its outcome is reported (or the trial timeout passes).
    * @example breakers.admit(pair.p.id);

@@ -10,9 +10,10 @@ import type { LoadSource } from './loads.ts';
  * Adapts a ledger to the scheduler's `LoadSource`.
  * @example createScheduler({ cluster: registry, loads: ledgerLoads(ledger), ... })
  */
-export function ledgerLoads(ledger: Pick<KvLedger, 'instanceLoad' | 'onRecord'>): LoadSource {
+export function ledgerLoads(ledger: Pick<KvLedger, 'reservedOn' | 'onRecord'>): LoadSource {
   return {
-    load: (id) => ledger.instanceLoad(id),
+    // The account itself, read in place: a refresh reads thousands, one object each would be garbage.
+    load: (id) => ledger.reservedOn(id),
     onLoadChange(listener) {
       return ledger.onRecord(({ record, from, movedFrom }) => {
         if (movedFrom !== undefined) listener(movedFrom);

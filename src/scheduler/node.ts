@@ -25,6 +25,9 @@ export class SchedulerNode implements PoolMember {
   healthyLinks = 0;
   /** Prefill: linked D's that can take a request now (admissible, free slot and block), ordered by load. */
   readonly decodes: Pool<SchedulerNode>;
+  /** The last diff that collected this node (Topology numbers them), and whether it needs relinking in it. */
+  stamp = 0;
+  dirty = false;
   /** Prefill: which global counters this node is counted in, so each update adjusts them by difference. */
   readonly counted = { linked: false, healthyLinked: false, paired: false };
 

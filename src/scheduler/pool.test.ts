@@ -115,3 +115,35 @@ describe('Pool', () => {
     expect(first).toEqual(sortedIds(all).slice(0, 5));
   });
 });
+
+test('markUnordered lists a pool once per batch; reorderAll ends the batch', () => {
+  const pool = new Pool<{ id: number; load: number }>();
+  const nodes = [0.5, 0.1, 0.9].map((load, id) => ({ id, load }));
+  for (const node of nodes) pool.add(node);
+  expect(pool.markUnordered()).toBe(true);
+  expect(pool.markUnordered()).toBe(false);
+  nodes[2]!.load = 0;
+  nodes[1]!.load = 0.8;
+  pool.reorderAll();
+  expect([...pool.ascending()].map((n) => n.id)).toEqual([2, 0, 1]);
+  expect(pool.markUnordered()).toBe(true);
+});
+
+test('a pool marked unordered restores its order when next read, and stays right through changes meanwhile', () => {
+  const pool = new Pool<{ id: number; load: number }>();
+  const nodes = [0.5, 0.1, 0.9, 0.3].map((load, id) => ({ id, load }));
+  for (const node of nodes) pool.add(node);
+  pool.markUnordered();
+  nodes[2]!.load = 0;
+  nodes[1]!.load = 0.8;
+  const late = { id: 4, load: 0.2 };
+  pool.add(late);
+  pool.delete(nodes[3]!);
+  nodes[0]!.load = 0.05;
+  pool.reorder(nodes[0]!);
+  expect(pool.min()?.id).toBe(2);
+  expect([...pool.ascending()].map((n) => n.id)).toEqual([2, 0, 4, 1]);
+  expect(pool.markUnordered()).toBe(true);
+  nodes[1]!.load = 0;
+  expect([...pool.ascending()].map((n) => n.id)).toEqual([1, 2, 0, 4]);
+});

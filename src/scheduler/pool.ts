@@ -23,6 +23,8 @@ export class Pool<T extends PoolMember> {
   readonly #entries = new Map<T, Entry<T>>();
   readonly #heap = new IndexedHeap<Entry<T>>((a, b) => lessLoaded(a.member, b.member));
   readonly #list: Entry<T>[] = [];
+  /** Members' loads moved without reorder() since the last reorderAll(). */
+  #unordered = false;
   /** Round-robin position; kept here so every pool (the prefill pool, each P's decode pool) has its own. */
   cursor = 0;
 
@@ -81,7 +83,20 @@ export class Pool<T extends PoolMember> {
    * @example for (const n of nodes) n.load = next(n); pool.reorderAll();
    */
   reorderAll(): void {
+    this.#unordered = false;
     this.#heap.reorderAll();
+  }
+
+  /**
+   * Notes that members' loads moved without reorder(): the order is restored in one O(n) pass,
+   * by reorderAll() or else by the next read of the order (min, ascending), so a pool nobody reads
+   * before its next batch costs nothing. True the first time since the order was last restored.
+   * @example for (const n of nodes) n.load = next(n); pool.markUnordered();
+   */
+  markUnordered(): boolean {
+    if (this.#unordered) return false;
+    this.#unordered = true;
+    return true;
   }
 
   /**
@@ -97,6 +112,7 @@ export class Pool<T extends PoolMember> {
    * @example pool.min()?.id
    */
   min(): T | undefined {
+    if (this.#unordered) this.reorderAll();
     return this.#heap.peek()?.member;
   }
 
@@ -106,6 +122,7 @@ export class Pool<T extends PoolMember> {
    * @example for (const node of pool.ascending()) if (fits(node)) return node;
    */
   *ascending(): Generator<T, void, undefined> {
+    if (this.#unordered) this.reorderAll();
     const heap = this.#heap;
     const root = heap.peek();
     if (root === undefined) return;

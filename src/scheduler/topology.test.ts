@@ -84,6 +84,16 @@ describe('Topology follows registry diffs', () => {
     expect(pool()).toEqual([0]);
   });
 
+  test('a D listing the same peers in another order stays linked; other peers of the same count relink', () => {
+    const { cluster, links, decodesOf } = setup([P(0), P(1), P(2), D(10, [0, 1])]);
+    cluster.refresh([P(0), P(1), P(2), D(10, [1, 0], 0, { availSlots: 150 })]);
+    expect(links(10)).toEqual([0, 1]);
+    expect(decodesOf(1)).toEqual([10]);
+    cluster.refresh([P(0), P(1), P(2), D(10, [0, 2], 0, { availSlots: 150 })]);
+    expect(links(10)).toEqual([0, 2]);
+    expect(links(1)).toEqual([]);
+  });
+
   test('a group change relinks both sides', () => {
     const { cluster, links } = setup([P(0, 0), P(1, 1), D(10, [0, 1], 0)]);
     expect(links(10)).toEqual([0]);
@@ -356,6 +366,16 @@ describe('Topology: a diff that moves many loads at once', () => {
     expect(ascending(topology)).toEqual(ascending(fresh));
     for (const p of [0, 5, 103, 309]) expect(ascending(topology, p)).toEqual(ascending(fresh, p));
     expect(topology.prefills.min()?.id).toBe(fresh.prefills.min()?.id);
+  });
+
+  test('a circuit whose cool-down ended is read as of the diff: its node is back in the pools', () => {
+    const { cluster, topology, health, clock } = setup(specs(() => 0));
+    health.recordFailure(3);
+    expect(topology.prefills.has(topology.get(3)!)).toBe(false);
+    clock.now = 1_000;
+    cluster.refresh(specs((id) => id % 5));
+    expect(topology.get(3)!.admissible).toBe(true);
+    expect(ascending(topology)).toEqual(ascending(setup(specs((id) => id % 5)).topology));
   });
 
   test('a small diff after a large one still reorders per node', () => {

@@ -8,6 +8,7 @@
  * Each change touches only the node and its links (≤ group size), never the whole cluster.
  */
 import type { ClusterView, Instance, RegistryDiff } from '../cluster/instance.ts';
+import { IdMap } from '../core/id-map.ts';
 import type { CircuitBreakers } from './breakers.ts';
 import { capacityOf, type LoadSource } from './loads.ts';
 import { SchedulerNode } from './node.ts';
@@ -51,7 +52,7 @@ const BATCHED_REORDER_MIN = 32;
 export class Topology {
   /** The P's a pick draws from. */
   readonly prefills = new Pool<SchedulerNode>();
-  readonly #nodes = new Map<number, SchedulerNode>();
+  readonly #nodes = new IdMap<SchedulerNode>();
   readonly #groups = new Map<number, Group>();
   readonly #loads: LoadSource;
   readonly #breakers: CircuitBreakers;
@@ -64,7 +65,9 @@ export class Topology {
   readonly #queue: (RegistryDiff | number)[] = [];
   #busy = false;
   /** While a large diff is applied: the pools whose order is restored once at its end. */
-  #unordered: Set<Pool<SchedulerNode>> | undefined;
+  #unordered: Pool<SchedulerNode>[] | undefined;
+  /** Numbers the diffs, so a node can tell whether the one under way has collected it already. */
+  #stamp = 0;
 
   constructor(options: TopologyOptions) {
     this.#loads = options.loads;
@@ -138,7 +141,7 @@ export class Topology {
         const next = this.#queue[i] as RegistryDiff | number;
         if (typeof next === 'number') {
           const node = this.#nodes.get(next);
-          if (node !== undefined) this.#refresh(node);
+          if (node !== undefined) this.#refresh(node, false);
         } else {
           this.#applyDiff(next);
         }
@@ -150,21 +153,26 @@ export class Topology {
   }
 
   #applyDiff(diff: RegistryDiff): void {
-    const dirty = new Set<SchedulerNode>();
-    const touched = new Set<SchedulerNode>();
+    // Nodes of this diff are collected in arrays, each once (its stamp says it is in): a set of
+    // thousands of objects costs more to fill than the rest of an all-changed refresh's work.
+    const stamp = ++this.#stamp;
+    const dirty: SchedulerNode[] = [];
+    const touched: SchedulerNode[] = [];
     for (const instance of diff.removed) this.#remove(instance.id);
-    for (const instance of diff.added) this.#upsert(instance, dirty, touched);
-    for (const { after } of diff.updated) this.#upsert(after, dirty, touched);
+    for (const instance of diff.added) this.#upsert(instance, stamp, dirty, touched);
+    for (const { after } of diff.updated) this.#upsert(after, stamp, dirty, touched);
     // Links only after every node of the diff is in place, so a P and the D that lists it can arrive together.
     for (const node of dirty) if (node.role === 'prefill' && this.#nodes.get(node.id) === node) this.#relinkPrefill(node);
     for (const node of dirty) if (node.role === 'decode' && this.#nodes.get(node.id) === node) this.#relinkDecode(node);
+    // Circuits change with time: read once for the whole diff, as of this moment.
+    this.#breakers.poll();
     // Many loads moving at once (a snapshot where every instance changed): each pool is put back in
     // order once at the end, in O(n), rather than one O(log n) heap move per node. Nothing picks
     // from a pool while this runs (it is synchronous), so the pools may be out of order meanwhile.
-    const batched = touched.size >= BATCHED_REORDER_MIN;
-    if (batched) this.#unordered = new Set();
+    const batched = touched.length >= BATCHED_REORDER_MIN;
+    if (batched) this.#unordered = [];
     try {
-      for (const node of touched) if (this.#nodes.get(node.id) === node) this.#refresh(node);
+      for (const node of touched) if (this.#nodes.get(node.id) === node) this.#refresh(node, true);
     } finally {
       if (batched) {
         const pools = this.#unordered!;
@@ -174,13 +182,17 @@ export class Topology {
     }
   }
 
-  /** A pool whose member's load changed: reordered now, or at the end of the batch under way. */
+  /**
+   * A pool whose member's load changed: reordered now, or once after the batch under way: the P
+   * pool at its end, each P's pool of D's when a pick next reads it (most are not read before the
+   * next refresh moves them again).
+   */
   #reorder(pool: Pool<SchedulerNode>, node: SchedulerNode): void {
     if (this.#unordered === undefined) pool.reorder(node);
-    else this.#unordered.add(pool);
+    else if (pool.markUnordered() && pool === this.prefills) this.#unordered.push(pool);
   }
 
-  #upsert(instance: Instance, dirty: Set<SchedulerNode>, touched: Set<SchedulerNode>): void {
+  #upsert(instance: Instance, stamp: number, dirty: SchedulerNode[], touched: SchedulerNode[]): void {
     const existing = this.#nodes.get(instance.id);
     const role = instance.role === 'prefill' || instance.role === 'decode' ? instance.role : undefined;
     if (existing !== undefined && existing.role !== role) {
@@ -188,16 +200,25 @@ export class Topology {
     } else if (existing !== undefined) {
       const before = existing.instance;
       existing.instance = instance;
+      let moved = false;
       if (before.groupId !== instance.groupId) {
         this.#group(before.groupId, existing, false);
         this.#group(instance.groupId, existing, true);
-        dirty.add(existing);
+        moved = true;
       }
-      if (existing.role === 'decode' && !samePeers(existing.peerSet, instance.peers)) {
+      if (existing.role === 'decode' && !sameList(before.peers, instance.peers) && !samePeers(existing.peerSet, instance.peers)) {
         existing.peerSet = new Set(instance.peers);
-        dirty.add(existing);
+        moved = true;
       }
-      touched.add(existing);
+      if (existing.stamp !== stamp) {
+        existing.stamp = stamp;
+        existing.dirty = false;
+        touched.push(existing);
+      }
+      if (moved && !existing.dirty) {
+        existing.dirty = true;
+        dirty.push(existing);
+      }
       return;
     }
     if (role === undefined) return; // role 85: registered, never scheduled
@@ -205,8 +226,10 @@ export class Topology {
     this.#nodes.set(node.id, node);
     this.#group(instance.groupId, node, true);
     this.#counts[role]++;
-    dirty.add(node);
-    touched.add(node);
+    node.stamp = stamp;
+    node.dirty = true;
+    dirty.push(node);
+    touched.push(node);
   }
 
   #remove(id: number): void {
@@ -272,18 +295,21 @@ export class Topology {
   }
 
   /** Re-reads a node's capacity and circuit and moves it (and, for a D, its place in each linked P's pool). */
-  #refresh(node: SchedulerNode): void {
+  #refresh(node: SchedulerNode, polled: boolean): void {
     const capacity = capacityOf(node.instance, this.#loads.load(node.id), this.#maxRequests);
-    node.capped = capacity.capped;
-    if (capacity.capped) this.#capped.add(node);
-    else this.#capped.delete(node);
+    // The set changes only when the node's standing does: a refresh reads every node, and most are never capped.
+    if (capacity.capped !== node.capped) {
+      if (capacity.capped) this.#capped.add(node);
+      else this.#capped.delete(node);
+      node.capped = capacity.capped;
+    }
     const wasAdmissible = node.admissible;
     const wasViable = node.viable;
     const loadChanged = node.load !== capacity.load;
     node.freeSlots = capacity.freeSlots;
     node.freeBlocks = capacity.freeBlocks;
     node.load = capacity.load;
-    node.admissible = this.#breakers.admissible(node.id);
+    node.admissible = polled ? this.#breakers.admissibleAsPolled(node.id) : this.#breakers.admissible(node.id);
     // The common case under traffic: a reservation moved the load but not what the node can do.
     const sameStanding = wasViable === node.viable && wasAdmissible === node.admissible;
     if (node.role === 'prefill') {
@@ -333,6 +359,14 @@ export class Topology {
 
 function eligible(p: SchedulerNode, d: SchedulerNode): boolean {
   return p.instance.groupId === d.instance.groupId && d.peerSet.has(p.id);
+}
+
+/** Same ids in the same order: the usual refresh, told without a set lookup per id. */
+function sameList(a: readonly number[], b: readonly number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function samePeers(current: ReadonlySet<number>, peers: readonly number[]): boolean {

@@ -111,3 +111,38 @@ describe('isValidSnapshot', () => {
     expect(isValidSnapshot(body)).toBe(false);
   });
 });
+
+describe('isValidSnapshot with ids of any size', () => {
+  /** The seed with its two ids replaced (peers follow), checked by both the fast check and Valibot. */
+  function withIds(p: number, d: number, edit: (body: ReturnType<typeof seedExample>) => void = () => {}) {
+    const body = seedExample();
+    body.ids = [p, d];
+    body.instances[0]!.id = p;
+    body.instances[1]!.id = d;
+    body.instances[1]!.dynamic_info.peers = [p];
+    edit(body);
+    const fast = isValidSnapshot(body);
+    expect(fast).toBe(v.safeParse(RefreshSchema, body).success);
+    return fast;
+  }
+
+  test('small ids, large ids and a mix of both are accepted alike', () => {
+    expect(withIds(0, 1)).toBe(true);
+    expect(withIds(2 ** 40, 2 ** 40 + 1)).toBe(true);
+    expect(withIds(0, MAX)).toBe(true);
+    expect(withIds(16384, 16385)).toBe(true);
+  });
+
+  test('duplicates, unknown peers and unlisted ids are refused at any size', () => {
+    for (const [p, d] of [
+      [3, 4],
+      [2 ** 40, 2 ** 40 + 1],
+    ] as const) {
+      expect(withIds(p, d, (b) => (b.instances[1]!.id = p))).toBe(false);
+      expect(withIds(p, d, (b) => (b.ids = [p, p]))).toBe(false);
+      expect(withIds(p, d, (b) => (b.instances[1]!.dynamic_info.peers = [d + 100]))).toBe(false);
+      expect(withIds(p, d, (b) => (b.instances[1]!.dynamic_info.peers = [d]))).toBe(false);
+      expect(withIds(p, d, (b) => (b.ids = [p, d + 1]))).toBe(false);
+    }
+  });
+});

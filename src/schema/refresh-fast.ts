@@ -34,26 +34,83 @@ export function isValidSnapshot(body: unknown): boolean {
   // Same set without duplicates on both sides implies equal lengths.
   if (n > MAX_INSTANCES || ids.length !== n) return false;
 
-  const roleById = new Map<number, number>();
+  let maxId = 0;
   for (let i = 0; i < n; i++) {
     const instance = instances[i];
     if (!isValidInstance(instance)) return false;
-    const id = instance.id as number;
-    if (roleById.has(id)) return false;
-    roleById.set(id, (instance.static_info as Obj).role as number);
+    if ((instance.id as number) > maxId) maxId = instance.id as number;
   }
-  const listed = new Set<number>();
+  const roles = new RoleIndex(maxId);
+  for (let i = 0; i < n; i++) {
+    const instance = instances[i] as Obj;
+    if (!roles.add(instance.id as number, (instance.static_info as Obj).role as number)) return false;
+  }
   for (let i = 0; i < n; i++) {
     const id = ids[i];
-    if (!isUint64(id) || !roleById.has(id) || listed.has(id)) return false;
-    listed.add(id);
+    if (!isUint64(id) || !roles.list(id)) return false;
   }
   for (let i = 0; i < n; i++) {
     const instance = instances[i] as Obj;
     const peers = (instance.dynamic_info as Obj).peers as number[] | undefined;
-    if (peers !== undefined && !arePeersValid(peers, (instance.static_info as Obj).role as number, roleById)) return false;
+    if (peers !== undefined && !arePeersValid(peers, (instance.static_info as Obj).role as number, roles)) return false;
   }
   return true;
+}
+
+/** Ids up to this are indexed in arrays (clusters number their instances from 0); larger ones in maps. */
+const DENSE_IDS_MAX = 4 * MAX_INSTANCES;
+
+/**
+ * The role of each instance id of a snapshot, and which ids `ids` listed. Arrays indexed by id when
+ * the ids are small, as they usually are: a map and a set of 4096 entries cost a third of the
+ * whole check.
+ */
+class RoleIndex {
+  readonly #dense: Uint8Array | undefined;
+  readonly #denseListed: Uint8Array | undefined;
+  readonly #roles = new Map<number, number>();
+  readonly #listed = new Set<number>();
+
+  constructor(maxId: number) {
+    if (maxId <= DENSE_IDS_MAX) {
+      this.#dense = new Uint8Array(maxId + 1);
+      this.#denseListed = new Uint8Array(maxId + 1);
+    }
+  }
+
+  /** Records an instance's role (a code below 256); false when the id was recorded already. */
+  add(id: number, role: number): boolean {
+    const dense = this.#dense;
+    if (dense !== undefined) {
+      if (dense[id] !== 0) return false;
+      dense[id] = role;
+      return true;
+    }
+    if (this.#roles.has(id)) return false;
+    this.#roles.set(id, role);
+    return true;
+  }
+
+  /** The role of an instance id, or undefined for an id no instance has. */
+  role(id: number): number | undefined {
+    const dense = this.#dense;
+    if (dense === undefined) return this.#roles.get(id);
+    const role = id < dense.length ? dense[id]! : 0;
+    return role === 0 ? undefined : role;
+  }
+
+  /** Marks an id as listed in `ids`; false for an id no instance has, or one listed already. */
+  list(id: number): boolean {
+    const listed = this.#denseListed;
+    if (listed === undefined) {
+      if (!this.#roles.has(id) || this.#listed.has(id)) return false;
+      this.#listed.add(id);
+      return true;
+    }
+    if (this.role(id) === undefined || listed[id] !== 0) return false;
+    listed[id] = 1;
+    return true;
+  }
 }
 
 function isValidInstance(x: unknown): x is Obj {
@@ -91,10 +148,10 @@ function isValidInstance(x: unknown): x is Obj {
 /** Below this length a duplicate scan beats building a Set (a group holds at most 16 instances). */
 const PEERS_SCAN_MAX = 16;
 
-function arePeersValid(peers: readonly number[], role: number, roleById: ReadonlyMap<number, number>): boolean {
+function arePeersValid(peers: readonly number[], role: number, roles: RoleIndex): boolean {
   const wanted = role === ROLE_DECODE ? ROLE_PREFILL : role === ROLE_PREFILL ? ROLE_DECODE : undefined;
   for (let k = 0; k < peers.length; k++) {
-    const peerRole = roleById.get(peers[k]!);
+    const peerRole = roles.role(peers[k]!);
     if (peerRole === undefined || (wanted !== undefined && peerRole !== wanted)) return false;
   }
   if (peers.length <= PEERS_SCAN_MAX) {

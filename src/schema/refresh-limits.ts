@@ -32,8 +32,6 @@ export const ROLE_CODES: readonly RoleCode[] = [ROLE_PREFILL, ROLE_DECODE, ROLE_
 /** `static_info.label`: 2 prefill, 3 decode. */
 export const LABEL_CODES: readonly LabelCode[] = [2, 3];
 
-const PORT_TEXT = /^[1-9][0-9]{3,4}$/;
-
 /** Whether `x` is an integer in [min, max]. */
 export function isUintIn(x: unknown, min: number, max: number): x is number {
   return typeof x === 'number' && Number.isInteger(x) && x >= min && x <= max;
@@ -46,18 +44,68 @@ export function isUint64(x: unknown): x is number {
 
 /**
  * Whether `x` is a port as the wire carries it: a canonical decimal string in ["1024", "65535"].
+ * Read digit by digit: every refresh checks two per instance, and a regex plus a number
+ * conversion cost several times this.
  * @example isPortString('1025') // true; isPortString(' 1025'), isPortString('01025'), isPortString(1025) // false
  */
 export function isPortString(x: unknown): x is string {
-  if (typeof x !== 'string' || !PORT_TEXT.test(x)) return false;
-  const port = Number(x);
+  if (typeof x !== 'string' || x.length < 4 || x.length > 5) return false;
+  let port = 0;
+  for (let i = 0; i < x.length; i++) {
+    const digit = x.charCodeAt(i) - DIGIT_0;
+    if (digit < 0 || digit > 9 || (i === 0 && digit === 0)) return false;
+    port = port * 10 + digit;
+  }
   return port >= PORT_MIN && port <= PORT_MAX;
 }
 
-/** Whether `x` is IPv4 or IPv6 address text. */
+/**
+ * Whether `x` is IPv4 or IPv6 address text (as `isIP` from node:net decides). Dotted quads, what
+ * clusters almost always carry, are read by hand; anything else goes to `isIP`.
+ * @example isIpString('10.0.0.7') // true; isIpString('10.0.0.07') // false
+ */
 export function isIpString(x: unknown): x is string {
-  return typeof x === 'string' && isIP(x) !== 0;
+  if (typeof x !== 'string') return false;
+  const quad = dottedQuad(x);
+  return quad === QUAD_VALID || (quad === QUAD_UNSURE && isIP(x) !== 0);
 }
+
+const QUAD_VALID = 1;
+const QUAD_INVALID = 0;
+const QUAD_UNSURE = -1;
+
+/**
+ * Reads `text` as a dotted quad the way node:net's IPv4 rule does (four parts 0–255, no leading
+ * zeros): QUAD_VALID, QUAD_INVALID for digits and dots that break the rule, QUAD_UNSURE for any
+ * other character (IPv6 text, which isIP judges).
+ */
+function dottedQuad(text: string): number {
+  let parts = 0;
+  let value = 0;
+  let digits = 0;
+  let leadingZero = false;
+  // A broken part decides nothing yet: a later ':' makes the text IPv6's to judge.
+  let broken = false;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i === text.length ? DOT : text.charCodeAt(i);
+    if (c === DOT) {
+      if (digits === 0 || (leadingZero && digits > 1) || digits > 3 || value > 255) broken = true;
+      parts++;
+      value = 0;
+      digits = 0;
+      continue;
+    }
+    const digit = c - DIGIT_0;
+    if (digit < 0 || digit > 9) return QUAD_UNSURE;
+    if (digits === 0) leadingZero = digit === 0;
+    digits++;
+    value = value * 10 + digit;
+  }
+  return broken || parts !== 4 ? QUAD_INVALID : QUAD_VALID;
+}
+
+const DIGIT_0 = 0x30;
+const DOT = 0x2e;
 
 /** Whether `x` is a string of at least one character. */
 export function isNonEmptyString(x: unknown): x is string {

@@ -5,6 +5,33 @@ import { exampleSnapshot, SEED_REFRESH_BODY, seedExample } from '../../test/doub
 import { isPlainSnapshot, parseRefreshText } from './refresh-plain.ts';
 import { validateRefresh } from './refresh.ts';
 
+/** How many times `fn` called JSON.parse (the exact parse calls it too). */
+function parsesIn(fn: () => unknown): number {
+  const original = JSON.parse;
+  let calls = 0;
+  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
+    calls++;
+    return original(...args);
+  }) as typeof JSON.parse;
+  try {
+    fn();
+  } finally {
+    JSON.parse = original;
+  }
+  return calls;
+}
+
+/** The seed with `extra` set at one of the places a snapshot may carry keys of its own. */
+const PLACES: readonly [string, number, (b: ReturnType<typeof seedExample>) => Record<string, unknown>][] = [
+  // [where, levels above a value put there, the object]
+  ['the snapshot', 1, (b) => b as never],
+  ['an instance', 3, (b) => b.instances[0]!],
+  ['static_info', 4, (b) => b.instances[0]!.static_info],
+  ['dynamic_info', 4, (b) => b.instances[1]!.dynamic_info],
+];
+
+const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+
 /** What parseJsonExact throws for `text`, or undefined. */
 function thrown(fn: () => unknown): unknown {
   try {
@@ -56,6 +83,56 @@ describe('parseRefreshText', () => {
       expect(expected).toBeDefined();
       expect(thrown(() => parseRefreshText(text))).toEqual(expected);
     }
+  });
+
+  test('a valid snapshot with other keys holding plain values is parsed once, not the exact way again', () => {
+    for (const [, , place] of PLACES) {
+      const body = seedExample();
+      place(body).bootstrap_port = 8998;
+      place(body).note = { tags: ['a', 1.5, -3, null, true], big: 9007199254740991 };
+      const text = JSON.stringify(body);
+      let value: unknown;
+      expect(parsesIn(() => (value = parseRefreshText(text)))).toBe(1);
+      expect(value).toEqual(parseJsonExact(text) as never);
+      expect(isPlainSnapshot(value)).toBe(false);
+      expect(isMeasuredJson(value)).toBe(true);
+      expect(validateRefresh(value).ok).toBe(true);
+    }
+  });
+
+  test('other keys nested up to the depth limit are kept; one level more gets the exact parse and its error', () => {
+    for (const [where, above, place] of PLACES) {
+      const body = seedExample();
+      place(body).extra = 0;
+      const at = (levels: number) => JSON.stringify(body).replace('"extra":0', `"extra":${nested(levels)}`);
+      const fits = at(MAX_JSON_DEPTH - above);
+      expect({ where, value: parseRefreshText(fits) }).toEqual({ where, value: parseJsonExact(fits) as never });
+      const deep = at(MAX_JSON_DEPTH - above + 1);
+      const expected = thrown(() => parseJsonExact(deep));
+      expect(expected).toMatchObject({ code: 'bad_request' });
+      expect({ where, error: thrown(() => parseRefreshText(deep)) }).toEqual({ where, error: expected });
+    }
+  });
+
+  test('a number beyond 2^53-1 among other keys, even written as a float, gets the exact parse', () => {
+    const body = seedExample() as unknown as Record<string, unknown>;
+    body.extra = 0;
+    const huge = JSON.stringify(body).replace('"extra":0', '"extra":[1e300]');
+    expect(parsesIn(() => parseRefreshText(huge))).toBe(2);
+    expect(parseRefreshText(huge)).toEqual(parseJsonExact(huge) as never);
+  });
+
+  test('an invalid snapshot is parsed once unless its text holds a long integer', () => {
+    const body = seedExample();
+    body.instances[0]!.static_info.role = 1;
+    const text = JSON.stringify(body);
+    expect(parsesIn(() => parseRefreshText(text))).toBe(1);
+    expect(isMeasuredJson(parseRefreshText(text))).toBe(true);
+    const long = text.replace('"role":1', '"role":18446744073709551615');
+    expect(parsesIn(() => parseRefreshText(long))).toBe(2);
+    const exact = parseRefreshText(long) as ReturnType<typeof seedExample>;
+    expect(exact.instances[0]!.static_info.role).toBeInstanceOf(UnsafeInteger);
+    expect(validateRefresh(exact)).toMatchObject({ ok: false });
   });
 
   test('an invalid snapshot is not vouched for; validateRefresh still explains it', () => {
