@@ -32,4 +32,6 @@ const server = Bun.serve({
   },
 });
 startControl();
+// A clean exit on SIGTERM, so that a profile asked for with --cpu-prof is written.
+process.on('SIGTERM', () => process.exit(0));
 console.log(`pdlink: proxy listening on http://127.0.0.1:${server.port}`);

@@ -224,6 +224,8 @@ const server = Bun.serve({
   },
 });
 startControl();
+// A clean exit on SIGTERM, so that a profile asked for with --cpu-prof is written.
+process.on('SIGTERM', () => process.exit(0));
 console.log(`pdlink: proxy listening on http://127.0.0.1:${server.port}`);
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

@@ -54,7 +54,7 @@ export function postLeg(
  * An engine's answer returned to the client as it is: status, content type and body, plus the request id.
  * @example return passthrough(res.status, res.headers.get('content-type'), text, requestId);
  */
-export function passthrough(status: number, contentType: string | null, body: string | ArrayBuffer, requestId: string): Response {
+export function passthrough(status: number, contentType: string | null, body: string | Uint8Array, requestId: string): Response {
   const headers = new Headers({ [REQUEST_ID_HEADER]: requestId });
   if (contentType !== null) headers.set('content-type', contentType);
   return new Response(body, { status, headers });
