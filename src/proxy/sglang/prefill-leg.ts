@@ -6,6 +6,7 @@
  */
 import { parseJsonExact } from '../../core/exact-json.ts';
 import { readLegText } from '../idle.ts';
+import type { LegHeaders } from '../legs.ts';
 import type { RetryReason } from '../metrics.ts';
 import { sendLeg } from '../send-leg.ts';
 import type { LegExchange } from '../types.ts';
@@ -25,7 +26,7 @@ export async function prefillLeg(
   exchange: Pick<LegExchange, 'deps' | 'request'>,
   url: string,
   p: number,
-  headers: Headers,
+  headers: LegHeaders,
   legBody: string,
   signal: AbortSignal,
 ): Promise<PrefillLegResult> {
