@@ -122,5 +122,8 @@ export function relayDecodeStream(exchange: DecodeExchange, stream: DecodeStream
 }
 
 function isEventStream(contentType: string | null): boolean {
-  return contentType !== null && contentType.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
+  if (contentType === null) return false;
+  // What engines send, recognised without building strings; any other spelling is parsed.
+  if (contentType === 'text/event-stream' || contentType.startsWith('text/event-stream;')) return true;
+  return contentType.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
 }

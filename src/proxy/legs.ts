@@ -48,7 +48,8 @@ export function viaHasHop(clientVia: string | undefined, token: string): boolean
 export function prefillBody(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const leg: Record<string, unknown> = { ...body, stream: false, max_tokens: 1, kv_transfer_params: { ...PREFILL_KV_REQUEST } };
   if ('max_completion_tokens' in body) leg['max_completion_tokens'] = 1;
-  for (const key of PREFILL_DROPPED) delete leg[key];
+  // Deleting a property turns the object into a slow dictionary: only when there is one to drop.
+  for (const key of PREFILL_DROPPED) if (Object.hasOwn(leg, key)) delete leg[key];
   return leg;
 }
 
