@@ -4,6 +4,7 @@
  * exchange's abort.
  */
 import { parseJsonExact } from '../core/exact-json.ts';
+import { readLegText } from './idle.ts';
 import { engineUrl, legHeaders } from './legs.ts';
 import type { RetryReason } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
@@ -62,7 +63,7 @@ export async function attemptPrefill(
       exchange.deps.settings.engineTls,
     );
     // Read the whole answer: it is small, and a drained body returns the connection to the pool.
-    const text = await res.text();
+    const text = await readLegText(res);
     if (res.status >= 500)
       return { kind: 'retry', reason: 'status_5xx', message: `prefill instance ${p} answered ${res.status}: ${quoteError(text)}` };
     if (res.status >= 400)

@@ -30,6 +30,11 @@ export class Deadlines {
     this.#now = now;
   }
 
+  /** The clock deadlines are measured on (performance.now() unless another was given). */
+  now(): number {
+    return this.#now();
+  }
+
   /** Deadlines armed and not yet fired or cancelled. */
   get size(): number {
     return this.#heap.size;

@@ -7,6 +7,7 @@
 import { errors } from '../core/errors.ts';
 import type { DecodeFailures } from './decode-failures.ts';
 import { kvMovedOf } from '../core/kv-report.ts';
+import { legReader, readLegBytes } from './idle.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import type { DecodeExchange, Prefilled } from './types.ts';
 import { firstChunk, passthrough, streamHeaders, transportMessage } from './upstream.ts';
@@ -26,9 +27,9 @@ export interface DecodeAnswer {
 export async function wholeAnswer(exchange: DecodeExchange, answer: DecodeAnswer): Promise<Response> {
   const { res, d, sentAt, fails } = answer;
   const { breakers, metrics } = exchange.deps;
-  let bytes: ArrayBuffer;
+  let bytes: Uint8Array;
   try {
-    bytes = await res.arrayBuffer();
+    bytes = await readLegBytes(res);
   } catch (err) {
     throw fails.broken(err, 'failed while answering');
   }
@@ -47,7 +48,7 @@ export async function wholeAnswer(exchange: DecodeExchange, answer: DecodeAnswer
 export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefilled, answer: DecodeAnswer): Promise<Response> {
   const { res, d, fails } = answer;
   const { metrics } = exchange.deps;
-  const reader: ChunkReader | undefined = res.body?.getReader();
+  const reader: ChunkReader | undefined = legReader(res);
   if (reader === undefined) throw fails.refused(`answered ${res.status} with an empty body`);
   let first: Uint8Array | null;
   try {
@@ -121,5 +122,8 @@ export function relayDecodeStream(exchange: DecodeExchange, stream: DecodeStream
 }
 
 function isEventStream(contentType: string | null): boolean {
-  return contentType !== null && contentType.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
+  if (contentType === null) return false;
+  // What engines send, recognised without building strings; any other spelling is parsed.
+  if (contentType === 'text/event-stream' || contentType.startsWith('text/event-stream;')) return true;
+  return contentType.split(';', 1)[0]!.trim().toLowerCase() === 'text/event-stream';
 }

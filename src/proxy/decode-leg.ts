@@ -6,6 +6,7 @@
 import { errors, PdlinkError } from '../core/errors.ts';
 import { wholeAnswer, streamedAnswer } from './decode-answer.ts';
 import { decodeFailures, type Retryable } from './decode-failures.ts';
+import { readLegText } from './idle.ts';
 import { refusedConnection } from './decode-retry.ts';
 import { decodeBody, engineUrl, legHeaders, legText } from './legs.ts';
 import type { PickedPair } from './ports.ts';
@@ -60,7 +61,7 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
   if (res.status < 200 || res.status >= 300) {
     let text: string;
     try {
-      text = await res.text();
+      text = await readLegText(res);
     } catch (err) {
       throw fails.broken(err, `answered ${res.status}, then failed`);
     }

@@ -1,13 +1,18 @@
 import { describe, expect, test } from 'bun:test';
-import { ENGINE_IDLE_CODE, withIdleTimeout } from './idle.ts';
+import { Deadlines } from './deadlines.ts';
+import { ENGINE_IDLE_CODE, legReader, readLegText, withIdleTimeout } from './idle.ts';
 
-/** A response whose body chunks the test pushes, and the signal the send saw. */
+/**
+ * A response whose body chunks the test pushes, and the signal the send saw. Like fetch, an abort
+ * of that signal errors the body with the abort's reason.
+ */
 function controlled() {
   let push!: ReadableStreamDefaultController<Uint8Array>;
   const body = new ReadableStream<Uint8Array>({ start: (c) => void (push = c) });
   let seen: AbortSignal | undefined;
   const send = async (signal: AbortSignal) => {
     seen = signal;
+    signal.addEventListener('abort', () => push.error(signal.reason));
     return new Response(body, { status: 200 });
   };
   return { send, push: () => push, signal: () => seen };
@@ -22,6 +27,15 @@ async function rejection(promise: Promise<unknown>): Promise<{ code?: string; me
   throw new Error('expected a rejection');
 }
 
+/** Deadlines on a clock the test sets, counting how often one was armed. */
+class CountedDeadlines extends Deadlines {
+  armed = 0;
+  override arm(ms: number, fire: () => void) {
+    this.armed++;
+    return super.arm(ms, fire);
+  }
+}
+
 describe('withIdleTimeout', () => {
   test('no head within the timeout: the send is aborted and fails with ETIMEDOUT naming the setting', async () => {
     let seen: AbortSignal | undefined;
@@ -30,38 +44,76 @@ describe('withIdleTimeout', () => {
         seen = signal;
         signal.addEventListener('abort', () => reject(new Error('aborted')));
       });
-    const err = await rejection(withIdleTimeout(send, new AbortController().signal, 20));
+    const deadlines = new Deadlines();
+    const err = await rejection(withIdleTimeout(send, new AbortController().signal, 20, deadlines));
     expect(err.code).toBe(ENGINE_IDLE_CODE);
     expect(err.message).toContain('http_timeout_seconds');
     expect(seen?.aborted).toBe(true);
+    expect(deadlines.size).toBe(0);
   });
 
   test('chunks keep it alive; silence after a chunk fails the body read', async () => {
     const c = controlled();
-    const res = await withIdleTimeout(c.send, new AbortController().signal, 30);
-    const reader = res.body!.getReader();
+    const deadlines = new Deadlines();
+    const res = await withIdleTimeout(c.send, new AbortController().signal, 30, deadlines);
+    const reader = legReader(res)!;
     c.push().enqueue(new Uint8Array([1]));
     expect((await reader.read()).value).toEqual(new Uint8Array([1]));
     const err = await rejection(reader.read());
     expect(err.code).toBe(ENGINE_IDLE_CODE);
     expect(c.signal()?.aborted).toBe(true);
+    expect(deadlines.size).toBe(0);
+  });
+
+  test('a chunk moves the deadline: the clock, when it comes early, sets itself for the rest of the silence', async () => {
+    let now = 0;
+    const deadlines = new CountedDeadlines(() => now);
+    const c = controlled();
+    const res = await withIdleTimeout(c.send, new AbortController().signal, 50, deadlines);
+    const reader = legReader(res)!;
+    now = 40;
+    c.push().enqueue(new Uint8Array([1]));
+    await reader.read();
+    // Due at 50: the engine has been silent for 20 of them, so the leg goes on.
+    now = 60;
+    const failed = rejection(reader.read());
+    for (let i = 0; i < 400 && deadlines.armed < 2; i++) await Bun.sleep(5);
+    expect(deadlines.armed).toBe(2);
+    expect(c.signal()?.aborted).toBe(false);
+    now = 100;
+    expect((await failed).code).toBe(ENGINE_IDLE_CODE);
+    expect(deadlines.size).toBe(0);
   });
 
   test('a body that ends in time is read whole and leaves nothing armed', async () => {
     const c = controlled();
-    const res = await withIdleTimeout(c.send, new AbortController().signal, 60_000);
-    c.push().enqueue(new TextEncoder().encode('done'));
+    const deadlines = new Deadlines();
+    const res = await withIdleTimeout(c.send, new AbortController().signal, 60_000, deadlines);
+    c.push().enqueue(new TextEncoder().encode('do'));
+    c.push().enqueue(new TextEncoder().encode('ne'));
     c.push().close();
-    expect(await res.text()).toBe('done');
+    expect(await readLegText(res)).toBe('done');
     expect(c.signal()?.aborted).toBe(false);
+    expect(deadlines.size).toBe(0);
   });
 
-  test('the caller’s abort reaches the send; Infinity sends as it is', async () => {
+  test('a reader cancelled by its consumer leaves nothing armed', async () => {
+    const c = controlled();
+    const deadlines = new Deadlines();
+    const res = await withIdleTimeout(c.send, new AbortController().signal, 60_000, deadlines);
+    await legReader(res)!.cancel('client left');
+    expect(deadlines.size).toBe(0);
+  });
+
+  test('the caller’s abort reaches the send and disarms the clock; Infinity sends as it is', async () => {
     const parent = new AbortController();
     const c = controlled();
-    await withIdleTimeout(c.send, parent.signal, 60_000);
+    const deadlines = new Deadlines();
+    const res = await withIdleTimeout(c.send, parent.signal, 60_000, deadlines);
     parent.abort('client_abort');
     expect(c.signal()?.reason).toBe('client_abort');
+    expect(deadlines.size).toBe(0);
+    expect(await rejection(legReader(res)!.read())).toBe('client_abort' as never);
     const plain = controlled();
     await withIdleTimeout(plain.send, parent.signal, Infinity);
     expect(plain.signal()).toBe(parent.signal);

@@ -7,7 +7,15 @@
  *
  * The failure is a transport error (code ETIMEDOUT): the instance is reported, a P leg is retried
  * on another P, a D leg fails (D may already hold the KV blocks).
+ *
+ * The clock costs nothing per chunk: a chunk only notes the time, and the leg's one deadline on the
+ * proxy's shared timer (deadlines.ts), when it comes, checks how long the engine has really been
+ * silent and sets itself again for the rest. The answer's body is read where it arrives, with no
+ * stream in between (an extra stream layer was a hop per chunk and a Response per leg): the
+ * readers here tell the clock of each chunk and turn the abort a silence caused into its error.
  */
+import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
+import type { ChunkReader } from './stream.ts';
 
 /** Code of the error a silent engine's leg fails with. */
 export const ENGINE_IDLE_CODE = 'ETIMEDOUT';
@@ -21,88 +29,176 @@ export function engineIdleError(idleMs: number): Error {
   return Object.assign(new Error(`the engine sent nothing for ${seconds} s (http_timeout_seconds)`), { code: ENGINE_IDLE_CODE });
 }
 
+/** One leg's watch on its engine's silence: the leg's own abort, armed until the leg's answer is read. */
+class LegClock {
+  readonly controller = new AbortController();
+  readonly #parent: AbortSignal;
+  readonly #idleMs: number;
+  readonly #deadlines: Deadlines;
+  #last: number;
+  #deadline: Deadline | undefined;
+  #stopped = false;
+  /** Set once the engine's silence ended the leg. */
+  idle: Error | undefined;
+  readonly #onParentAbort = (): void => {
+    // The caller's abort ends the leg; the engine's silence no longer matters.
+    this.stop();
+    this.controller.abort(this.#parent.reason);
+  };
+  readonly #check = (): void => {
+    this.#deadline = undefined;
+    if (this.#stopped) return;
+    const quiet = this.#deadlines.now() - this.#last;
+    if (quiet < this.#idleMs) {
+      this.#deadline = this.#deadlines.arm(this.#idleMs - quiet, this.#check);
+      return;
+    }
+    this.idle = engineIdleError(this.#idleMs);
+    this.stop();
+    this.controller.abort(this.idle);
+  };
+
+  constructor(parent: AbortSignal, idleMs: number, deadlines: Deadlines) {
+    this.#parent = parent;
+    this.#idleMs = idleMs;
+    this.#deadlines = deadlines;
+    this.#last = deadlines.now();
+    this.#deadline = deadlines.arm(idleMs, this.#check);
+    if (parent.aborted) this.#onParentAbort();
+    else parent.addEventListener('abort', this.#onParentAbort, { once: true });
+  }
+
+  /** The engine sent something: its silence starts again. */
+  touch(): void {
+    this.#last = this.#deadlines.now();
+  }
+
+  /** The leg's answer is read (or failed): nothing stays armed. */
+  stop(): void {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#deadlines.cancel(this.#deadline);
+    this.#deadline = undefined;
+    this.#parent.removeEventListener('abort', this.#onParentAbort);
+  }
+
+  /** What a failed read or send of this leg failed with: the silence, when it caused the abort. */
+  failure(err: unknown): unknown {
+    this.stop();
+    return this.idle ?? err;
+  }
+}
+
 /**
- * Sends a request with `send` under an idle timeout: the returned response's body is read through
- * a stream that fails with engineIdleError once `idleMs` pass without a chunk. `signal` still
- * aborts everything. With `idleMs` Infinity, `send` runs as it is.
+ * The clock of each answer sent under an idle timeout. fetch's Response cannot carry it, and
+ * wrapping its body in a stream of ours to carry it cost a stream hop per chunk.
+ */
+const clocks = new WeakMap<Response, LegClock>();
+
+/**
+ * Sends a request with `send` under an idle timeout: the send fails with engineIdleError when no
+ * head comes within `idleMs`, and the body read through legReader, readLegText or readLegBytes
+ * fails with it once `idleMs` pass without a chunk (the body must be read through them, which
+ * also disarm the clock). `signal` still aborts everything. With `idleMs` Infinity, `send` runs
+ * with `signal` as it is.
  * @example const res = await withIdleTimeout((s) => fetch(url, { signal: s }), signal, 600_000);
  */
 export async function withIdleTimeout(
   send: (signal: AbortSignal) => Promise<Response>,
   signal: AbortSignal,
   idleMs: number,
+  deadlines: Deadlines = requestDeadlines,
 ): Promise<Response> {
   if (!Number.isFinite(idleMs)) return send(signal);
-  const controller = new AbortController();
-  let idle: Error | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const onAbort = (): void => {
-    // The caller's abort ends the leg; the engine's silence no longer matters.
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-    controller.abort(signal.reason);
-  };
-  const stop = (): void => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-    signal.removeEventListener('abort', onAbort);
-  };
-  const arm = (onIdle: (err: Error) => void): void => {
-    if (timer !== undefined) clearTimeout(timer);
-    if (controller.signal.aborted) return;
-    timer = setTimeout(() => {
-      idle = engineIdleError(idleMs);
-      onIdle(idle);
-    }, idleMs);
-  };
-  arm((err) => controller.abort(err));
-  if (signal.aborted) onAbort();
-  else signal.addEventListener('abort', onAbort, { once: true });
+  const clock = new LegClock(signal, idleMs, deadlines);
   let res: Response;
   try {
-    res = await send(controller.signal);
+    res = await send(clock.controller.signal);
   } catch (err) {
-    stop();
-    throw idle ?? err;
+    throw clock.failure(err);
   }
-  const body = res.body;
-  if (body === null) {
-    stop();
+  if (res.body === null) {
+    clock.stop();
     return res;
   }
-  const reader = body.getReader();
-  const stream = new ReadableStream<Uint8Array>({
-    start(streamController) {
-      arm((err) => {
-        streamController.error(err);
-        controller.abort(err);
-        void reader.cancel(err).catch(() => {});
-      });
-    },
-    async pull(streamController) {
-      try {
-        const { done, value } = await reader.read();
-        if (idle !== undefined) return;
-        if (done) {
-          stop();
-          streamController.close();
-          return;
-        }
-        arm((err) => {
-          streamController.error(err);
-          controller.abort(err);
-          void reader.cancel(err).catch(() => {});
-        });
-        streamController.enqueue(value);
-      } catch (err) {
-        stop();
-        if (idle === undefined) streamController.error(err);
-      }
-    },
-    cancel(reason) {
-      stop();
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(stream, { status: res.status, statusText: res.statusText, headers: res.headers });
+  clock.touch();
+  clocks.set(res, clock);
+  return res;
+}
+
+/** A body reader that tells its leg's clock of every chunk. */
+class ClockedReader implements ChunkReader {
+  readonly #reader: ChunkReader;
+  readonly #clock: LegClock;
+
+  constructor(reader: ChunkReader, clock: LegClock) {
+    this.#reader = reader;
+    this.#clock = clock;
+  }
+
+  async read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }> {
+    let result: Awaited<ReturnType<ChunkReader['read']>>;
+    try {
+      result = await this.#reader.read();
+    } catch (err) {
+      throw this.#clock.failure(err);
+    }
+    if (result.done) {
+      this.#clock.stop();
+      return { done: true };
+    }
+    this.#clock.touch();
+    return result;
+  }
+
+  cancel(reason?: unknown): Promise<void> {
+    this.#clock.stop();
+    return this.#reader.cancel(reason);
+  }
+}
+
+/**
+ * The reader of a leg's body, under its idle clock when it has one; undefined for no body.
+ * @example const reader = legReader(res); const { value } = await reader!.read();
+ */
+export function legReader(res: Response): ChunkReader | undefined {
+  const body = res.body;
+  if (body === null) return undefined;
+  const reader: ChunkReader = body.getReader();
+  const clock = clocks.get(res);
+  return clock === undefined ? reader : new ClockedReader(reader, clock);
+}
+
+/**
+ * A leg's whole body, under its idle clock.
+ * @example const bytes = await readLegBytes(res);
+ */
+export async function readLegBytes(res: Response): Promise<Uint8Array> {
+  const clock = clocks.get(res);
+  if (clock === undefined) return new Uint8Array(await res.arrayBuffer());
+  const reader = new ClockedReader(res.body!.getReader() as ChunkReader, clock);
+  let whole: Uint8Array | undefined;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return whole ?? new Uint8Array(0);
+    whole = whole === undefined ? value : concat(whole, value);
+  }
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * A leg's whole body as text, under its idle clock.
+ * @example const text = await readLegText(res);
+ */
+export async function readLegText(res: Response): Promise<string> {
+  if (!clocks.has(res)) return res.text();
+  return decoder.decode(await readLegBytes(res));
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.byteLength + b.byteLength);
+  out.set(a, 0);
+  out.set(b, a.byteLength);
+  return out;
 }

@@ -71,7 +71,7 @@ describe('decodeBody', () => {
 describe('legHeaders and engineUrl', () => {
   test('JSON, the request id, and the client’s credentials only', () => {
     const headers = legHeaders(new Headers({ authorization: 'Bearer k', cookie: 'c', 'content-length': '5' }), 'r1');
-    expect(Object.fromEntries(headers)).toEqual({ authorization: 'Bearer k', 'content-type': 'application/json', 'x-request-id': 'r1' });
+    expect(headers).toEqual({ authorization: 'Bearer k', 'content-type': 'application/json', 'x-request-id': 'r1' });
   });
 
   test("Via: the proxy appends its hop to the client's, and recognises its own hop coming back", () => {
@@ -81,7 +81,7 @@ describe('legHeaders and engineUrl', () => {
     expect(viaHasHop('1.1 pdlink-ab123', 'pdlink-ab12')).toBe(false);
     expect(viaHasHop(undefined, 'pdlink-ab12')).toBe(false);
     const headers = legHeaders(new Headers({ via: '1.1 pdlink-ab12' }), 'r1');
-    expect(headers.get('via')).toBe('1.1 pdlink-ab12');
+    expect(headers['via']).toBe('1.1 pdlink-ab12');
   });
 
   test('IPv4 as is, IPv6 in brackets, the API path per kind', () => {

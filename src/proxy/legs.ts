@@ -21,8 +21,11 @@ export const PREFILL_KV_REQUEST = {
 /** Fields P must not see: it generates exactly one token, so a minimum length would contradict it. */
 const PREFILL_DROPPED = ['stream_options', 'min_tokens', 'min_completion_tokens'] as const;
 
-/** Client headers both legs carry unchanged (`via` as the proxy extended it, see `viaHeader`). */
-const FORWARDED_HEADERS = ['authorization', 'via'] as const;
+/**
+ * A leg's request headers as a plain object: fetch takes it as it is, where a `Headers` per leg
+ * was a measurable part of the proxy's per-request cost.
+ */
+export type LegHeaders = Record<string, string>;
 
 /**
  * The `Via` the legs carry: the client's, plus this proxy's own hop, so a request that comes back
@@ -45,7 +48,8 @@ export function viaHasHop(clientVia: string | undefined, token: string): boolean
 export function prefillBody(body: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const leg: Record<string, unknown> = { ...body, stream: false, max_tokens: 1, kv_transfer_params: { ...PREFILL_KV_REQUEST } };
   if ('max_completion_tokens' in body) leg['max_completion_tokens'] = 1;
-  for (const key of PREFILL_DROPPED) delete leg[key];
+  // Deleting a property turns the object into a slow dictionary: only when there is one to drop.
+  for (const key of PREFILL_DROPPED) if (Object.hasOwn(leg, key)) delete leg[key];
   return leg;
 }
 
@@ -76,15 +80,16 @@ export function legText(body: Readonly<Record<string, unknown>>): string {
 }
 
 /**
- * The headers of either leg: JSON in, the shared request id, and the client's credentials.
+ * The headers of either leg: JSON in, the shared request id, and the client headers both legs
+ * carry unchanged (its credentials, and `via` as the proxy extended it, see `viaHeader`).
  * @example legHeaders(c.req.raw.headers, requestId)
  */
-export function legHeaders(client: Headers, requestId: string): Headers {
-  const headers = new Headers({ 'content-type': 'application/json', [REQUEST_ID_HEADER]: requestId });
-  for (const name of FORWARDED_HEADERS) {
-    const value = client.get(name);
-    if (value !== null) headers.set(name, value);
-  }
+export function legHeaders(client: Headers, requestId: string): LegHeaders {
+  const headers: LegHeaders = { 'content-type': 'application/json', [REQUEST_ID_HEADER]: requestId };
+  const authorization = client.get('authorization');
+  if (authorization !== null) headers['authorization'] = authorization;
+  const via = client.get('via');
+  if (via !== null) headers['via'] = via;
   return headers;
 }
 

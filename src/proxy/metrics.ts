@@ -35,10 +35,13 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 
 export class ProxyMetrics {
   readonly #requests: Counter<'api' | 'outcome'>;
-  readonly #inFlight: Gauge;
-  readonly #prefill: Histogram;
-  readonly #transfer: Histogram;
-  readonly #decode: Histogram;
+  /** Read by the in-flight gauge when the registry is scraped, so a request moves a number, not a metric. */
+  #inFlight = 0;
+  // Bound once: an unlabelled observation through the histogram itself builds a closure and a
+  // label object each time.
+  readonly #prefill: { observe(value: number): void };
+  readonly #transfer: { observe(value: number): void };
+  readonly #decode: { observe(value: number): void };
   readonly #retries: Counter<'reason'>;
   readonly #staleRetries: Counter<'leg'>;
   readonly #decodeRetries: Counter<'reason'>;
@@ -58,25 +61,33 @@ export class ProxyMetrics {
       labelNames: ['api', 'outcome'],
       registers,
     });
-    this.#inFlight = new Gauge({ name: `${p}requests_in_flight`, help: 'Inference requests in flight through the proxy.', registers });
+    const inFlight = (): number => this.#inFlight;
+    new Gauge({
+      name: `${p}requests_in_flight`,
+      help: 'Inference requests in flight through the proxy.',
+      registers,
+      collect() {
+        this.set(inFlight());
+      },
+    });
     this.#prefill = new Histogram({
       name: `${p}prefill_duration_seconds`,
       help: 'P leg: request sent to complete answer, successful attempts.',
       buckets: DURATION_BUCKETS,
       registers,
-    });
+    }).labels();
     this.#transfer = new Histogram({
       name: `${p}kv_transfer_duration_seconds`,
       help: "P's answer to the first byte of D's stream (KV pull plus first decode step), streaming requests.",
       buckets: DURATION_BUCKETS,
       registers,
-    });
+    }).labels();
     this.#decode = new Histogram({
       name: `${p}decode_duration_seconds`,
       help: 'D leg: first byte to end (streaming), request to answer (non-streaming).',
       buckets: DURATION_BUCKETS,
       registers,
-    });
+    }).labels();
     this.#retries = new Counter({
       name: `${p}retries_total`,
       help: 'Prefill attempts retried on another instance, by reason.',
@@ -98,11 +109,11 @@ export class ProxyMetrics {
   }
 
   requestStarted(): void {
-    this.#inFlight.inc();
+    this.#inFlight++;
   }
 
   requestEnded(api: string, outcome: ProxyOutcome): void {
-    this.#inFlight.dec();
+    this.#inFlight--;
     this.#requestCounter(api, outcome).inc();
   }
 

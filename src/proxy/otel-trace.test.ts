@@ -39,13 +39,13 @@ describe('tracing on', () => {
     const trace = tracing.start(requestOf());
     trace.scheduling();
     trace.placed(pairOf(1, 2));
-    const pHeaders = new Headers();
+    const pHeaders: Record<string, string> = {};
     trace.prefillSent(pairOf(1, 2), pHeaders);
     trace.prefillEnded('ok', { remote_block_ids: [1] });
-    const d1 = new Headers();
+    const d1: Record<string, string> = {};
     trace.decodeSent(pairOf(1, 2), d1);
     trace.decodeAnswered(503, new Headers());
-    const d2 = new Headers();
+    const d2: Record<string, string> = {};
     trace.decodeSent(pairOf(1, 3), d2);
     trace.decodeAnswered(200, new Headers({ 'x-kv-transfer-bytes': '4096', 'x-kv-transfer-blocks': '2' }));
     trace.firstByte();
@@ -63,7 +63,7 @@ describe('tracing on', () => {
     expect(kv).toHaveLength(1);
     expect(kv[0]!.attributes).toMatchObject({ 'pdlink.kv.bytes': 4096, 'pdlink.kv.blocks': 2, 'pdlink.d_instance': 3 });
     // Each leg names its own span, all in the request's one trace.
-    const ids = [pHeaders, d1, d2].map((h) => TRACEPARENT.exec(h.get('traceparent') ?? '')!);
+    const ids = [pHeaders, d1, d2].map((h) => TRACEPARENT.exec(h['traceparent'] ?? '')!);
     expect(new Set(ids.map((m) => m[1]))).toEqual(new Set([root.spanContext().traceId]));
     expect(ids.map((m) => m[2])).toEqual([spans(SPAN.prefill)[0]!.spanContext().spanId, ...decodes.map((s) => s.spanContext().spanId)]);
     expect(all().every((s) => s.spanContext().traceId === root.spanContext().traceId)).toBe(true);
@@ -73,11 +73,11 @@ describe('tracing on', () => {
     const { tracing, spans } = traced();
     const trace = tracing.start(requestOf());
     trace.placed(pairOf(1, 2));
-    trace.prefillSent(pairOf(1, 2), new Headers());
+    trace.prefillSent(pairOf(1, 2), {});
     trace.prefillEnded('retry');
     expect(spans(SPAN.kvTransfer)).toHaveLength(0);
     trace.placed(pairOf(4, 2));
-    trace.prefillSent(pairOf(4, 2), new Headers());
+    trace.prefillSent(pairOf(4, 2), {});
     trace.prefillEnded('ok', undefined);
     trace.end('timeout');
     expect(spans(SPAN.prefill).map((s) => [s.attributes['pdlink.instance_id'], s.status.code])).toEqual([

@@ -10,17 +10,24 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { kvMovedOf } from '../core/kv-report.ts';
+import type { LegHeaders } from './legs.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
 import type { LegEnd, ProxyTracing, RequestTrace, TracedRequest } from './trace.ts';
 
 const propagator = new W3CTraceContextPropagator();
 
-/** Reads and writes `traceparent`/`tracestate` on fetch Headers. */
+/** Reads `traceparent`/`tracestate` from the client's Headers. */
 const headerCarrier = {
   get: (carrier: Headers, key: string): string | undefined => carrier.get(key) ?? undefined,
   keys: (carrier: Headers): string[] => [...carrier.keys()],
-  set: (carrier: Headers, key: string, value: string): void => carrier.set(key, value),
+};
+
+/** Writes them into a leg's headers. */
+const legCarrier = {
+  set: (carrier: LegHeaders, key: string, value: string): void => {
+    carrier[key] = value;
+  },
 };
 
 /** Span and attribute names, shared with the tests and the README. */
@@ -82,7 +89,7 @@ class OtelRequestTrace implements RequestTrace {
     this.#root.setAttributes(ids);
   }
 
-  prefillSent(pair: PickedPair, headers: Headers): void {
+  prefillSent(pair: PickedPair, headers: LegHeaders): void {
     this.#prefill = this.#leg(SPAN.prefill, pair.p.id, pair.p.ip, headers);
   }
 
@@ -102,7 +109,7 @@ class OtelRequestTrace implements RequestTrace {
     );
   }
 
-  decodeSent(pair: PickedPair, headers: Headers): void {
+  decodeSent(pair: PickedPair, headers: LegHeaders): void {
     // A D that failed before its first byte hands the leg on: its span ends here.
     this.#endDecode('retry');
     this.#root.setAttribute('pdlink.d_instance', pair.d.id);
@@ -144,13 +151,13 @@ class OtelRequestTrace implements RequestTrace {
     this.#root.end();
   }
 
-  #leg(name: string, instanceId: number, ip: string, headers: Headers): Span {
+  #leg(name: string, instanceId: number, ip: string, headers: LegHeaders): Span {
     const span = this.#tracer.startSpan(
       name,
       { kind: SpanKind.CLIENT, attributes: { 'pdlink.instance_id': instanceId, 'server.address': ip } },
       this.#context,
     );
-    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, headerCarrier);
+    propagator.inject(trace.setSpan(ROOT_CONTEXT, span), headers, legCarrier);
     return span;
   }
 

@@ -13,19 +13,21 @@ import type { Instance } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
 import type { PickedPair, ReservationLedger } from './ports.ts';
 import type { KvMoved } from '../core/kv-report.ts';
+import { leaseRenewals, type LeaseRenewals, type Renewable } from './lease-renewals.ts';
 import { blocksFor } from './prompt.ts';
 
 /** How the record ends: `none` when there is nothing (left) to end. */
 export type LedgerEnd =
   ({ kind: 'complete' } & KvMoved) | { kind: 'fail'; code: string; detail: string } | { kind: 'release' } | { kind: 'none' };
 
-export class RequestReservation {
+export class RequestReservation implements Renewable {
   readonly #ledger: ReservationLedger;
   readonly #requestId: string;
   readonly #clientRequestId: string | undefined;
   readonly #leaseMs: number;
   #owned = false;
-  #renewal: ReturnType<typeof setInterval> | undefined;
+  /** The renewals this reservation is a member of while its request runs. */
+  #renewals: LeaseRenewals | undefined;
 
   /**
    * `requestId` keys the ledger record; `clientRequestId` is only shown beside it.
@@ -57,11 +59,11 @@ export class RequestReservation {
     });
     this.#owned = true;
     this.#ledger.begin(this.#requestId, 'prefilling');
-    if (this.#renewal === undefined) {
+    if (this.#renewals === undefined) {
       // Renewing while the request runs keeps a long request's capacity held; a record the proxy
       // lost track of still expires.
-      this.#renewal = setInterval(() => this.#renew(), Math.max(1, Math.floor(this.#leaseMs / 2)));
-      this.#renewal.unref?.();
+      this.#renewals = leaseRenewals(Math.max(1, Math.floor(this.#leaseMs / 2)));
+      this.#renewals.add(this);
     }
   }
 
@@ -112,11 +114,12 @@ export class RequestReservation {
    * @example reservation.close();
    */
   close(): void {
-    if (this.#renewal !== undefined) clearInterval(this.#renewal);
-    this.#renewal = undefined;
+    this.#renewals?.remove(this);
+    this.#renewals = undefined;
   }
 
-  #renew(): void {
+  /** Extends the record's lease while it is still this request's; the lease renewals call it. */
+  renew(): void {
     if (this.#owned) this.#guard('renew the lease of', () => this.#ledger.extend(this.#requestId));
   }
 

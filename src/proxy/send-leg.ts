@@ -13,6 +13,7 @@
  * fetch had a response (never once the head arrived, and never twice), and the origin had answered
  * this process before, so a pooled connection may have carried the request.
  */
+import type { LegHeaders } from './legs.ts';
 import { postLeg } from './upstream.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 
@@ -90,7 +91,7 @@ export class PooledOrigins {
  */
 export async function sendLeg(
   url: string,
-  headers: Headers,
+  headers: LegHeaders,
   body: string,
   signal: AbortSignal,
   origins: PooledOrigins,

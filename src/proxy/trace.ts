@@ -6,6 +6,7 @@
  * span, reads no clock and allocates nothing for tracing. The choice is made once, when the proxy
  * is built (see otel-trace.ts for the tracing that records spans).
  */
+import type { LegHeaders } from './legs.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
 
@@ -19,11 +20,11 @@ export interface RequestTrace {
   /** The placement chose `pair`. */
   placed(pair: PickedPair): void;
   /** The P leg is about to be sent to `pair.p` with `headers`: its `traceparent` is added there. */
-  prefillSent(pair: PickedPair, headers: Headers): void;
+  prefillSent(pair: PickedPair, headers: LegHeaders): void;
   /** P's attempt ended; on 'ok', `kvTransferParams` is what P handed over for D. */
   prefillEnded(end: LegEnd, kvTransferParams?: unknown): void;
   /** The D leg is about to be sent to `pair.d` with `headers`: its `traceparent` is added there. */
-  decodeSent(pair: PickedPair, headers: Headers): void;
+  decodeSent(pair: PickedPair, headers: LegHeaders): void;
   /** D answered with this status and headers (its KV report is read from them). */
   decodeAnswered(status: number, headers: Headers): void;
   /** D's first byte reached the proxy. */

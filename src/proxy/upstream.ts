@@ -4,6 +4,7 @@
  */
 import { withIdleTimeout } from './idle.ts';
 import { REQUEST_ID_HEADER } from './errors.ts';
+import type { LegHeaders } from './legs.ts';
 import type { ChunkReader } from './stream.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { runtime } from '../runtime/index.ts';
@@ -40,7 +41,7 @@ export const MAX_QUOTED_CHARS = 300;
  */
 export function postLeg(
   url: string,
-  headers: Headers,
+  headers: LegHeaders,
   body: string,
   signal: AbortSignal,
   idleMs = Infinity,
@@ -55,9 +56,9 @@ export function postLeg(
  * An engine's answer returned to the client as it is: status, content type and body, plus the request id.
  * @example return passthrough(res.status, res.headers.get('content-type'), text, requestId);
  */
-export function passthrough(status: number, contentType: string | null, body: string | ArrayBuffer, requestId: string): Response {
-  const headers = new Headers({ [REQUEST_ID_HEADER]: requestId });
-  if (contentType !== null) headers.set('content-type', contentType);
+export function passthrough(status: number, contentType: string | null, body: string | Uint8Array, requestId: string): Response {
+  const headers: Record<string, string> =
+    contentType === null ? { [REQUEST_ID_HEADER]: requestId } : { [REQUEST_ID_HEADER]: requestId, 'content-type': contentType };
   return new Response(body, { status, headers });
 }
 
@@ -65,10 +66,12 @@ export function passthrough(status: number, contentType: string | null, body: st
  * The headers of a streamed answer: D's content type, no caching by intermediaries, the request id.
  * @example new Response(stream, { status: res.status, headers: streamHeaders(res, requestId) })
  */
-export function streamHeaders(res: Response, requestId: string): Headers {
-  const headers = new Headers({ 'content-type': res.headers.get('content-type') ?? 'text/event-stream', [REQUEST_ID_HEADER]: requestId });
-  headers.set('cache-control', 'no-cache');
-  return headers;
+export function streamHeaders(res: Response, requestId: string): Record<string, string> {
+  return {
+    'content-type': res.headers.get('content-type') ?? 'text/event-stream',
+    [REQUEST_ID_HEADER]: requestId,
+    'cache-control': 'no-cache',
+  };
 }
 
 /**

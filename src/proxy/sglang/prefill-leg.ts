@@ -5,6 +5,8 @@
  * failure of P. It never throws, so the exchange can wait on it beside D's leg.
  */
 import { parseJsonExact } from '../../core/exact-json.ts';
+import { readLegText } from '../idle.ts';
+import type { LegHeaders } from '../legs.ts';
 import type { RetryReason } from '../metrics.ts';
 import { sendLeg } from '../send-leg.ts';
 import type { LegExchange } from '../types.ts';
@@ -24,7 +26,7 @@ export async function prefillLeg(
   exchange: Pick<LegExchange, 'deps' | 'request'>,
   url: string,
   p: number,
-  headers: Headers,
+  headers: LegHeaders,
   legBody: string,
   signal: AbortSignal,
 ): Promise<PrefillLegResult> {
@@ -40,7 +42,7 @@ export async function prefillLeg(
       settings.engineIdleTimeoutMs,
       settings.engineTls,
     );
-    const text = await res.text();
+    const text = await readLegText(res);
     if (res.status >= 500)
       return { kind: 'failed', reason: 'status_5xx', message: `prefill instance ${p} answered ${res.status}: ${quoteError(text)}` };
     if (res.status >= 400) {

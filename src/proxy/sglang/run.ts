@@ -20,6 +20,7 @@ import type { RetryReason } from '../metrics.ts';
 import { placePair } from '../placement.ts';
 import type { PairPicker, PickedPair } from '../ports.ts';
 import type { RequestReservation } from '../reservation.ts';
+import { legReader, readLegBytes, readLegText } from '../idle.ts';
 import { sendLeg } from '../send-leg.ts';
 import { servedBy } from '../served-by.ts';
 import { Stop } from '../stop.ts';
@@ -179,7 +180,7 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   if (res.status < 200 || res.status >= 300) {
     let text: string;
     try {
-      text = await res.text();
+      text = await readLegText(res);
     } catch (err) {
       return decodeFailed('transport', `answered ${res.status}, then failed: ${transportMessage(err)}`);
     }
@@ -199,7 +200,7 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   });
   if (!exchange.streaming) return wholeAnswer(exchange, { res, d, dAt, pTask, pFailed, prefillFailed, decodeFailed });
 
-  const reader: ChunkReader | undefined = res.body?.getReader();
+  const reader: ChunkReader | undefined = legReader(res);
   if (reader === undefined) return decodeFailed('bad_answer', `answered ${res.status} with an empty body`);
   let first: Uint8Array | null | PrefillFailure;
   try {
@@ -232,16 +233,16 @@ interface WholeLegs {
 async function wholeAnswer(exchange: DecodeExchange, legs: WholeLegs): Promise<Response | PairFailure> {
   const { res, d, dAt, pTask, pFailed, prefillFailed, decodeFailed } = legs;
   const { breakers, metrics } = exchange.deps;
-  let bytes: ArrayBuffer | PrefillFailure;
+  let bytes: Uint8Array | PrefillFailure;
   try {
-    bytes = await Promise.race([res.arrayBuffer(), pFailed]);
+    bytes = await Promise.race([readLegBytes(res), pFailed]);
   } catch (err) {
     return decodeFailed('transport', `failed while answering: ${transportMessage(err)}`);
   }
-  if (!(bytes instanceof ArrayBuffer)) return prefillFailed(bytes);
+  if (!(bytes instanceof Uint8Array)) return prefillFailed(bytes);
   if (bytes.byteLength === 0) return decodeFailed('bad_answer', `answered ${res.status} with an empty body`);
   // D answered whole, so P handed its KV over: P's answer matters only for the prompt's logprobs.
-  let answer: string | ArrayBuffer = bytes;
+  let answer: string | Uint8Array = bytes;
   const pResult = exchange.request.body['return_logprob'] === true ? await pTask : undefined;
   if (pResult?.kind === 'ok') {
     try {
