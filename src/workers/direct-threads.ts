@@ -104,8 +104,9 @@ export class DirectThreads {
   #start(): Thread {
     const worker = new Worker(ENTRY, { workerData: { ...this.#options.workerData, filename: this.#options.filename } });
     const thread: Thread = { worker, ready: false, job: undefined, gone: false };
-    // Idle threads must not keep the process alive; a thread with a task does (see #send).
-    worker.unref();
+    // A starting thread keeps the process alive (a task may already wait for it: Deno ends a
+    // process whose only pending work is an unref'd worker's); once ready, only a thread with a
+    // task does (see #send).
     worker.on('message', (message: unknown) => this.#answered(thread, message));
     worker.on('error', (err: Error) => this.#died(thread, `worker died: ${err.message}`));
     worker.on('exit', (code: number) => this.#died(thread, `worker died: worker exited with code ${code}`));
@@ -125,6 +126,7 @@ export class DirectThreads {
     if (!thread.ready) {
       // The entry's first message says the module is loaded and listening.
       thread.ready = true;
+      thread.worker.unref();
       this.#next(thread);
       return;
     }
