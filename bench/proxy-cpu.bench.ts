@@ -23,11 +23,12 @@
  *
  * Run: bun bench/proxy-cpu.bench.ts   → bench/results/proxy-cpu.{json,md}
  */
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
+import { dir, ENGINE_CPU, GC_LOG, hostOf, PROXY_CPU, startBun, startPdlink, type Host } from './proxy-cpu-hosts.ts';
+import { contextSwitches, cpuNs, garbageIn, setAffinity, type Garbage } from './proxy-cpu-proc.ts';
 import { ensureNginx, startNginx, type Nginx } from './proxy-nginx.ts';
+import { clientPd, CONCURRENCY, concurrent, decodeOnly, paced, sequential, viaProxy, type Send } from './proxy-cpu-client.ts';
 
 const ROUNDS = Number(process.env['PROXY_CPU_ROUNDS'] ?? 6);
 const REQUESTS = Number(process.env['PROXY_CPU_REQUESTS'] ?? 2000);
@@ -37,19 +38,7 @@ const YOUNG_ROUNDS = Number(process.env['PROXY_CPU_YOUNG_ROUNDS'] ?? 3);
 const YOUNG_REQUESTS = Number(process.env['PROXY_CPU_YOUNG_REQUESTS'] ?? 300);
 const PACED_RATE = 250;
 const PACED_REQUESTS = Number(process.env['PROXY_CPU_PACED_REQUESTS'] ?? 500);
-const CONCURRENCY = 32;
-const MODEL = 'bench';
-const BODY = JSON.stringify({ model: MODEL, prompt: 'word '.repeat(51).trim(), max_tokens: 16, stream: true });
-const PREFILL_BODY = JSON.stringify({
-  ...JSON.parse(BODY),
-  stream: false,
-  max_tokens: 1,
-  kv_transfer_params: { do_remote_decode: true, do_remote_prefill: false },
-});
-const PROXY_CPU = '1';
-const ENGINE_CPU = '0';
 const ALL_CPUS = '0,1';
-const GC_LOG = { BUN_JSC_logGC: '1' };
 
 type Mode = 'direct' | 'nginx1' | 'nginx2' | 'bareFetch' | 'bareSocket' | 'pdlink';
 const LABELS: Record<Mode, string> = {
@@ -61,258 +50,9 @@ const LABELS: Record<Mode, string> = {
   pdlink: 'pdlink',
 };
 
-// ---------------------------------------------------------------- the client
-
-let seq = 0;
-function headers(): Record<string, string> {
-  return { 'content-type': 'application/json', 'x-request-id': `cpu-${seq++}` };
-}
-
-async function drain(res: Response): Promise<void> {
-  const text = await res.text();
-  if (res.status !== 200 || !text.endsWith('data: [DONE]\n\n')) throw new Error(`bad answer ${res.status}: ${text.slice(0, 200)}`);
-}
-
-/** One PD request as each mode sends it. */
-type Send = () => Promise<void>;
-
-function viaProxy(url: string): Send {
-  return async () => drain(await fetch(`${url}/v1/completions`, { method: 'POST', headers: headers(), body: BODY }));
-}
-
-/** The client calls P, then D with P's kv_transfer_params (directly, or through nginx's two listeners). */
-function clientPd(pUrl: string, dUrl: string): Send {
-  return async () => {
-    const h = headers();
-    const pre = await fetch(`${pUrl}/v1/completions`, { method: 'POST', headers: h, body: PREFILL_BODY });
-    const answer = (await pre.json()) as { kv_transfer_params?: unknown };
-    if (pre.status !== 200) throw new Error(`prefill answered ${pre.status}`);
-    const body = `${BODY.slice(0, -1)},"kv_transfer_params":${JSON.stringify(answer.kv_transfer_params)}}`;
-    await drain(await fetch(`${dUrl}/v1/completions`, { method: 'POST', headers: h, body }));
-  };
-}
-
-/** The D leg alone, through nginx's D listener: one hop. */
-function decodeOnly(dUrl: string): Send {
-  const body = `${BODY.slice(0, -1)},"kv_transfer_params":{"remote_engine_id":"bench-p","remote_block_ids":[1,2,3,4]}}`;
-  return async () => drain(await fetch(`${dUrl}/v1/completions`, { method: 'POST', headers: headers(), body }));
-}
-
-async function concurrent(send: Send, n: number, concurrency = CONCURRENCY): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        next++;
-        await send();
-      }
-    }),
-  );
-  return n / ((performance.now() - t0) / 1000);
-}
-
-async function sequential(send: Send, n: number): Promise<number[]> {
-  const ms: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now();
-    await send();
-    ms.push(performance.now() - t0);
-  }
-  return ms;
-}
-
-/** `n` requests started at `rate` a second, whatever the answers' pace. */
-async function paced(send: Send, n: number, rate: number): Promise<void> {
-  const t0 = performance.now();
-  const all: Promise<void>[] = [];
-  for (let i = 0; i < n; i++) {
-    const due = t0 + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 0) await Bun.sleep(wait);
-    all.push(send());
-  }
-  await Promise.all(all);
-}
-
 // ---------------------------------------------------------------- the processes
 
-const dir = mkdtempSync(join(tmpdir(), 'pdlink-proxy-cpu-'));
-
-function tasks(pid: number): string[] {
-  try {
-    return readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return [];
-  }
-}
-
-/** ns on CPU, every thread of `pid`. */
-function cpuNs(pid: number): number {
-  let ns = 0;
-  for (const tid of tasks(pid)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    } catch {
-      // A thread that ended between the listing and the read.
-    }
-  }
-  return ns;
-}
-
-/** Voluntary + involuntary context switches, every thread of `pid`. */
-function contextSwitches(pid: number): number {
-  let n = 0;
-  for (const tid of tasks(pid)) {
-    try {
-      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-      for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) n += Number(m[1]);
-    } catch {
-      // A thread that ended between the listing and the read.
-    }
-  }
-  return n;
-}
-
-function pinned(cpus: string, command: string[]): string[] {
-  return ['taskset', '-c', cpus, ...command];
-}
-
-/** Moves every thread of `pid` to `cpus` (a taskset list). */
-function setAffinity(pid: number, cpus: string): void {
-  const result = Bun.spawnSync(['taskset', '-a', '-p', '-c', cpus, String(pid)], { stdout: 'ignore', stderr: 'pipe' });
-  if (result.exitCode !== 0) throw new Error(`taskset ${cpus} ${pid}: ${result.stderr.toString()}`);
-}
-
-/** A process of the bench: its listeners (from its `pdlink: <name> listening on <url>` lines) and its stderr, kept in a file (JSC's GC log goes there). */
-interface Proc {
-  readonly pid: number;
-  readonly urls: Record<string, string>;
-  stderr(): string;
-  stop(): Promise<void>;
-}
-
-async function startBun(
-  name: string,
-  script: string,
-  args: string[],
-  listeners: string[],
-  env: Record<string, string> = {},
-): Promise<Proc> {
-  const errPath = join(dir, `${name}-${seq++}.err`);
-  const errFd = openSync(errPath, 'w');
-  const child = Bun.spawn(pinned(name === 'engines' ? ENGINE_CPU : PROXY_CPU, [process.execPath, join(import.meta.dir, script), ...args]), {
-    stdout: 'pipe',
-    stderr: errFd,
-    env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: '65535', ...env },
-  });
-  closeSync(errFd);
-  const urls: Record<string, string> = {};
-  const reader = child.stdout.getReader();
-  const decoder = new TextDecoder();
-  let out = '';
-  const deadline = setTimeout(() => child.kill(), 30_000);
-  while (!listeners.every((n) => urls[n] !== undefined)) {
-    const { done, value } = await reader.read();
-    if (done) throw new Error(`${name} exited before listening: ${out}${readFileSync(errPath, 'utf8').slice(-2000)}`);
-    out += decoder.decode(value);
-    for (const m of out.matchAll(/^pdlink: (\S+) listening on (\S+)$/gm)) urls[m[1]!] = m[2]!;
-  }
-  clearTimeout(deadline);
-  // Keep reading so the child never blocks on a full pipe.
-  void (async () => {
-    while (!(await reader.read()).done);
-  })().catch(() => {});
-  return {
-    pid: child.pid,
-    urls,
-    stderr: () => readFileSync(errPath, 'utf8'),
-    stop: async () => {
-      child.kill();
-      await child.exited;
-    },
-  };
-}
-
-interface Host {
-  readonly proc: Proc;
-  readonly url: string;
-  gc(): Promise<void>;
-}
-
-function hostOf(proc: Proc, listener: string): Host {
-  return {
-    proc,
-    url: proc.urls[listener]!,
-    gc: async () => void (await (await fetch(proc.urls['control']!, { method: 'POST' })).text()),
-  };
-}
-
-async function startPdlink(engines: Proc): Promise<Host> {
-  const config = join(dir, 'ms_coordinator.json');
-  writeFileSync(config, '{}');
-  const proc = await startBun(
-    'pdlink',
-    'proxy-pdlink-host.ts',
-    ['--config', config, '--manage_ip', '127.0.0.1', '--manage_port', '0', '--predict_ip', '127.0.0.1', '--predict_port', '0'],
-    ['management', 'inference', 'control'],
-    GC_LOG,
-  );
-  const instance = (id: number, url: string, role: number, label: number, peers: number[]) => ({
-    id,
-    ip: '127.0.0.1',
-    port: new URL(url).port,
-    metric_port: new URL(url).port,
-    model_name: MODEL,
-    static_info: {
-      group_id: 0,
-      max_seq_len: 4096,
-      max_output_len: 1024,
-      total_slots_num: 5000,
-      total_block_num: 1000000,
-      block_size: 16,
-      label,
-      role,
-    },
-    dynamic_info: { avail_slots_num: 5000, avail_block_num: 1000000, peers },
-  });
-  const res = await fetch(`${proc.urls['management']}/v1/instances/refresh`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      ids: [0, 1],
-      instances: [instance(0, engines.urls['prefill']!, 80, 2, [1]), instance(1, engines.urls['decode']!, 68, 3, [0])],
-    }),
-  });
-  if (res.status !== 200) throw new Error(`refresh answered ${res.status}: ${await res.text()}`);
-  return hostOf(proc, 'inference');
-}
-
 /** JS heap allocated, GCs and the longest pause in one stretch of a process's GC log. */
-interface Garbage {
-  bytes: number;
-  gcs: number;
-  maxPauseMs: number;
-}
-
-/** Reads JSC's GC log lines (`START … <before>kb => … => <after>kb, p=<pause>ms`) printed since `from`. */
-function garbageIn(log: string): Garbage {
-  const cycles = [...log.matchAll(/START \S+ (\d+)kb => \w+,.*=> (\d+)kb, p=([\d.]+)ms/g)].map((m) => ({
-    before: Number(m[1]) * 1024,
-    after: Number(m[2]) * 1024,
-    pause: Number(m[3]),
-  }));
-  // The first cycle is the forced one before the run, the last the forced one after it: what was
-  // allocated in between is what each cycle found on top of what the previous one left.
-  let bytes = 0;
-  let maxPauseMs = 0;
-  for (let i = 1; i < cycles.length; i++) {
-    bytes += Math.max(0, cycles[i]!.before - cycles[i - 1]!.after);
-    if (i < cycles.length - 1) maxPauseMs = Math.max(maxPauseMs, cycles[i]!.pause);
-  }
-  return { bytes, gcs: Math.max(0, cycles.length - 2), maxPauseMs };
-}
-
 async function garbagePerRequest(host: Host, send: Send): Promise<Garbage> {
   await host.gc();
   // The forced collection's line is written before its answer: the run's log starts with it.
@@ -475,7 +215,7 @@ try {
       `young process (first ${YOUNG_REQUESTS} requests of a fresh Coordinator, ${YOUNG_ROUNDS} processes): p50 ${fmt(youngP50, 3)} ms, p99 ${fmt(youngP99, 3)} ms (goal ≤ 0.6 ms: ${met(youngP99.median <= 0.6)}).`,
     `Garbage per request (JS heap allocated, JSC's GC log over ${GARBAGE_REQUESTS} requests, 3 rounds): pdlink ${fmt(kb('pdlink'), 1)} KB, bare fetch proxy ${fmt(kb('bareFetch'), 1)} KB, bare Bun.connect proxy ${fmt(kb('bareSocket'), 1)} KB.`,
     `Context switches per request at ${PACED_RATE} req/s (every thread, 3 rounds of ${PACED_REQUESTS}): ${switchModes.map((m) => `${m} ${med(switches[m]).toFixed(2)}`).join(', ')}.`,
-    "Under load, proxies pinned to CPU 1 and engines to CPU 0, the client unpinned; latency at concurrency 1 with nothing pinned. The machine is a 2-core VM shared with other engineers' test and benchmark runs while this ran.",
+    'Under load, proxies pinned to CPU 1 and engines to CPU 0, the client unpinned; latency at concurrency 1 with nothing pinned. The machine is a 2-core VM shared with other test and benchmark runs while this ran.',
   ];
   const summary = lines.join('\n\n');
   console.log(summary);

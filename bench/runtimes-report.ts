@@ -109,7 +109,7 @@ export function report(
     `Proxy against fast fake engines: added latency at c=1, ms, p50 ${r('proxyAddedP50Ms')}; p99 ${r('proxyAddedP99Ms')} ` +
       `(each over the client's own two-leg call measured right before it, so a p99 can come out below the floor's by noise). CPU per ` +
       `streamed request at c=32, µs: ${r('proxyCpuUsPerRequest')}, the steadiest gap of the table.`,
-    `The machine is a 2-core VM shared with other engineers' tests and benchmarks while this ran; the client, the fake engines and the ` +
+    `The machine is a 2-core VM shared with other tests and benchmarks while this ran; the client, the fake engines and the ` +
       `prefill contexts share it too, so only the ratios of one run mean anything.`,
   ].join('\n\n');
   writeResults('runtimes', {

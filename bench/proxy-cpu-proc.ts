@@ -1,0 +1,74 @@
+/**
+ * What the proxy CPU benchmark reads of a process from /proc and from JSC's GC log: CPU time and
+ * context switches summed over every thread, CPU pinning, and the garbage between two collections.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+export function tasks(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+}
+
+/** ns on CPU, every thread of `pid`. */
+export function cpuNs(pid: number): number {
+  let ns = 0;
+  for (const tid of tasks(pid)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return ns;
+}
+
+/** Voluntary + involuntary context switches, every thread of `pid`. */
+export function contextSwitches(pid: number): number {
+  let n = 0;
+  for (const tid of tasks(pid)) {
+    try {
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) n += Number(m[1]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return n;
+}
+
+export function pinned(cpus: string, command: string[]): string[] {
+  return ['taskset', '-c', cpus, ...command];
+}
+
+/** Moves every thread of `pid` to `cpus` (a taskset list). */
+export function setAffinity(pid: number, cpus: string): void {
+  const result = Bun.spawnSync(['taskset', '-a', '-p', '-c', cpus, String(pid)], { stdout: 'ignore', stderr: 'pipe' });
+  if (result.exitCode !== 0) throw new Error(`taskset ${cpus} ${pid}: ${result.stderr.toString()}`);
+}
+
+export interface Garbage {
+  bytes: number;
+  gcs: number;
+  maxPauseMs: number;
+}
+
+/** Reads JSC's GC log lines (`START … <before>kb => … => <after>kb, p=<pause>ms`) printed since `from`. */
+export function garbageIn(log: string): Garbage {
+  const cycles = [...log.matchAll(/START \S+ (\d+)kb => \w+,.*=> (\d+)kb, p=([\d.]+)ms/g)].map((m) => ({
+    before: Number(m[1]) * 1024,
+    after: Number(m[2]) * 1024,
+    pause: Number(m[3]),
+  }));
+  // The first cycle is the forced one before the run, the last the forced one after it: what was
+  // allocated in between is what each cycle found on top of what the previous one left.
+  let bytes = 0;
+  let maxPauseMs = 0;
+  for (let i = 1; i < cycles.length; i++) {
+    bytes += Math.max(0, cycles[i]!.before - cycles[i - 1]!.after);
+    if (i < cycles.length - 1) maxPauseMs = Math.max(maxPauseMs, cycles[i]!.pause);
+  }
+  return { bytes, gcs: Math.max(0, cycles.length - 2), maxPauseMs };
+}
