@@ -10,7 +10,7 @@
  * Pinning: not by default. LINKS_FLOOR_PIN=1 re-runs the bench under `taskset -c 0` and moves the
  * server process to core 1; on this 2-core machine that starved the client runtime's own threads
  * during a direct call (16-per-call direct rate 2,494 pairs/s pinned against 6,907 unpinned in one
- * session), so pinning distorts the floor rather than steadying it. Rounds alternate which side
+ * run), so pinning distorts the floor rather than steadying it. Rounds alternate which side
  * goes first; many rounds and their p10–p90 spread stand in for a quiet machine.
  *
  * Run: bun bench/links-floor.bench.ts   → bench/results/links-floor.{json,md}
