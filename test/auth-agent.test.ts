@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimCluster } from '../src/sim/cluster.ts';
 import { startPdlink, type PdlinkChild } from './support/child.ts';
+import { unusedLinkPort } from './support/link-port.ts';
 
 const TOKEN = 'agent-mgmt-token-55aa66bb77cc';
 const dir = mkdtempSync(join(tmpdir(), 'pdlink-auth-agent-'));
@@ -35,7 +36,7 @@ async function startAgent(pdlink: Record<string, unknown>, ip: string): Promise<
     JSON.stringify({
       ServerConfig: { ipAddress: ip, managementIpAddress: ip },
       pdlink: {
-        link_base_port: 20000 + Math.floor(Math.random() * 20000),
+        link_base_port: await unusedLinkPort(ip),
         cluster_id: '1',
         devices: [{ device_logical_id: 0, device_ip: ip }],
         ...pdlink,

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnListening } from '../src/sim/process.ts';
 import { REPO_ROOT } from './support/child.ts';
+import { unusedLinkPort } from './support/link-port.ts';
 
 const ENTRY = join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts');
 
@@ -39,7 +40,7 @@ describe('pdlink sim-engine', () => {
     writeFileSync(
       config,
       JSON.stringify({
-        pdlink: { devices: [{ device_logical_id: 0, device_ip: ip }], link_base_port: 20_000 + Math.floor(Math.random() * 40_000) },
+        pdlink: { devices: [{ device_logical_id: 0, device_ip: ip }], link_base_port: await unusedLinkPort(ip) },
       }),
     );
     const engine = await spawnListening({

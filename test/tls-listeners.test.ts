@@ -10,6 +10,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT, runPdlink, startPdlink, type PdlinkChild } from './support/child.ts';
 import { clientTls, makeTestPki, type TestPki } from './support/tls-certs.ts';
+import { unusedLinkPort } from './support/link-port.ts';
 
 let pki: TestPki;
 beforeAll(() => {
@@ -107,7 +108,7 @@ describe('agent management listener with mutual TLS', () => {
       JSON.stringify({
         pdlink: {
           devices: [{ device_logical_id: 0, device_ip: '127.0.0.1' }],
-          link_base_port: 20_000 + Math.floor(Math.random() * 40_000),
+          link_base_port: await unusedLinkPort('127.0.0.1'),
           tls: { management_tls_enable: true, management_tls_items: serverItems() },
         },
       }),
