@@ -170,16 +170,14 @@ export class Transfers {
    * @example const { ret, bytes } = await transfers.pullBlocks({ remoteClusterId: 7n, remoteCacheId: 1n, srcBlocks: [3, 8], dstCacheId: 2n, dstBlocks: [0, 1], timeoutMs: 1000 });
    */
   pullBlocks(request: PullRequest): Promise<TransferResult> {
-    return this.#transfer(
-      'pull',
-      request,
-      request.remoteCacheId,
-      request.srcBlocks,
-      'srcBlocks',
-      request.dstCacheId,
-      request.dstBlocks,
-      'dstBlocks',
-    );
+    return this.#transfer('pull', request, {
+      remoteCacheId: request.remoteCacheId,
+      remoteBlocks: request.srcBlocks,
+      remoteField: 'srcBlocks',
+      localCacheId: request.dstCacheId,
+      localBlocks: request.dstBlocks,
+      localField: 'dstBlocks',
+    });
   }
 
   /**
@@ -187,16 +185,14 @@ export class Transfers {
    * @example await transfers.pushBlocks({ remoteClusterId: 7n, srcCacheId: 2n, srcBlocks: [0], remoteCacheId: 1n, dstBlocks: [5] });
    */
   pushBlocks(request: PushRequest): Promise<TransferResult> {
-    return this.#transfer(
-      'push',
-      request,
-      request.remoteCacheId,
-      request.dstBlocks,
-      'dstBlocks',
-      request.srcCacheId,
-      request.srcBlocks,
-      'srcBlocks',
-    );
+    return this.#transfer('push', request, {
+      remoteCacheId: request.remoteCacheId,
+      remoteBlocks: request.dstBlocks,
+      remoteField: 'dstBlocks',
+      localCacheId: request.srcCacheId,
+      localBlocks: request.srcBlocks,
+      localField: 'srcBlocks',
+    });
   }
 
   /** Caches registered through this API and not unregistered since. */
@@ -257,17 +253,8 @@ export class Transfers {
     return status(normalizeStatus(reply.value.rc), reply.value.message);
   }
 
-  async #transfer(
-    op: TransferOp,
-    request: TransferCommon,
-    remoteCacheId: bigint,
-    remoteBlocks: BlockList,
-    remoteField: string,
-    localCacheId: bigint,
-    localBlocks: BlockList,
-    localField: string,
-  ): Promise<TransferResult> {
-    const checked = this.#check(op, request, remoteCacheId, remoteBlocks, remoteField, localCacheId, localBlocks, localField);
+  async #transfer(op: TransferOp, request: TransferCommon, sides: TransferSides): Promise<TransferResult> {
+    const checked = this.#check(op, request, sides);
     if (!('handle' in checked)) return { ...checked, bytes: 0, blocks: 0, aborted: false };
     const running = this.#start(op, request, checked);
     try {
@@ -281,16 +268,8 @@ export class Transfers {
   }
 
   /** Every check a transfer passes on the main thread: endpoint, ids, timeout, lists, local cache. */
-  #check(
-    op: TransferOp,
-    request: TransferCommon,
-    remoteCacheId: bigint,
-    remoteBlocks: BlockList,
-    remoteField: string,
-    localCacheId: bigint,
-    localBlocks: BlockList,
-    localField: string,
-  ): Checked | CallStatus {
+  #check(op: TransferOp, request: TransferCommon, sides: TransferSides): Checked | CallStatus {
+    const { remoteCacheId, remoteBlocks, remoteField, localCacheId, localBlocks, localField } = sides;
     if (this.#closed) return status(LLM_STATUS.LLM_FAILED, 'the transfer API is closed');
     const where = this.#endpoint(request.endpoint);
     if (where instanceof ArgumentRefused) return refusal(where);
@@ -318,6 +297,16 @@ export class Transfers {
     this.#running.set(running.id, running);
     return { ...running, started };
   }
+}
+
+/** The two sides of a pull or a push: the peer's cache and blocks, ours, and the request fields naming each list. */
+interface TransferSides {
+  readonly remoteCacheId: bigint;
+  readonly remoteBlocks: BlockList;
+  readonly remoteField: string;
+  readonly localCacheId: bigint;
+  readonly localBlocks: BlockList;
+  readonly localField: string;
 }
 
 function cacheKey(endpoint: string, cacheId: bigint): string {
