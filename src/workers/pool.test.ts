@@ -69,10 +69,17 @@ describe('WorkerPool', () => {
 describe('PoolLinkExecutor', () => {
   for (const encoding of ENCODINGS) {
     test(`${encoding}: per-cluster codes in batch order`, async () => {
-      const executor = new PoolLinkExecutor({ pool, handles: new Map([['0', 1000 + ENCODINGS.indexOf(encoding)]]), encoding });
-      const outcome = await executor.link('0', [target(1), target(2, 1), target(3)], 1000);
-      expect(outcome).toEqual({ rets: [S.LLM_SUCCESS, S.LLM_LINK_FAILED, S.LLM_SUCCESS] });
-      expect((await executor.unlink('0', [target(3), target(4)], 1000, false)).rets).toEqual([S.LLM_SUCCESS, S.LLM_NOT_YET_LINK]);
+      // One thread: the simulated runtime keeps its links per thread, so an unlink must reach the
+      // thread that linked (the real runtime's links belong to the context every thread shares).
+      const single = new WorkerPool({ threads: 1, filename });
+      try {
+        const executor = new PoolLinkExecutor({ pool: single, handles: new Map([['0', 1000 + ENCODINGS.indexOf(encoding)]]), encoding });
+        const outcome = await executor.link('0', [target(1), target(2, 1), target(3)], 1000);
+        expect(outcome).toEqual({ rets: [S.LLM_SUCCESS, S.LLM_LINK_FAILED, S.LLM_SUCCESS] });
+        expect((await executor.unlink('0', [target(3), target(4)], 1000, false)).rets).toEqual([S.LLM_SUCCESS, S.LLM_NOT_YET_LINK]);
+      } finally {
+        await single.close();
+      }
     });
   }
 
