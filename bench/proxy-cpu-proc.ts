@@ -25,6 +25,23 @@ export function cpuNs(pid: number): number {
   return ns;
 }
 
+/** Threads of JavaScriptCore's compilers (named `JITWorker`, and `JSCWarmUp` for the warm-up work they queue). */
+const JIT_THREAD = /^(JITWorker|JSCWarmUp)/;
+
+/** ns on CPU of `pid`'s JIT compiler threads (zero for a process that has none, such as nginx). */
+export function jitNs(pid: number): number {
+  let ns = 0;
+  for (const tid of tasks(pid)) {
+    try {
+      if (!JIT_THREAD.test(readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8'))) continue;
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return ns;
+}
+
 /** Voluntary + involuntary context switches, every thread of `pid`. */
 export function contextSwitches(pid: number): number {
   let n = 0;

@@ -26,7 +26,7 @@
 import { rmSync } from 'node:fs';
 import { markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
 import { dir, ENGINE_CPU, GC_LOG, hostOf, PROXY_CPU, startBun, startPdlink, type Host } from './proxy-cpu-hosts.ts';
-import { contextSwitches, cpuNs, garbageIn, setAffinity, type Garbage } from './proxy-cpu-proc.ts';
+import { contextSwitches, cpuNs, garbageIn, jitNs, setAffinity, type Garbage } from './proxy-cpu-proc.ts';
 import { ensureNginx, startNginx, type Nginx } from './proxy-nginx.ts';
 import { clientPd, CONCURRENCY, concurrent, decodeOnly, paced, sequential, viaProxy, type Send } from './proxy-cpu-client.ts';
 
@@ -39,6 +39,10 @@ const YOUNG_REQUESTS = Number(process.env['PROXY_CPU_YOUNG_REQUESTS'] ?? 300);
 const PACED_RATE = 250;
 const PACED_REQUESTS = Number(process.env['PROXY_CPU_PACED_REQUESTS'] ?? 500);
 const ALL_CPUS = '0,1';
+/** Warm-up goes on in chunks of this many requests until the JIT threads use under JIT_SETTLED of a chunk's CPU. */
+const WARM_CHUNK = 2000;
+const JIT_SETTLED = 0.02;
+const MAX_WARM_REQUESTS = Number(process.env['PROXY_CPU_MAX_WARM'] ?? 120_000);
 
 type Mode = 'direct' | 'nginx1' | 'nginx2' | 'bareFetch' | 'bareSocket' | 'pdlink';
 const LABELS: Record<Mode, string> = {
@@ -62,6 +66,29 @@ async function garbagePerRequest(host: Host, send: Send): Promise<Garbage> {
   await host.gc();
   const g = garbageIn(host.proc.stderr().slice(from - 1));
   return { bytes: g.bytes / GARBAGE_REQUESTS, gcs: g.gcs, maxPauseMs: g.maxPauseMs };
+}
+
+/**
+ * Sends requests until the process's JIT compilers have settled: two chunks in a row in which
+ * they used under JIT_SETTLED of the process's CPU. "Warm" means compiled: a proxy with more code
+ * takes more requests to get there (pdlink's took ≈ 40,000 against a few thousand for the bare
+ * proxy), and measuring it earlier counts compilation as per-request cost. Returns the requests sent.
+ */
+async function warmUntilCompiled(send: Send, pid: number | undefined): Promise<number> {
+  if (pid === undefined) {
+    await concurrent(send, WARM_CHUNK);
+    return WARM_CHUNK;
+  }
+  let sent = 0;
+  let quiet = 0;
+  while (sent < MAX_WARM_REQUESTS && quiet < 2) {
+    const cpu0 = cpuNs(pid);
+    const jit0 = jitNs(pid);
+    await concurrent(send, WARM_CHUNK);
+    sent += WARM_CHUNK;
+    quiet = (jitNs(pid) - jit0) / (cpuNs(pid) - cpu0) < JIT_SETTLED ? quiet + 1 : 0;
+  }
+  return sent;
 }
 
 // ---------------------------------------------------------------- the run
@@ -105,10 +132,14 @@ try {
   const proxyPids = [...new Set(Object.values(pids))];
   const allPids = [...proxyPids, engines.pid];
   console.log(`modes: ${modes.join(', ')}; ${ROUNDS} rounds`);
-  for (const mode of modes) await concurrent(senders[mode]!, 1000); // warm-up
+  const warmRequests: Partial<Record<Mode, number>> = {};
+  for (const mode of modes) warmRequests[mode] = await warmUntilCompiled(senders[mode]!, pids[mode]);
+  console.log(`warm-up until compiled: ${modes.map((m) => `${m} ${warmRequests[m]}`).join(', ')} requests`);
 
   // CPU and throughput at concurrency 32.
   const cpu: Partial<Record<Mode, number[]>> = {};
+  /** Share of each round's CPU spent by the JIT threads: near zero when the warm-up did its job. */
+  const jitShare: Partial<Record<Mode, number[]>> = {};
   const rps: Partial<Record<Mode, number[]>> = {};
   const latency: Partial<Record<Mode, { p50: number; p99: number }[]>> = {};
   const latencyModes: Mode[] = ['direct', 'bareFetch', 'bareSocket', 'pdlink'];
@@ -117,9 +148,14 @@ try {
     for (const mode of order) {
       const pid = pids[mode];
       const before = pid === undefined ? 0 : cpuNs(pid);
+      const jitBefore = pid === undefined ? 0 : jitNs(pid);
       const r = await concurrent(senders[mode]!, REQUESTS);
       (rps[mode] ??= []).push(r);
-      if (pid !== undefined) (cpu[mode] ??= []).push((cpuNs(pid) - before) / 1000 / REQUESTS);
+      if (pid !== undefined) {
+        const used = cpuNs(pid) - before;
+        (cpu[mode] ??= []).push(used / 1000 / REQUESTS);
+        (jitShare[mode] ??= []).push((jitNs(pid) - jitBefore) / used);
+      }
     }
     // One request at a time gains nothing from pinning, and a proxy held to one core of a shared
     // machine waits for it: latency is measured with every process free to run on both cores.
@@ -205,6 +241,7 @@ try {
   ]);
   const lines = [
     `Per streamed PD request in front of the same fast fake engines, ${ROUNDS} rotating rounds of ${REQUESTS} requests at concurrency ${CONCURRENCY} and ${SEQUENTIAL} at concurrency 1 per mode; medians of per-round ratios (p10, p90).`,
+    `Warm means compiled: each process was sent requests in chunks of ${WARM_CHUNK} until its JIT threads used under ${JIT_SETTLED * 100}% of a chunk's CPU twice in a row (${(['bareFetch', 'bareSocket', 'pdlink'] as Mode[]).map((m) => `${m} ${warmRequests[m]}`).join(', ')} requests); in the measured rounds they used ${(['bareFetch', 'bareSocket', 'pdlink'] as Mode[]).map((m) => `${m} ${(100 * med(jitShare[m])).toFixed(1)}%`).join(', ')} of the CPU (median).`,
     `CPU per request: pdlink ${med(cpu.pdlink).toFixed(1)} µs = ${fmtX(cpuVsBare)} the bare fetch proxy (goal ≤ 1.2×: ${met(cpuVsBare.median <= 1.2)}), ${fmtX(cpuVsSocket)} the bare Bun.connect proxy; ` +
       (cpuVsNginx2 === undefined
         ? 'nginx could not be installed: its columns were skipped.'
@@ -229,6 +266,8 @@ try {
       pinning: { proxies: PROXY_CPU, engines: ENGINE_CPU, client: 'unpinned' },
       nginx: nginxBinary ?? null,
       cpuUs: cpu,
+      warmRequests,
+      jitShareOfCpu: jitShare,
       requestsPerSecond: rps,
       latencyMs: latency,
       young,
