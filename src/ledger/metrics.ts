@@ -3,7 +3,8 @@
  * the per-instance and in-flight gauges are computed when scraped, so the hot path of reserve and
  * release does no label hashing.
  */
-import { Counter, Gauge, Histogram, type Registry } from '../core/metrics.ts';
+import { FastCounter, FastHistogram, type CounterCell, type HistogramCell } from '../core/fast-metrics.ts';
+import { Gauge, type Registry } from '../core/metrics.ts';
 import type { InstanceAccount } from './accounts.ts';
 import { ACTIVE_STATES, type ActiveState, type FinalState } from './records.ts';
 
@@ -17,40 +18,50 @@ export interface LedgerMetricsSource {
 export const TRANSFER_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export class LedgerMetrics {
-  readonly #bytes: Counter;
-  readonly #blocks: Counter;
-  readonly #duration: Histogram;
-  readonly #expirations: Counter;
-  readonly #ended: Record<FinalState, ReturnType<Counter<'outcome'>['labels']>>;
+  readonly #bytes: CounterCell;
+  readonly #blocks: CounterCell;
+  readonly #duration: HistogramCell;
+  readonly #expirations: CounterCell;
+  readonly #ended: Record<FinalState, CounterCell>;
 
   constructor(registry: Registry, source: LedgerMetricsSource) {
     const registers = [registry];
-    this.#bytes = new Counter({ name: 'pdlink_kv_bytes_moved_total', help: 'KV-cache bytes moved by completed transfers', registers });
-    this.#blocks = new Counter({ name: 'pdlink_kv_blocks_moved_total', help: 'KV-cache blocks moved by completed transfers', registers });
-    this.#duration = new Histogram({
+    // Moved as every record ends: bound once and moved directly (see fast-metrics.ts).
+    this.#bytes = new FastCounter({
+      name: 'pdlink_kv_bytes_moved_total',
+      help: 'KV-cache bytes moved by completed transfers',
+      registers,
+    }).labels();
+    this.#blocks = new FastCounter({
+      name: 'pdlink_kv_blocks_moved_total',
+      help: 'KV-cache blocks moved by completed transfers',
+      registers,
+    }).labels();
+    this.#duration = new FastHistogram({
       name: 'pdlink_kv_transfer_duration_seconds',
       help: 'Time from the start of a KV transfer to its completion',
       buckets: TRANSFER_DURATION_BUCKETS,
       registers,
-    });
-    this.#expirations = new Counter({
+    }).labels();
+    this.#expirations = new FastCounter({
       name: 'pdlink_ledger_expirations_total',
       help: 'Reservations released because their lease ran out',
       registers,
-    });
-    const ended = new Counter({
+    }).labels();
+    const ended = new FastCounter({
       name: 'pdlink_ledger_records_ended_total',
       help: 'Transfer records that left the active set, by outcome',
       labelNames: ['outcome'],
       registers,
     });
-    // Children resolved once: the hot path then skips label hashing, and every outcome shows as 0 from the start.
+    // Children resolved once; every outcome shows as 0 from the start.
     this.#ended = {
       done: ended.labels('done'),
       failed: ended.labels('failed'),
       expired: ended.labels('expired'),
       released: ended.labels('released'),
     };
+    for (const cell of Object.values(this.#ended)) cell.inc(0);
     new Gauge({
       name: 'pdlink_kv_transfers_in_flight',
       help: 'Active transfer records, by state',

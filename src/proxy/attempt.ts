@@ -3,6 +3,7 @@
  * KV parameters for D, a rejection that is the client's answer, a failure worth another P, or the
  * exchange's abort.
  */
+import type { AbortScope } from './abort-scope.ts';
 import { parseJsonExact } from '../core/exact-json.ts';
 import { readLegText } from './idle.ts';
 import { engineUrl, legHeaders } from './legs.ts';
@@ -23,7 +24,7 @@ export type AttemptResult =
 export interface AttemptExchange {
   readonly request: Pick<ExchangeRequest, 'kind' | 'requestId' | 'clientHeaders'>;
   readonly deps: Pick<ExchangeDeps, 'origins' | 'metrics' | 'settings'>;
-  readonly signal: AbortSignal;
+  readonly scope: AbortScope;
   readonly cause: AbortCause | null;
   readonly trace?: RequestTrace;
 }
@@ -46,7 +47,7 @@ export async function attemptPrefill(
   legBody: string,
 ): Promise<AttemptResult> {
   const { kind, requestId, clientHeaders } = exchange.request;
-  if (exchange.signal.aborted) return { kind: 'aborted' };
+  if (exchange.scope.aborted) return { kind: 'aborted' };
   clock.start();
   const p = pair.p.id;
   const headers = legHeaders(clientHeaders, requestId);
@@ -56,7 +57,7 @@ export async function attemptPrefill(
       engineUrl(pair.p, kind, exchange.deps.settings.engineTls !== undefined),
       headers,
       legBody,
-      exchange.signal,
+      exchange.scope,
       exchange.deps.origins,
       () => exchange.deps.metrics.staleRetried('prefill'),
       exchange.deps.settings.engineIdleTimeoutMs,

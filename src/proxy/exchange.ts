@@ -9,6 +9,7 @@
  * The legs run in prefill.ts and decode.ts; this class owns the clocks, the abort and the settling.
  */
 import { errors, PdlinkError } from '../core/errors.ts';
+import { AbortScope } from './abort-scope.ts';
 import type { AttemptClock } from './attempt.ts';
 import { errorResponse } from './errors.ts';
 import type { ProxyOutcome } from './metrics.ts';
@@ -31,7 +32,7 @@ export class Exchange implements DecodeExchange {
   readonly deps: ExchangeDeps;
   readonly prompt: PromptInfo;
   readonly trace: RequestTrace;
-  readonly #controller = new AbortController();
+  readonly #scope = new AbortScope();
   readonly #onEnd: () => void;
   readonly #onClientAbort = (): void => this.abort('client_abort');
   #cause: AbortCause | null = null;
@@ -65,8 +66,14 @@ export class Exchange implements DecodeExchange {
     else request.clientSignal.addEventListener('abort', this.#onClientAbort, { once: true });
   }
 
+  /** The request's abort: a timeout, the client leaving or the end of the exchange. */
+  get scope(): AbortScope {
+    return this.#scope;
+  }
+
+  /** The request's abort as an AbortSignal, made on first use. */
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    return this.#scope.signal;
   }
 
   /** Why the request was aborted, or null while it runs. */
@@ -102,7 +109,7 @@ export class Exchange implements DecodeExchange {
   /** Aborts the running leg; the first cause sticks. */
   abort(cause: AbortCause): void {
     if (this.#cause === null) this.#cause = cause;
-    this.#controller.abort(cause);
+    this.#scope.abort(cause);
   }
 
   /** The first byte of D's answer arrived: the first-token clock stops. */
@@ -124,7 +131,7 @@ export class Exchange implements DecodeExchange {
     this.#reservation.end(ledgerEnd);
     this.#reservation.close();
     // Anything still running (a body being read after a failure) has no reader any more.
-    if (outcome !== 'ok') this.#controller.abort(this.#cause ?? 'ended');
+    if (outcome !== 'ok') this.#scope.abort(this.#cause ?? 'ended');
     this.deps.metrics.requestEnded(this.request.api, outcome);
     this.trace.end(outcome);
     this.#onEnd();

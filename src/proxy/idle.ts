@@ -14,6 +14,7 @@
  * stream in between (an extra stream layer was a hop per chunk and a Response per leg): the
  * readers here tell the clock of each chunk and turn the abort a silence caused into its error.
  */
+import { AbortScope, type AbortParent } from './abort-scope.ts';
 import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
 import type { ChunkReader } from './stream.ts';
 
@@ -32,7 +33,7 @@ export function engineIdleError(idleMs: number): Error {
 /** One leg's watch on its engine's silence: the leg's own abort, armed until the leg's answer is read. */
 class LegClock {
   readonly controller = new AbortController();
-  readonly #parent: AbortSignal;
+  readonly #parent: AbortParent;
   readonly #idleMs: number;
   readonly #deadlines: Deadlines;
   #last: number;
@@ -58,13 +59,14 @@ class LegClock {
     this.controller.abort(this.idle);
   };
 
-  constructor(parent: AbortSignal, idleMs: number, deadlines: Deadlines) {
+  constructor(parent: AbortParent, idleMs: number, deadlines: Deadlines) {
     this.#parent = parent;
     this.#idleMs = idleMs;
     this.#deadlines = deadlines;
     this.#last = deadlines.now();
     this.#deadline = deadlines.arm(idleMs, this.#check);
     if (parent.aborted) this.#onParentAbort();
+    else if (parent instanceof AbortScope) parent.add(this.#onParentAbort);
     else parent.addEventListener('abort', this.#onParentAbort, { once: true });
   }
 
@@ -79,7 +81,9 @@ class LegClock {
     this.#stopped = true;
     this.#deadlines.cancel(this.#deadline);
     this.#deadline = undefined;
-    this.#parent.removeEventListener('abort', this.#onParentAbort);
+    const parent = this.#parent;
+    if (parent instanceof AbortScope) parent.remove(this.#onParentAbort);
+    else parent.removeEventListener('abort', this.#onParentAbort);
   }
 
   /** What a failed read or send of this leg failed with: the silence, when it caused the abort. */
@@ -100,16 +104,16 @@ const clocks = new WeakMap<Response, LegClock>();
  * head comes within `idleMs`, and the body read through legReader, readLegText or readLegBytes
  * fails with it once `idleMs` pass without a chunk (the body must be read through them, which
  * also disarm the clock). `signal` still aborts everything. With `idleMs` Infinity, `send` runs
- * with `signal` as it is.
+ * with `signal` as it is (a scope's own AbortSignal).
  * @example const res = await withIdleTimeout((s) => fetch(url, { signal: s }), signal, 600_000);
  */
 export async function withIdleTimeout(
   send: (signal: AbortSignal) => Promise<Response>,
-  signal: AbortSignal,
+  signal: AbortParent,
   idleMs: number,
   deadlines: Deadlines = requestDeadlines,
 ): Promise<Response> {
-  if (!Number.isFinite(idleMs)) return send(signal);
+  if (!Number.isFinite(idleMs)) return send(signal instanceof AbortScope ? signal.signal : signal);
   const clock = new LegClock(signal, idleMs, deadlines);
   let res: Response;
   try {

@@ -7,7 +7,8 @@
  * - decode: D's first byte → D's last byte (streaming), D request sent → D's answer (non-streaming).
  * Pair selections by policy and circuit states are the scheduler's metrics (src/scheduler/metrics.ts).
  */
-import { Counter, Gauge, Histogram, METRIC_PREFIX, type Registry } from '../core/metrics.ts';
+import { FastCounter, FastHistogram, type CounterCell, type HistogramCell } from '../core/fast-metrics.ts';
+import { Counter, Gauge, METRIC_PREFIX, type Registry } from '../core/metrics.ts';
 
 /** How a proxied request ended, the `outcome` label. */
 export type ProxyOutcome =
@@ -34,19 +35,18 @@ export type RetryReason = 'status_5xx' | 'transport' | 'bad_answer';
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
 export class ProxyMetrics {
-  readonly #requests: Counter<'api' | 'outcome'>;
+  readonly #requests: FastCounter<'api' | 'outcome'>;
   /** Read by the in-flight gauge when the registry is scraped, so a request moves a number, not a metric. */
   #inFlight = 0;
-  // Bound once: an unlabelled observation through the histogram itself builds a closure and a
-  // label object each time.
-  readonly #prefill: { observe(value: number): void };
-  readonly #transfer: { observe(value: number): void };
-  readonly #decode: { observe(value: number): void };
+  // Bound once and moved directly (see fast-metrics.ts): these move on every request.
+  readonly #prefill: HistogramCell;
+  readonly #transfer: HistogramCell;
+  readonly #decode: HistogramCell;
   readonly #retries: Counter<'reason'>;
   readonly #staleRetries: Counter<'leg'>;
   readonly #decodeRetries: Counter<'reason'>;
   /** `requests_total` children by api then outcome, bound once rather than looked up per request. */
-  readonly #requestChildren = new Map<string, Map<ProxyOutcome, { inc(): void }>>();
+  readonly #requestChildren = new Map<string, Map<ProxyOutcome, CounterCell>>();
 
   /**
    * Registers the proxy's metrics on `registry`.
@@ -55,7 +55,7 @@ export class ProxyMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     const p = `${METRIC_PREFIX}pd_`;
-    this.#requests = new Counter({
+    this.#requests = new FastCounter({
       name: `${p}requests_total`,
       help: 'Proxied inference requests by API and outcome.',
       labelNames: ['api', 'outcome'],
@@ -70,19 +70,19 @@ export class ProxyMetrics {
         this.set(inFlight());
       },
     });
-    this.#prefill = new Histogram({
+    this.#prefill = new FastHistogram({
       name: `${p}prefill_duration_seconds`,
       help: 'P leg: request sent to complete answer, successful attempts.',
       buckets: DURATION_BUCKETS,
       registers,
     }).labels();
-    this.#transfer = new Histogram({
+    this.#transfer = new FastHistogram({
       name: `${p}kv_transfer_duration_seconds`,
       help: "P's answer to the first byte of D's stream (KV pull plus first decode step), streaming requests.",
       buckets: DURATION_BUCKETS,
       registers,
     }).labels();
-    this.#decode = new Histogram({
+    this.#decode = new FastHistogram({
       name: `${p}decode_duration_seconds`,
       help: 'D leg: first byte to end (streaming), request to answer (non-streaming).',
       buckets: DURATION_BUCKETS,
@@ -122,7 +122,7 @@ export class ProxyMetrics {
     this.#requestCounter(api, outcome).inc();
   }
 
-  #requestCounter(api: string, outcome: ProxyOutcome): { inc(): void } {
+  #requestCounter(api: string, outcome: ProxyOutcome): CounterCell {
     let byOutcome = this.#requestChildren.get(api);
     if (byOutcome === undefined) this.#requestChildren.set(api, (byOutcome = new Map()));
     let child = byOutcome.get(outcome);

@@ -49,7 +49,7 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
   for (let attempt = 0; ; attempt++) {
     if (attempt > 0) {
       try {
-        await abortableDelay(backoffDelay(attempt, settings.backoffBaseMs, settings.backoffCapMs), exchange.signal);
+        await abortableDelay(backoffDelay(attempt, settings.backoffBaseMs, settings.backoffCapMs), exchange.scope.signal);
       } catch {
         throw exchange.stopForAbort(undefined);
       }

@@ -13,6 +13,7 @@
  * fetch had a response (never once the head arrived, and never twice), and the origin had answered
  * this process before, so a pooled connection may have carried the request.
  */
+import type { AbortParent } from './abort-scope.ts';
 import type { LegHeaders } from './legs.ts';
 import { postLeg } from './upstream.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
@@ -93,7 +94,7 @@ export async function sendLeg(
   url: string,
   headers: LegHeaders,
   body: string,
-  signal: AbortSignal,
+  signal: AbortParent,
   origins: PooledOrigins,
   onStaleRetry: () => void,
   idleMs = Infinity,

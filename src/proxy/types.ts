@@ -5,6 +5,7 @@
  * import the exchange itself.
  */
 import type { PdlinkError } from '../core/errors.ts';
+import type { AbortScope } from './abort-scope.ts';
 import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
 import type { ProxyMetrics, ProxyOutcome } from './metrics.ts';
 import type { BreakerReporter, PairPicker, PickedPair, ReservationLedger } from './ports.ts';
@@ -56,6 +57,9 @@ export interface LegExchange {
   readonly request: ExchangeRequest;
   readonly deps: ExchangeDeps;
   readonly prompt: PromptInfo;
+  /** The request's abort, which each leg's own controller follows. */
+  readonly scope: AbortScope;
+  /** The same abort as an AbortSignal, made on first use (backoff delays, SGLang's paired legs). */
   readonly signal: AbortSignal;
   readonly cause: AbortCause | null;
   readonly streaming: boolean;

@@ -2,6 +2,7 @@
  * The HTTP side of a leg: one POST to an engine over Bun's fetch, which keeps one keep-alive
  * connection pool per origin, so consecutive requests to an instance reuse its connections.
  */
+import type { AbortParent } from './abort-scope.ts';
 import { withIdleTimeout } from './idle.ts';
 import { REQUEST_ID_HEADER } from './errors.ts';
 import type { LegHeaders } from './legs.ts';
@@ -43,7 +44,7 @@ export function postLeg(
   url: string,
   headers: LegHeaders,
   body: string,
-  signal: AbortSignal,
+  signal: AbortParent,
   idleMs = Infinity,
   tls?: ClientTlsOptions,
 ): Promise<Response> {

@@ -3,12 +3,13 @@
  * picks by reason, and each instance's circuit state. The circuit gauge is computed when scraped,
  * over the indexed instances, so a closed circuit shows as 0 without any per-request work.
  */
-import { Counter, Gauge, type Registry } from '../core/metrics.ts';
+import { FastCounter, type CounterCell } from '../core/fast-metrics.ts';
+import { Gauge, type Registry } from '../core/metrics.ts';
 import { PD_PATHS, type PdPath } from './pd-path.ts';
 import { CIRCUIT_STATE_CODE, type CircuitBreakers } from './breakers.ts';
 import { PICK_FAILURES, PICK_REASONS, type PickFailureReason, type PickReason, type PolicyChoice, type PolicyName } from './types.ts';
 
-type CounterChild = ReturnType<Counter['labels']>;
+type CounterChild = CounterCell;
 
 /** How each prefill policy can choose P (see the policies). */
 const REASONS_BY_POLICY: Record<PolicyName, readonly PickReason[]> = {
@@ -25,13 +26,13 @@ export class SchedulerMetrics {
 
   constructor(registry: Registry, policy: PolicyChoice, source: { ids(): Iterable<number>; breakers: CircuitBreakers }) {
     const registers = [registry];
-    const selections = new Counter({
+    const selections = new FastCounter({
       name: 'pdlink_pd_pair_selections_total',
       help: 'Prefill/decode pairs chosen, by policy (prefill/decode) and by how the prefill instance was chosen',
       labelNames: ['policy', 'reason'],
       registers,
     });
-    const failures = new Counter({
+    const failures = new FastCounter({
       name: 'pdlink_scheduler_pick_failures_total',
       help: 'Requests for which no prefill/decode pair could be chosen, by reason',
       labelNames: ['reason'],
@@ -47,7 +48,7 @@ export class SchedulerMetrics {
     for (const reason of REASONS_BY_POLICY[policy.prefill]) this.#selections[reason].inc(0);
     this.#failures = Object.fromEntries(PICK_FAILURES.map((r) => [r, failures.labels(r)])) as Record<PickFailureReason, CounterChild>;
     for (const reason of PICK_FAILURES) this.#failures[reason].inc(0);
-    const paths = new Counter({
+    const paths = new FastCounter({
       name: 'pdlink_pd_path_total',
       help: 'Requests placed, by path: disaggregated (P then D) or local (D prefills, conditional disaggregation)',
       labelNames: ['path'],
