@@ -5,7 +5,7 @@
  */
 import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { MODEL } from './proxy-cpu-client.ts';
 import { pinned } from './proxy-cpu-proc.ts';
 
@@ -33,7 +33,7 @@ export async function startBun(
 ): Promise<Proc> {
   const errPath = join(dir, `${name}-${procSeq++}.err`);
   const errFd = openSync(errPath, 'w');
-  const child = Bun.spawn(pinned(name === 'engines' ? ENGINE_CPU : PROXY_CPU, [process.execPath, join(import.meta.dir, script), ...args]), {
+  const child = Bun.spawn(pinned(name === 'engines' ? ENGINE_CPU : PROXY_CPU, [process.execPath, resolve(import.meta.dir, script), ...args]), {
     stdout: 'pipe',
     stderr: errFd,
     env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: '65535', ...env },
@@ -80,12 +80,13 @@ export function hostOf(proc: Proc, listener: string): Host {
   };
 }
 
-export async function startPdlink(engines: Proc): Promise<Host> {
+/** pdlink's Coordinator in front of `engines`; `script` may name another checkout's host script (an A/B of two versions). */
+export async function startPdlink(engines: Proc, script = 'proxy-pdlink-host.ts'): Promise<Host> {
   const config = join(dir, 'ms_coordinator.json');
   writeFileSync(config, '{}');
   const proc = await startBun(
     'pdlink',
-    'proxy-pdlink-host.ts',
+    script,
     ['--config', config, '--manage_ip', '127.0.0.1', '--manage_port', '0', '--predict_ip', '127.0.0.1', '--predict_port', '0'],
     ['management', 'inference', 'control'],
     GC_LOG,

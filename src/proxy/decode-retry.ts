@@ -8,11 +8,9 @@
  * client's answer, never retried.
  */
 import { PdlinkError } from '../core/errors.ts';
-import { MAX_PLACEMENTS, promptFields, union } from './placement.ts';
+import { MAX_PLACEMENTS, NONE, promptFields, union } from './placement.ts';
 import type { PairPicker, PickedPair } from './ports.ts';
 import type { PromptInfo } from './prompt.ts';
-
-const NONE: ReadonlySet<number> = new Set();
 
 /**
  * True when the leg never reached D: the connection was refused.

@@ -63,18 +63,20 @@ export function placePair(
   last: PdlinkError | undefined,
 ): { pair: PickedPair; request: PlacementRequest } {
   const { prompt } = exchange;
-  const shortP = new Set<number>();
-  const shortD = new Set<number>();
+  // Almost every request is placed at the first pick: the sets of short instances are made only
+  // when an instance turns out short.
+  let shortP: Set<number> | undefined;
+  let shortD: Set<number> | undefined;
   const refusals: string[] = [];
   for (let placement = 0; placement < MAX_PLACEMENTS; placement++) {
-    const request: PlacementRequest = { excludeP: union(failedP, shortP), excludeD: shortD, ...promptFields(prompt) };
-    const pair = pick(exchange, request, shortP, last, refusals);
+    const request = placementRequest(prompt, shortP === undefined ? failedP : union(failedP, shortP), shortD ?? NONE);
+    const pair = pick(exchange, request, shortP ?? NONE, last, refusals);
     const refused = reserve(exchange, reservation, pair);
     if (refused === undefined) return { pair, request };
     refusals.push(refused.message);
     for (const id of shortInstances(pair, prompt.tokenCount, exchange.deps.ledger)) {
-      if (id === pair.p.id) shortP.add(id);
-      if (id === pair.d.id) shortD.add(id);
+      if (id === pair.p.id) (shortP ??= new Set()).add(id);
+      if (id === pair.d.id) (shortD ??= new Set()).add(id);
     }
   }
   throw exchange.fail('unavailable', errors.noPairWithRoom(refusals.join('; ')), { kind: 'none' });
@@ -114,6 +116,17 @@ function reserve(exchange: PlacingExchange, reservation: Pick<RequestReservation
     // A refused reservation leaves nothing to end; one taken but not begun is failed.
     throw exchange.fail(outcome, known, { kind: 'fail', code: 'reserve_failed', detail: known.message });
   }
+}
+
+/** No instance excluded. */
+export const NONE: ReadonlySet<number> = new Set();
+
+/** The scheduler's request for `prompt`, written out rather than spread (this runs for every request). */
+function placementRequest(prompt: PromptInfo, excludeP: ReadonlySet<number>, excludeD: ReadonlySet<number>): PlacementRequest {
+  const promptTokenCount = prompt.tokenCount;
+  if (prompt.tokens !== undefined) return { excludeP, excludeD, promptTokens: prompt.tokens, promptTokenCount };
+  if (prompt.text !== undefined) return { excludeP, excludeD, promptText: prompt.text, promptTokenCount };
+  return { excludeP, excludeD, promptTokenCount };
 }
 
 /**

@@ -10,7 +10,7 @@ import { abortableDelay, backoffDelay } from './backoff.ts';
 import { legText, prefillBody } from './legs.ts';
 import { skipPrefill } from './local-path.ts';
 import type { ProxyOutcome } from './metrics.ts';
-import { placePair, type PlacingExchange } from './placement.ts';
+import { NONE, placePair, type PlacingExchange } from './placement.ts';
 import type { LedgerEnd, RequestReservation } from './reservation.ts';
 import { Stop } from './stop.ts';
 import type { ExchangeDeps, ExchangeRequest, Prefilled } from './types.ts';
@@ -44,7 +44,7 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
   } catch (err) {
     throw exchange.fail('invalid', err instanceof PdlinkError ? err : errors.internal(err), { kind: 'none' });
   }
-  const failedP = new Set<number>();
+  let failedP: Set<number> | undefined;
   let last: PdlinkError | undefined;
   for (let attempt = 0; ; attempt++) {
     if (attempt > 0) {
@@ -55,7 +55,7 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
       }
     }
     exchange.trace?.scheduling();
-    const { pair, request } = placePair(exchange, reservation, failedP, last);
+    const { pair, request } = placePair(exchange, reservation, failedP ?? NONE, last);
     exchange.trace?.placed(pair);
     if (pair.path === 'local') return skipPrefill(exchange, pair, reservation);
     exchange.deps.picker.recordPath?.('disaggregated');
@@ -86,7 +86,7 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
     // Give the capacity back now: the next attempt may pick another pair, and backoff takes time.
     reservation.end({ kind: 'fail', code: 'prefill_failed', detail: result.message });
     last = errors.upstreamFailed(result.message);
-    failedP.add(p);
+    (failedP ??= new Set()).add(p);
     if (attempt >= settings.maxRetries) throw exchange.fail('upstream_failed', last, { kind: 'none' });
     metrics.retried(result.reason);
   }
