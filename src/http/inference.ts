@@ -11,7 +11,7 @@ import { createRegistry, type Registry } from '../core/metrics.ts';
 import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';
 import { asPdlinkError, errorResponse, REQUEST_ID_HEADER } from '../proxy/errors.ts';
 import { Exchange, type ExchangeDeps } from '../proxy/exchange.ts';
-import { viaHasHop, viaHeader } from '../proxy/legs.ts';
+import { viaHasHop, viaHeader, type ClientHeaders } from '../proxy/legs.ts';
 import { InFlightLimit } from '../proxy/limiter.ts';
 import { ProxyMetrics } from '../proxy/metrics.ts';
 import type { BreakerReporter, PairPicker, ReservationLedger } from '../proxy/ports.ts';
@@ -126,15 +126,14 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
  * The client headers the legs may forward, with this proxy's hop added to `Via`; with tracing on,
  * also the client's trace context, which the request's trace continues (the legs carry their own).
  */
-function forwardedHeaders(c: Context, via: string, traced: boolean): Headers {
-  const headers = new Headers({ via });
+function forwardedHeaders(c: Context, via: string, traced: boolean): ClientHeaders {
   const authorization = c.req.header('authorization');
-  if (authorization !== undefined) headers.set('authorization', authorization);
-  if (traced) {
-    for (const name of ['traceparent', 'tracestate']) {
-      const value = c.req.header(name);
-      if (value !== undefined) headers.set(name, value);
-    }
+  if (!traced) return authorization === undefined ? { via } : { via, authorization };
+  const headers: Record<string, string> = { via };
+  if (authorization !== undefined) headers['authorization'] = authorization;
+  for (const name of ['traceparent', 'tracestate']) {
+    const value = c.req.header(name);
+    if (value !== undefined) headers[name] = value;
   }
   return headers;
 }

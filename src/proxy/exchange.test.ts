@@ -47,7 +47,7 @@ function exchangeOf(body: Record<string, unknown>, deps: ExchangeDeps, onEnd: ()
     body: body as CompletionBody,
     requestId: 'r-1',
     transferId: 't-1',
-    clientHeaders: new Headers(),
+    clientHeaders: {},
     clientSignal: new AbortController().signal,
   };
   return new Exchange(request, deps, onEnd);

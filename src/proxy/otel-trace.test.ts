@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import type { ClientHeaders } from './legs.ts';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Instance } from '../cluster/instance.ts';
 import type { CompletionBody } from '../schema/completions.ts';
@@ -6,7 +7,7 @@ import { OtelTracing, SPAN } from './otel-trace.ts';
 import type { PickedPair } from './ports.ts';
 import type { ExchangeRequest } from './types.ts';
 
-function requestOf(clientHeaders = new Headers()): ExchangeRequest {
+function requestOf(clientHeaders: ClientHeaders = {}): ExchangeRequest {
   return {
     kind: 'completions',
     api: 'completions',
@@ -95,8 +96,8 @@ describe('tracing on', () => {
   test("a client's traceparent is continued; a malformed one starts a new trace", () => {
     const { tracing, spans } = traced();
     const clientTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
-    tracing.start(requestOf(new Headers({ traceparent: `00-${clientTrace}-00f067aa0ba902b7-01` }))).end('ok');
-    tracing.start(requestOf(new Headers({ traceparent: 'not-a-traceparent' }))).end('ok');
+    tracing.start(requestOf({ traceparent: `00-${clientTrace}-00f067aa0ba902b7-01` })).end('ok');
+    tracing.start(requestOf({ traceparent: 'not-a-traceparent' })).end('ok');
     const [continued, fresh] = spans(SPAN.request);
     expect(continued!.spanContext().traceId).toBe(clientTrace);
     expect(continued!.parentSpanContext?.spanId).toBe('00f067aa0ba902b7');

@@ -10,7 +10,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { kvMovedOf } from '../core/kv-report.ts';
-import type { LegHeaders } from './legs.ts';
+import type { ClientHeaders, LegHeaders } from './legs.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
 import type { LegEnd, ProxyTracing, RequestTrace, TracedRequest } from './trace.ts';
@@ -19,8 +19,8 @@ const propagator = new W3CTraceContextPropagator();
 
 /** Reads `traceparent`/`tracestate` from the client's Headers. */
 const headerCarrier = {
-  get: (carrier: Headers, key: string): string | undefined => carrier.get(key) ?? undefined,
-  keys: (carrier: Headers): string[] => [...carrier.keys()],
+  get: (carrier: ClientHeaders, key: string): string | undefined => carrier[key as keyof ClientHeaders],
+  keys: (carrier: ClientHeaders): string[] => Object.keys(carrier),
 };
 
 /** Writes them into a leg's headers. */
@@ -68,9 +68,10 @@ class OtelRequestTrace implements RequestTrace {
 
   constructor(tracer: Tracer, request: TracedRequest) {
     this.#tracer = tracer;
-    const parent = request.clientHeaders.has('traceparent')
-      ? propagator.extract(ROOT_CONTEXT, request.clientHeaders, headerCarrier)
-      : ROOT_CONTEXT;
+    const parent =
+      request.clientHeaders.traceparent !== undefined
+        ? propagator.extract(ROOT_CONTEXT, request.clientHeaders, headerCarrier)
+        : ROOT_CONTEXT;
     this.#root = tracer.startSpan(
       SPAN.request,
       { kind: SpanKind.SERVER, attributes: { 'pdlink.request_id': request.requestId, 'pdlink.api': request.api } },

@@ -17,7 +17,7 @@ function requestOf(): ExchangeRequest {
     body: { model: 'm', prompt: 'p' } as CompletionBody,
     requestId: 'r-1',
     transferId: 't-1',
-    clientHeaders: new Headers({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }),
+    clientHeaders: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
     clientSignal: new AbortController().signal,
   };
 }

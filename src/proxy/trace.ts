@@ -6,7 +6,7 @@
  * span, reads no clock and allocates nothing for tracing. The choice is made once, when the proxy
  * is built (see otel-trace.ts for the tracing that records spans).
  */
-import type { LegHeaders } from './legs.ts';
+import type { ClientHeaders, LegHeaders } from './legs.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import type { PickedPair } from './ports.ts';
 
@@ -39,7 +39,7 @@ export interface TracedRequest {
   /** `api` label of the metrics. */
   readonly api: string;
   /** The client's headers the proxy kept: its `traceparent`, when tracing is on. */
-  readonly clientHeaders: Headers;
+  readonly clientHeaders: ClientHeaders;
 }
 
 /** Starts the trace of each request. */

@@ -6,6 +6,7 @@
  */
 import type { PdlinkError } from '../core/errors.ts';
 import type { AbortScope } from './abort-scope.ts';
+import type { ClientHeaders } from './legs.ts';
 import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
 import type { ProxyMetrics, ProxyOutcome } from './metrics.ts';
 import type { BreakerReporter, PairPicker, PickedPair, ReservationLedger } from './ports.ts';
@@ -25,7 +26,7 @@ export interface ExchangeRequest {
   readonly requestId: string;
   /** Key of the request's ledger record, made by the proxy so that no client id can collide with it. */
   readonly transferId: string;
-  readonly clientHeaders: Headers;
+  readonly clientHeaders: ClientHeaders;
   /** Aborts when the client disconnects. */
   readonly clientSignal: AbortSignal;
 }
