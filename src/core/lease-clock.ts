@@ -16,6 +16,9 @@ export interface LeaseClock {
 /** Largest delay `setTimeout` honours; longer delays would fire at once, so timers are capped and re-armed. */
 export const MAX_TIMER_DELAY_MS = INT32_MAX;
 
+/** Read once: the origin does not change, and the getter was a visible part of each reading. */
+const TIME_ORIGIN = performance.timeOrigin;
+
 /**
  * The process clock: epoch-based but monotonic (`performance.timeOrigin + performance.now()`), so a
  * wall-clock step cannot expire every lease at once. Timers are unref'd: pending leases never keep
@@ -23,7 +26,7 @@ export const MAX_TIMER_DELAY_MS = INT32_MAX;
  * @example const ledger = new KvLedger({ cluster, clock: systemClock });
  */
 export const systemClock: LeaseClock = {
-  now: () => performance.timeOrigin + performance.now(),
+  now: () => TIME_ORIGIN + performance.now(),
   setTimer(callback, delayMs) {
     const handle = setTimeout(callback, Math.min(Math.max(0, delayMs), MAX_TIMER_DELAY_MS));
     (handle as { unref?: () => void }).unref?.();

@@ -84,6 +84,17 @@ describe('legHeaders and engineUrl', () => {
     expect(headers['via']).toBe('1.1 pdlink-ab12');
   });
 
+  test('an address changed in place is spelled anew; each kind and scheme has its own URL', () => {
+    const instance = { ip: '10.0.0.5', port: 1025 };
+    expect(engineUrl(instance, 'chat')).toBe('http://10.0.0.5:1025/v1/chat/completions');
+    expect(engineUrl(instance, 'completions', true)).toBe('https://10.0.0.5:1025/v1/completions');
+    expect(engineUrl(instance, 'chat')).toBe(engineUrl(instance, 'chat'));
+    instance.port = 2000;
+    expect(engineUrl(instance, 'chat')).toBe('http://10.0.0.5:2000/v1/chat/completions');
+    instance.ip = '::1';
+    expect(engineUrl(instance, 'completions')).toBe('http://[::1]:2000/v1/completions');
+  });
+
   test('IPv4 as is, IPv6 in brackets, the API path per kind', () => {
     expect(engineUrl({ ip: '10.0.0.5', port: 1025 }, 'completions')).toBe('http://10.0.0.5:1025/v1/completions');
     expect(engineUrl({ ip: 'fe80::1', port: 8000 }, 'chat')).toBe('http://[fe80::1]:8000/v1/chat/completions');

@@ -105,6 +105,24 @@ export function legHeaders(client: ClientHeaders, requestId: string): LegHeaders
  * @example engineUrl(instance, 'chat') // 'http://10.0.0.5:1025/v1/chat/completions'
  */
 export function engineUrl(instance: Pick<Instance, 'ip' | 'port'>, kind: CompletionKind, https = false): string {
-  const host = instance.ip.includes(':') ? `[${instance.ip}]` : instance.ip;
-  return `${https ? 'https' : 'http'}://${host}:${instance.port}${kind === 'chat' ? '/v1/chat/completions' : '/v1/completions'}`;
+  const slot = (https ? 2 : 0) + (kind === 'chat' ? 1 : 0);
+  let cached = spelled.get(instance);
+  // Checked on every use: an instance's address may be changed in place by a refresh.
+  if (cached === undefined || cached.ip !== instance.ip || cached.port !== instance.port) {
+    cached = { ip: instance.ip, port: instance.port, urls: [undefined, undefined, undefined, undefined] };
+    spelled.set(instance, cached);
+  }
+  let url = cached.urls[slot];
+  if (url === undefined) {
+    const host = instance.ip.includes(':') ? `[${instance.ip}]` : instance.ip;
+    url = `${https ? 'https' : 'http'}://${host}:${instance.port}${kind === 'chat' ? '/v1/chat/completions' : '/v1/completions'}`;
+    cached.urls[slot] = url;
+  }
+  return url;
 }
+
+/**
+ * Each instance's URLs, spelled once: every leg needs one, and the same string each time also lets
+ * the pooled-origins lookup hash it once.
+ */
+const spelled = new WeakMap<object, { ip: string; port: number; urls: (string | undefined)[] }>();
