@@ -1,29 +1,50 @@
 /**
- * The proxy's request clocks (first token, whole request, prefill attempt) on one timer. Each
- * request used to arm two or three timers of its own and clear them when it ended, almost always
- * long before they were due: timer creation and cancellation were a visible part of the
- * per-request cost. Here a deadline is an entry in one indexed heap (core/heap.ts), cancelled in
- * O(log n) with no timer call, and a single timer is armed for the earliest deadline.
+ * The proxy's request clocks (first token, whole request, prefill attempt, each leg's engine
+ * silence) on one timer. Each request used to arm timers of its own and clear them when it ended,
+ * almost always long before they were due: timer creation and cancellation were a visible part of
+ * the per-request cost.
+ *
+ * The proxy arms deadlines of a handful of lengths (its configured timeouts), and deadlines of one
+ * length fall due in the order they were armed, since the clock only moves forward. So each length
+ * has a lane, a queue in arming order: arming appends, cancelling marks the entry, and only the
+ * head of each lane can be next. Both are O(1), where an ordered heap paid O(log n) on each. A lane
+ * drops marked entries as they reach its head, and compacts itself when they pile up behind a live
+ * one (a long request holding the head of a lane of long deadlines).
  */
-import { IndexedHeap, type Indexed } from '../core/heap.ts';
 
 /** One armed deadline; pass it back to cancel(). */
-export interface Deadline extends Indexed {
+export interface Deadline {
   readonly at: number;
   readonly seq: number;
   readonly fire: () => void;
 }
 
+interface Entry extends Deadline {
+  lane: Lane | undefined;
+}
+
+/** The deadlines of one length, in arming order. */
+interface Lane {
+  readonly ms: number;
+  queue: (Entry | undefined)[];
+  head: number;
+  live: number;
+}
+
+/** A lane compacts when it holds more than this many cancelled entries beyond twice its live ones. */
+const COMPACT_SLACK = 64;
+
 export class Deadlines {
-  // Equal deadlines fire in the order they were armed, as separate timers did.
-  readonly #heap = new IndexedHeap<Deadline>((a, b) => a.at < b.at || (a.at === b.at && a.seq < b.seq));
+  readonly #lanes = new Map<number, Lane>();
   readonly #now: () => number;
   #seq = 0;
+  #size = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** When the armed timer is due (Infinity when none is armed). */
   #timerAt = Infinity;
 
   /**
+   * `now` must not go backwards (deadlines of one length are kept in arming order).
    * @example const deadlines = new Deadlines();
    */
   constructor(now: () => number = () => performance.now()) {
@@ -37,7 +58,7 @@ export class Deadlines {
 
   /** Deadlines armed and not yet fired or cancelled. */
   get size(): number {
-    return this.#heap.size;
+    return this.#size;
   }
 
   /**
@@ -46,10 +67,14 @@ export class Deadlines {
    */
   arm(ms: number, fire: () => void): Deadline | undefined {
     if (!Number.isFinite(ms)) return undefined;
-    const deadline: Deadline = { at: this.#now() + ms, seq: this.#seq++, fire, heapIndex: -1 };
-    this.#heap.push(deadline);
-    if (deadline.at < this.#timerAt) this.#schedule();
-    return deadline;
+    let lane = this.#lanes.get(ms);
+    if (lane === undefined) this.#lanes.set(ms, (lane = { ms, queue: [], head: 0, live: 0 }));
+    const entry: Entry = { at: this.#now() + ms, seq: this.#seq++, fire, lane };
+    lane.queue.push(entry);
+    lane.live++;
+    this.#size++;
+    if (entry.at < this.#timerAt) this.#schedule();
+    return entry;
   }
 
   /**
@@ -58,15 +83,58 @@ export class Deadlines {
    */
   cancel(deadline: Deadline | undefined): void {
     if (deadline === undefined) return;
-    this.#heap.remove(deadline);
+    const entry = deadline as Entry;
+    const lane = entry.lane;
+    if (lane === undefined) return;
+    entry.lane = undefined;
+    lane.live--;
+    this.#size--;
     // Nothing left: no timer may keep the process alive. Otherwise the timer stays and, if it
     // wakes for nothing, re-arms for the next deadline.
-    if (this.#heap.size === 0) this.#clearTimer();
+    if (this.#size === 0) {
+      this.#clearTimer();
+      this.#lanes.clear();
+      return;
+    }
+    if (lane.queue.length - lane.head - lane.live > 2 * lane.live + COMPACT_SLACK) this.#compact(lane);
+  }
+
+  /** The lane's earliest live entry, dropping cancelled ones at its head. */
+  #first(lane: Lane): Entry | undefined {
+    const queue = lane.queue;
+    while (lane.head < queue.length) {
+      const entry = queue[lane.head]!;
+      if (entry.lane !== undefined) return entry;
+      queue[lane.head++] = undefined;
+    }
+    // An empty lane goes: a silence clock re-arms for what is left of its wait, any length.
+    this.#lanes.delete(lane.ms);
+    return undefined;
+  }
+
+  /** The earliest live entry of all lanes; equal times go in arming order. */
+  #earliest(): Entry | undefined {
+    let best: Entry | undefined;
+    for (const lane of this.#lanes.values()) {
+      const first = this.#first(lane);
+      if (first !== undefined && (best === undefined || first.at < best.at || (first.at === best.at && first.seq < best.seq))) best = first;
+    }
+    return best;
+  }
+
+  #compact(lane: Lane): void {
+    const kept: Entry[] = [];
+    for (let i = lane.head; i < lane.queue.length; i++) {
+      const entry = lane.queue[i];
+      if (entry !== undefined && entry.lane !== undefined) kept.push(entry);
+    }
+    lane.queue = kept;
+    lane.head = 0;
   }
 
   #schedule(): void {
     this.#clearTimer();
-    const first = this.#heap.peek();
+    const first = this.#earliest();
     if (first === undefined) return;
     this.#timerAt = first.at;
     this.#timer = setTimeout(() => this.#fireDue(), Math.max(0, first.at - this.#now()));
@@ -82,8 +150,8 @@ export class Deadlines {
     this.#timer = undefined;
     this.#timerAt = Infinity;
     const now = this.#now();
-    for (let first = this.#heap.peek(); first !== undefined && first.at <= now; first = this.#heap.peek()) {
-      this.#heap.remove(first);
+    for (let first = this.#earliest(); first !== undefined && first.at <= now; first = this.#earliest()) {
+      this.cancel(first);
       try {
         first.fire();
       } catch (err) {
