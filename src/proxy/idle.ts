@@ -130,6 +130,9 @@ export async function withIdleTimeout(
   return res;
 }
 
+type ReadResult = Awaited<ReturnType<ChunkReader['read']>>;
+const DONE: ReadResult = Object.freeze({ done: true });
+
 /** A body reader that tells its leg's clock of every chunk. */
 class ClockedReader implements ChunkReader {
   readonly #reader: ChunkReader;
@@ -140,19 +143,22 @@ class ClockedReader implements ChunkReader {
     this.#clock = clock;
   }
 
-  async read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }> {
-    let result: Awaited<ReturnType<ChunkReader['read']>>;
-    try {
-      result = await this.#reader.read();
-    } catch (err) {
-      throw this.#clock.failure(err);
-    }
+  // Handlers made once per reader and chained with then(): an async read per chunk was a second
+  // promise and a generator resumption for every chunk of every stream.
+  readonly #onResult = (result: ReadResult): ReadResult => {
     if (result.done) {
       this.#clock.stop();
-      return { done: true };
+      return DONE;
     }
     this.#clock.touch();
     return result;
+  };
+  readonly #onError = (err: unknown): never => {
+    throw this.#clock.failure(err);
+  };
+
+  read(): Promise<ReadResult> {
+    return this.#reader.read().then(this.#onResult, this.#onError);
   }
 
   cancel(reason?: unknown): Promise<void> {
