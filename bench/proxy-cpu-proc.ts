@@ -25,8 +25,12 @@ export function cpuNs(pid: number): number {
   return ns;
 }
 
-/** Threads of JavaScriptCore's compilers (named `JITWorker`, and `JSCWarmUp` for the warm-up work they queue). */
-const JIT_THREAD = /^(JITWorker|JSCWarmUp)/;
+/**
+ * Threads of JavaScriptCore's compilers. `JSCWarmUp` is not one: it makes the pages of new heap
+ * blocks resident before the allocator hands them out, a cost of allocating that lasts as long as
+ * the allocating does.
+ */
+const JIT_THREAD = /^JITWorker/;
 
 /** ns on CPU of `pid`'s JIT compiler threads (zero for a process that has none, such as nginx). */
 export function jitNs(pid: number): number {
