@@ -46,6 +46,27 @@ export function jitNs(pid: number): number {
   return ns;
 }
 
+/**
+ * ns on CPU of `pid`'s threads by kind: the JS thread (the process's first), Bun's HTTP client
+ * thread (`HTTP Client`, where fetch runs), the JIT compilers, and everything else.
+ */
+export function cpuByThread(pid: number): Record<ThreadKind, number> {
+  const out: Record<ThreadKind, number> = { js: 0, httpClient: 0, jit: 0, other: 0 };
+  for (const tid of tasks(pid)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      const kind: ThreadKind = tid === String(pid) ? 'js' : name === 'HTTP Client' ? 'httpClient' : JIT_THREAD.test(name) ? 'jit' : 'other';
+      out[kind] += ns;
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
+export type ThreadKind = 'js' | 'httpClient' | 'jit' | 'other';
+
 /** Voluntary + involuntary context switches, every thread of `pid`. */
 export function contextSwitches(pid: number): number {
   let n = 0;

@@ -26,7 +26,7 @@
 import { rmSync } from 'node:fs';
 import { markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
 import { dir, ENGINE_CPU, GC_LOG, hostOf, PROXY_CPU, startBun, startPdlink, type Host } from './proxy-cpu-hosts.ts';
-import { contextSwitches, cpuNs, garbageIn, jitNs, setAffinity, type Garbage } from './proxy-cpu-proc.ts';
+import { contextSwitches, cpuByThread, cpuNs, garbageIn, jitNs, setAffinity, type Garbage, type ThreadKind } from './proxy-cpu-proc.ts';
 import { ensureNginx, startNginx, type Nginx } from './proxy-nginx.ts';
 import { clientPd, CONCURRENCY, concurrent, decodeOnly, paced, sequential, viaProxy, type Send } from './proxy-cpu-client.ts';
 
@@ -42,6 +42,8 @@ const ALL_CPUS = '0,1';
 /** Warm-up goes on in chunks of this many requests until the JIT threads use under JIT_SETTLED of a chunk's CPU. */
 const WARM_CHUNK = 2000;
 const JIT_SETTLED = 0.02;
+const THREAD_MODES: readonly Mode[] = ['bareFetch', 'bareSocket', 'pdlink'];
+const THREAD_KINDS: readonly ThreadKind[] = ['js', 'httpClient', 'jit', 'other'];
 const MAX_WARM_REQUESTS = Number(process.env['PROXY_CPU_MAX_WARM'] ?? 120_000);
 
 type Mode = 'direct' | 'nginx1' | 'nginx2' | 'bareFetch' | 'bareSocket' | 'pdlink';
@@ -140,6 +142,8 @@ try {
   const cpu: Partial<Record<Mode, number[]>> = {};
   /** Share of each round's CPU spent by the JIT threads: near zero when the warm-up did its job. */
   const jitShare: Partial<Record<Mode, number[]>> = {};
+  /** Where each Bun proxy's CPU goes, per request, by thread. */
+  const threads: Partial<Record<Mode, Record<ThreadKind, number[]>>> = {};
   const rps: Partial<Record<Mode, number[]>> = {};
   const latency: Partial<Record<Mode, { p50: number; p99: number }[]>> = {};
   const latencyModes: Mode[] = ['direct', 'bareFetch', 'bareSocket', 'pdlink'];
@@ -149,12 +153,18 @@ try {
       const pid = pids[mode];
       const before = pid === undefined ? 0 : cpuNs(pid);
       const jitBefore = pid === undefined ? 0 : jitNs(pid);
+      const threadsBefore = pid === undefined || !THREAD_MODES.includes(mode) ? undefined : cpuByThread(pid);
       const r = await concurrent(senders[mode]!, REQUESTS);
       (rps[mode] ??= []).push(r);
       if (pid !== undefined) {
         const used = cpuNs(pid) - before;
         (cpu[mode] ??= []).push(used / 1000 / REQUESTS);
         (jitShare[mode] ??= []).push((jitNs(pid) - jitBefore) / used);
+        if (threadsBefore !== undefined) {
+          const after = cpuByThread(pid);
+          const split = (threads[mode] ??= { js: [], httpClient: [], jit: [], other: [] });
+          for (const kind of THREAD_KINDS) split[kind].push((after[kind] - threadsBefore[kind]) / 1000 / REQUESTS);
+        }
       }
     }
     // One request at a time gains nothing from pinning, and a proxy held to one core of a shared
@@ -250,6 +260,7 @@ try {
     `Throughput at concurrency ${CONCURRENCY}: ${fmtX(rpsVsDirect)} the direct client's (goal ≥ 0.45×: ${met(rpsVsDirect.median >= 0.45)}).`,
     `Added latency at concurrency 1, warm: p50 ${fmt(addedP50, 3)} ms, p99 ${fmt(addedP99, 3)} ms (goal p99 ≤ 0.3 ms: ${met(addedP99.median <= 0.3)}); ` +
       `young process (first ${YOUNG_REQUESTS} requests of a fresh Coordinator, ${YOUNG_ROUNDS} processes): p50 ${fmt(youngP50, 3)} ms, p99 ${fmt(youngP99, 3)} ms (goal ≤ 0.6 ms: ${met(youngP99.median <= 0.6)}).`,
+    `CPU per request by thread (median µs): ${THREAD_MODES.map((m) => `${m} ${THREAD_KINDS.map((k) => `${k} ${med(threads[m]?.[k]).toFixed(1)}`).join(', ')}`).join('; ')}.`,
     `Garbage per request (JS heap allocated, JSC's GC log over ${GARBAGE_REQUESTS} requests, 3 rounds): pdlink ${fmt(kb('pdlink'), 1)} KB, bare fetch proxy ${fmt(kb('bareFetch'), 1)} KB, bare Bun.connect proxy ${fmt(kb('bareSocket'), 1)} KB.`,
     `Context switches per request at ${PACED_RATE} req/s (every thread, 3 rounds of ${PACED_REQUESTS}): ${switchModes.map((m) => `${m} ${med(switches[m]).toFixed(2)}`).join(', ')}.`,
     'Under load, proxies pinned to CPU 1 and engines to CPU 0, the client unpinned; latency at concurrency 1 with nothing pinned. The machine is a 2-core VM shared with other test and benchmark runs while this ran.',
@@ -268,6 +279,7 @@ try {
       cpuUs: cpu,
       warmRequests,
       jitShareOfCpu: jitShare,
+      cpuUsByThread: threads,
       requestsPerSecond: rps,
       latencyMs: latency,
       young,
