@@ -4,7 +4,6 @@
  */
 import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
 import { Hono } from 'hono';
-import { collectDefaultMetrics, type Registry } from 'prom-client';
 import { lostLinks } from '../cluster/lost-links.ts';
 import { ClusterRegistry } from '../cluster/registry.ts';
 import { coordinatorSource } from '../http/dashboard-coordinator.ts';
@@ -22,7 +21,7 @@ import { KvLedger } from '../ledger/index.ts';
 import { proxyRoutes, type ProxyApp } from '../http/inference.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import type { ProxyTracing } from '../proxy/trace.ts';
-import { createRegistry } from '../core/metrics.ts';
+import { collectDefaultMetrics, createRegistry, type Registry } from '../core/metrics.ts';
 import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from '../schema/coordinator-config.ts';
 import {
   createBreakers,

@@ -4,7 +4,6 @@
 import { createCoordinator } from '../apps/coordinator.ts';
 import { CoordinatorHa } from '../apps/coordinator-ha.ts';
 import { openStore } from '../store/open.ts';
-import { createOtlpTracing } from '../proxy/otlp-export.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
@@ -64,7 +63,8 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     { ip: settings.manage.ip, port: settings.manage.port },
     { ip: settings.predict.ip, port: settings.predict.port },
   ]);
-  const otlp = settings.tracing === undefined ? undefined : createOtlpTracing(settings.tracing);
+  // The OpenTelemetry SDK (hundreds of modules) is loaded only when tracing is configured.
+  const otlp = settings.tracing === undefined ? undefined : (await import('../proxy/otlp-export.ts')).createOtlpTracing(settings.tracing);
   const coordinator = createCoordinator({
     notReadyReason: () => ha?.notReadyReason(),
     ...(security.managementToken === undefined ? {} : { managementToken: security.managementToken }),
