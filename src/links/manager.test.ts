@@ -49,6 +49,28 @@ describe('linkClusters / unlinkClusters', () => {
     expect(await manager.unlinkClusters([target(9)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
   });
 
+  test('idle() resolves at once with nothing in flight, and otherwise only after every call in flight has answered', async () => {
+    const { manager, executor } = setup();
+    await manager.idle();
+    executor.hold();
+    const lone = manager.linkClusters([target(1)]);
+    const pair = manager.linkClusters([target(2), target(3)]);
+    let idle = false;
+    const waited = manager.idle().then(() => {
+      idle = true;
+    });
+    // A call begun while idle() waits is waited for too.
+    const late = manager.unlinkClusters([target(4)]);
+    await Promise.resolve();
+    expect(idle).toBe(false);
+    executor.release();
+    await waited;
+    expect(idle).toBe(true);
+    expect((await lone).ret).toBe(S.LLM_SUCCESS);
+    expect((await pair).rets).toEqual([S.LLM_SUCCESS, S.LLM_SUCCESS]);
+    expect((await late).rets).toEqual([S.LLM_NOT_YET_LINK]);
+  });
+
   test('17 clusters → CLUSTER_NUM_EXCEED_LIMIT for the call and every cluster, nothing sent', async () => {
     const { manager, executor } = setup();
     const many = Array.from({ length: 17 }, (_, i) => target(i));
