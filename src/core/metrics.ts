@@ -10,7 +10,6 @@ import Registry from 'prom-client/lib/registry.js';
 export { default as Counter } from 'prom-client/lib/counter.js';
 export { default as Gauge } from 'prom-client/lib/gauge.js';
 export { default as Histogram } from 'prom-client/lib/histogram.js';
-export { default as collectDefaultMetrics } from 'prom-client/lib/defaultMetrics.js';
 export { Registry };
 
 /** Metric name prefix shared by every pdlink metric. */

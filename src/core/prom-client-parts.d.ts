@@ -18,7 +18,9 @@ declare module 'prom-client/lib/histogram.js' {
   import { Histogram } from 'prom-client';
   export default Histogram;
 }
-declare module 'prom-client/lib/defaultMetrics.js' {
-  import { collectDefaultMetrics } from 'prom-client';
-  export default collectDefaultMetrics;
+declare module 'prom-client/lib/metrics/*.js' {
+  import type { Registry } from 'prom-client';
+  /** Registers one group of prom-client's default metrics on `registry`. */
+  const collect: (registry: Registry, config: { prefix?: string; eventLoopMonitoringPrecision?: number }) => void;
+  export default collect;
 }
