@@ -27,6 +27,9 @@ import {
 export { DEFAULT_BATCH_WINDOW_MS, DEFAULT_TIMEOUT_MS, MAX_CLUSTERS_PER_CALL } from './call-rules.ts';
 export type { LinkManagerOptions, LinkOptions, UnlinkOptions } from './call-rules.ts';
 
+/** Timeouts whose batch keys are kept. */
+const KEY_CACHE_TIMEOUTS = 16;
+
 export class LinkManager {
   readonly #executor: LinkExecutor;
   readonly #endpoints: ReadonlySet<string>;
@@ -40,6 +43,8 @@ export class LinkManager {
   readonly #localAddresses: ReadonlyMap<string, IpPort>;
   readonly #now: () => number;
   readonly #timeline = new CallTimeline();
+  /** The default endpoint's batch keys by timeout, `[link, unlink, forced unlink]`: one object per key, so the batcher knows it. */
+  readonly #defaultKeys = new Map<number, BatchKey[]>();
 
   constructor(options: LinkManagerOptions) {
     const maxBatch = options.maxBatch ?? MAX_CLUSTERS_PER_CALL;
@@ -174,8 +179,8 @@ export class LinkManager {
     const whole = callError(clusters.length, timeoutMs);
     if (whole !== undefined) return { ret: whole, rets: clusters.map(() => whole) };
     const timeout = timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    // One key per endpoint in the call, not per cluster: most calls name only the default endpoint.
-    const defaultKey: BatchKey = { endpoint: this.#defaultEndpoint, op, timeoutMs: timeout, force };
+    // Most calls name only the default endpoint: its keys are made once.
+    const defaultKey = this.#defaultKey(op, timeout, force);
     const each = (target: EndpointTarget): Promise<number> => {
       const endpoint = target.endpoint ?? this.#defaultEndpoint;
       if (endpoint === this.#defaultEndpoint) return one(target, endpoint, defaultKey);
@@ -194,6 +199,23 @@ export class LinkManager {
     let ret: number = LLM_STATUS.LLM_SUCCESS;
     for (const r of rets) if (r !== LLM_STATUS.LLM_SUCCESS) ret = LLM_STATUS.LLM_FAILED;
     return { ret, rets };
+  }
+
+  #defaultKey(op: 'link' | 'unlink', timeoutMs: number, force: boolean): BatchKey {
+    let keys = this.#defaultKeys.get(timeoutMs);
+    if (keys === undefined) {
+      // Callers may pick any timeout: the cache is bounded by starting over.
+      if (this.#defaultKeys.size >= KEY_CACHE_TIMEOUTS) this.#defaultKeys.clear();
+      const endpoint = this.#defaultEndpoint;
+      keys = [
+        { endpoint, op: 'link', timeoutMs, force: false },
+        { endpoint, op: 'unlink', timeoutMs, force: false },
+        { endpoint, op: 'unlink', timeoutMs, force: true },
+      ];
+      this.#defaultKeys.set(timeoutMs, keys);
+    }
+    // Links are never forced (linkClusters passes false).
+    return op === 'link' ? keys[0]! : keys[force ? 2 : 1]!;
   }
 
   async #linkOne(target: ClusterTarget, endpoint: string, key: BatchKey): Promise<number> {
