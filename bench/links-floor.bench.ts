@@ -5,7 +5,8 @@
  * 16 concurrent single-cluster callers, batched — goal ≥ 0.9× the direct 16-clusters-per-call rate.
  * Also, to say where the rest goes: the hop alone (an unlink of a cluster the context never linked,
  * which the runtime answers NOT_YET_LINK without touching the network) on the main thread, through
- * the link threads every link call takes, and through the pool's piscina threads (the old path).
+ * the link threads every link call takes, and through the pool's piscina threads (the old path);
+ * and the manager's own work per pair, with an executor that answers at once (no thread, no runtime).
  *
  * Pinning: not by default. LINKS_FLOOR_PIN=1 re-runs the bench under `taskset -c 0` and moves the
  * server process to core 1; on this 2-core machine that starved the client runtime's own threads
@@ -18,6 +19,8 @@
 import { spawnSync } from 'node:child_process';
 import { LLM_STATUS } from '../src/core/llm-status.ts';
 import { create, destroy, link, unlink } from '../src/ffi/runtime.ts';
+import { LinkManager } from '../src/links/manager.ts';
+import type { LinkExecutor } from '../src/links/types.ts';
 import type { ClusterSpec } from '../src/ffi/layout.ts';
 import { encodeClusters } from '../src/workers/encoding.ts';
 import { DEFAULT_POOL_THREADS } from '../src/workers/pool.ts';
@@ -118,6 +121,31 @@ async function hop(where: 'main' | 'link threads' | 'piscina'): Promise<number> 
   return percentile(us, 50);
 }
 
+/** An executor that answers at once: what is left of a call is the manager's own work. */
+const INSTANT: LinkExecutor = {
+  link: (_endpoint, clusters) => Promise.resolve({ rets: clusters.map(() => LLM_STATUS.LLM_SUCCESS) }),
+  unlink: (_endpoint, clusters) => Promise.resolve({ rets: clusters.map(() => LLM_STATUS.LLM_SUCCESS) }),
+};
+
+/** Median µs of the manager's own work per pair, lone or in 16-caller batches, with the instant executor. */
+async function bookkeeping(batched: boolean): Promise<number> {
+  const manager = new LinkManager({ executor: INSTANT, endpoints: ['0'], maxBatch: 16, batchWindowMs: WINDOW_MS });
+  const targets = server.targets;
+  const us: number[] = [];
+  for (let i = 0; i < LONE; i++) {
+    const start = performance.now();
+    if (batched) {
+      for (const r of await Promise.all(targets.map((t) => manager.linkClusters([t])))) ok(r.rets);
+      for (const r of await Promise.all(targets.map((t) => manager.unlinkClusters([t])))) ok(r.rets);
+    } else {
+      ok((await manager.linkClusters([targets[i % targets.length]!])).rets);
+      ok((await manager.unlinkClusters([targets[i % targets.length]!])).rets);
+    }
+    us.push(((performance.now() - start) * 1000) / (batched ? targets.length : 1));
+  }
+  return percentile(us, 50);
+}
+
 /** Pairs/s, direct, 16 clusters per call. */
 function batchedDirect(pairs: number): number {
   const calls = Math.ceil(pairs / specs.length);
@@ -151,10 +179,13 @@ try {
   await batchedManager(16 * 20);
   const lone = await alternate(ROUNDS, loneDirect, loneManager);
   const hops = { main: [] as number[], linkThreads: [] as number[], piscina: [] as number[] };
+  const own = { lone: [] as number[], batched: [] as number[] };
   for (let r = 0; r < ROUNDS; r++) {
     hops.main.push(await hop('main'));
     hops.linkThreads.push(await hop('link threads'));
     hops.piscina.push(await hop('piscina'));
+    own.lone.push(await bookkeeping(false));
+    own.batched.push(await bookkeeping(true));
   }
   const batched = await alternate(
     BATCHED_ROUNDS,
@@ -171,6 +202,8 @@ try {
   const hopPiscina = percentile(hops.piscina, 50);
   // What a round trip adds over the same call on this thread; a pair makes two.
   const perHop = hopLink - hopMain;
+  const ownLone = percentile(own.lone, 50);
+  const ownBatched = percentile(own.batched, 50);
   const added = loneM - loneD;
   console.log(
     `lone pair: manager ${us(loneM)} µs vs direct ${us(loneD)} µs → ${times(loneRatio.median)} (${range(loneRatio)}; rounds ${lone.ratios.map(times).join(', ')})`,
@@ -178,6 +211,7 @@ try {
   console.log(
     `no-op call: main ${hopMain.toFixed(1)} µs, link threads ${hopLink.toFixed(1)} µs, piscina (trivial task) ${hopPiscina.toFixed(1)} µs`,
   );
+  console.log(`manager's own work per pair: lone ${ownLone.toFixed(1)} µs, batched ${ownBatched.toFixed(1)} µs`);
   console.log(
     `batched: ${times(rateRatio.median)} of the direct 16-per-call rate (${range(rateRatio)}; rounds ${batched.ratios.map(times).join(', ')})`,
   );
@@ -187,7 +221,7 @@ try {
       `goal ≤ 1.5×: ${loneRatio.median <= 1.5 ? 'met' : 'not met'}.`,
     `Where the ${us(added)} µs the manager adds per pair go: a runtime call that stays in the process (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
       `and ${hopLink.toFixed(1)} µs through the link threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
-      `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own bookkeeping, measured apart with an instant executor, is ≈ 6 µs per pair; the remainder is the same runtime calls taking longer on a link thread than on the main thread (wake-ups while the call waits on the network), not a cost this measure splits further. ` +
+      `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); the remainder is the same runtime calls taking longer on a link thread than on the main thread (wake-ups while the call waits on the network), not a cost this measure splits further. ` +
       `A trivial task through the pool's piscina threads, the path link calls took before, costs ${hopPiscina.toFixed(1)} µs.`,
     `${PAIRS.toLocaleString('en')} link+unlink pairs per round from 16 concurrent single-cluster callers, batched: ${times(rateRatio.median)} the rate of direct calls with 16 clusters each ` +
       `(${range(rateRatio)}, ${BATCHED_ROUNDS} alternating rounds); goal ≥ 0.9×: ${rateRatio.median >= 0.9 ? 'met' : 'not met'}.`,
@@ -206,6 +240,7 @@ try {
       pinned,
       lone: { directUs: lone.baseline, managerUs: lone.subject, ratios: lone.ratios, ratio: loneRatio },
       noOpCallUs: hops,
+      managerOwnUsPerPair: own,
       batched: { directPairsPerS: batched.baseline, managerPairsPerS: batched.subject, ratios: batched.ratios, ratio: rateRatio },
     },
     markdownTable: markdownTable(
@@ -219,6 +254,12 @@ try {
         ],
         ['no-op runtime call, µs (main thread / link threads)', hopMain.toFixed(1), hopLink.toFixed(1), '—'],
         ['trivial task through the piscina threads (old path), µs', '—', hopPiscina.toFixed(1), '—'],
+        [
+          "manager's own work per pair, instant executor, µs (lone / batched)",
+          '—',
+          `${ownLone.toFixed(1)} / ${ownBatched.toFixed(1)}`,
+          '—',
+        ],
         [
           `pairs/s, 16 clusters, ${PAIRS.toLocaleString('en')} pairs (median)`,
           Math.round(percentile(batched.baseline, 50)),

@@ -14,6 +14,9 @@
  * inside the Coordinator, through a preload script (BUN_OPTIONS) that answers SIGUSR2.
  * BENCH_RSS_BUN_OPTIONS adds Bun options (e.g. `--smol`) and BENCH_RSS_ENV variables (`K=V,K=V`, e.g.
  * a JSC or mimalloc setting) to the cluster's processes, to try a setting; the bare proxy runs without.
+ * RSS after a phase depends on when the collector last ran, so one run can differ from the next by
+ * 10–20 MiB: BENCH_RSS_ROUNDS (default 3) repeats the whole set-up (fresh cluster, fresh bare proxy)
+ * and the figures are medians over the rounds, each round's value listed beside them.
  *
  * Run: bun bench/rss.bench.ts   → bench/results/rss.{json,md}
  */
@@ -22,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { refreshBody } from '../src/sim/cluster-bodies.ts';
 import { SimCluster } from '../src/sim/cluster.ts';
-import { markdownTable, writeResults } from './lib.ts';
+import { markdownTable, percentile, writeResults } from './lib.ts';
 
 const PHASE = Number(process.env['BENCH_RSS_REQUESTS'] ?? 100_000);
 const EXTRA_BUN_OPTIONS = process.env['BENCH_RSS_BUN_OPTIONS'] ?? '';
@@ -30,6 +33,7 @@ const EXTRA_ENV = (process.env['BENCH_RSS_ENV'] ?? '')
   .split(',')
   .filter((kv) => kv.includes('='))
   .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as const);
+const ROUNDS = Number(process.env['BENCH_RSS_ROUNDS'] ?? 3);
 const CONCURRENCY = 32;
 const INSTANCES = 4096;
 const MODEL = 'bench-sim';
@@ -144,33 +148,70 @@ async function heapOf(pid: number, out: string): Promise<{ before: HeapSnap; aft
   }
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'pdlink-rss-'));
-const probe = join(dir, 'probe.ts');
-const probeOut = join(dir, 'heap.json');
-writeFileSync(probe, PROBE);
-// The cluster's processes inherit this environment; only the Coordinator installs the probe.
-const saved = new Map(['BUN_OPTIONS', ...EXTRA_ENV.map(([k]) => k)].map((k) => [k, process.env[k]]));
-process.env['BUN_OPTIONS'] = `${EXTRA_BUN_OPTIONS} --preload ${probe}`.trim();
-for (const [k, v] of EXTRA_ENV) process.env[k] = v;
-process.env['PDLINK_RSS_PROBE_OUT'] = probeOut;
-const cluster = await SimCluster.start({
-  prefill: 1,
-  decode: 1,
-  model: MODEL,
-  engine: { prefillMsPerToken: 0, decodeMsPerToken: 0, numBlocks: 4096, blockBytes: 4096, blockTokens: 16 },
-});
-for (const [k, v] of saved) {
-  if (v === undefined) delete process.env[k];
-  else process.env[k] = v;
+interface Round {
+  readonly afterRefresh: number;
+  readonly first: Phase;
+  readonly second: Phase;
+  readonly bareStart: number;
+  readonly bareFirst: Phase;
+  readonly bareSecond: Phase;
+  readonly heap: { before: HeapSnap; after: HeapSnap };
 }
-const bare = Bun.spawn([process.execPath, '-e', BARE, cluster.engine('p0').inferenceUrl, cluster.engine('d0').inferenceUrl], {
-  stdout: 'pipe',
-  stderr: 'inherit',
-});
-try {
-  const { value } = await bare.stdout.getReader().read();
-  const bareUrl = `http://127.0.0.1:${Number(new TextDecoder().decode(value).trim())}`;
-  const pid = cluster.coordinator.child.pid!;
+
+/** One round: a fresh cluster and bare proxy, the refresh, the four phases, the heap probe. */
+async function round(): Promise<Round> {
+  const dir = mkdtempSync(join(tmpdir(), 'pdlink-rss-'));
+  const probe = join(dir, 'probe.ts');
+  const probeOut = join(dir, 'heap.json');
+  writeFileSync(probe, PROBE);
+  // The cluster's processes inherit this environment; only the Coordinator installs the probe.
+  const saved = new Map(['BUN_OPTIONS', ...EXTRA_ENV.map(([k]) => k)].map((k) => [k, process.env[k]]));
+  process.env['BUN_OPTIONS'] = `${EXTRA_BUN_OPTIONS} --preload ${probe}`.trim();
+  for (const [k, v] of EXTRA_ENV) process.env[k] = v;
+  process.env['PDLINK_RSS_PROBE_OUT'] = probeOut;
+  const cluster = await SimCluster.start({
+    prefill: 1,
+    decode: 1,
+    model: MODEL,
+    engine: { prefillMsPerToken: 0, decodeMsPerToken: 0, numBlocks: 4096, blockBytes: 4096, blockTokens: 16 },
+  });
+  for (const [k, v] of saved) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  const bare = Bun.spawn([process.execPath, '-e', BARE, cluster.engine('p0').inferenceUrl, cluster.engine('d0').inferenceUrl], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
+  try {
+    const { value } = await bare.stdout.getReader().read();
+    const bareUrl = `http://127.0.0.1:${Number(new TextDecoder().decode(value).trim())}`;
+    const pid = cluster.coordinator.child.pid!;
+    await refresh(cluster);
+    const afterRefresh = rssMiB(pid);
+    const bareStart = rssMiB(bare.pid);
+    const first = await phase(pid, cluster.proxyUrl);
+    const bareFirst = await phase(bare.pid, bareUrl);
+    const bareSecond = await phase(bare.pid, bareUrl);
+    const second = await phase(pid, cluster.proxyUrl);
+    // Last: the probe's full collection changes what follows.
+    const heap = await heapOf(pid, probeOut);
+    console.log(
+      `pdlink RSS ${afterRefresh.toFixed(1)} → ${first.rssMiB.toFixed(1)} → ${second.rssMiB.toFixed(1)} MiB; ` +
+        `bare ${bareStart.toFixed(1)} → ${bareFirst.rssMiB.toFixed(1)} → ${bareSecond.rssMiB.toFixed(1)} MiB; ` +
+        `heap ${heap.before.heapMiB.toFixed(1)} MiB → ${heap.after.heapMiB.toFixed(1)} MiB after a full GC (RSS ${heap.after.rssMiB.toFixed(1)})`,
+    );
+    return { afterRefresh, first, second, bareStart, bareFirst, bareSecond, heap };
+  } finally {
+    bare.kill();
+    await bare.exited;
+    await cluster.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The 4096-instance snapshot: the simulated pair plus prefills and decodes that are never picked. */
+async function refresh(cluster: SimCluster): Promise<void> {
   const entries = cluster.engines.map((e) => ({
     engine: e,
     inferencePort: Number(new URL(e.inferenceUrl).port),
@@ -196,71 +237,68 @@ try {
     body: JSON.stringify(body),
   });
   if (res.status !== 200) throw new Error(`refresh answered ${res.status}: ${await res.text()}`);
-  const afterRefresh = rssMiB(pid);
-  const bareStart = rssMiB(bare.pid);
-  const first = await phase(pid, cluster.proxyUrl);
-  const bareFirst = await phase(bare.pid, bareUrl);
-  const bareSecond = await phase(bare.pid, bareUrl);
-  const second = await phase(pid, cluster.proxyUrl);
-  // Last: the probe's full collection changes what follows.
-  const heap = await heapOf(pid, probeOut);
-  const growth = second.rssMiB - first.rssMiB;
-  const bareGrowth = bareSecond.rssMiB - bareFirst.rssMiB;
-  const settings = [EXTRA_BUN_OPTIONS, ...EXTRA_ENV.map(([k, v]) => `${k}=${v}`)].filter((x) => x !== '').join(' ');
-  const setting = settings === '' ? '' : ` (cluster run with \`${settings}\`)`;
-  console.log(
-    `pdlink RSS ${afterRefresh.toFixed(1)} → ${first.rssMiB.toFixed(1)} → ${second.rssMiB.toFixed(1)} MiB; ` +
-      `bare ${bareStart.toFixed(1)} → ${bareFirst.rssMiB.toFixed(1)} → ${bareSecond.rssMiB.toFixed(1)} MiB; ` +
-      `heap ${heap.before.heapMiB.toFixed(1)} MiB → ${heap.after.heapMiB.toFixed(1)} MiB after a full GC (RSS ${heap.after.rssMiB.toFixed(1)})`,
-  );
-  const f = (n: number) => n.toFixed(1);
-  const summary = [
-    `Coordinator RSS${setting} after a ${INSTANCES}-instance refresh: ${f(afterRefresh)} MiB; after ${PHASE.toLocaleString('en')} proxied requests: ${f(first.rssMiB)} MiB ` +
-      `(goal ≤ 100 MiB: ${first.rssMiB <= 100 ? 'met' : 'not met'}); after ${PHASE.toLocaleString('en')} more: ${f(second.rssMiB)} MiB (${growth >= 0 ? '+' : ''}${f(growth)} MiB).`,
-    `A bare two-leg Bun proxy on fetch under the same load in the same run: ${f(bareStart)} MiB idle, ${f(bareFirst.rssMiB)} MiB after ${PHASE.toLocaleString('en')} requests, ` +
-      `${f(bareSecond.rssMiB)} MiB after ${PHASE.toLocaleString('en')} more (${bareGrowth >= 0 ? '+' : ''}${f(bareGrowth)} MiB). ` +
-      `The bare proxy's growth is what the runtime itself does under this traffic; the Coordinator grows ${f(second.rssMiB - afterRefresh)} MiB over its idle size against the bare proxy's ${f(bareSecond.rssMiB - bareStart)} MiB.`,
-    `The Coordinator's JS heap at the end: ${f(heap.before.heapMiB)} MiB in use (capacity ${f(heap.before.heapCapacityMiB)} MiB, ${heap.before.objects} objects, ` +
-      `${f(heap.before.extraMiB)} MiB held outside the heap by its objects); after a full collection ${f(heap.after.heapMiB)} MiB (${heap.after.objects} objects) ` +
-      `and RSS ${f(heap.before.rssMiB)} → ${f(heap.after.rssMiB)} MiB. Live objects by type after the collection: ${heap.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}.`,
-    `Coordinator CPU per request ${f(first.cpuUsPerRequest)} and ${f(second.cpuUsPerRequest)} µs (bare ${f(bareFirst.cpuUsPerRequest)}, ${f(bareSecond.cpuUsPerRequest)} µs); ` +
-      `${first.reqPerS.toFixed(0)} and ${second.reqPerS.toFixed(0)} req/s (bare ${bareFirst.reqPerS.toFixed(0)}, ${bareSecond.reqPerS.toFixed(0)}). ` +
-      `Streaming completions at concurrency ${CONCURRENCY}; one run, phases in the order pdlink, bare, bare, pdlink, on a 2-core VM shared with other test runs.`,
-  ].join('\n\n');
-  writeResults('rss', {
-    json: {
-      question: 'Coordinator RSS after 4096 instances and N requests, and over N more, next to a bare Bun proxy; JS heap by type',
-      instances: INSTANCES,
-      requestsPerPhase: PHASE,
-      concurrency: CONCURRENCY,
-      bunOptions: EXTRA_BUN_OPTIONS,
-      env: Object.fromEntries(EXTRA_ENV),
-      order: ['pdlink', 'bare', 'bare', 'pdlink'],
-      rssMiB: { afterRefresh, afterFirst: first.rssMiB, afterSecond: second.rssMiB },
-      pdlink: { afterRefreshMiB: afterRefresh, first, second },
-      bare: { idleMiB: bareStart, first: bareFirst, second: bareSecond },
-      heap,
-      reqPerS: [first.reqPerS, second.reqPerS],
-    },
-    markdownTable: markdownTable(
-      ['point', 'Coordinator RSS, MiB', 'bare Bun proxy RSS, MiB'],
-      [
-        [`idle (Coordinator: after the ${INSTANCES}-instance refresh)`, f(afterRefresh), f(bareStart)],
-        [`after ${PHASE.toLocaleString('en')} requests`, f(first.rssMiB), f(bareFirst.rssMiB)],
-        [`after ${PHASE.toLocaleString('en')} more`, f(second.rssMiB), f(bareSecond.rssMiB)],
-        [
-          'CPU µs per request (phases 1, 2)',
-          `${f(first.cpuUsPerRequest)}, ${f(second.cpuUsPerRequest)}`,
-          `${f(bareFirst.cpuUsPerRequest)}, ${f(bareSecond.cpuUsPerRequest)}`,
-        ],
-        ['JS heap in use → after a full GC, MiB', `${f(heap.before.heapMiB)} → ${f(heap.after.heapMiB)}`, '—'],
-      ],
-    ),
-    summary,
-  });
-} finally {
-  bare.kill();
-  await bare.exited;
-  await cluster.stop();
-  rmSync(dir, { recursive: true, force: true });
 }
+
+const rounds: Round[] = [];
+for (let r = 0; r < ROUNDS; r++) rounds.push(await round());
+
+const med = (pick: (r: Round) => number) => percentile(rounds.map(pick), 50);
+const all = (pick: (r: Round) => number) => rounds.map((r) => pick(r).toFixed(1)).join(', ');
+const f = (n: number) => n.toFixed(1);
+const afterRefresh = med((r) => r.afterRefresh);
+const first = med((r) => r.first.rssMiB);
+const second = med((r) => r.second.rssMiB);
+const bareStart = med((r) => r.bareStart);
+const bareFirst = med((r) => r.bareFirst.rssMiB);
+const bareSecond = med((r) => r.bareSecond.rssMiB);
+const growth = med((r) => r.second.rssMiB - r.first.rssMiB);
+const bareGrowth = med((r) => r.bareSecond.rssMiB - r.bareFirst.rssMiB);
+// The heap by type of the round whose RSS after the first phase is the median (or next above it).
+const heap = [...rounds].sort((a, b) => a.first.rssMiB - b.first.rssMiB)[Math.floor(rounds.length / 2)]!.heap;
+const settings = [EXTRA_BUN_OPTIONS, ...EXTRA_ENV.map(([k, v]) => `${k}=${v}`)].filter((x) => x !== '').join(' ');
+const setting = settings === '' ? '' : ` (cluster run with \`${settings}\`)`;
+const n = PHASE.toLocaleString('en');
+const sign = (x: number) => `${x >= 0 ? '+' : ''}${f(x)}`;
+const summary = [
+  `Coordinator RSS${setting}, medians of ${ROUNDS} rounds, each a fresh cluster: after a ${INSTANCES}-instance refresh ${f(afterRefresh)} MiB (rounds ${all((r) => r.afterRefresh)}); ` +
+    `after ${n} proxied requests ${f(first)} MiB (rounds ${all((r) => r.first.rssMiB)}; goal ≤ 100 MiB: ${first <= 100 ? 'met' : 'not met'}); ` +
+    `after ${n} more ${f(second)} MiB (rounds ${all((r) => r.second.rssMiB)}; change ${sign(growth)} MiB).`,
+  `A bare two-leg Bun proxy on fetch under the same load in the same rounds: ${f(bareStart)} MiB idle, ${f(bareFirst)} MiB after ${n} requests (rounds ${all((r) => r.bareFirst.rssMiB)}), ` +
+    `${f(bareSecond)} MiB after ${n} more (${sign(bareGrowth)} MiB). ` +
+    `The bare proxy's growth is what the runtime itself does under this traffic; the Coordinator grows ${f(second - afterRefresh)} MiB over its idle size against the bare proxy's ${f(bareSecond - bareStart)} MiB.`,
+  `The Coordinator's JS heap at the end of the median round: ${f(heap.before.heapMiB)} MiB in use (capacity ${f(heap.before.heapCapacityMiB)} MiB, ${heap.before.objects} objects, ` +
+    `${f(heap.before.extraMiB)} MiB held outside the heap by its objects); after a full collection ${f(heap.after.heapMiB)} MiB (${heap.after.objects} objects) ` +
+    `and RSS ${f(heap.before.rssMiB)} → ${f(heap.after.rssMiB)} MiB. Live objects by type after the collection: ${heap.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}.`,
+  `Coordinator CPU per request ${f(med((r) => r.first.cpuUsPerRequest))} and ${f(med((r) => r.second.cpuUsPerRequest))} µs (bare ${f(med((r) => r.bareFirst.cpuUsPerRequest))}, ${f(med((r) => r.bareSecond.cpuUsPerRequest))} µs); ` +
+    `${med((r) => r.first.reqPerS).toFixed(0)} and ${med((r) => r.second.reqPerS).toFixed(0)} req/s (bare ${med((r) => r.bareFirst.reqPerS).toFixed(0)}, ${med((r) => r.bareSecond.reqPerS).toFixed(0)}). ` +
+    `Streaming completions at concurrency ${CONCURRENCY}; phases in the order pdlink, bare, bare, pdlink, on a 2-core VM shared with other test runs.`,
+].join('\n\n');
+writeResults('rss', {
+  json: {
+    question: 'Coordinator RSS after 4096 instances and N requests, and over N more, next to a bare Bun proxy; JS heap by type',
+    instances: INSTANCES,
+    requestsPerPhase: PHASE,
+    concurrency: CONCURRENCY,
+    rounds: ROUNDS,
+    bunOptions: EXTRA_BUN_OPTIONS,
+    env: Object.fromEntries(EXTRA_ENV),
+    order: ['pdlink', 'bare', 'bare', 'pdlink'],
+    rssMiB: { afterRefresh, afterFirst: first, afterSecond: second },
+    perRound: rounds,
+  },
+  markdownTable: markdownTable(
+    ['point (median of rounds)', 'Coordinator RSS, MiB', 'bare Bun proxy RSS, MiB'],
+    [
+      [`idle (Coordinator: after the ${INSTANCES}-instance refresh)`, f(afterRefresh), f(bareStart)],
+      [`after ${n} requests`, f(first), f(bareFirst)],
+      [`after ${n} more`, f(second), f(bareSecond)],
+      [
+        'CPU µs per request (phases 1, 2)',
+        `${f(med((r) => r.first.cpuUsPerRequest))}, ${f(med((r) => r.second.cpuUsPerRequest))}`,
+        `${f(med((r) => r.bareFirst.cpuUsPerRequest))}, ${f(med((r) => r.bareSecond.cpuUsPerRequest))}`,
+      ],
+      ['JS heap in use → after a full GC, MiB (median round)', `${f(heap.before.heapMiB)} → ${f(heap.after.heapMiB)}`, '—'],
+    ],
+  ),
+  summary,
+});

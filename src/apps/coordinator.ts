@@ -4,7 +4,6 @@
  */
 import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
 import { Hono } from 'hono';
-import { collectDefaultMetrics, type Registry } from 'prom-client';
 import { lostLinks } from '../cluster/lost-links.ts';
 import { ClusterRegistry } from '../cluster/registry.ts';
 import { coordinatorSource } from '../http/dashboard-coordinator.ts';
@@ -22,7 +21,8 @@ import { KvLedger } from '../ledger/index.ts';
 import { proxyRoutes, type ProxyApp } from '../http/inference.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import type { ProxyTracing } from '../proxy/trace.ts';
-import { createRegistry } from '../core/metrics.ts';
+import { createRegistry, type Registry } from '../core/metrics.ts';
+import { collectProcessMetrics } from '../core/process-metrics.ts';
 import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from '../schema/coordinator-config.ts';
 import {
   createBreakers,
@@ -89,7 +89,7 @@ export interface Coordinator {
  */
 export function createCoordinator(options: CoordinatorOptions = {}): Coordinator {
   const metrics = options.metrics ?? createRegistry();
-  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
+  if (options.processMetrics === true) collectProcessMetrics(metrics, 'pdlink_process_');
   const registry = new ClusterRegistry();
   const ledger = new KvLedger({ cluster: registry, metrics });
   // A decode instance that no longer lists a prefill peer has unlinked it: its reservations go.

@@ -2,9 +2,7 @@
  * `pdlink coordinator`: serves the management and inference listeners until SIGINT/SIGTERM.
  */
 import { createCoordinator } from '../apps/coordinator.ts';
-import { CoordinatorHa } from '../apps/coordinator-ha.ts';
-import { openStore } from '../store/open.ts';
-import { createOtlpTracing } from '../proxy/otlp-export.ts';
+import type { CoordinatorHa } from '../apps/coordinator-ha.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
@@ -64,7 +62,8 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     { ip: settings.manage.ip, port: settings.manage.port },
     { ip: settings.predict.ip, port: settings.predict.port },
   ]);
-  const otlp = settings.tracing === undefined ? undefined : createOtlpTracing(settings.tracing);
+  // The OpenTelemetry SDK (hundreds of modules) is loaded only when tracing is configured.
+  const otlp = settings.tracing === undefined ? undefined : (await import('../proxy/otlp-export.ts')).createOtlpTracing(settings.tracing);
   const coordinator = createCoordinator({
     notReadyReason: () => ha?.notReadyReason(),
     ...(security.managementToken === undefined ? {} : { managementToken: security.managementToken }),
@@ -87,6 +86,8 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     log(
       `${mode === 'master_standby' ? 'master/standby' : 'active/active'} on etcd ${where.endpoints.join(',')} (cluster ${where.cluster})`,
     );
+    // The HA modules (election, store, its metrics) are loaded only when a store is configured.
+    const [{ CoordinatorHa }, { openStore }] = await Promise.all([import('../apps/coordinator-ha.ts'), import('../store/open.ts')]);
     ha = new CoordinatorHa({
       mode,
       store: await openStore(where),

@@ -2,7 +2,7 @@
  * Prometheus metrics of the refresh path: outcomes, time to validate and apply, and instances per
  * role (read from the registry at scrape time, so it can never drift from it).
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from '../core/metrics.ts';
 import type { InstanceRole } from './instance.ts';
 import type { ClusterRegistry } from './registry.ts';
 

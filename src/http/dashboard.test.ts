@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test';
+import { Hono } from 'hono';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +45,17 @@ describe('dashboardRoutes', () => {
     const css = await app.request('/dashboard/app.css');
     expect(css.status).toBe(503);
     expect(((await css.json()) as { error: string }).error).toContain('npm install');
+    feed.close();
+  });
+
+  test("its routes are all static paths, so an app they are mounted on keeps Hono's RegExpRouter", async () => {
+    const feed = new DashboardFeed(source);
+    const app = new Hono();
+    app.get('/v1/instances/:id', (c) => c.text(c.req.param('id')));
+    app.route('/', dashboardRoutes(feed, dist));
+    expect(await (await app.request('/v1/instances/7')).text()).toBe('7');
+    expect((await app.request('/dashboard/app.js')).status).toBe(200);
+    expect((app.router as { activeRouter?: { name: string } }).activeRouter?.name).toBe('RegExpRouter');
     feed.close();
   });
 

@@ -33,6 +33,23 @@ describe('Batcher', () => {
     expect(batcher.pending).toBe(0);
   });
 
+  test('equal keys share a call whether or not they are the same object; a key differing in any field does not', async () => {
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, run });
+    const outcomes = [
+      batcher.push(key, target(1)),
+      batcher.push({ ...key }, target(2)),
+      batcher.push({ ...key, timeoutMs: 1000 }, target(3)),
+      batcher.push({ ...key, op: 'unlink' }, target(4)),
+      batcher.push({ ...key, op: 'unlink', force: true }, target(5)),
+      batcher.push({ ...key, endpoint: '1' }, target(6)),
+    ];
+    await until(() => calls.length === 5);
+    expect(calls.map((c) => c.ids)).toEqual([[1n, 2n], [3n], [4n], [5n], [6n]]);
+    for (const c of calls) c.answer();
+    expect((await Promise.all(outcomes)).map((o) => o.code)).toEqual([0, 0, 0, 0, 0, 0]);
+  });
+
   test('items queued in one turn share a call', async () => {
     const { calls, run } = heldRunner();
     const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, run });

@@ -45,6 +45,8 @@ interface Queue {
 export class Batcher {
   readonly #options: BatcherOptions;
   readonly #queues = new Map<string, Queue>();
+  /** Queue ids of key objects seen: a caller that reuses its keys saves spelling the id per item. */
+  readonly #ids = new WeakMap<BatchKey, string>();
   /** Runtime calls sent and not yet answered: the window only gathers while there are some. */
   #inFlight = 0;
 
@@ -57,7 +59,11 @@ export class Batcher {
    * @example const { code } = await batcher.push({ endpoint: '0', op: 'link', timeoutMs: 3000, force: false }, target);
    */
   push(key: BatchKey, target: ClusterTarget): Promise<ItemOutcome> {
-    const id = `${key.endpoint}\u0000${key.op}\u0000${key.timeoutMs}\u0000${key.force ? 1 : 0}`;
+    let id = this.#ids.get(key);
+    if (id === undefined) {
+      id = `${key.endpoint}\u0000${key.op}\u0000${key.timeoutMs}\u0000${key.force ? 1 : 0}`;
+      this.#ids.set(key, id);
+    }
     let queue = this.#queues.get(id);
     if (queue === undefined) {
       queue = { key, items: [], timer: undefined };

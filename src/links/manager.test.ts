@@ -49,6 +49,40 @@ describe('linkClusters / unlinkClusters', () => {
     expect(await manager.unlinkClusters([target(9)])).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_NOT_YET_LINK] });
   });
 
+  test('idle() resolves at once with nothing in flight, and otherwise only after every call in flight has answered', async () => {
+    const { manager, executor } = setup();
+    await manager.idle();
+    executor.hold();
+    const lone = manager.linkClusters([target(1)]);
+    const pair = manager.linkClusters([target(2), target(3)]);
+    let idle = false;
+    const waited = manager.idle().then(() => {
+      idle = true;
+    });
+    // A call begun while idle() waits is waited for too.
+    const late = manager.unlinkClusters([target(4)]);
+    await Promise.resolve();
+    expect(idle).toBe(false);
+    executor.release();
+    await waited;
+    expect(idle).toBe(true);
+    expect((await lone).ret).toBe(S.LLM_SUCCESS);
+    expect((await pair).rets).toEqual([S.LLM_SUCCESS, S.LLM_SUCCESS]);
+    expect((await late).rets).toEqual([S.LLM_NOT_YET_LINK]);
+  });
+
+  test('calls with many different timeouts each reach the runtime with their own timeout', async () => {
+    const { manager, executor } = setup();
+    for (let t = 1; t <= 40; t++) {
+      expect((await manager.linkClusters([target(t)], { timeoutMs: 1000 + t })).ret).toBe(S.LLM_SUCCESS);
+      expect((await manager.unlinkClusters([target(t)], { timeoutMs: 1000 + t, force: t % 2 === 0 })).ret).toBe(S.LLM_SUCCESS);
+    }
+    expect(executor.batches.map((b) => b.timeoutMs)).toEqual(Array.from({ length: 40 }, (_, i) => [1001 + i, 1001 + i]).flat());
+    expect(executor.batches.filter((b) => b.op === 'unlink').map((b) => b.force)).toEqual(
+      Array.from({ length: 40 }, (_, i) => (i + 1) % 2 === 0),
+    );
+  });
+
   test('17 clusters → CLUSTER_NUM_EXCEED_LIMIT for the call and every cluster, nothing sent', async () => {
     const { manager, executor } = setup();
     const many = Array.from({ length: 17 }, (_, i) => target(i));

@@ -27,6 +27,9 @@ import {
 export { DEFAULT_BATCH_WINDOW_MS, DEFAULT_TIMEOUT_MS, MAX_CLUSTERS_PER_CALL } from './call-rules.ts';
 export type { LinkManagerOptions, LinkOptions, UnlinkOptions } from './call-rules.ts';
 
+/** Timeouts whose batch keys are kept. */
+const KEY_CACHE_TIMEOUTS = 16;
+
 export class LinkManager {
   readonly #executor: LinkExecutor;
   readonly #endpoints: ReadonlySet<string>;
@@ -34,10 +37,14 @@ export class LinkManager {
   readonly #table: LinkTable;
   readonly #batcher: Batcher;
   readonly #metrics: LinkMetrics;
-  readonly #inflight = new Set<Promise<unknown>>();
+  /** Calls in flight, and who waits for there to be none (`idle()`). */
+  #inflight = 0;
+  #idleWaiters: (() => void)[] = [];
   readonly #localAddresses: ReadonlyMap<string, IpPort>;
   readonly #now: () => number;
   readonly #timeline = new CallTimeline();
+  /** The default endpoint's batch keys by timeout, `[link, unlink, forced unlink]`: one object per key, so the batcher knows it. */
+  readonly #defaultKeys = new Map<number, BatchKey[]>();
 
   constructor(options: LinkManagerOptions) {
     const maxBatch = options.maxBatch ?? MAX_CLUSTERS_PER_CALL;
@@ -156,8 +163,9 @@ export class LinkManager {
   }
 
   /** Resolves when every call in flight has finished. */
-  async idle(): Promise<void> {
-    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  idle(): Promise<void> {
+    if (this.#inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
   async #call(
@@ -171,19 +179,43 @@ export class LinkManager {
     const whole = callError(clusters.length, timeoutMs);
     if (whole !== undefined) return { ret: whole, rets: clusters.map(() => whole) };
     const timeout = timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const rets = await this.#group(clusters, (target) => {
+    // Most calls name only the default endpoint: its keys are made once.
+    const defaultKey = this.#defaultKey(op, timeout, force);
+    const each = (target: EndpointTarget): Promise<number> => {
       const endpoint = target.endpoint ?? this.#defaultEndpoint;
+      if (endpoint === this.#defaultEndpoint) return one(target, endpoint, defaultKey);
       if (!this.#endpoints.has(endpoint)) return Promise.resolve(LLM_STATUS.LLM_PARAM_INVALID);
       return one(target, endpoint, { endpoint, op, timeoutMs: timeout, force });
-    });
+    };
+    this.#inflight++;
+    let rets: number[];
+    try {
+      // A lone cluster (each caller of a batch, often) needs no Promise.all around its one promise.
+      rets = clusters.length === 1 ? [await each(clusters[0]!)] : await Promise.all(clusters.map(each));
+    } finally {
+      if (--this.#inflight === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
+    }
     this.#metrics.observeCall(op, (performance.now() - started) / 1000);
-    return { ret: rets.every((r) => r === LLM_STATUS.LLM_SUCCESS) ? LLM_STATUS.LLM_SUCCESS : LLM_STATUS.LLM_FAILED, rets };
+    let ret: number = LLM_STATUS.LLM_SUCCESS;
+    for (const r of rets) if (r !== LLM_STATUS.LLM_SUCCESS) ret = LLM_STATUS.LLM_FAILED;
+    return { ret, rets };
   }
 
-  #group<T>(items: readonly T[], one: (item: T) => Promise<number>): Promise<number[]> {
-    const all = Promise.all(items.map(one));
-    this.#inflight.add(all);
-    return all.finally(() => this.#inflight.delete(all));
+  #defaultKey(op: 'link' | 'unlink', timeoutMs: number, force: boolean): BatchKey {
+    let keys = this.#defaultKeys.get(timeoutMs);
+    if (keys === undefined) {
+      // Callers may pick any timeout: the cache is bounded by starting over.
+      if (this.#defaultKeys.size >= KEY_CACHE_TIMEOUTS) this.#defaultKeys.clear();
+      const endpoint = this.#defaultEndpoint;
+      keys = [
+        { endpoint, op: 'link', timeoutMs, force: false },
+        { endpoint, op: 'unlink', timeoutMs, force: false },
+        { endpoint, op: 'unlink', timeoutMs, force: true },
+      ];
+      this.#defaultKeys.set(timeoutMs, keys);
+    }
+    // Links are never forced (linkClusters passes false).
+    return op === 'link' ? keys[0]! : keys[force ? 2 : 1]!;
   }
 
   async #linkOne(target: ClusterTarget, endpoint: string, key: BatchKey): Promise<number> {

@@ -87,7 +87,8 @@ export class LinkTable {
         since: this.#now(),
       });
     }
-    this.#emit({ endpoint, remoteClusterId, side, from, to: change.state, code, reason: change.reason });
+    // Nobody listening (a manager without subscribers): no event object to make.
+    if (this.#listeners.size > 0) this.#emit({ endpoint, remoteClusterId, side, from, to: change.state, code, reason: change.reason });
   }
 
   /** Subscribes to changes; returns the unsubscribe function. */

@@ -2,7 +2,7 @@
  * `pdlink_store_connected`: 1 while the store answers, 0 while it does not (a Coordinator keeps
  * proxying with its last snapshot meanwhile, a controller leader steps down after its lease).
  */
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from '../core/metrics.ts';
 import type { Store } from './store.ts';
 
 /**
