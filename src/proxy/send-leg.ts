@@ -36,7 +36,9 @@ export function isConnectionLoss(error: unknown): boolean {
 
 /** The origins that answered this process, i.e. those Bun's pool may hold a keep-alive connection to. */
 export class PooledOrigins {
-  readonly #origins = new Set<string>();
+  /** Origin → when it last answered (a count of answers): one map write per leg keeps the order. */
+  readonly #origins = new Map<string, number>();
+  #answers = 0;
   readonly #capacity: number;
   /**
    * Leg URL → its origin. A proxy sends to a few URLs per instance over and over; parsing each
@@ -56,11 +58,21 @@ export class PooledOrigins {
    * @example origins.answered(url);
    */
   answered(url: string): void {
-    const origin = this.#origin(url);
-    // Re-inserting keeps the set in order of last answer, so the oldest is forgotten first.
-    this.#origins.delete(origin);
-    this.#origins.add(origin);
-    if (this.#origins.size > this.#capacity) this.#origins.delete(this.#origins.values().next().value as string);
+    this.#origins.set(this.#origin(url), ++this.#answers);
+    // Past capacity (a new origin, so rare), the one that answered longest ago is forgotten.
+    if (this.#origins.size > this.#capacity) this.#forgetOldest();
+  }
+
+  #forgetOldest(): void {
+    let oldest: string | undefined;
+    let at = Infinity;
+    for (const [origin, answeredAt] of this.#origins) {
+      if (answeredAt < at) {
+        at = answeredAt;
+        oldest = origin;
+      }
+    }
+    if (oldest !== undefined) this.#origins.delete(oldest);
   }
 
   /**
