@@ -33,11 +33,14 @@ export async function startBun(
 ): Promise<Proc> {
   const errPath = join(dir, `${name}-${procSeq++}.err`);
   const errFd = openSync(errPath, 'w');
-  const child = Bun.spawn(pinned(name === 'engines' ? ENGINE_CPU : PROXY_CPU, [process.execPath, resolve(import.meta.dir, script), ...args]), {
-    stdout: 'pipe',
-    stderr: errFd,
-    env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: '65535', ...env },
-  });
+  const child = Bun.spawn(
+    pinned(name === 'engines' ? ENGINE_CPU : PROXY_CPU, [process.execPath, resolve(import.meta.dir, script), ...args]),
+    {
+      stdout: 'pipe',
+      stderr: errFd,
+      env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: '65535', ...env },
+    },
+  );
   closeSync(errFd);
   const urls: Record<string, string> = {};
   const reader = child.stdout.getReader();

@@ -3,7 +3,8 @@
  * streamed PD request (P leg, then D's stream back), in front of the same fast fake engines
  * (proxy-engines.ts) for every mode:
  *   - CPU per request at concurrency 32, against a bare two-leg Bun proxy on `fetch`
- *     (proxy-bare-fetch.ts; goal ≤ 1.2×), a bare one on pooled `Bun.connect` sockets
+ *     (proxy-bare-fetch.ts; goal ≤ 1.2×), the same relaying D's stream through a JS stream as pdlink
+ *     must (proxy-bare-relay.ts), a bare one on pooled `Bun.connect` sockets
  *     (proxy-bare-socket.ts), and nginx (Debian's package, proxy-nginx.ts) relaying one hop (the D
  *     leg only) and two hops (the client calls P then D through it; goal ≤ 2.5×);
  *   - throughput at concurrency 32 against the direct client, which calls P then D itself with no
@@ -42,16 +43,17 @@ const ALL_CPUS = '0,1';
 /** Warm-up goes on in chunks of this many requests until the JIT threads use under JIT_SETTLED of a chunk's CPU. */
 const WARM_CHUNK = 2000;
 const JIT_SETTLED = 0.02;
-const THREAD_MODES: readonly Mode[] = ['bareFetch', 'bareSocket', 'pdlink'];
+const THREAD_MODES: readonly Mode[] = ['bareFetch', 'bareRelay', 'bareSocket', 'pdlink'];
 const THREAD_KINDS: readonly ThreadKind[] = ['js', 'httpClient', 'jit', 'other'];
 const MAX_WARM_REQUESTS = Number(process.env['PROXY_CPU_MAX_WARM'] ?? 120_000);
 
-type Mode = 'direct' | 'nginx1' | 'nginx2' | 'bareFetch' | 'bareSocket' | 'pdlink';
+type Mode = 'direct' | 'nginx1' | 'nginx2' | 'bareFetch' | 'bareRelay' | 'bareSocket' | 'pdlink';
 const LABELS: Record<Mode, string> = {
   direct: 'direct client (P then D, no proxy)',
   nginx1: 'nginx, one hop (D leg only)',
   nginx2: 'nginx, two hops (P and D legs)',
   bareFetch: 'bare two-leg Bun proxy on fetch',
+  bareRelay: "bare two-leg Bun proxy on fetch, relaying D's stream through a JS ReadableStream",
   bareSocket: 'bare two-leg Bun proxy on Bun.connect sockets',
   pdlink: 'pdlink',
 };
@@ -103,6 +105,8 @@ try {
   const dEngine = engines.urls['decode']!;
   const bareFetch = hostOf(await startBun('bare-fetch', 'proxy-bare-fetch.ts', [pEngine, dEngine], ['proxy', 'control'], GC_LOG), 'proxy');
   stops.push(() => bareFetch.proc.stop());
+  const bareRelay = hostOf(await startBun('bare-relay', 'proxy-bare-relay.ts', [pEngine, dEngine], ['proxy', 'control']), 'proxy');
+  stops.push(() => bareRelay.proc.stop());
   const bareSocket = hostOf(
     await startBun('bare-socket', 'proxy-bare-socket.ts', [pEngine, dEngine], ['proxy', 'control'], GC_LOG),
     'proxy',
@@ -121,12 +125,14 @@ try {
     direct: clientPd(pEngine, dEngine),
     ...(nginx === undefined ? {} : { nginx1: decodeOnly(nginx.dUrl), nginx2: clientPd(nginx.pUrl, nginx.dUrl) }),
     bareFetch: viaProxy(bareFetch.url),
+    bareRelay: viaProxy(bareRelay.url),
     bareSocket: viaProxy(bareSocket.url),
     pdlink: viaProxy(pdlink.url),
   };
   const pids: Partial<Record<Mode, number>> = {
     ...(nginx === undefined ? {} : { nginx1: nginx.pid, nginx2: nginx.pid }),
     bareFetch: bareFetch.proc.pid,
+    bareRelay: bareRelay.proc.pid,
     bareSocket: bareSocket.proc.pid,
     pdlink: pdlink.proc.pid,
   };
@@ -225,6 +231,8 @@ try {
   const cpuVsBare = spread(ratios(cpu.pdlink!, cpu.bareFetch!));
   const cpuVsSocket = spread(ratios(cpu.pdlink!, cpu.bareSocket!));
   const socketVsFetch = spread(ratios(cpu.bareSocket!, cpu.bareFetch!));
+  const relayVsFetch = spread(ratios(cpu.bareRelay!, cpu.bareFetch!));
+  const cpuVsRelay = spread(ratios(cpu.pdlink!, cpu.bareRelay!));
   const cpuVsNginx2 = nginx === undefined ? undefined : spread(ratios(cpu.pdlink!, cpu.nginx2!));
   const rpsVsDirect = spread(ratios(rps.pdlink!, rps.direct!));
   const added = (mode: Mode, key: 'p50' | 'p99') => latency[mode]!.map((r, i) => r[key] - latency.direct![i]![key]);
@@ -251,12 +259,12 @@ try {
   ]);
   const lines = [
     `Per streamed PD request in front of the same fast fake engines, ${ROUNDS} rotating rounds of ${REQUESTS} requests at concurrency ${CONCURRENCY} and ${SEQUENTIAL} at concurrency 1 per mode; medians of per-round ratios (p10, p90).`,
-    `Warm means compiled: each process was sent requests in chunks of ${WARM_CHUNK} until its JIT threads used under ${JIT_SETTLED * 100}% of a chunk's CPU twice in a row (${(['bareFetch', 'bareSocket', 'pdlink'] as Mode[]).map((m) => `${m} ${warmRequests[m]}`).join(', ')} requests); in the measured rounds they used ${(['bareFetch', 'bareSocket', 'pdlink'] as Mode[]).map((m) => `${m} ${(100 * med(jitShare[m])).toFixed(1)}%`).join(', ')} of the CPU (median).`,
+    `Warm means compiled: each process was sent requests in chunks of ${WARM_CHUNK} until its JIT threads used under ${JIT_SETTLED * 100}% of a chunk's CPU twice in a row (${THREAD_MODES.map((m) => `${m} ${warmRequests[m]}`).join(', ')} requests); in the measured rounds they used ${THREAD_MODES.map((m) => `${m} ${(100 * med(jitShare[m])).toFixed(1)}%`).join(', ')} of the CPU (median).`,
     `CPU per request: pdlink ${med(cpu.pdlink).toFixed(1)} µs = ${fmtX(cpuVsBare)} the bare fetch proxy (goal ≤ 1.2×: ${met(cpuVsBare.median <= 1.2)}), ${fmtX(cpuVsSocket)} the bare Bun.connect proxy; ` +
       (cpuVsNginx2 === undefined
         ? 'nginx could not be installed: its columns were skipped.'
         : `${fmtX(cpuVsNginx2)} nginx's two hops (goal ≤ 2.5×: ${met(cpuVsNginx2.median <= 2.5)}).`),
-    `The bare Bun.connect proxy spends ${fmtX(socketVsFetch)} the CPU of the bare fetch proxy.`,
+    `The bare Bun.connect proxy spends ${fmtX(socketVsFetch)} the CPU of the bare fetch proxy. Relaying D's stream through a JS ReadableStream costs the bare fetch proxy ${fmtX(relayVsFetch)} its CPU; pdlink, which must relay so (to end a failed stream with an SSE error event and to settle the request at its end), spends ${fmtX(cpuVsRelay)} the CPU of that bare relaying proxy.`,
     `Throughput at concurrency ${CONCURRENCY}: ${fmtX(rpsVsDirect)} the direct client's (goal ≥ 0.45×: ${met(rpsVsDirect.median >= 0.45)}).`,
     `Added latency at concurrency 1, warm: p50 ${fmt(addedP50, 3)} ms, p99 ${fmt(addedP99, 3)} ms (goal p99 ≤ 0.3 ms: ${met(addedP99.median <= 0.3)}); ` +
       `young process (first ${YOUNG_REQUESTS} requests of a fresh Coordinator, ${YOUNG_ROUNDS} processes): p50 ${fmt(youngP50, 3)} ms, p99 ${fmt(youngP99, 3)} ms (goal ≤ 0.6 ms: ${met(youngP99.median <= 0.6)}).`,
@@ -289,6 +297,8 @@ try {
         cpuVsBareFetch: cpuVsBare,
         cpuVsBareSocket: cpuVsSocket,
         bareSocketVsBareFetch: socketVsFetch,
+        bareRelayVsBareFetch: relayVsFetch,
+        cpuVsBareRelay: cpuVsRelay,
         cpuVsNginxTwoHops: cpuVsNginx2 ?? null,
         throughputVsDirect: rpsVsDirect,
       },
