@@ -146,8 +146,7 @@ const STATIC_KEYS = 8;
 /** avail_slots_num, avail_block_num (and peers when present). */
 const DYNAMIC_KEYS = 2;
 
+/** Own enumerable keys; JSON.parse builds no other kind. Object.keys counts them in about half a for-in's time. */
 function countKeys(o: Obj): number {
-  let n = 0;
-  for (const _ in o) n++;
-  return n;
+  return Object.keys(o).length;
 }
