@@ -90,11 +90,11 @@ export class ClusterRegistry implements ClusterView {
     const added: Instance[] = [];
     const updated: { before: Instance; after: Instance }[] = [];
     const removed: Instance[] = [];
-    // A body from pdlink's parser was measured as text; only snapshots built by code are walked.
-    const measured = isMeasuredJson(snapshot);
     // Both this snapshot and the last have only the schema's keys: every object held equals one of
     // the last snapshot's, so comparing the known fields decides equality without walking objects.
     const plain = isPlainSnapshot(snapshot);
+    // A body from pdlink's parser was measured as text (a plain one always); only snapshots built by code are walked.
+    const measured = plain || isMeasuredJson(snapshot);
     const known = plain && this.#lastPlain;
     let listedBefore = 0;
 
