@@ -38,13 +38,14 @@ export async function measured(
   return rate;
 }
 
-/** Warm-up goes on in chunks of this long until the JIT threads use under JIT_SETTLED of a chunk's CPU. */
-const WARM_CHUNK_MS = 250;
+/** Warm-up goes on in chunks of this long until the JIT threads use under JIT_SETTLED of QUIET_CHUNKS chunks' CPU in a row. */
+const WARM_CHUNK_MS = 500;
 const JIT_SETTLED = 0.02;
+const QUIET_CHUNKS = 3;
 
 /**
- * Sends `requests` to `server` until its JIT compilers have settled: two chunks in a row in which
- * they took under JIT_SETTLED of the process's CPU, or `maxMs` in all. A server with more code
+ * Sends `requests` to `server` until its JIT compilers have settled: QUIET_CHUNKS chunks in a row in
+ * which they took under JIT_SETTLED of the process's CPU, or `maxMs` in all. A server with more code
  * takes longer to get there (pdlink's Coordinator some seconds, the raw server well under one), and
  * measuring earlier counts one-off compilation as per-request cost. Returns the requests it took.
  */
@@ -52,7 +53,7 @@ export async function warmUntilCompiled(server: Server, requests: readonly Uint8
   const started = performance.now();
   let sent = 0;
   let quiet = 0;
-  while (quiet < 2 && performance.now() - started < maxMs) {
+  while (quiet < QUIET_CHUNKS && performance.now() - started < maxMs) {
     const cpu0 = cpuNs(server.pid);
     const jit0 = jitNs(server.pid);
     sent += (await load(server.port, requests, WARM_CHUNK_MS)).completed;
@@ -66,8 +67,12 @@ export function cpuNs(pid: number): number {
   return threadsNs(pid, () => true);
 }
 
-/** Threads of JavaScriptCore's compilers (`JITWorker`, and `JSCWarmUp` for the warm-up work they queue). */
-const JIT_THREAD = /^(JITWorker|JSCWarmUp)/;
+/**
+ * Threads of JavaScriptCore's compilers. Not `JSCWarmUp`: that thread makes the pages of new heap
+ * blocks resident before the allocator hands them out, a cost of allocating that lasts as long as
+ * the allocating does, and part of what a request costs.
+ */
+const JIT_THREAD = /^JITWorker/;
 
 /** CPU time of a process's JIT compiler threads so far (ns); NaN where unreadable. */
 export function jitNs(pid: number): number {

@@ -85,7 +85,8 @@ async function main(): Promise<void> {
         )
         .join('; ') +
       `; ${HTTP_ROUNDS} alternating rounds of ${HTTP_ROUND_MS} ms, ${HTTP_CONNECTIONS} connections, ${pinning}, ` +
-      `each server warmed on each case until its JIT threads took under 2% of its CPU (JIT share of pdlink's CPU in the rounds: ` +
+      `each server warmed on each case until its JIT compiler threads took under 2% of its CPU in three 500 ms chunks in a row ` +
+      `or for ${WARM_MAX_MS / 1000} s (their share of pdlink's CPU in the rounds: ` +
       http.map((h) => `${(100 * h.jitShare.subject).toFixed(1)}%`).join(' / ') +
       `). ` +
       `Goals: 2 instances ≥ 0.9× throughput: ${two.every((h) => h.ratio.median >= 0.9) ? 'met' : 'NOT met'} ` +
