@@ -18,26 +18,83 @@ export interface Server {
 
 /**
  * Requests per second of one round against `server`; pushes the server's CPU time per request in
- * that round (µs) onto `cpuUs`. CPU time is what the server spent, whoever else ran on the machine
- * meanwhile, so its ratio is steadier than that of throughput on a shared machine.
+ * that round (µs) onto `cpuUs`, and the share of it its JIT compiler threads took onto `jitShare`.
+ * CPU time is what the server spent, whoever else ran on the machine meanwhile, so its ratio is
+ * steadier than that of throughput on a shared machine.
  */
-export async function measured(server: Server, requests: readonly Uint8Array[], cpuUs: number[], durationMs: number): Promise<number> {
+export async function measured(
+  server: Server,
+  requests: readonly Uint8Array[],
+  cpuUs: number[],
+  durationMs: number,
+  jitShare: number[] = [],
+): Promise<number> {
   const before = cpuNs(server.pid);
+  const jitBefore = jitNs(server.pid);
   const { rate, completed } = await load(server.port, requests, durationMs);
-  cpuUs.push((cpuNs(server.pid) - before) / 1000 / completed);
+  const spent = cpuNs(server.pid) - before;
+  cpuUs.push(spent / 1000 / completed);
+  jitShare.push((jitNs(server.pid) - jitBefore) / spent);
   return rate;
+}
+
+/** Warm-up goes on in chunks of this long until the JIT threads use under JIT_SETTLED of QUIET_CHUNKS chunks' CPU in a row. */
+const WARM_CHUNK_MS = 500;
+const JIT_SETTLED = 0.02;
+const QUIET_CHUNKS = 3;
+
+/**
+ * Sends `requests` to `server` until its JIT compilers have settled: QUIET_CHUNKS chunks in a row in
+ * which they took under JIT_SETTLED of the process's CPU, or `maxMs` in all. A server with more code
+ * takes longer to get there (pdlink's Coordinator some seconds, the raw server well under one), and
+ * measuring earlier counts one-off compilation as per-request cost. Returns the requests it took.
+ */
+export async function warmUntilCompiled(server: Server, requests: readonly Uint8Array[], maxMs: number): Promise<number> {
+  const started = performance.now();
+  let sent = 0;
+  let quiet = 0;
+  while (quiet < QUIET_CHUNKS && performance.now() - started < maxMs) {
+    const cpu0 = cpuNs(server.pid);
+    const jit0 = jitNs(server.pid);
+    sent += (await load(server.port, requests, WARM_CHUNK_MS)).completed;
+    quiet = (jitNs(server.pid) - jit0) / (cpuNs(server.pid) - cpu0) < JIT_SETTLED ? quiet + 1 : 0;
+  }
+  return sent;
 }
 
 /** CPU time of a process so far, all its threads (Linux schedstat, ns); NaN where unreadable. */
 export function cpuNs(pid: number): number {
+  return threadsNs(pid, () => true);
+}
+
+/**
+ * Threads of JavaScriptCore's compilers. Not `JSCWarmUp`: that thread makes the pages of new heap
+ * blocks resident before the allocator hands them out, a cost of allocating that lasts as long as
+ * the allocating does, and part of what a request costs.
+ */
+const JIT_THREAD = /^JITWorker/;
+
+/** CPU time of a process's JIT compiler threads so far (ns); NaN where unreadable. */
+export function jitNs(pid: number): number {
+  return threadsNs(pid, (task) => JIT_THREAD.test(readFileSync(`/proc/${pid}/task/${task}/comm`, 'latin1')));
+}
+
+function threadsNs(pid: number, counted: (task: string) => boolean): number {
+  let tasks: string[];
   try {
-    let total = 0;
-    for (const task of readdirSync(`/proc/${pid}/task`))
-      total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'latin1').split(' ')[0]);
-    return total;
+    tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
     return Number.NaN;
   }
+  let total = 0;
+  for (const task of tasks) {
+    try {
+      if (counted(task)) total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'latin1').split(' ')[0]);
+    } catch {
+      // A thread that ended between the listing and the read.
+    }
+  }
+  return total;
 }
 
 /** The floor must answer what pdlink answers: same status and body for the same refresh. */

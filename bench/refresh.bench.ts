@@ -11,6 +11,10 @@
  *     Beside throughput, each round records the server's CPU time per request (all its threads,
  *     from /proc): on a machine shared with other work, throughput swings with whatever else runs,
  *     while the CPU a request costs does not, so that ratio is the steadier measure of the same gap.
+ *     Before a case's rounds, each server is sent that case's requests until its JIT compiler
+ *     threads have fallen quiet (a Coordinator resends for hours; compiling is a start-up cost):
+ *     pdlink has far more code to compile than the raw server, and its compiler threads measured
+ *     within the rounds would count as per-request CPU. Their share of each round is recorded.
  * (b) Where the time goes, in process, for the 4096-instance all-changed case: each stage of the
  *     route vs `JSON.parse` of the same text, measured alternately: the route's parse (parse +
  *     schema check), the address checks, and the registry apply with the Coordinator's listeners
@@ -25,7 +29,7 @@ import { InstanceAddressPolicy } from '../src/core/address-policy.ts';
 import { exampleSnapshot, SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
 import { parseRefresh, type RefreshSnapshot } from '../src/schema/refresh.ts';
 import { parseRefreshText } from '../src/schema/refresh-plain.ts';
-import { firstLine, HTTP_CONNECTIONS, load, measured, sameAnswers, type Server } from './refresh-load.ts';
+import { firstLine, HTTP_CONNECTIONS, measured, sameAnswers, type Server, warmUntilCompiled } from './refresh-load.ts';
 import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';
 
 /** `--quick`: a few short rounds to check the benchmark itself works; nothing is written. */
@@ -34,6 +38,8 @@ const QUICK = process.argv.includes('--quick');
 // their ratio is steadier than that of long rounds far apart.
 const HTTP_ROUNDS = QUICK ? 2 : Number(process.env.REFRESH_HTTP_ROUNDS ?? 20);
 const HTTP_ROUND_MS = QUICK ? 200 : 500;
+/** Longest warm-up of one server for one case, waiting for its JIT compilers to settle. */
+const WARM_MAX_MS = QUICK ? 2000 : 20_000;
 const STAGE_ROUNDS = QUICK ? 2 : 10;
 const STAGE_ROUND_MS = QUICK ? 30 : 250;
 const STAGE_SIZE = 4096;
@@ -78,7 +84,11 @@ async function main(): Promise<void> {
             `CPU ${times(h.cpuRatio.median)} (${times(h.cpuRatio.p10)}–${times(h.cpuRatio.p90)})`,
         )
         .join('; ') +
-      `; ${HTTP_ROUNDS} alternating rounds of ${HTTP_ROUND_MS} ms, ${HTTP_CONNECTIONS} connections, ${pinning}. ` +
+      `; ${HTTP_ROUNDS} alternating rounds of ${HTTP_ROUND_MS} ms, ${HTTP_CONNECTIONS} connections, ${pinning}, ` +
+      `each server warmed on each case until its JIT compiler threads took under 2% of its CPU in three 500 ms chunks in a row ` +
+      `or for ${WARM_MAX_MS / 1000} s (their share of pdlink's CPU in the rounds: ` +
+      http.map((h) => `${(100 * h.jitShare.subject).toFixed(1)}%`).join(' / ') +
+      `). ` +
       `Goals: 2 instances ≥ 0.9× throughput: ${two.every((h) => h.ratio.median >= 0.9) ? 'met' : 'NOT met'} ` +
       `(CPU ${two.map((h) => times(h.cpuRatio.median)).join(' / ')}, ≤ 1.11× would match); ` +
       `4096 all changed ≤ 1.5× a raw parse's time: ${times(bigTime)} by throughput, ${times(bigChanged.cpuRatio.median)} by CPU, ` +
@@ -167,20 +177,25 @@ async function benchHttp() {
       const bodies = caseBodies(c.size, c.changed);
       const rawRequests = bodies.map((b) => request(raw.port, b));
       const pdlinkRequests = bodies.map((b) => request(pdlink.port, b));
-      await load(raw.port, rawRequests, 300); // warm-up of both servers and of the client
-      await load(pdlink.port, pdlinkRequests, 300);
+      // Each case has code paths of its own (a changed snapshot is diffed, a resent one is not):
+      // both servers are warmed on this case's requests until their compilers have settled.
+      const warmRequests = {
+        baseline: await warmUntilCompiled(raw, rawRequests, WARM_MAX_MS),
+        subject: await warmUntilCompiled(pdlink, pdlinkRequests, WARM_MAX_MS),
+      };
       // Throughput per round, and beside it the server's CPU time per request in the same round.
       const cpu = { baseline: [] as number[], subject: [] as number[] };
+      const jit = { baseline: [] as number[], subject: [] as number[] };
       const r = await alternate(
         HTTP_ROUNDS,
-        () => measured(raw, rawRequests, cpu.baseline, HTTP_ROUND_MS),
-        () => measured(pdlink, pdlinkRequests, cpu.subject, HTTP_ROUND_MS),
+        () => measured(raw, rawRequests, cpu.baseline, HTTP_ROUND_MS, jit.baseline),
+        () => measured(pdlink, pdlinkRequests, cpu.subject, HTTP_ROUND_MS, jit.subject),
       );
       const ratio = spread(r.ratios);
       const cpuRatios = cpu.subject.map((x, i) => x / cpu.baseline[i]!);
       const cpuRatio = spread(cpuRatios);
       console.log(
-        `${c.name}: throughput ${times(ratio.median)} (p10 ${times(ratio.p10)}, p90 ${times(ratio.p90)}); ` +
+        `${c.name}: warmed ${warmRequests.baseline} / ${warmRequests.subject} requests (raw / pdlink); throughput ${times(ratio.median)} (p10 ${times(ratio.p10)}, p90 ${times(ratio.p90)}); ` +
           `CPU per request ${times(cpuRatio.median)} (p10 ${times(cpuRatio.p10)}, p90 ${times(cpuRatio.p90)})`,
       );
       results.push({
@@ -193,6 +208,8 @@ async function benchHttp() {
         cpuUsPerRequest: cpu,
         cpuRatios,
         cpuRatio,
+        warmRequests,
+        jitShare: { baseline: spread(jit.baseline).median, subject: spread(jit.subject).median },
       });
     }
     return results;

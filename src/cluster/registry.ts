@@ -53,8 +53,11 @@ export class ClusterRegistry implements ClusterView {
   readonly #byId = new IdMap<Instance>();
   #all: readonly Instance[] = [];
   #byRole: Readonly<Record<InstanceRole, readonly Instance[]>> = emptyRoleIndex();
-  #listeners = new Set<RegistryListener>();
-  #refreshListeners = new Set<(generation: number) => void>();
+  // Copied on subscribe and unsubscribe, never while notifying: a notification walks the array it
+  // started with, so listeners may unsubscribe (themselves or others) while being called, and no
+  // refresh pays for a copy of the set.
+  #listeners: readonly RegistryListener[] = [];
+  #refreshListeners: readonly ((generation: number) => void)[] = [];
   #generation = 0;
   #lastRefreshAt: number | undefined;
   #view: InstancesView | undefined;
@@ -87,11 +90,11 @@ export class ClusterRegistry implements ClusterView {
     const added: Instance[] = [];
     const updated: { before: Instance; after: Instance }[] = [];
     const removed: Instance[] = [];
-    // A body from pdlink's parser was measured as text; only snapshots built by code are walked.
-    const measured = isMeasuredJson(snapshot);
     // Both this snapshot and the last have only the schema's keys: every object held equals one of
     // the last snapshot's, so comparing the known fields decides equality without walking objects.
     const plain = isPlainSnapshot(snapshot);
+    // A body from pdlink's parser was measured as text (a plain one always); only snapshots built by code are walked.
+    const measured = plain || isMeasuredJson(snapshot);
     const known = plain && this.#lastPlain;
     let listedBefore = 0;
 
@@ -168,8 +171,8 @@ export class ClusterRegistry implements ClusterView {
   onChange(listener: RegistryListener): () => void {
     // Each subscription is its own entry, so subscribing the same function twice needs two unsubscribes.
     const entry: RegistryListener = (diff) => listener(diff);
-    this.#listeners.add(entry);
-    return () => void this.#listeners.delete(entry);
+    this.#listeners = [...this.#listeners, entry];
+    return () => void (this.#listeners = this.#listeners.filter((l) => l !== entry));
   }
 
   /**
@@ -178,8 +181,8 @@ export class ClusterRegistry implements ClusterView {
    */
   onRefresh(listener: (generation: number) => void): () => void {
     const entry = (generation: number): void => listener(generation);
-    this.#refreshListeners.add(entry);
-    return () => void this.#refreshListeners.delete(entry);
+    this.#refreshListeners = [...this.#refreshListeners, entry];
+    return () => void (this.#refreshListeners = this.#refreshListeners.filter((l) => l !== entry));
   }
 
   /** Accepted refreshes so far (changed or not). */
@@ -234,7 +237,7 @@ export class ClusterRegistry implements ClusterView {
   #notifyRefresh(): void {
     this.#notifying = true;
     try {
-      for (const listener of [...this.#refreshListeners]) {
+      for (const listener of this.#refreshListeners) {
         try {
           listener(this.#generation);
         } catch (error) {
@@ -249,8 +252,7 @@ export class ClusterRegistry implements ClusterView {
   #notify(diff: RegistryDiff): void {
     this.#notifying = true;
     try {
-      // A copy, so listeners may unsubscribe (themselves or others) while being called.
-      for (const listener of [...this.#listeners]) {
+      for (const listener of this.#listeners) {
         try {
           listener(diff);
         } catch (error) {

@@ -303,6 +303,34 @@ describe('POST /v1/instances/refresh', () => {
   });
 });
 
+describe('errors past validation', () => {
+  test('an error thrown while applying is answered with the envelope, standalone as mounted', async () => {
+    class Failing extends ClusterRegistry {
+      override apply(): never {
+        throw new Error('a fault of the registry');
+      }
+    }
+    const failing = new Failing();
+    const metrics = createRegistry();
+    const standalone = refreshRoutes({ registry: failing, bodyLimitBytes: 64 * 1024, metrics });
+    const mounted = new Hono().route('/', refreshRoutes({ registry: failing, bodyLimitBytes: 64 * 1024, metrics: createRegistry() }));
+    const errorLog = console.error;
+    console.error = () => {};
+    try {
+      for (const app of [standalone, mounted]) {
+        const res = await refresh(app, SEED_REFRESH_BODY);
+        expect(res.status).toBe(500);
+        expect(await res.json()).toEqual({ error: 'internal error', error_type: 'InternalError' });
+      }
+    } finally {
+      console.error = errorLog;
+    }
+    // Not a refused body: counted neither as accepted nor as invalid.
+    expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(0);
+    expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="invalid"}')).toBe(0);
+  });
+});
+
 describe('options', () => {
   test.each([0, -1, 1.5, Number.NaN])('bodyLimitBytes %p is refused when the routes are built', (limit) => {
     const build = () => refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: limit, metrics: createRegistry() });

@@ -1,7 +1,8 @@
 /**
  * `POST /v1/instances/refresh` (the Controller's topology snapshot) and `GET /v1/instances` (what
  * the Coordinator currently holds). A refresh is all-or-nothing: any problem answers 400 with every
- * issue listed and leaves the registry untouched; success answers 200 with an empty body.
+ * issue listed and leaves the registry untouched; success answers 200 with an empty body. Each
+ * handler renders its own errors in the envelope, so the routes answer alike standalone and mounted.
  */
 import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
@@ -12,7 +13,7 @@ import { errors, type FieldIssue, optionErrors, PdlinkError } from '../core/erro
 import { parseRefresh, type RefreshSnapshot } from '../schema/refresh.ts';
 import { parseRefreshText } from '../schema/refresh-plain.ts';
 import { onError } from './envelope.ts';
-import { jsonBody } from './json-body.ts';
+import { readJsonBody } from './body.ts';
 
 /** A body's text and the value it parsed to. */
 interface ParsedBody {
@@ -44,7 +45,6 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   }
   const metrics = refreshMetrics(deps.metrics, registry);
   const app = new Hono();
-  app.onError(onError);
 
   // The Controller resends its snapshot every second, most often unchanged. A body equal, character
   // for character, to the last one accepted parses to the same value with the same verdict, so that
@@ -85,20 +85,41 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
     metrics.refreshed(error instanceof PdlinkError && error.code === 'payload_too_large' ? 'too_large' : 'invalid');
   };
 
-  app.post('/v1/instances/refresh', jsonBody(check, { limitBytes: bodyLimitBytes, onRefused, parse }), (c) => {
-    const { snapshot, started, checkedAt } = c.req.valid('json');
-    registry.apply(snapshot);
-    // Another request may have been parsed since this one was: then this text is simply not kept.
-    if (parsed !== undefined && parsed.value === snapshot) accepted = parsed;
-    if (accepted !== undefined && accepted.value === snapshot) acceptedPolicy = checkedAt;
-    parsed = undefined;
-    metrics.applied((performance.now() - started) / 1000);
-    metrics.refreshed('ok');
-    // The answer is always the same: built without Hono's header merging.
-    return new Response(null, OK);
+  // One handler that renders its own errors, not a validation middleware and a handler under the
+  // app's onError: Hono wraps every route of a sub-app with an error handler in a composition of its
+  // own, built on each call, which for a 2-instance refresh cost as much as validating it.
+  const readOptions = { limitBytes: bodyLimitBytes, parse };
+  app.post('/v1/instances/refresh', async (c) => {
+    let checked: ReturnType<typeof check>;
+    try {
+      checked = check(await readJsonBody(c, readOptions));
+    } catch (error) {
+      onRefused(error);
+      return onError(error as Error, c);
+    }
+    try {
+      const { snapshot, started, checkedAt } = checked;
+      registry.apply(snapshot);
+      // Another request may have been parsed since this one was: then this text is simply not kept.
+      if (parsed !== undefined && parsed.value === snapshot) accepted = parsed;
+      if (accepted !== undefined && accepted.value === snapshot) acceptedPolicy = checkedAt;
+      parsed = undefined;
+      metrics.applied((performance.now() - started) / 1000);
+      metrics.refreshed('ok');
+      // The answer is always the same: built without Hono's header merging.
+      return new Response(null, OK);
+    } catch (error) {
+      return onError(error as Error, c);
+    }
   });
 
-  app.get('/v1/instances', (c) => c.body(JSON.stringify(registry.view()), 200, { 'content-type': 'application/json; charset=UTF-8' }));
+  app.get('/v1/instances', (c) => {
+    try {
+      return c.body(JSON.stringify(registry.view()), 200, { 'content-type': 'application/json; charset=UTF-8' });
+    } catch (error) {
+      return onError(error as Error, c);
+    }
+  });
 
   return app;
 }

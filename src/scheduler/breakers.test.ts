@@ -43,6 +43,34 @@ describe('CircuitBreakers', () => {
     expect(health.state(1)).toBe('open');
   });
 
+  test('the clock is read only while some circuit waits on time', () => {
+    let reads = 0;
+    let now = 1_000;
+    const health = createBreakers({
+      failureThreshold: 1,
+      cooldownMs: 100,
+      clock: () => {
+        reads++;
+        return now;
+      },
+    });
+    health.poll();
+    expect(health.admissible(1)).toBe(true);
+    health.relisted(() => true);
+    expect(reads).toBe(0);
+    health.recordFailure(1); // opens: its cool-down ends at 1,100
+    expect(reads).toBeGreaterThan(0);
+    reads = 0;
+    now = 1_100;
+    health.poll();
+    expect(reads).toBe(1);
+    expect(health.state(1)).toBe('half_open');
+    // Half-open with no trial running: nothing waits on time any more.
+    reads = 0;
+    health.poll();
+    expect(reads).toBe(0);
+  });
+
   test('open turns half-open after the cool-down, read lazily from the clock', () => {
     const { clock, health, events } = setup({ cooldownMs: 30_000 });
     fail(health, 1, 5);

@@ -211,6 +211,9 @@ export class CircuitBreakers {
    * @example breakers.poll();
    */
   poll(): void {
+    // No circuit waits on time (the usual state): nothing to do, and no clock read. A refresh polls
+    // once per diff and once for its relisting, and a pick once per request.
+    if (this.#nextDeadline === Infinity) return;
     const now = this.#clock();
     if (now < this.#nextDeadline) return;
     let next = Infinity;

@@ -45,15 +45,35 @@ export interface Capacity {
  * @example capacityOf(instance, ledger.instanceLoad(instance.id)).freeSlots
  */
 export function capacityOf(instance: Instance, reserved: ReservedCapacity | undefined, maxRequests = Infinity): Capacity {
+  return capacityInto({ freeSlots: 0, freeBlocks: 0, load: 1, capped: false }, instance, reserved, maxRequests);
+}
+
+/**
+ * capacityOf written into `target`'s fields rather than a new object: the scheduler keeps each
+ * node's capacity on the node, and a refresh where every instance changed reads thousands.
+ * @example capacityInto(node, node.instance, loads.load(node.id), maxRequests); node.load
+ */
+export function capacityInto<T extends { -readonly [K in keyof Capacity]: Capacity[K] }>(
+  target: T,
+  instance: Instance,
+  reserved: ReservedCapacity | undefined,
+  maxRequests = Infinity,
+): T {
   const reservedSlots = reserved?.reservedSlots ?? 0;
   const reportedSlots = Math.max(0, instance.availSlots - reservedSlots);
   const freeSlots = Math.min(reportedSlots, Math.max(0, maxRequests - reservedSlots));
   const freeBlocks = Math.max(0, instance.availBlocks - (reserved?.reservedBlocks ?? 0));
+  target.freeSlots = freeSlots;
+  target.freeBlocks = freeBlocks;
   if (freeSlots === 0 || freeBlocks === 0) {
-    return { freeSlots, freeBlocks, load: 1, capped: freeSlots === 0 && reportedSlots > 0 && freeBlocks > 0 };
+    target.load = 1;
+    target.capped = freeSlots === 0 && reportedSlots > 0 && freeBlocks > 0;
+    return target;
   }
   // The registry guarantees totals > 0 and avail ≤ total; clamp anyway so a load stays in [0, 1).
   const slotLoad = 1 - Math.min(1, freeSlots / instance.totalSlots);
   const blockLoad = 1 - Math.min(1, freeBlocks / instance.totalBlocks);
-  return { freeSlots, freeBlocks, load: Math.max(slotLoad, blockLoad), capped: false };
+  target.load = Math.max(slotLoad, blockLoad);
+  target.capped = false;
+  return target;
 }

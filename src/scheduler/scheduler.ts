@@ -82,7 +82,8 @@ export class PdScheduler {
       onRemove: (node) => this.#prefix?.forget(node.id),
     });
     const cluster = options.cluster;
-    this.#unsubscribe = cluster.onRefresh?.(() => this.health.relisted((id) => cluster.get(id) !== undefined)) ?? (() => {});
+    const listed = (id: number): boolean => cluster.get(id) !== undefined;
+    this.#unsubscribe = cluster.onRefresh?.(() => this.health.relisted(listed)) ?? (() => {});
     this.#prefill =
       this.#prefix === undefined
         ? SIMPLE_POLICIES[prefill as DecodePolicyName]

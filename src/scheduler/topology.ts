@@ -10,7 +10,7 @@
 import type { ClusterView, Instance, RegistryDiff } from '../cluster/instance.ts';
 import { IdMap } from '../core/id-map.ts';
 import type { CircuitBreakers } from './breakers.ts';
-import { capacityOf, type LoadSource } from './loads.ts';
+import { capacityInto, type LoadSource } from './loads.ts';
 import { SchedulerNode } from './node.ts';
 import { Pool } from './pool.ts';
 
@@ -296,19 +296,17 @@ export class Topology {
 
   /** Re-reads a node's capacity and circuit and moves it (and, for a D, its place in each linked P's pool). */
   #refresh(node: SchedulerNode, polled: boolean): void {
-    const capacity = capacityOf(node.instance, this.#loads.load(node.id), this.#maxRequests);
-    // The set changes only when the node's standing does: a refresh reads every node, and most are never capped.
-    if (capacity.capped !== node.capped) {
-      if (capacity.capped) this.#capped.add(node);
-      else this.#capped.delete(node);
-      node.capped = capacity.capped;
-    }
+    const wasCapped = node.capped;
+    const wasLoad = node.load;
     const wasAdmissible = node.admissible;
     const wasViable = node.viable;
-    const loadChanged = node.load !== capacity.load;
-    node.freeSlots = capacity.freeSlots;
-    node.freeBlocks = capacity.freeBlocks;
-    node.load = capacity.load;
+    capacityInto(node, node.instance, this.#loads.load(node.id), this.#maxRequests);
+    // The set changes only when the node's standing does: a refresh reads every node, and most are never capped.
+    if (node.capped !== wasCapped) {
+      if (node.capped) this.#capped.add(node);
+      else this.#capped.delete(node);
+    }
+    const loadChanged = node.load !== wasLoad;
     node.admissible = polled ? this.#breakers.admissibleAsPolled(node.id) : this.#breakers.admissible(node.id);
     // The common case under traffic: a reservation moved the load but not what the node can do.
     const sameStanding = wasViable === node.viable && wasAdmissible === node.admissible;

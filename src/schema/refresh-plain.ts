@@ -146,6 +146,11 @@ const STATIC_KEYS = 8;
 /** avail_slots_num, avail_block_num (and peers when present). */
 const DYNAMIC_KEYS = 2;
 
+/**
+ * Counted with for-in, not Object.keys: the latter is quicker in a tight loop, but builds an array
+ * per object (three per instance), and end to end over HTTP a 4096-instance changed refresh cost
+ * more CPU with it (2.47× and 2.84× the raw server against 2.11× and 2.45×, two same-run comparisons).
+ */
 function countKeys(o: Obj): number {
   let n = 0;
   for (const _ in o) n++;
