@@ -4,7 +4,7 @@
  * (proxy-engines.ts) for every mode:
  *   - CPU per request at concurrency 32, against a bare two-leg Bun proxy on `fetch`
  *     (proxy-bare-fetch.ts; goal ≤ 1.2×), the same relaying D's stream through a JS stream as pdlink
- *     must (proxy-bare-relay.ts), a bare one on pooled `Bun.connect` sockets
+ *     must (proxy-bare-fetch.ts --relay), a bare one on pooled `Bun.connect` sockets
  *     (proxy-bare-socket.ts), and nginx (Debian's package, proxy-nginx.ts) relaying one hop (the D
  *     leg only) and two hops (the client calls P then D through it; goal ≤ 2.5×);
  *   - throughput at concurrency 32 against the direct client, which calls P then D itself with no
@@ -105,7 +105,10 @@ try {
   const dEngine = engines.urls['decode']!;
   const bareFetch = hostOf(await startBun('bare-fetch', 'proxy-bare-fetch.ts', [pEngine, dEngine], ['proxy', 'control'], GC_LOG), 'proxy');
   stops.push(() => bareFetch.proc.stop());
-  const bareRelay = hostOf(await startBun('bare-relay', 'proxy-bare-relay.ts', [pEngine, dEngine], ['proxy', 'control']), 'proxy');
+  const bareRelay = hostOf(
+    await startBun('bare-relay', 'proxy-bare-fetch.ts', ['--relay', pEngine, dEngine], ['proxy', 'control']),
+    'proxy',
+  );
   stops.push(() => bareRelay.proc.stop());
   const bareSocket = hostOf(
     await startBun('bare-socket', 'proxy-bare-socket.ts', [pEngine, dEngine], ['proxy', 'control'], GC_LOG),
