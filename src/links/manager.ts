@@ -10,6 +10,7 @@ import type { IpPort } from './endpoint.ts';
 import { createLinkMetrics, type LinkMetrics } from './metrics.ts';
 import { CallTimeline } from './call-timeline.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
+import { applyRuntimeEvent } from './runtime-events.ts';
 import { LinkTable, type LinkListener } from './table.ts';
 import type { CallResult, ClusterTarget, EndpointTarget, LinkExecutor, LinkInfo, RuntimeLinkEvent } from './types.ts';
 import {
@@ -95,47 +96,7 @@ export class LinkManager {
    * @example manager.handleRuntimeEvent('0', { kind: 'peer-lost', side: 'server', remoteClusterId: 7n, code: 0 });
    */
   handleRuntimeEvent(endpoint: string, event: RuntimeLinkEvent): boolean {
-    const id = event.remoteClusterId;
-    if (event.timeMs !== undefined && this.#timeline.predates(endpoint, id, event.timeMs)) return false;
-    const entry = this.#table.get(endpoint, id);
-    switch (event.kind) {
-      case 'peer-linked':
-        if (entry?.side !== 'client') this.#table.set(endpoint, id, { state: 'linked', side: 'server', reason: 'peer-linked' });
-        return true;
-      case 'peer-unlinked':
-        if (entry?.side === 'client' && entry.state === 'linking')
-          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, { code: LLM_STATUS.LLM_NOT_YET_LINK, reason: 'peer-unlinked' });
-        if (entry?.side === 'server') this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-unlinked' });
-        // The server cleaned us up (P-side cleanup): the runtime dropped the link, so a client keeps a
-        // failed entry, like a lost peer, for the owner of the desired set to see and relink.
-        else if (entry?.side === 'client' && entry.state === 'linked') {
-          this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-unlinked', code: LLM_STATUS.LLM_NOT_YET_LINK });
-        }
-        return true;
-      case 'peer-lost':
-        if (entry === undefined) return true;
-        if (entry.side === 'client' && entry.state === 'linking')
-          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, {
-            code: event.code || LLM_STATUS.LLM_LINK_FAILED,
-            reason: 'peer-lost',
-          });
-        // The runtime has already dropped the link; a server forgets the peer, a client keeps a
-        // failed entry so the owner of the desired set sees it and relinks.
-        if (entry.side === 'server')
-          this.#table.set(endpoint, id, { state: 'unlinked', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
-        else if (entry.state === 'linked')
-          this.#table.set(endpoint, id, { state: 'failed', reason: 'peer-lost', code: event.code || LLM_STATUS.LLM_LINK_FAILED });
-        return true;
-      case 'link-unusable':
-        if (entry?.side === 'client' && entry.state === 'linking')
-          this.#timeline.dropWhileLinking(endpoint, id, event.timeMs, {
-            code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT,
-            reason: 'link-unusable',
-          });
-        if (entry?.state === 'linked')
-          this.#table.set(endpoint, id, { state: 'failed', reason: 'link-unusable', code: event.code || LLM_STATUS.LLM_WAIT_PROC_TIMEOUT });
-        return true;
-    }
+    return applyRuntimeEvent(this.#table, this.#timeline, endpoint, event);
   }
 
   /**
