@@ -72,6 +72,30 @@ class Cells<C> {
   }
 }
 
+/**
+ * What counters and histograms share: their name and help, their series, and their registration.
+ * An unlabelled metric shows its one series from the start, as prom-client's do.
+ */
+abstract class FastMetric<V extends { seen: boolean }, Cell> {
+  readonly name: string;
+  readonly help: string;
+  readonly aggregator = 'sum';
+  protected readonly cells: Cells<V & Cell>;
+
+  constructor(options: MetricOptions<string>, make: () => V & Cell) {
+    this.name = options.name;
+    this.help = options.help;
+    this.cells = new Cells(options.labelNames ?? [], make);
+    if (options.labelNames === undefined || options.labelNames.length === 0) this.cells.child([]).seen = true;
+    for (const registry of options.registers) registry.registerMetric(this as never);
+  }
+
+  /** The series of these label values (in labelNames order; none when unlabelled), shown once it moves. */
+  labels(...values: string[]): Cell {
+    return this.cells.child(values);
+  }
+}
+
 class CounterValue implements CounterCell {
   value = 0;
   /** As in prom-client, a labelled series shows once it has moved (an increment by 0 included). */
@@ -94,37 +118,23 @@ class CounterValue implements CounterCell {
  * A counter whose series are bound once and then moved by a plain addition.
  * @example const requests = new FastCounter({ name: 'pdlink_x_total', help: 'x', labelNames: ['api'], registers: [registry] }); requests.labels('chat').inc();
  */
-export class FastCounter<L extends string = string> {
-  readonly name: string;
-  readonly help: string;
+export class FastCounter<L extends string = string> extends FastMetric<CounterValue, CounterCell> {
   readonly type = 'counter';
-  readonly aggregator = 'sum';
-  readonly #cells: Cells<CounterValue>;
 
   constructor(options: MetricOptions<L>) {
-    this.name = options.name;
-    this.help = options.help;
-    this.#cells = new Cells(options.labelNames ?? [], () => new CounterValue(options.name));
-    // An unlabelled counter shows 0 from the start, as prom-client's does.
-    if (options.labelNames === undefined || options.labelNames.length === 0) this.#cells.child([]).seen = true;
-    for (const registry of options.registers) registry.registerMetric(this as never);
-  }
-
-  /** The series of these label values (in labelNames order), made at first use and shown from then on. */
-  labels(...values: string[]): CounterCell {
-    return this.#cells.child(values);
+    super(options, () => new CounterValue(options.name));
   }
 
   /** What the registry shows: one value per series. */
   async get(): Promise<MetricData> {
     const values: MetricValue[] = [];
-    for (const { labels, cell } of this.#cells.byKey.values()) if (cell.seen) values.push({ value: cell.value, labels });
+    for (const { labels, cell } of this.cells.byKey.values()) if (cell.seen) values.push({ value: cell.value, labels });
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
 
   /** As prom-client: labelled series disappear until they move again, an unlabelled one shows 0. */
   reset(): void {
-    for (const { labels, cell } of this.#cells.byKey.values()) {
+    for (const { labels, cell } of this.cells.byKey.values()) {
       cell.value = 0;
       cell.seen = Object.keys(labels).length === 0;
     }
@@ -172,34 +182,21 @@ class HistogramValue implements HistogramCell {
  * A histogram whose series are bound once; cumulative buckets are summed only when scraped.
  * @example const decode = new FastHistogram({ name: 'pdlink_x_seconds', help: 'x', buckets: [0.1, 1], registers: [registry] }).labels(); decode.observe(0.2);
  */
-export class FastHistogram<L extends string = string> {
-  readonly name: string;
-  readonly help: string;
+export class FastHistogram<L extends string = string> extends FastMetric<HistogramValue, HistogramCell> {
   readonly type = 'histogram';
-  readonly aggregator = 'sum';
   readonly #bounds: readonly number[];
-  readonly #cells: Cells<HistogramValue>;
 
   constructor(options: MetricOptions<L> & { buckets: readonly number[] }) {
-    this.name = options.name;
-    this.help = options.help;
-    this.#bounds = [...options.buckets].sort((a, b) => a - b);
-    this.#cells = new Cells(options.labelNames ?? [], () => new HistogramValue(this.#bounds, options.name));
-    // An unlabelled histogram shows empty buckets from the start, as prom-client's does.
-    if (options.labelNames === undefined || options.labelNames.length === 0) this.#cells.child([]).seen = true;
-    for (const registry of options.registers) registry.registerMetric(this as never);
-  }
-
-  /** The series of these label values (in labelNames order); none for an unlabelled histogram. */
-  labels(...values: string[]): HistogramCell {
-    return this.#cells.child(values);
+    const bounds = [...options.buckets].sort((a, b) => a - b);
+    super(options, () => new HistogramValue(bounds, options.name));
+    this.#bounds = bounds;
   }
 
   /** What the registry shows: each series' cumulative buckets, `+Inf`, sum and count, as prom-client writes them. */
   async get(): Promise<MetricData> {
     const values: MetricValue[] = [];
     const bucket = `${this.name}_bucket`;
-    for (const { labels, cell } of this.#cells.byKey.values()) {
+    for (const { labels, cell } of this.cells.byKey.values()) {
       if (!cell.seen) continue;
       let cumulative = 0;
       this.#bounds.forEach((le, i) => {
@@ -217,6 +214,6 @@ export class FastHistogram<L extends string = string> {
 
   /** As prom-client: every series disappears until observed again (an unlabelled one too). */
   reset(): void {
-    for (const { cell } of this.#cells.byKey.values()) cell.reset();
+    for (const { cell } of this.cells.byKey.values()) cell.reset();
   }
 }
