@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { AbortScope } from './abort-scope.ts';
+import { AbortScope, offAbort, onAbort } from './abort-scope.ts';
 
 describe('AbortScope', () => {
   test('abort runs every listener once, in order, and keeps the first reason', () => {
@@ -50,5 +50,26 @@ describe('AbortScope', () => {
     scope.abort('client_abort');
     expect(scope.signal.aborted).toBe(true);
     expect(scope.signal.reason).toBe('client_abort');
+  });
+});
+
+describe('onAbort and offAbort', () => {
+  test('listen alike to a scope and to an AbortSignal, once, and forget alike', () => {
+    const scope = new AbortScope();
+    const controller = new AbortController();
+    const heard: string[] = [];
+    const fromScope = (): number => heard.push('scope');
+    const fromSignal = (): number => heard.push('signal');
+    const forgotten = (): number => heard.push('forgotten');
+    onAbort(scope, fromScope);
+    onAbort(controller.signal, fromSignal);
+    onAbort(scope, forgotten);
+    onAbort(controller.signal, forgotten);
+    offAbort(scope, forgotten);
+    offAbort(controller.signal, forgotten);
+    scope.abort('x');
+    controller.abort('y');
+    controller.signal.dispatchEvent(new Event('abort'));
+    expect(heard).toEqual(['scope', 'signal']);
   });
 });

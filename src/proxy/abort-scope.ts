@@ -68,3 +68,21 @@ export class AbortScope {
 
 /** What a leg may be aborted by: the request's scope, or any AbortSignal. */
 export type AbortParent = AbortScope | AbortSignal;
+
+/**
+ * Calls `listener` once when `parent` aborts (never if it already has: check `aborted` first).
+ * @example if (parent.aborted) stop(); else onAbort(parent, stop);
+ */
+export function onAbort(parent: AbortParent, listener: () => void): void {
+  if (parent instanceof AbortScope) parent.add(listener);
+  else parent.addEventListener('abort', listener, { once: true });
+}
+
+/**
+ * Forgets a listener given to onAbort.
+ * @example offAbort(parent, stop);
+ */
+export function offAbort(parent: AbortParent, listener: () => void): void {
+  if (parent instanceof AbortScope) parent.remove(listener);
+  else parent.removeEventListener('abort', listener);
+}

@@ -14,7 +14,7 @@
  * stream in between (an extra stream layer was a hop per chunk and a Response per leg): the
  * readers here tell the clock of each chunk and turn the abort a silence caused into its error.
  */
-import { AbortScope, type AbortParent } from './abort-scope.ts';
+import { AbortScope, offAbort, onAbort, type AbortParent } from './abort-scope.ts';
 import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
 import type { ChunkReader } from './stream.ts';
 
@@ -66,8 +66,7 @@ class LegClock {
     this.#last = deadlines.now();
     this.#deadline = deadlines.arm(idleMs, this.#check);
     if (parent.aborted) this.#onParentAbort();
-    else if (parent instanceof AbortScope) parent.add(this.#onParentAbort);
-    else parent.addEventListener('abort', this.#onParentAbort, { once: true });
+    else onAbort(parent, this.#onParentAbort);
   }
 
   /** The engine sent something: its silence starts again. */
@@ -81,9 +80,7 @@ class LegClock {
     this.#stopped = true;
     this.#deadlines.cancel(this.#deadline);
     this.#deadline = undefined;
-    const parent = this.#parent;
-    if (parent instanceof AbortScope) parent.remove(this.#onParentAbort);
-    else parent.removeEventListener('abort', this.#onParentAbort);
+    offAbort(this.#parent, this.#onParentAbort);
   }
 
   /** What a failed read or send of this leg failed with: the silence, when it caused the abort. */
