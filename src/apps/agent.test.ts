@@ -73,3 +73,29 @@ test('devices sharing an address: local_ip_info with a port picks the device at 
     await agent.close();
   }
 });
+
+test('with processMetrics the agent exposes the process metrics under pdlink_process_, without them none', async () => {
+  const make = (processMetrics: boolean) =>
+    createInstanceAgent({
+      devices: [{ endpoint: '0', ip: '127.0.0.3', port: 26000, clusterId: 1n }],
+      threads: 1,
+      workerFilename,
+      eventWaitMs: 20,
+      processMetrics,
+    });
+  const withMetrics = await make(true);
+  try {
+    const text = await (await withMetrics.managementApp.request('/metrics')).text();
+    expect(text).toContain('# TYPE pdlink_process_process_cpu_seconds_total counter');
+    expect(text).toContain('# TYPE pdlink_process_process_resident_memory_bytes gauge');
+    expect(text).toMatch(/^pdlink_process_process_start_time_seconds \d+$/m);
+  } finally {
+    await withMetrics.close();
+  }
+  const without = await make(false);
+  try {
+    expect(await (await without.managementApp.request('/metrics')).text()).not.toContain('pdlink_process_');
+  } finally {
+    await without.close();
+  }
+});

@@ -4,7 +4,7 @@
  * `/metrics`). Shared by `pdlink instance` and the plugin API.
  */
 import { Hono } from 'hono';
-import { collectDefaultMetrics } from 'prom-client';
+import { collectProcessMetrics } from '../core/process-metrics.ts';
 import { openAgent, type Agent, type AgentOptions } from '../agent/agent.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { blockRoutes } from '../http/blocks.ts';
@@ -42,7 +42,7 @@ export interface InstanceAgent extends Agent {
 export async function createInstanceAgent(options: InstanceAgentOptions): Promise<InstanceAgent> {
   const metrics = options.metrics ?? createRegistry();
   const agent = await openAgent({ ...options, metrics });
-  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
+  if (options.processMetrics === true) collectProcessMetrics(metrics, 'pdlink_process_');
   const managementApp = new Hono();
   managementApp.onError(onError);
   managementApp.notFound(notFoundOf(managementApp));

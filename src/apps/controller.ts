@@ -3,7 +3,7 @@
  * (probes, `/metrics`, the controller API). Shared by the CLI and anyone embedding a controller.
  */
 import { Hono } from 'hono';
-import { collectDefaultMetrics } from 'prom-client';
+import { collectProcessMetrics } from '../core/process-metrics.ts';
 import { Controller, type ControllerEvents } from '../controller/controller.ts';
 import { Leadership } from '../controller/leadership.ts';
 import { storeMetrics } from '../store/metrics.ts';
@@ -62,7 +62,7 @@ export interface ControllerApp {
  */
 export function createControllerApp(options: ControllerAppOptions): ControllerApp {
   const metrics = options.metrics ?? createRegistry();
-  if (options.processMetrics === true) collectDefaultMetrics({ register: metrics, prefix: 'pdlink_process_' });
+  if (options.processMetrics === true) collectProcessMetrics(metrics, 'pdlink_process_');
   const m = controllerMetrics(metrics);
   const source = controllerSource(() => controller);
   const ha = options.ha;
