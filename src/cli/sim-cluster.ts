@@ -45,7 +45,8 @@ Options:
   --model NAME      model name the engines serve  (default ${SIM_CLUSTER_DEFAULTS.model})
   --tls_config PATH JSON file of an instance config's pdlink.tls section (management_tls_*,
                     inference_tls_*, client_tls_*): both engines serve with it, and the role
-                    posts and status polls use its client_tls_* (see "Securing a cluster")
+                    posts and status polls use its client_tls_* (README: "Mutual TLS
+                    between every process")
   -h, --help        show this help
 `;
 
