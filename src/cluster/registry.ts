@@ -63,6 +63,8 @@ export class ClusterRegistry implements ClusterView {
   #view: InstancesView | undefined;
   /** Whether the last accepted snapshot held only the schema's keys (see isPlainSnapshot). */
   #lastPlain = false;
+  /** The snapshot last applied, to tell a resend of the very same object without comparing instances. */
+  #lastSnapshot: RefreshSnapshot | undefined;
   #notifying = false;
   readonly #now: () => number;
   readonly #onListenerError: (error: unknown) => void;
@@ -85,6 +87,8 @@ export class ClusterRegistry implements ClusterView {
   apply(snapshot: RefreshSnapshot): RegistryDiff {
     // A listener applying a snapshot would hand the remaining listeners a diff that is already stale.
     if (this.#notifying) throw errors.reentrantApply();
+    // The refresh route hands over the very object it applied last when the body is resent unchanged.
+    if (snapshot === this.#lastSnapshot && this.#holdsAsIs(snapshot)) return this.#accepted(EMPTY, EMPTY, EMPTY);
     const all: Instance[] = [];
     const byRole: Record<InstanceRole, Instance[]> = { prefill: [], decode: [], undefined: [] };
     const added: Instance[] = [];
@@ -140,6 +144,30 @@ export class ClusterRegistry implements ClusterView {
     this.#all = all;
     this.#byRole = byRole;
     this.#lastPlain = plain;
+    this.#lastSnapshot = snapshot;
+    return this.#accepted(added, updated, removed);
+  }
+
+  /**
+   * Whether the instances the registry holds are, one for one, the objects of `snapshot` in its
+   * order and with the roles they had: applied again, it would change nothing. The per-instance
+   * loop above finds the same (an instance object applied again is unchanged), at the price of new
+   * arrays and a diff built for nothing.
+   */
+  #holdsAsIs(snapshot: RefreshSnapshot): boolean {
+    const instances = snapshot.instances;
+    const all = this.#all;
+    if (instances.length !== all.length || instances.length !== this.#byId.size) return false;
+    for (let i = 0; i < instances.length; i++) {
+      const wire = instances[i]!;
+      const held = all[i]!;
+      if (held.wire !== wire || held.role !== ROLE_BY_CODE[wire.static_info.role]) return false;
+    }
+    return true;
+  }
+
+  /** Counts an accepted refresh and tells the listeners (the diff's only when something changed). */
+  #accepted(added: readonly Instance[], updated: RegistryDiff['updated'], removed: readonly Instance[]): RegistryDiff {
     this.#generation += 1;
     this.#lastRefreshAt = this.#now();
     this.#view = undefined;
@@ -270,6 +298,8 @@ function emptyRoleIndex(): Readonly<Record<InstanceRole, readonly Instance[]>> {
 }
 
 const NO_PEERS: readonly number[] = [];
+/** The lists of a diff that changed nothing; readonly to every consumer, so one is shared. */
+const EMPTY: readonly never[] = Object.freeze([]);
 
 /**
  * Maps a validated wire instance to the domain shape (camelCase, numeric ports, role name). The

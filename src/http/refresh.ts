@@ -52,6 +52,9 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   // only if the policy changed since (the process learnt of listeners of its own).
   let accepted: ParsedBody | undefined;
   let acceptedPolicy = -1;
+  // The registry's generation after this route's last apply, and the policy its addresses passed.
+  let heldGeneration = -1;
+  let heldPolicy = -1;
   let parsed: ParsedBody | undefined;
   const parse = (text: string): unknown => {
     if (accepted !== undefined && text === accepted.text) return accepted.value;
@@ -67,11 +70,19 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
     const snapshot = again ? (body as RefreshSnapshot) : parseRefresh(body);
     const policy = deps.addressPolicy;
     if (policy !== undefined && !(again && policy.generation === acceptedPolicy)) {
+      // What the registry holds passed these checks under this policy when nothing else applied a
+      // snapshot since this route's last: an instance listed again at the address it has there is
+      // not asked about again (a refresh that moved only loads asks about none).
+      const held = registry.generation === heldGeneration && policy.generation === heldPolicy ? registry : undefined;
       // A plain loop: a closure and an array per instance were a tenth of a large refresh's time.
       let refused: FieldIssue[] | undefined;
       const instances = snapshot.instances;
       for (let i = 0; i < instances.length; i++) {
-        const { ip, port } = instances[i]!;
+        const { id, ip, port } = instances[i]!;
+        if (held !== undefined) {
+          const before = held.get(id);
+          if (before !== undefined && before.ip === ip && before.wire.port === port) continue;
+        }
         const why = policy.refusal(ip, port);
         if (why !== undefined) (refused ??= []).push({ path: `instances[${i}].ip`, message: `${ip}:${port}: ${why}` });
       }
@@ -103,6 +114,8 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
       // Another request may have been parsed since this one was: then this text is simply not kept.
       if (parsed !== undefined && parsed.value === snapshot) accepted = parsed;
       if (accepted !== undefined && accepted.value === snapshot) acceptedPolicy = checkedAt;
+      heldGeneration = registry.generation;
+      heldPolicy = checkedAt;
       parsed = undefined;
       metrics.applied((performance.now() - started) / 1000);
       metrics.refreshed('ok');
