@@ -2,7 +2,8 @@
  * Prometheus metrics of the refresh path: outcomes, time to validate and apply, and instances per
  * role (read from the registry at scrape time, so it can never drift from it).
  */
-import { Counter, Gauge, Histogram, type Registry } from '../core/metrics.ts';
+import { FastHistogram } from '../core/fast-metrics.ts';
+import { Counter, Gauge, type Registry } from '../core/metrics.ts';
 import type { InstanceRole } from './instance.ts';
 import type { ClusterRegistry } from './registry.ts';
 
@@ -44,12 +45,14 @@ export function refreshMetrics(metrics: Registry, registry: ClusterRegistry): Re
   });
   // Every outcome is exported from the start, so a rate() over "invalid" works before the first one.
   for (const outcome of OUTCOMES) total.inc({ outcome }, 0);
-  const apply = new Histogram({
+  // A plain cell: prom-client's observe (label object, hash, bucket search) was a tenth of a small
+  // changed refresh's own work.
+  const apply = new FastHistogram({
     name: 'pdlink_refresh_apply_seconds',
     help: 'Time to validate and apply one accepted refresh snapshot',
     buckets: APPLY_BUCKETS,
     registers,
-  });
+  }).labels();
   new Gauge({
     name: 'pdlink_instances',
     help: 'Instances in the cluster registry by role (prefill, decode, undefined)',

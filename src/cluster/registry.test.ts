@@ -430,11 +430,63 @@ describe('nesting (snapshots built by code, not parsed from HTTP)', () => {
     expect(JSON.stringify(registry.view())).toContain('[[[');
   });
 
+  test('a plain snapshot is listed and compared as it came, though its objects are not kept', () => {
+    const registry = new ClusterRegistry();
+    const text = JSON.stringify(exampleSnapshot(8));
+    registry.apply(parseRefresh(parseRefreshText(text)));
+    expect(JSON.stringify(registry.view().instances)).toBe(JSON.stringify(JSON.parse(text).instances));
+    expect(registry.apply(parseRefresh(parseRefreshText(text))).updated).toEqual([]);
+    const moved = exampleSnapshot(8);
+    moved.instances[5]!.dynamic_info.avail_block_num = 7;
+    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(moved))));
+    expect(diff.updated.map((u) => u.after.id)).toEqual([5]);
+    expect(registry.get(5)!.wire).toEqual(moved.instances[5]!);
+    // A body built by code after plain ones is compared structurally, and equal is equal.
+    expect(registry.apply(parseRefresh(moved)).updated).toEqual([]);
+  });
+
   test('wireEqual stops at the limit instead of walking values deeper than the stack allows', () => {
     expect(wireEqual(nestedArrays(200_000), nestedArrays(200_000))).toBe(false);
     expect(wireEqual(nestedArrays(MAX_JSON_DEPTH), nestedArrays(MAX_JSON_DEPTH))).toBe(true);
     const shared = nestedArrays(200_000);
     expect(wireEqual(shared, shared)).toBe(true);
+  });
+});
+
+describe('repeat', () => {
+  test('counts the held snapshot once more: a new generation, refresh listeners told, no diff', () => {
+    const clock = { t: 1000 };
+    const registry = registryAt(clock);
+    registry.apply(parseRefresh(exampleSnapshot(4)));
+    const view = registry.view();
+    const changes: RegistryDiff[] = [];
+    const refreshes: number[] = [];
+    registry.onChange((d) => changes.push(d));
+    registry.onRefresh((g) => refreshes.push(g));
+    clock.t = 2000;
+    const diff = registry.repeat();
+    expect(diff).toEqual({ generation: 2, added: [], updated: [], removed: [] });
+    expect(changes).toEqual([]);
+    expect(refreshes).toEqual([2]);
+    expect(registry.lastRefreshAt).toBe(2000);
+    expect(registry.view()).not.toBe(view);
+    expect(registry.view().instances).toEqual(view.instances);
+    expect(registry.all().length).toBe(4);
+  });
+
+  test('is refused from a listener, like apply', () => {
+    const registry = new ClusterRegistry({ onListenerError: () => {} });
+    let thrown: unknown;
+    registry.onRefresh(() => {
+      try {
+        registry.repeat();
+      } catch (error) {
+        thrown = error;
+      }
+    });
+    registry.apply(parseRefresh(seedExample()));
+    expect(thrown).toBeInstanceOf(PdlinkError);
+    expect(registry.generation).toBe(1);
   });
 });
 

@@ -10,8 +10,8 @@ import { MAX_JSON_DEPTH } from '../core/limits.ts';
 import { depthOverflowPath } from '../core/value-depth.ts';
 import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
 import { isPlainSnapshot } from '../schema/refresh-plain.ts';
-import { knownFieldsEqual } from './known-fields.ts';
-import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE, type RoleCode } from './instance.ts';
+import { HeldInstance } from './held-instance.ts';
+import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE } from './instance.ts';
 
 export interface RoleCounts {
   prefill: number;
@@ -50,9 +50,9 @@ export interface ClusterRegistryOptions {
  * @example const registry = new ClusterRegistry(); registry.onChange((d) => log(d.added)); registry.apply(parseRefresh(body));
  */
 export class ClusterRegistry implements ClusterView {
-  readonly #byId = new IdMap<Instance>();
-  #all: readonly Instance[] = [];
-  #byRole: Readonly<Record<InstanceRole, readonly Instance[]>> = emptyRoleIndex();
+  readonly #byId = new IdMap<HeldInstance>();
+  #all: readonly HeldInstance[] = [];
+  #byRole: Readonly<Record<InstanceRole, readonly HeldInstance[]>> = emptyRoleIndex();
   // Copied on subscribe and unsubscribe, never while notifying: a notification walks the array it
   // started with, so listeners may unsubscribe (themselves or others) while being called, and no
   // refresh pays for a copy of the set.
@@ -85,11 +85,11 @@ export class ClusterRegistry implements ClusterView {
   apply(snapshot: RefreshSnapshot): RegistryDiff {
     // A listener applying a snapshot would hand the remaining listeners a diff that is already stale.
     if (this.#notifying) throw errors.reentrantApply();
-    const all: Instance[] = [];
-    const byRole: Record<InstanceRole, Instance[]> = { prefill: [], decode: [], undefined: [] };
-    const added: Instance[] = [];
-    const updated: { before: Instance; after: Instance }[] = [];
-    const removed: Instance[] = [];
+    const all: HeldInstance[] = [];
+    const byRole: Record<InstanceRole, HeldInstance[]> = { prefill: [], decode: [], undefined: [] };
+    const added: HeldInstance[] = [];
+    const updated: { before: HeldInstance; after: HeldInstance }[] = [];
+    const removed: HeldInstance[] = [];
     // Both this snapshot and the last have only the schema's keys: every object held equals one of
     // the last snapshot's, so comparing the known fields decides equality without walking objects.
     const plain = isPlainSnapshot(snapshot);
@@ -106,11 +106,12 @@ export class ClusterRegistry implements ClusterView {
       let unchanged = false;
       if (before !== undefined) {
         listedBefore++;
-        unchanged = before.role === role && (known ? knownFieldsEqual(before.wire, wire) : wireEqual(before.wire, wire));
+        unchanged = before.role === role && (known ? before.sameAs(wire) : wireEqual(before.wire, wire));
       }
       // Equal to an accepted object means within the limit; only new and changed objects are measured.
       if (!unchanged && !measured) checkDepth(wire, i);
-      const instance = unchanged ? before! : toInstance(wire, before);
+      // A plain snapshot's instances need not keep their wire objects: their fields rebuild them.
+      const instance = unchanged ? before! : HeldInstance.of(wire, before, !plain);
       if (before === undefined) {
         added.push(instance);
       } else if (before.role !== role) {
@@ -140,6 +141,22 @@ export class ClusterRegistry implements ClusterView {
     this.#all = all;
     this.#byRole = byRole;
     this.#lastPlain = plain;
+    return this.#accepted(added, updated, removed);
+  }
+
+  /**
+   * Accepts the snapshot the registry holds once more (the Controller resent it as it was): nothing
+   * changes, the generation moves on and the refresh listeners hear of it, as an apply of an equal
+   * snapshot would do, without the snapshot being parsed or compared again.
+   * @example if (text === lastText && registry.generation === lastGeneration) registry.repeat();
+   */
+  repeat(): RegistryDiff {
+    if (this.#notifying) throw errors.reentrantApply();
+    return this.#accepted(EMPTY, EMPTY, EMPTY);
+  }
+
+  /** Counts an accepted refresh and tells the listeners (the diff's only when something changed). */
+  #accepted(added: readonly Instance[], updated: RegistryDiff['updated'], removed: readonly Instance[]): RegistryDiff {
     this.#generation += 1;
     this.#lastRefreshAt = this.#now();
     this.#view = undefined;
@@ -149,7 +166,7 @@ export class ClusterRegistry implements ClusterView {
     return diff;
   }
 
-  get(id: number): Instance | undefined {
+  get(id: number): HeldInstance | undefined {
     return this.#byId.get(id);
   }
 
@@ -265,41 +282,12 @@ export class ClusterRegistry implements ClusterView {
   }
 }
 
-function emptyRoleIndex(): Readonly<Record<InstanceRole, readonly Instance[]>> {
+function emptyRoleIndex(): Readonly<Record<InstanceRole, readonly HeldInstance[]>> {
   return { prefill: [], decode: [], undefined: [] };
 }
 
-const NO_PEERS: readonly number[] = [];
-
-/**
- * Maps a validated wire instance to the domain shape (camelCase, numeric ports, role name). The
- * ports of `before` (the instance this one replaces) are reused when their text is the same.
- */
-function toInstance(wire: RefreshInstance, before?: Instance): Instance {
-  const s = wire.static_info;
-  const d = wire.dynamic_info;
-  const was = before?.wire;
-  return {
-    id: wire.id,
-    ip: wire.ip,
-    port: was !== undefined && was.port === wire.port ? before!.port : Number(wire.port),
-    metricPort: was !== undefined && was.metric_port === wire.metric_port ? before!.metricPort : Number(wire.metric_port),
-    modelName: wire.model_name,
-    groupId: s.group_id,
-    maxSeqLen: s.max_seq_len,
-    maxOutputLen: s.max_output_len,
-    totalSlots: s.total_slots_num,
-    totalBlocks: s.total_block_num,
-    blockSize: s.block_size,
-    label: s.label,
-    role: ROLE_BY_CODE[s.role as RoleCode],
-    availSlots: d.avail_slots_num,
-    availBlocks: d.avail_block_num,
-    // Shared with the wire object rather than copied: both are readonly to consumers.
-    peers: d.peers ?? NO_PEERS,
-    wire,
-  };
-}
+/** The lists of a diff that changed nothing; readonly to every consumer, so one is shared. */
+const EMPTY: readonly never[] = Object.freeze([]);
 
 /** Throws the error naming where `wire` (instance `index` of a snapshot) nests deeper than MAX_JSON_DEPTH. */
 function checkDepth(wire: RefreshInstance, index: number): void {

@@ -4,7 +4,7 @@ import { ClusterRegistry } from '../cluster/registry.ts';
 import { OptionError } from '../core/errors.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
-import { MAX_INSTANCES } from '../schema/refresh.ts';
+import { MAX_INSTANCES, parseRefresh } from '../schema/refresh.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { refreshRoutes } from './refresh.ts';
 
@@ -453,6 +453,51 @@ describe('a body resent unchanged', () => {
     policy.addOwn([{ ip: '10.0.0.2', port: 1025 }]);
     expect(await rejectedPaths(await refresh(app, text))).toEqual(['instances[2].ip']);
     expect(registry.generation).toBe(1);
+  });
+
+  test('is parsed again when something else applied a snapshot since', async () => {
+    const { app, registry } = setup();
+    const text = JSON.stringify(exampleSnapshot(4));
+    expect((await refresh(app, text)).status).toBe(200);
+    registry.apply(parseRefresh(exampleSnapshot(2)));
+    expect(await parsesIn(async () => expect((await refresh(app, text)).status).toBe(200))).toBe(1);
+    expect(registry.all().length).toBe(4);
+    // Applied by this route now: the next resend is not parsed.
+    expect(await parsesIn(async () => expect((await refresh(app, text)).status).toBe(200))).toBe(0);
+    expect(registry.generation).toBe(4);
+  });
+
+  test('addresses the registry holds are not asked about again while policy and registry are unchanged', async () => {
+    const registry = new ClusterRegistry();
+    const asked: string[] = [];
+    class Counting extends InstanceAddressPolicy {
+      override refusal(ip: string, port?: number | string): string | undefined {
+        asked.push(ip);
+        return super.refusal(ip, port);
+      }
+    }
+    const policy = new Counting(undefined);
+    const app = refreshRoutes({ registry, bodyLimitBytes: 64 * 1024, metrics: createRegistry(), addressPolicy: policy });
+    expect((await refresh(app, JSON.stringify(exampleSnapshot(4)))).status).toBe(200);
+    expect(asked.length).toBe(4);
+    asked.length = 0;
+    const moved = exampleSnapshot(4, { load: 1 });
+    moved.instances[1]!.ip = '10.0.1.1';
+    expect((await refresh(app, JSON.stringify(moved))).status).toBe(200);
+    expect(asked).toEqual(['10.0.1.1']);
+    // A registry changed by someone else has its instances asked about again.
+    registry.apply(parseRefresh(exampleSnapshot(2)));
+    asked.length = 0;
+    expect((await refresh(app, JSON.stringify(exampleSnapshot(2, { load: 3 })))).status).toBe(200);
+    expect(asked.length).toBe(2);
+    asked.length = 0;
+    expect((await refresh(app, JSON.stringify(exampleSnapshot(2, { load: 4 })))).status).toBe(200);
+    expect(asked).toEqual([]);
+    // So does a policy that learnt of a listener since, refusing the instance on it.
+    policy.addOwn([{ ip: '10.0.0.1', port: 1025 }]);
+    expect(await rejectedPaths(await refresh(app, JSON.stringify(exampleSnapshot(2, { load: 5 }))))).toEqual(['instances[1].ip']);
+    expect(asked.length).toBe(2);
+    expect(registry.get(0)!.availSlots).toBe(196);
   });
 
   test('a refused body is checked again each time it comes', async () => {

@@ -10,7 +10,7 @@ import type { ClusterRegistry } from '../cluster/registry.ts';
 import { refreshMetrics } from '../cluster/registry-metrics.ts';
 import type { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { errors, type FieldIssue, optionErrors, PdlinkError } from '../core/errors.ts';
-import { parseRefresh, type RefreshSnapshot } from '../schema/refresh.ts';
+import { parseRefresh } from '../schema/refresh.ts';
 import { parseRefreshText } from '../schema/refresh-plain.ts';
 import { onError } from './envelope.ts';
 import { readJsonBody } from './body.ts';
@@ -47,38 +47,50 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   const app = new Hono();
 
   // The Controller resends its snapshot every second, most often unchanged. A body equal, character
-  // for character, to the last one accepted parses to the same value with the same verdict, so that
-  // value is applied again without parsing or checking it again; its addresses are checked again
-  // only if the policy changed since (the process learnt of listeners of its own).
-  let accepted: ParsedBody | undefined;
-  let acceptedPolicy = -1;
+  // for character, to the last one this route applied, while the registry still holds what it
+  // applied (nothing else applied a snapshot since), would change nothing and get the same verdict:
+  // it is accepted again without being parsed or checked, and the registry asked only to count it.
+  // Its addresses are checked again only if the policy changed since (the process learnt of
+  // listeners of its own). Only the text is kept: the parsed value would stay alive until the next
+  // refresh, which for a large snapshot cost the garbage collector more than this saves.
+  let acceptedText: string | undefined;
+  // The registry's generation after this route's last apply, and the policy its addresses passed.
+  let heldGeneration = -1;
+  let heldPolicy = -1;
+  const holdsAccepted = () => registry.generation === heldGeneration;
   let parsed: ParsedBody | undefined;
   const parse = (text: string): unknown => {
-    if (accepted !== undefined && text === accepted.text) return accepted.value;
+    if (text === acceptedText && holdsAccepted()) return new Resent(text);
     const value = parseRefreshText(text);
     parsed = { text, value };
     return value;
   };
 
-  // The snapshot's own check (a fast path for valid bodies, then Valibot to explain), refused with 400.
+  // The snapshot's own check (a fast path for valid bodies, then Valibot to explain), refused with
+  // 400. No snapshot means: apply again what the registry holds.
   const check = (body: unknown) => {
     const started = performance.now();
-    const again = accepted !== undefined && body === accepted.value;
-    const snapshot = again ? (body as RefreshSnapshot) : parseRefresh(body);
     const policy = deps.addressPolicy;
-    if (policy !== undefined && !(again && policy.generation === acceptedPolicy)) {
-      // A plain loop: a closure and an array per instance were a tenth of a large refresh's time.
-      let refused: FieldIssue[] | undefined;
-      const instances = snapshot.instances;
-      for (let i = 0; i < instances.length; i++) {
-        const { ip, port } = instances[i]!;
-        const why = policy.refusal(ip, port);
-        if (why !== undefined) (refused ??= []).push({ path: `instances[${i}].ip`, message: `${ip}:${port}: ${why}` });
+    const checkedAt = policy?.generation ?? -1;
+    if (body instanceof Resent) {
+      if (holdsAccepted()) {
+        if (policy !== undefined && policy.generation !== heldPolicy) refuseAddresses(policy, registry.all(), undefined);
+        return { snapshot: undefined, started, checkedAt };
       }
-      if (refused !== undefined) throw errors.invalidBody(refused);
+      // Another refresh was applied since this body was read: it is parsed after all.
+      const value = parseRefreshText(body.text);
+      parsed = { text: body.text, value };
+      body = value;
+    }
+    const snapshot = parseRefresh(body);
+    if (policy !== undefined) {
+      // What the registry holds passed these checks under this policy when nothing else applied a
+      // snapshot since this route's last: an instance listed again at the address it has there is
+      // not asked about again (a refresh that moved only loads asks about none).
+      refuseAddresses(policy, snapshot.instances, holdsAccepted() && policy.generation === heldPolicy ? registry : undefined);
     }
     // The policy as the addresses were found acceptable (checked now, or unchanged since they were).
-    return { snapshot, started, checkedAt: policy?.generation ?? -1 };
+    return { snapshot, started, checkedAt };
   };
   const onRefused = (error: unknown) => {
     parsed = undefined;
@@ -99,10 +111,15 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
     }
     try {
       const { snapshot, started, checkedAt } = checked;
-      registry.apply(snapshot);
-      // Another request may have been parsed since this one was: then this text is simply not kept.
-      if (parsed !== undefined && parsed.value === snapshot) accepted = parsed;
-      if (accepted !== undefined && accepted.value === snapshot) acceptedPolicy = checkedAt;
+      if (snapshot === undefined) {
+        registry.repeat();
+      } else {
+        registry.apply(snapshot);
+        // Another request may have been parsed since this one was: then no text is kept.
+        acceptedText = parsed !== undefined && parsed.value === snapshot ? parsed.text : undefined;
+      }
+      heldGeneration = registry.generation;
+      heldPolicy = checkedAt;
       parsed = undefined;
       metrics.applied((performance.now() - started) / 1000);
       metrics.refreshed('ok');
@@ -122,4 +139,32 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   });
 
   return app;
+}
+
+/** A body equal to the last one accepted, not parsed again. */
+class Resent {
+  constructor(readonly text: string) {}
+}
+
+/**
+ * Throws the 400 naming every instance whose address the policy refuses; instances `held` holds
+ * at the same address (checked when it took them, under the same policy) are not asked about.
+ * A plain loop: a closure and an array per instance were a tenth of a large refresh's time.
+ */
+function refuseAddresses(
+  policy: InstanceAddressPolicy,
+  instances: readonly { readonly id: number; readonly ip: string; readonly port: string | number }[],
+  held: ClusterRegistry | undefined,
+): void {
+  let refused: FieldIssue[] | undefined;
+  for (let i = 0; i < instances.length; i++) {
+    const { id, ip, port } = instances[i]!;
+    if (held !== undefined) {
+      const before = held.get(id);
+      if (before !== undefined && typeof port === 'string' && before.isAt(ip, port)) continue;
+    }
+    const why = policy.refusal(ip, port);
+    if (why !== undefined) (refused ??= []).push({ path: `instances[${i}].ip`, message: `${ip}:${port}: ${why}` });
+  }
+  if (refused !== undefined) throw errors.invalidBody(refused);
 }

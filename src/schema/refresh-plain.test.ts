@@ -135,6 +135,18 @@ describe('parseRefreshText', () => {
     expect(validateRefresh(exact)).toMatchObject({ ok: false });
   });
 
+  test('known keys in another order are parsed once, not plain (the registry keeps such objects as they came)', () => {
+    const body = seedExample();
+    const { id, ...rest } = body.instances[0]!;
+    body.instances[0] = { ...rest, id } as never;
+    const text = JSON.stringify(body);
+    const value = parseRefreshText(text);
+    expect(value).toEqual(JSON.parse(text));
+    expect(isPlainSnapshot(value)).toBe(false);
+    expect(isMeasuredJson(value)).toBe(true);
+    expect(validateRefresh(value)).toEqual({ ok: true, snapshot: value as never });
+  });
+
   test('an invalid snapshot is not vouched for; validateRefresh still explains it', () => {
     const body = seedExample();
     body.instances[0]!.static_info.role = 1;
