@@ -70,8 +70,11 @@ await new Promise((resolve) => pairThread.once('message', resolve));
 function loneInThread(): Promise<number> {
   const request: ThreadRequest = { specs, pairs: LONE };
   return new Promise((resolve, reject) => {
-    pairThread.once('message', (median: number) => resolve(median));
     pairThread.once('error', reject);
+    pairThread.once('message', (median: number) => {
+      pairThread.off('error', reject);
+      resolve(median);
+    });
     pairThread.postMessage(request);
   });
 }
