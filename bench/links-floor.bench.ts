@@ -20,6 +20,7 @@
  * Run: bun bench/links-floor.bench.ts   → bench/results/links-floor.{json,md}
  */
 import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { LLM_STATUS } from '../src/core/llm-status.ts';
 import { create, destroy, link, unlink } from '../src/ffi/runtime.ts';
@@ -48,6 +49,8 @@ if (process.env['LINKS_FLOOR_PIN'] === '1' && process.env[PIN_ENV] === undefined
   process.exit(run.status ?? 1);
 }
 const pinned = process.env[PIN_ENV] === '1';
+/** 1-minute load average when the run began and ended: how much else the 2 cores were running. */
+const load = { start: loadavg()[0]!, end: 0 };
 
 const server: ServerSide = await startServerSide('127.0.0.2', 16, '127.0.0.3');
 if (pinned) {
@@ -246,6 +249,7 @@ try {
   console.log(
     `batched: ${times(rateRatio.median)} of the direct 16-per-call rate (${range(rateRatio)}; rounds ${batched.ratios.map(times).join(', ')})`,
   );
+  load.end = loadavg()[0]!;
   const summary = [
     `Lone link+unlink pair through the LinkManager (${DEFAULT_POOL_THREADS} link threads, ${WINDOW_MS} ms batch window): ${us(loneM)} µs median, ` +
       `${times(loneRatio.median)} a direct bun:ffi pair on the main thread (${us(loneD)} µs); ${range(loneRatio)} over ${ROUNDS} alternating rounds of ${LONE} pairs; ` +
@@ -254,12 +258,12 @@ try {
       `and ${hopLink.toFixed(1)} µs through the link threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
       `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); ` +
       `the same pairs run back to back on a worker thread of their own take ${us(percentile(inThread.subject, 50))} µs, ${times(threadRatio.median)} direct (${range(threadRatio)}, ${ROUNDS} alternating rounds), ` +
-      `so a runtime call itself costs ${offMain.toFixed(0)} µs per pair more off the main thread; ` +
+      `so a runtime call itself costs ${Math.abs(offMain).toFixed(0)} µs per pair ${offMain >= 0 ? 'more' : 'less'} off the main thread (within the spread); ` +
       `the remaining ${wakeUps.toFixed(0)} µs are the waits for a sleeping thread to run again (the link thread when a task arrives, the main thread when the answer does), which a hop between two busy threads does not pay. ` +
       `A trivial task through the pool's piscina threads, the path link calls took before, costs ${hopPiscina.toFixed(1)} µs.`,
     `${PAIRS.toLocaleString('en')} link+unlink pairs per round from 16 concurrent single-cluster callers, batched: ${times(rateRatio.median)} the rate of direct calls with 16 clusters each ` +
       `(${range(rateRatio)}, ${BATCHED_ROUNDS} alternating rounds); goal ≥ 0.9×: ${rateRatio.median >= 0.9 ? 'met' : 'not met'}.`,
-    `${pinned ? 'Client pinned to core 0 and the server process to core 1 (taskset)' : 'Not pinned (pinning the client to one core starved its runtime threads and slowed the direct floor 2.8×; see the bench header)'}; the machine is a 2-core VM shared with other test runs while this ran.`,
+    `${pinned ? 'Client pinned to core 0 and the server process to core 1 (taskset)' : 'Not pinned (pinning the client to one core starved its runtime threads and slowed the direct floor 2.8×; see the bench header)'}; the machine is a 2-core VM shared with other test runs while this ran (1-minute load average ${load.start.toFixed(1)} at the start, ${load.end.toFixed(1)} at the end).`,
   ].join('\n\n');
   writeResults('links-floor', {
     json: {
@@ -272,6 +276,7 @@ try {
       windowMs: WINDOW_MS,
       threads: DEFAULT_POOL_THREADS,
       pinned,
+      loadAverage: load,
       lone: { directUs: lone.baseline, managerUs: lone.subject, ratios: lone.ratios, ratio: loneRatio },
       noOpCallUs: hops,
       managerOwnUsPerPair: own,
