@@ -229,10 +229,17 @@ try {
   const perHop = hopLink - hopMain;
   const ownLone = percentile(own.lone, 50);
   const ownBatched = percentile(own.batched, 50);
-  const added = loneM - loneD;
+  // Differences taken within each round (both sides ran back to back) and then their median: on a
+  // shared machine the medians of each side alone can come from rounds of different load.
+  const pairedDiff = (a: { baseline: number[]; subject: number[] }) =>
+    percentile(
+      a.subject.map((s, i) => s - a.baseline[i]!),
+      50,
+    );
+  const added = pairedDiff(lone);
   const threadRatio = spread(inThread.ratios);
   // What a call costs more on a thread of its own, with nobody waking it, per pair.
-  const offMain = percentile(inThread.subject, 50) - percentile(inThread.baseline, 50);
+  const offMain = pairedDiff(inThread);
   // The rest of what the manager adds: the waits for a sleeping thread to run again (the link
   // thread on a task, the main thread on its answer), twice per call beyond what a hot hop costs.
   const wakeUps = added - 2 * perHop - ownLone - offMain;
@@ -254,12 +261,12 @@ try {
     `Lone link+unlink pair through the LinkManager (${DEFAULT_POOL_THREADS} link threads, ${WINDOW_MS} ms batch window): ${us(loneM)} µs median, ` +
       `${times(loneRatio.median)} a direct bun:ffi pair on the main thread (${us(loneD)} µs); ${range(loneRatio)} over ${ROUNDS} alternating rounds of ${LONE} pairs; ` +
       `goal ≤ 1.5×: ${loneRatio.median <= 1.5 ? 'met' : 'not met'}.`,
-    `Where the ${us(added)} µs the manager adds per pair go: a runtime call that stays in the process (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
+    `Where the ${us(added)} µs the manager adds per pair go (median of the differences within a round): a runtime call that stays in the process (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
       `and ${hopLink.toFixed(1)} µs through the link threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
       `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); ` +
       `the same pairs run back to back on a worker thread of their own take ${us(percentile(inThread.subject, 50))} µs, ${times(threadRatio.median)} direct (${range(threadRatio)}, ${ROUNDS} alternating rounds), ` +
       `so a runtime call itself costs ${Math.abs(offMain).toFixed(0)} µs per pair ${offMain >= 0 ? 'more' : 'less'} off the main thread (within the spread); ` +
-      `the remaining ${wakeUps.toFixed(0)} µs are the waits for a sleeping thread to run again (the link thread when a task arrives, the main thread when the answer does), which a hop between two busy threads does not pay. ` +
+      `the remaining ${wakeUps.toFixed(0)} µs${wakeUps < 0 ? ' (below zero: the split is lost in the spread of this run)' : ''} are the waits for a sleeping thread to run again (the link thread when a task arrives, the main thread when the answer does), which a hop between two busy threads does not pay. ` +
       `A trivial task through the pool's piscina threads, the path link calls took before, costs ${hopPiscina.toFixed(1)} µs.`,
     `${PAIRS.toLocaleString('en')} link+unlink pairs per round from 16 concurrent single-cluster callers, batched: ${times(rateRatio.median)} the rate of direct calls with 16 clusters each ` +
       `(${range(rateRatio)}, ${BATCHED_ROUNDS} alternating rounds); goal ≥ 0.9×: ${rateRatio.median >= 0.9 ? 'met' : 'not met'}.`,
