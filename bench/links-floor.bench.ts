@@ -265,7 +265,7 @@ try {
       `and ${hopLink.toFixed(1)} µs through the link threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
       `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); ` +
       `the same pairs run back to back on a worker thread of their own take ${us(percentile(inThread.subject, 50))} µs, ${times(threadRatio.median)} direct (${range(threadRatio)}, ${ROUNDS} alternating rounds), ` +
-      `so a runtime call itself costs ${Math.abs(offMain).toFixed(0)} µs per pair ${offMain >= 0 ? 'more' : 'less'} off the main thread (within the spread); ` +
+      `so off the main thread a runtime call itself costs ${Math.abs(offMain) < 1 ? 'the same to within 1 µs per pair' : `${Math.abs(offMain).toFixed(0)} µs per pair ${offMain >= 0 ? 'more' : 'less'} (within the spread)`}; ` +
       `the remaining ${wakeUps.toFixed(0)} µs${wakeUps < 0 ? ' (below zero: the split is lost in the spread of this run)' : ''} are the waits for a sleeping thread to run again (the link thread when a task arrives, the main thread when the answer does), which a hop between two busy threads does not pay. ` +
       `A trivial task through the pool's piscina threads, the path link calls took before, costs ${hopPiscina.toFixed(1)} µs.`,
     `${PAIRS.toLocaleString('en')} link+unlink pairs per round from 16 concurrent single-cluster callers, batched: ${times(rateRatio.median)} the rate of direct calls with 16 clusters each ` +
