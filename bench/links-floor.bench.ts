@@ -6,7 +6,10 @@
  * Also, to say where the rest goes: the hop alone (an unlink of a cluster the context never linked,
  * which the runtime answers NOT_YET_LINK without touching the network) on the main thread, through
  * the link threads every link call takes, and through the pool's piscina threads (the old path);
- * and the manager's own work per pair, with an executor that answers at once (no thread, no runtime).
+ * and the manager's own work per pair, with an executor that answers at once (no thread, no runtime);
+ * and lone pairs run back to back on a worker thread of their own (links-floor-thread.ts), which
+ * tells a runtime call slower off the main thread apart from the wake-ups of threads that sleep
+ * between the hops of a call.
  *
  * Pinning: not by default. LINKS_FLOOR_PIN=1 re-runs the bench under `taskset -c 0` and moves the
  * server process to core 1; on this 2-core machine that starved the client runtime's own threads
@@ -17,6 +20,8 @@
  * Run: bun bench/links-floor.bench.ts   → bench/results/links-floor.{json,md}
  */
 import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { LLM_STATUS } from '../src/core/llm-status.ts';
 import { create, destroy, link, unlink } from '../src/ffi/runtime.ts';
 import { LinkManager } from '../src/links/manager.ts';
@@ -26,6 +31,7 @@ import { encodeClusters } from '../src/workers/encoding.ts';
 import { DEFAULT_POOL_THREADS } from '../src/workers/pool.ts';
 import { startClientStack, startServerSide, type ClientStack, type ServerSide } from '../test/fixtures/links/stack.ts';
 import { alternate, markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
+import type { ThreadRequest } from './links-floor-thread.ts';
 
 const PAIRS = Number(process.env['LINKS_FLOOR_PAIRS'] ?? 10_000);
 const LONE = Number(process.env['LINKS_FLOOR_LONE'] ?? 400);
@@ -43,6 +49,8 @@ if (process.env['LINKS_FLOOR_PIN'] === '1' && process.env[PIN_ENV] === undefined
   process.exit(run.status ?? 1);
 }
 const pinned = process.env[PIN_ENV] === '1';
+/** 1-minute load average when the run began and ended: how much else the 2 cores were running. */
+const load = { start: loadavg()[0]!, end: 0 };
 
 const server: ServerSide = await startServerSide('127.0.0.2', 16, '127.0.0.3');
 if (pinned) {
@@ -57,6 +65,22 @@ const specs: ClusterSpec[] = server.targets.map((t) => ({
 }));
 const direct = create({ clusterId: BigInt(Date.now()) * 1000n + 7n, role: 'decoder' });
 const stack: ClientStack = await startClientStack({ threads: DEFAULT_POOL_THREADS, maxBatch: 16, batchWindowMs: WINDOW_MS });
+
+const pairThread = new Worker(new URL('./links-floor-thread.ts', import.meta.url));
+await new Promise((resolve) => pairThread.once('message', resolve));
+
+/** Median µs of a lone pair run back to back on a worker thread of its own. */
+function loneInThread(): Promise<number> {
+  const request: ThreadRequest = { specs, pairs: LONE };
+  return new Promise((resolve, reject) => {
+    pairThread.once('error', reject);
+    pairThread.once('message', (median: number) => {
+      pairThread.off('error', reject);
+      resolve(median);
+    });
+    pairThread.postMessage(request);
+  });
+}
 
 const ok = (rets: readonly number[]) => {
   if (rets.some((c) => c !== LLM_STATUS.LLM_SUCCESS)) throw new Error(`call failed: ${rets}`);
@@ -180,6 +204,7 @@ try {
   const lone = await alternate(ROUNDS, loneDirect, loneManager);
   const hops = { main: [] as number[], linkThreads: [] as number[], piscina: [] as number[] };
   const own = { lone: [] as number[], batched: [] as number[] };
+  const inThread = await alternate(ROUNDS, loneDirect, loneInThread);
   for (let r = 0; r < ROUNDS; r++) {
     hops.main.push(await hop('main'));
     hops.linkThreads.push(await hop('link threads'));
@@ -204,7 +229,20 @@ try {
   const perHop = hopLink - hopMain;
   const ownLone = percentile(own.lone, 50);
   const ownBatched = percentile(own.batched, 50);
-  const added = loneM - loneD;
+  // Differences taken within each round (both sides ran back to back) and then their median: on a
+  // shared machine the medians of each side alone can come from rounds of different load.
+  const pairedDiff = (a: { baseline: number[]; subject: number[] }) =>
+    percentile(
+      a.subject.map((s, i) => s - a.baseline[i]!),
+      50,
+    );
+  const added = pairedDiff(lone);
+  const threadRatio = spread(inThread.ratios);
+  // What a call costs more on a thread of its own, with nobody waking it, per pair.
+  const offMain = pairedDiff(inThread);
+  // The rest of what the manager adds: the waits for a sleeping thread to run again (the link
+  // thread on a task, the main thread on its answer), twice per call beyond what a hot hop costs.
+  const wakeUps = added - 2 * perHop - ownLone - offMain;
   console.log(
     `lone pair: manager ${us(loneM)} µs vs direct ${us(loneD)} µs → ${times(loneRatio.median)} (${range(loneRatio)}; rounds ${lone.ratios.map(times).join(', ')})`,
   );
@@ -213,19 +251,26 @@ try {
   );
   console.log(`manager's own work per pair: lone ${ownLone.toFixed(1)} µs, batched ${ownBatched.toFixed(1)} µs`);
   console.log(
+    `lone pair back to back on a thread of its own: ${us(percentile(inThread.subject, 50))} µs, ${times(threadRatio.median)} direct (${range(threadRatio)})`,
+  );
+  console.log(
     `batched: ${times(rateRatio.median)} of the direct 16-per-call rate (${range(rateRatio)}; rounds ${batched.ratios.map(times).join(', ')})`,
   );
+  load.end = loadavg()[0]!;
   const summary = [
     `Lone link+unlink pair through the LinkManager (${DEFAULT_POOL_THREADS} link threads, ${WINDOW_MS} ms batch window): ${us(loneM)} µs median, ` +
       `${times(loneRatio.median)} a direct bun:ffi pair on the main thread (${us(loneD)} µs); ${range(loneRatio)} over ${ROUNDS} alternating rounds of ${LONE} pairs; ` +
       `goal ≤ 1.5×: ${loneRatio.median <= 1.5 ? 'met' : 'not met'}.`,
-    `Where the ${us(added)} µs the manager adds per pair go: a runtime call that stays in the process (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
+    `Where the ${us(added)} µs the manager adds per pair go (median of the differences within a round): a runtime call that stays in the process (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
       `and ${hopLink.toFixed(1)} µs through the link threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
-      `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); the remainder is the same runtime calls taking longer on a link thread than on the main thread (wake-ups while the call waits on the network), not a cost this measure splits further. ` +
+      `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); ` +
+      `the same pairs run back to back on a worker thread of their own take ${us(percentile(inThread.subject, 50))} µs, ${times(threadRatio.median)} direct (${range(threadRatio)}, ${ROUNDS} alternating rounds), ` +
+      `so off the main thread a runtime call itself costs ${Math.abs(offMain) < 1 ? 'the same to within 1 µs per pair' : `${Math.abs(offMain).toFixed(0)} µs per pair ${offMain >= 0 ? 'more' : 'less'} (within the spread)`}; ` +
+      `the remaining ${wakeUps.toFixed(0)} µs${wakeUps < 0 ? ' (below zero: the split is lost in the spread of this run)' : ''} are the waits for a sleeping thread to run again (the link thread when a task arrives, the main thread when the answer does), which a hop between two busy threads does not pay. ` +
       `A trivial task through the pool's piscina threads, the path link calls took before, costs ${hopPiscina.toFixed(1)} µs.`,
     `${PAIRS.toLocaleString('en')} link+unlink pairs per round from 16 concurrent single-cluster callers, batched: ${times(rateRatio.median)} the rate of direct calls with 16 clusters each ` +
       `(${range(rateRatio)}, ${BATCHED_ROUNDS} alternating rounds); goal ≥ 0.9×: ${rateRatio.median >= 0.9 ? 'met' : 'not met'}.`,
-    `${pinned ? 'Client pinned to core 0 and the server process to core 1 (taskset)' : 'Not pinned (pinning the client to one core starved its runtime threads and slowed the direct floor 2.8×; see the bench header)'}; the machine is a 2-core VM shared with other test runs while this ran.`,
+    `${pinned ? 'Client pinned to core 0 and the server process to core 1 (taskset)' : 'Not pinned (pinning the client to one core starved its runtime threads and slowed the direct floor 2.8×; see the bench header)'}; the machine is a 2-core VM shared with other test runs while this ran (1-minute load average ${load.start.toFixed(1)} at the start, ${load.end.toFixed(1)} at the end).`,
   ].join('\n\n');
   writeResults('links-floor', {
     json: {
@@ -238,9 +283,12 @@ try {
       windowMs: WINDOW_MS,
       threads: DEFAULT_POOL_THREADS,
       pinned,
+      loadAverage: load,
       lone: { directUs: lone.baseline, managerUs: lone.subject, ratios: lone.ratios, ratio: loneRatio },
       noOpCallUs: hops,
       managerOwnUsPerPair: own,
+      loneInThread: { directUs: inThread.baseline, threadUs: inThread.subject, ratios: inThread.ratios, ratio: threadRatio },
+      wakeUpsUsPerPair: wakeUps,
       batched: { directPairsPerS: batched.baseline, managerPairsPerS: batched.subject, ratios: batched.ratios, ratio: rateRatio },
     },
     markdownTable: markdownTable(
@@ -254,6 +302,13 @@ try {
         ],
         ['no-op runtime call, µs (main thread / link threads)', hopMain.toFixed(1), hopLink.toFixed(1), '—'],
         ['trivial task through the piscina threads (old path), µs', '—', hopPiscina.toFixed(1), '—'],
+        [
+          'lone pair back to back on a worker thread of its own, µs (median)',
+          us(percentile(inThread.baseline, 50)),
+          us(percentile(inThread.subject, 50)),
+          `${times(threadRatio.median)} (${times(threadRatio.p10)}–${times(threadRatio.p90)})`,
+        ],
+        ['waits for sleeping threads per lone pair (the rest of what the manager adds), µs', '—', wakeUps.toFixed(0), '—'],
         [
           "manager's own work per pair, instant executor, µs (lone / batched)",
           '—',
@@ -271,6 +326,9 @@ try {
     summary,
   });
 } finally {
+  const end: ThreadRequest = null;
+  pairThread.postMessage(end);
+  await new Promise((resolve) => pairThread.once('exit', resolve));
   await stack.close();
   destroy(direct);
   await server.close();

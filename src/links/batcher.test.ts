@@ -33,6 +33,20 @@ describe('Batcher', () => {
     expect(batcher.pending).toBe(0);
   });
 
+  test('with nothing in flight a batch leaves within the microtasks of its turn, before the event loop turns', async () => {
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, run });
+    let turned = false;
+    setImmediate(() => (turned = true));
+    const outcomes = [batcher.push(key, target(1)), batcher.push(key, target(2))];
+    expect(calls).toHaveLength(0);
+    await Promise.resolve();
+    expect(turned).toBe(false);
+    expect(calls.map((c) => c.ids)).toEqual([[1n, 2n]]);
+    calls[0]!.answer();
+    expect((await Promise.all(outcomes)).map((o) => o.code)).toEqual([0, 0]);
+  });
+
   test('equal keys share a call whether or not they are the same object; a key differing in any field does not', async () => {
     const { calls, run } = heldRunner();
     const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, run });

@@ -1,9 +1,12 @@
 /**
  * Coalesces link/unlink requests of concurrent callers into runtime calls of at most `maxBatch`
  * clusters: items with the same key (endpoint, operation, timeout, force) share a call. While no
- * runtime call is in flight a batch leaves at the end of the current turn (what one turn queued
- * goes together), so a lone call pays no window; while one is in flight, items gather for up to
- * `windowMs` or until the calls out have answered, whichever comes first; a full batch leaves at once.
+ * runtime call is in flight a batch leaves as soon as the code that queued it has run (a microtask:
+ * what one synchronous stretch queued, such as callers started by one `Promise.all`, goes
+ * together), so a lone call pays neither the window nor a turn of the event loop (a turn is a
+ * syscall, 4–35 µs on the loaded 2-core machine of bench/results/links-floor.md, twice per
+ * link+unlink pair); while one is in flight, items gather for up to `windowMs` or until the calls
+ * out have answered, whichever comes first; a full batch leaves at once.
  */
 import { LLM_STATUS } from '../core/llm-status.ts';
 import type { BatchOutcome, ClusterTarget, LinkSide } from './types.ts';
@@ -26,7 +29,7 @@ export interface ItemOutcome {
 
 export interface BatcherOptions {
   readonly maxBatch: number;
-  /** 0 = coalesce only what arrives in the same turn of the event loop. */
+  /** 0 = behind a call in flight, coalesce only what arrives in the same turn of the event loop. */
   readonly windowMs: number;
   readonly run: (key: BatchKey, clusters: readonly ClusterTarget[]) => Promise<BatchOutcome>;
 }
@@ -39,8 +42,11 @@ interface Pending {
 interface Queue {
   readonly key: BatchKey;
   items: Pending[];
-  timer: ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | undefined;
+  timer: ReturnType<typeof setTimeout> | ReturnType<typeof setImmediate> | typeof MICROTASK | undefined;
 }
+
+/** The `timer` of a queue that leaves in a microtask (which cannot be cancelled; a stale one finds its queue gone). */
+const MICROTASK = 'microtask';
 
 export class Batcher {
   readonly #options: BatcherOptions;
@@ -84,8 +90,12 @@ export class Batcher {
 
   #schedule(id: string, queue: Queue): Queue['timer'] {
     const fn = () => this.#flush(id, queue);
-    // Nothing out: what this turn queued leaves together at its end. Something out: gather.
-    return this.#inFlight > 0 && this.#options.windowMs > 0 ? setTimeout(fn, this.#options.windowMs) : setImmediate(fn);
+    // Nothing out: what the running code queued leaves together once it has run. Something out: gather.
+    if (this.#inFlight === 0) {
+      queueMicrotask(fn);
+      return MICROTASK;
+    }
+    return this.#options.windowMs > 0 ? setTimeout(fn, this.#options.windowMs) : setImmediate(fn);
   }
 
   /** The last call out has answered: whatever gathered meanwhile need not wait out its window. */
@@ -95,11 +105,11 @@ export class Batcher {
 
   #flush(id: string, queue: Queue): void {
     if (this.#queues.get(id) !== queue) return;
-    if (queue.timer !== undefined) {
+    if (queue.timer !== undefined && queue.timer !== MICROTASK) {
       clearTimeout(queue.timer as ReturnType<typeof setTimeout>);
       clearImmediate(queue.timer as ReturnType<typeof setImmediate>);
-      queue.timer = undefined;
     }
+    queue.timer = undefined;
     while (queue.items.length > 0) {
       const batch = queue.items.splice(0, this.#options.maxBatch);
       void this.#runBatch(queue.key, batch);
