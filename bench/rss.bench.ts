@@ -24,12 +24,13 @@
  *
  * Run: bun bench/rss.bench.ts   → bench/results/rss.{json,md}
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { refreshBody } from '../src/sim/cluster-bodies.ts';
 import { SimCluster } from '../src/sim/cluster.ts';
 import { markdownTable, percentile, writeResults } from './lib.ts';
+import { regions, type Regions } from './rss-regions.ts';
 
 const PHASE = Number(process.env['BENCH_RSS_REQUESTS'] ?? 100_000);
 const EXTRA_BUN_OPTIONS = process.env['BENCH_RSS_BUN_OPTIONS'] ?? '';
@@ -173,6 +174,8 @@ interface Round {
   readonly bareFirst: Phase;
   readonly bareSecond: Phase;
   readonly heap: { before: HeapSnap; after: HeapSnap };
+  /** The Coordinator's resident memory by kind of mapping after the second phase, and after the probe's full collection. */
+  readonly regions: { before: Regions; after: Regions };
 }
 
 /** One round: a fresh cluster and bare proxy, the refresh, the four phases, the heap probe. */
@@ -211,14 +214,17 @@ async function round(): Promise<Round> {
     const bareFirst = await phase(bare.pid, bareUrl);
     const bareSecond = await phase(bare.pid, bareUrl);
     const second = await phase(pid, cluster.proxyUrl);
+    const executable = realpathSync(process.execPath);
+    const before = regions(pid, executable);
     // Last: the probe's full collection changes what follows.
     const heap = await heapOf(pid, probeOut);
+    const after = regions(pid, executable);
     console.log(
       `pdlink RSS ${afterRefresh.toFixed(1)} → ${first.rssMiB.toFixed(1)} → ${second.rssMiB.toFixed(1)} MiB; ` +
         `bare ${bareStart.toFixed(1)} → ${bareFirst.rssMiB.toFixed(1)} → ${bareSecond.rssMiB.toFixed(1)} MiB; ` +
         `heap ${heap.before.heapMiB.toFixed(1)} MiB → ${heap.after.heapMiB.toFixed(1)} MiB after a full GC (RSS ${heap.after.rssMiB.toFixed(1)})`,
     );
-    return { afterRefresh, first, second, bareStart, bareFirst, bareSecond, heap };
+    return { afterRefresh, first, second, bareStart, bareFirst, bareSecond, heap, regions: { before, after } };
   } finally {
     bare.kill();
     await bare.exited;
@@ -270,8 +276,12 @@ const bareFirst = med((r) => r.bareFirst.rssMiB);
 const bareSecond = med((r) => r.bareSecond.rssMiB);
 const growth = med((r) => r.second.rssMiB - r.first.rssMiB);
 const bareGrowth = med((r) => r.bareSecond.rssMiB - r.bareFirst.rssMiB);
-// The heap by type of the round whose RSS after the first phase is the median (or next above it).
-const heap = [...rounds].sort((a, b) => a.first.rssMiB - b.first.rssMiB)[Math.floor(rounds.length / 2)]!.heap;
+// The heap by type and the regions of the round whose RSS after the first phase is the median (or next above it).
+const medianRound = [...rounds].sort((a, b) => a.first.rssMiB - b.first.rssMiB)[Math.floor(rounds.length / 2)]!;
+const heap = medianRound.heap;
+const where = (r: Regions) =>
+  `Bun's executable ${f(r.binaryCodeMiB)} code + ${f(r.binaryDataMiB)} data, anonymous (allocator arena: JS heap and native) ${f(r.anonymousMiB)}, ` +
+  `JIT code ${f(r.jitMiB)}, libraries ${f(r.librariesMiB)}, other ${f(r.otherMiB)}`;
 const settings = [EXTRA_BUN_OPTIONS, ...EXTRA_ENV.map(([k, v]) => `${k}=${v}`)].filter((x) => x !== '').join(' ');
 const setting = settings === '' ? '' : ` (cluster run with \`${settings}\`)`;
 const n = PHASE.toLocaleString('en');
@@ -289,6 +299,7 @@ const summary = [
   `The Coordinator's JS heap at the end of the median round: ${f(heap.before.heapMiB)} MiB in use (capacity ${f(heap.before.heapCapacityMiB)} MiB, ${heap.before.objects} objects, ` +
     `${f(heap.before.extraMiB)} MiB held outside the heap by its objects); after a full collection ${f(heap.after.heapMiB)} MiB (${heap.after.objects} objects) ` +
     `and RSS ${f(heap.before.rssMiB)} → ${f(heap.after.rssMiB)} MiB. Live objects by type after the collection: ${heap.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}.`,
+  `Where the Coordinator's RSS sits in that round (/proc smaps, MiB): after the second phase ${where(medianRound.regions.before)}; after the full collection ${where(medianRound.regions.after)}.`,
   `Coordinator CPU per request ${f(med((r) => r.first.cpuUsPerRequest))} and ${f(med((r) => r.second.cpuUsPerRequest))} µs (bare ${f(med((r) => r.bareFirst.cpuUsPerRequest))}, ${f(med((r) => r.bareSecond.cpuUsPerRequest))} µs); ` +
     `${med((r) => r.first.reqPerS).toFixed(0)} and ${med((r) => r.second.reqPerS).toFixed(0)} req/s (bare ${med((r) => r.bareFirst.reqPerS).toFixed(0)}, ${med((r) => r.bareSecond.reqPerS).toFixed(0)}). ` +
     `Streaming completions at concurrency ${CONCURRENCY}; phases in the order pdlink, bare, bare, pdlink, on a 2-core VM shared with other test runs.`,
