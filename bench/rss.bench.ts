@@ -10,22 +10,27 @@
  * scheduler and ledger hold 4096. Requests: streaming completions at concurrency 32. Phases of
  * BENCH_RSS_REQUESTS requests (100,000 by default) in the order pdlink, bare, bare, pdlink, so drift
  * in the machine's load hits both alike. RSS is each process's VmRSS (/proc), read after each
- * phase; CPU is its utime+stime over the phase. The heap by type comes from `bun:jsc` heapStats()
- * inside the Coordinator, through a preload script (BUN_OPTIONS) that answers SIGUSR2.
+ * phase and every 250 ms during it (mean over the phase's second half, and its peak: the end point
+ * alone depends on where the collector's cycle happens to be); CPU is its utime+stime over the
+ * phase. The heap by type comes from `bun:jsc` heapStats() inside the Coordinator, through a
+ * preload script (BUN_OPTIONS) that answers SIGUSR2. The cluster's processes start with the
+ * environment `bin/pdlink` gives them (src/runtime/launch-env.ts), as shipped.
  * BENCH_RSS_BUN_OPTIONS adds Bun options (e.g. `--smol`) and BENCH_RSS_ENV variables (`K=V,K=V`, e.g.
- * a JSC or mimalloc setting) to the cluster's processes, to try a setting; the bare proxy runs without.
+ * a JSC or mimalloc setting, or `BUN_JSC_forceRAMSize` at the machine's memory to see the Coordinator
+ * without the launcher's heap budget) to the cluster's processes; the bare proxy runs without.
  * RSS after a phase depends on when the collector last ran, so one run can differ from the next by
  * 10–20 MiB: BENCH_RSS_ROUNDS (default 3) repeats the whole set-up (fresh cluster, fresh bare proxy)
  * and the figures are medians over the rounds, each round's value listed beside them.
  *
  * Run: bun bench/rss.bench.ts   → bench/results/rss.{json,md}
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { refreshBody } from '../src/sim/cluster-bodies.ts';
 import { SimCluster } from '../src/sim/cluster.ts';
 import { markdownTable, percentile, writeResults } from './lib.ts';
+import { regions, type Regions } from './rss-regions.ts';
 
 const PHASE = Number(process.env['BENCH_RSS_REQUESTS'] ?? 100_000);
 const EXTRA_BUN_OPTIONS = process.env['BENCH_RSS_BUN_OPTIONS'] ?? '';
@@ -118,14 +123,27 @@ async function load(url: string, n: number): Promise<number> {
 
 interface Phase {
   readonly rssMiB: number;
+  /** RSS sampled every 250 ms: mean over the phase's second half, and the peak. */
+  readonly rssMeanMiB: number;
+  readonly rssPeakMiB: number;
   readonly reqPerS: number;
   readonly cpuUsPerRequest: number;
 }
 
 async function phase(pid: number, url: string): Promise<Phase> {
   const cpu = cpuMs(pid);
-  const reqPerS = await load(url, PHASE);
-  return { rssMiB: rssMiB(pid), reqPerS, cpuUsPerRequest: ((cpuMs(pid) - cpu) * 1000) / PHASE };
+  const samples: number[] = [];
+  const sampler = setInterval(() => samples.push(rssMiB(pid)), 250);
+  const reqPerS = await load(url, PHASE).finally(() => clearInterval(sampler));
+  const end = rssMiB(pid);
+  const late = [...samples.slice(samples.length >> 1), end];
+  return {
+    rssMiB: end,
+    rssMeanMiB: late.reduce((a, b) => a + b, 0) / late.length,
+    rssPeakMiB: Math.max(end, ...samples),
+    reqPerS,
+    cpuUsPerRequest: ((cpuMs(pid) - cpu) * 1000) / PHASE,
+  };
 }
 
 /** Asks the Coordinator's probe for its heap; waits for the file with a bound. */
@@ -156,6 +174,8 @@ interface Round {
   readonly bareFirst: Phase;
   readonly bareSecond: Phase;
   readonly heap: { before: HeapSnap; after: HeapSnap };
+  /** The Coordinator's resident memory by kind of mapping after the second phase, and after the probe's full collection. */
+  readonly regions: { before: Regions; after: Regions };
 }
 
 /** One round: a fresh cluster and bare proxy, the refresh, the four phases, the heap probe. */
@@ -194,14 +214,17 @@ async function round(): Promise<Round> {
     const bareFirst = await phase(bare.pid, bareUrl);
     const bareSecond = await phase(bare.pid, bareUrl);
     const second = await phase(pid, cluster.proxyUrl);
+    const executable = realpathSync(process.execPath);
+    const before = regions(pid, executable);
     // Last: the probe's full collection changes what follows.
     const heap = await heapOf(pid, probeOut);
+    const after = regions(pid, executable);
     console.log(
       `pdlink RSS ${afterRefresh.toFixed(1)} → ${first.rssMiB.toFixed(1)} → ${second.rssMiB.toFixed(1)} MiB; ` +
         `bare ${bareStart.toFixed(1)} → ${bareFirst.rssMiB.toFixed(1)} → ${bareSecond.rssMiB.toFixed(1)} MiB; ` +
         `heap ${heap.before.heapMiB.toFixed(1)} MiB → ${heap.after.heapMiB.toFixed(1)} MiB after a full GC (RSS ${heap.after.rssMiB.toFixed(1)})`,
     );
-    return { afterRefresh, first, second, bareStart, bareFirst, bareSecond, heap };
+    return { afterRefresh, first, second, bareStart, bareFirst, bareSecond, heap, regions: { before, after } };
   } finally {
     bare.kill();
     await bare.exited;
@@ -253,22 +276,30 @@ const bareFirst = med((r) => r.bareFirst.rssMiB);
 const bareSecond = med((r) => r.bareSecond.rssMiB);
 const growth = med((r) => r.second.rssMiB - r.first.rssMiB);
 const bareGrowth = med((r) => r.bareSecond.rssMiB - r.bareFirst.rssMiB);
-// The heap by type of the round whose RSS after the first phase is the median (or next above it).
-const heap = [...rounds].sort((a, b) => a.first.rssMiB - b.first.rssMiB)[Math.floor(rounds.length / 2)]!.heap;
+// The heap by type and the regions of the round whose RSS after the first phase is the median (or next above it).
+const medianRound = [...rounds].sort((a, b) => a.first.rssMiB - b.first.rssMiB)[Math.floor(rounds.length / 2)]!;
+const heap = medianRound.heap;
+const where = (r: Regions) =>
+  `Bun's executable ${f(r.binaryCodeMiB)} code + ${f(r.binaryDataMiB)} data, anonymous (allocator arena: JS heap and native) ${f(r.anonymousMiB)}, ` +
+  `JIT code ${f(r.jitMiB)}, libraries ${f(r.librariesMiB)}, other ${f(r.otherMiB)}`;
 const settings = [EXTRA_BUN_OPTIONS, ...EXTRA_ENV.map(([k, v]) => `${k}=${v}`)].filter((x) => x !== '').join(' ');
 const setting = settings === '' ? '' : ` (cluster run with \`${settings}\`)`;
 const n = PHASE.toLocaleString('en');
 const sign = (x: number) => `${x >= 0 ? '+' : ''}${f(x)}`;
+const sampled = (pick: (r: Round) => Phase) =>
+  `mean ${f(med((r) => pick(r).rssMeanMiB))} (rounds ${all((r) => pick(r).rssMeanMiB)}), peak ${f(med((r) => pick(r).rssPeakMiB))} (rounds ${all((r) => pick(r).rssPeakMiB)})`;
 const summary = [
   `Coordinator RSS${setting}, medians of ${ROUNDS} rounds, each a fresh cluster: after a ${INSTANCES}-instance refresh ${f(afterRefresh)} MiB (rounds ${all((r) => r.afterRefresh)}); ` +
     `after ${n} proxied requests ${f(first)} MiB (rounds ${all((r) => r.first.rssMiB)}; goal ≤ 100 MiB: ${first <= 100 ? 'met' : 'not met'}); ` +
-    `after ${n} more ${f(second)} MiB (rounds ${all((r) => r.second.rssMiB)}; change ${sign(growth)} MiB).`,
+    `after ${n} more ${f(second)} MiB (rounds ${all((r) => r.second.rssMiB)}; change ${sign(growth)} MiB). ` +
+    `Sampled every 250 ms over the phase's second half: first phase ${sampled((r) => r.first)} MiB; second phase ${sampled((r) => r.second)} MiB.`,
   `A bare two-leg Bun proxy on fetch under the same load in the same rounds: ${f(bareStart)} MiB idle, ${f(bareFirst)} MiB after ${n} requests (rounds ${all((r) => r.bareFirst.rssMiB)}), ` +
     `${f(bareSecond)} MiB after ${n} more (${sign(bareGrowth)} MiB). ` +
     `The bare proxy's growth is what the runtime itself does under this traffic; the Coordinator grows ${f(second - afterRefresh)} MiB over its idle size against the bare proxy's ${f(bareSecond - bareStart)} MiB.`,
   `The Coordinator's JS heap at the end of the median round: ${f(heap.before.heapMiB)} MiB in use (capacity ${f(heap.before.heapCapacityMiB)} MiB, ${heap.before.objects} objects, ` +
     `${f(heap.before.extraMiB)} MiB held outside the heap by its objects); after a full collection ${f(heap.after.heapMiB)} MiB (${heap.after.objects} objects) ` +
     `and RSS ${f(heap.before.rssMiB)} → ${f(heap.after.rssMiB)} MiB. Live objects by type after the collection: ${heap.after.top.map(([k, v]) => `${k} ${v}`).join(', ')}.`,
+  `Where the Coordinator's RSS sits in that round (/proc smaps, MiB): after the second phase ${where(medianRound.regions.before)}; after the full collection ${where(medianRound.regions.after)}.`,
   `Coordinator CPU per request ${f(med((r) => r.first.cpuUsPerRequest))} and ${f(med((r) => r.second.cpuUsPerRequest))} µs (bare ${f(med((r) => r.bareFirst.cpuUsPerRequest))}, ${f(med((r) => r.bareSecond.cpuUsPerRequest))} µs); ` +
     `${med((r) => r.first.reqPerS).toFixed(0)} and ${med((r) => r.second.reqPerS).toFixed(0)} req/s (bare ${med((r) => r.bareFirst.reqPerS).toFixed(0)}, ${med((r) => r.bareSecond.reqPerS).toFixed(0)}). ` +
     `Streaming completions at concurrency ${CONCURRENCY}; phases in the order pdlink, bare, bare, pdlink, on a 2-core VM shared with other test runs.`,
@@ -292,6 +323,11 @@ writeResults('rss', {
       [`idle (Coordinator: after the ${INSTANCES}-instance refresh)`, f(afterRefresh), f(bareStart)],
       [`after ${n} requests`, f(first), f(bareFirst)],
       [`after ${n} more`, f(second), f(bareSecond)],
+      [
+        'phase 1, 2: mean of 250 ms samples (second half) / peak',
+        `${f(med((r) => r.first.rssMeanMiB))}, ${f(med((r) => r.second.rssMeanMiB))} / ${f(med((r) => r.first.rssPeakMiB))}, ${f(med((r) => r.second.rssPeakMiB))}`,
+        `${f(med((r) => r.bareFirst.rssMeanMiB))}, ${f(med((r) => r.bareSecond.rssMeanMiB))} / ${f(med((r) => r.bareFirst.rssPeakMiB))}, ${f(med((r) => r.bareSecond.rssPeakMiB))}`,
+      ],
       [
         'CPU µs per request (phases 1, 2)',
         `${f(med((r) => r.first.cpuUsPerRequest))}, ${f(med((r) => r.second.cpuUsPerRequest))}`,

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S BUN_CONFIG_MAX_HTTP_REQUESTS=65535 bun
+#!/usr/bin/env -S BUN_CONFIG_MAX_HTTP_REQUESTS=65535 BUN_JSC_forceRAMSize=268435456 bun
 /**
  * The `pdlink` command: dispatches to a sub-command. No business logic lives here.
  */

@@ -22,6 +22,7 @@ import { clientTlsOf } from '../config/tls.ts';
 import { InstanceTlsSection } from '../schema/instance-config.ts';
 import { shutdownSignals } from './shutdown.ts';
 import { runtime } from '../runtime/index.ts';
+import { launchEnv } from '../runtime/launch-env.ts';
 
 export const SIM_CLUSTER_DEFAULTS = { prefillIp: '127.0.0.11', decodeIp: '127.0.0.12', model: 'pdlink-sim' } as const;
 /** MindIE's engine ports and pdlink's first link port, the same on each engine's own address. */
@@ -142,7 +143,7 @@ async function startEngine(layout: EngineLayout, dir: string, model: string, tls
       ...['--decode_ms_per_token', String(s.decodeMsPerToken), '--max_model_len', String(s.maxModelLen)],
     ],
     listeners: ['management', 'inference'],
-    env: { BUN_CONFIG_MAX_HTTP_REQUESTS: process.env['BUN_CONFIG_MAX_HTTP_REQUESTS'] ?? '65535' },
+    env: launchEnv(),
     onLine: (line) => {
       // The engines' own failures (a taken port, above all) are what the user needs to see.
       if (!/listening on|cluster_id|sim-engine \(simulator\)/.test(line)) console.error(`pdlink sim-cluster: ${line}`);

@@ -12,6 +12,7 @@ import type { RuntimeName, SimClusterOptions, SimClusterTls, SimEngineSettings }
 import { runtime } from '../runtime/index.ts';
 import { withEngineTls } from './cluster-tls.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
+import { launchEnv } from '../runtime/launch-env.ts';
 
 const REPO_ROOT = join(import.meta.dirname, '..', '..');
 
@@ -62,7 +63,7 @@ export function startCoordinator(args: readonly string[], dir: string, options: 
     name: 'coordinator',
     command: [...runtimeCommand(options.runtimes?.coordinator), ...args],
     listeners: ['management', 'inference'],
-    env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
+    env: launchEnv(),
     cwd: dir,
     ...spawnExtras(options),
   });
@@ -157,7 +158,7 @@ function spawnExtras(options: SimClusterOptions): {
   const tokenFile = tokenFileOf(options);
   return {
     // The path, never the token, goes to the children (the same env for all of them).
-    ...(tokenFile === undefined ? {} : { env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535', [MANAGEMENT_TOKEN_ENV]: tokenFile } }),
+    ...(tokenFile === undefined ? {} : { env: { ...launchEnv(), [MANAGEMENT_TOKEN_ENV]: tokenFile } }),
     ...(options.onLine === undefined ? {} : { onLine: options.onLine }),
     ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
   };
