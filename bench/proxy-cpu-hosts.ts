@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MODEL } from './proxy-cpu-client.ts';
 import { pinned } from './proxy-cpu-proc.ts';
+import { launchEnv } from '../src/runtime/launch-env.ts';
 
 export const PROXY_CPU = '1';
 export const ENGINE_CPU = '0';
@@ -92,7 +93,8 @@ export async function startPdlink(engines: Proc, script = 'proxy-pdlink-host.ts'
     script,
     ['--config', config, '--manage_ip', '127.0.0.1', '--manage_port', '0', '--predict_ip', '127.0.0.1', '--predict_port', '0'],
     ['management', 'inference', 'control'],
-    GC_LOG,
+    // The Coordinator runs with the settings its launcher gives it (bin/pdlink); the bare proxies with Bun's own.
+    { ...launchEnv(), ...GC_LOG },
   );
   const instance = (id: number, url: string, role: number, label: number, peers: number[]) => ({
     id,

@@ -30,6 +30,7 @@ import { InstanceAddressPolicy } from '../src/core/address-policy.ts';
 import { exampleSnapshot, SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
 import { parseRefresh, type RefreshSnapshot } from '../src/schema/refresh.ts';
 import { parseRefreshText } from '../src/schema/refresh-plain.ts';
+import { launchEnv } from '../src/runtime/launch-env.ts';
 import { firstLine, HTTP_CONNECTIONS, measured, sameAnswers, type Server, warmUntilCompiled } from './refresh-load.ts';
 import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';
 
@@ -224,6 +225,8 @@ async function benchHttp() {
 async function startServer(kind: 'raw' | 'pdlink'): Promise<Server> {
   const command = [process.execPath, import.meta.path, 'serve', kind];
   const child = Bun.spawn(PINNED ? ['taskset', '-c', SERVER_CPU, ...command] : command, {
+    // pdlink's process runs with the settings its launcher gives it; the raw server with Bun's own.
+    env: kind === 'pdlink' ? { ...process.env, ...launchEnv() } : process.env,
     stdin: 'pipe',
     stdout: 'pipe',
     stderr: 'inherit',

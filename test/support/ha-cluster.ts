@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimCluster } from '../../src/sim/cluster.ts';
 import { spawnListening, until, type ManagedProcess } from '../../src/sim/process.ts';
+import { launchEnv } from '../../src/runtime/launch-env.ts';
 import { TestEtcd } from './etcd.ts';
 import { FAST_TIMING } from './controller.ts';
 import { E2E_DEADLINE_MS } from './sim-cluster.ts';
@@ -74,7 +75,7 @@ export class HaCluster {
           all[i - 1] === '--manage_port' || all[i - 1] === '--predict_port' ? '0' : arg,
         ),
         listeners: ['management', 'inference'],
-        env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
+        env: launchEnv(),
         cwd: sim.dir,
         ...(options.onLine === undefined ? {} : { onLine: options.onLine }),
       });
@@ -140,7 +141,7 @@ export class HaCluster {
         all[k - 1] === '--manage_port' ? manage : all[k - 1] === '--predict_port' ? predict : arg,
       ),
       listeners: ['management', 'inference'],
-      env: { BUN_CONFIG_MAX_HTTP_REQUESTS: '65535' },
+      env: launchEnv(),
       cwd: this.sim.dir,
       ...(this.#onLine === undefined ? {} : { onLine: this.#onLine }),
     });
