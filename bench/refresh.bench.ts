@@ -55,7 +55,7 @@ const CLIENT_CPU = '0';
 async function serve(kind: string): Promise<void> {
   const fetch =
     kind === 'pdlink'
-      ? createCoordinator({ bodyLimitBytes: 8 * 1024 * 1024 }).managementApp.fetch
+      ? createCoordinator({ bodyLimitBytes: 8 * 1024 * 1024 }).managementFetch
       : async (request: Request) => {
           JSON.parse(await request.text());
           return new Response(null, { status: 200 });

@@ -53,7 +53,7 @@ async function side(): Promise<void> {
   proxy.registry.apply(parseRefresh(JSON.parse(engineSnapshot)));
   const serve = (fetch: (request: Request, env: never) => Response | Promise<Response>) =>
     runtime.serve({ hostname: '127.0.0.1', port: 0, fetch: (request, env) => fetch(request, env as never), idleTimeoutSeconds: 60 });
-  const management = serve(refresh.managementApp.fetch);
+  const management = serve(refresh.managementFetch);
   const inference = serve(proxy.inferenceApp.fetch);
 
   const ok = (rets: readonly number[]): void => {

@@ -56,3 +56,92 @@ describe('createCoordinator follows the links the registry reports', () => {
     expect(coordinator.ledger.instanceLoad(0)).toMatchObject({ reservedSlots: 0, reservedBlocks: 0 });
   });
 });
+
+describe('managementFetch answers as managementApp does', () => {
+  const url = (path: string) => `http://127.0.0.1:1026${path}`;
+  const post = (path: string, body: string, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
+    new Request(url(path), { method: 'POST', headers, body });
+  /** Status, headers and body of an answer, to compare two of them whole. */
+  const whole = async (res: Response) => ({ status: res.status, headers: [...res.headers], body: await res.text() });
+
+  /** The same request through both handlers of two Coordinators built alike, and what each holds after. */
+  async function both(options: Parameters<typeof createCoordinator>[0], request: () => Request) {
+    const viaApp = createCoordinator(options);
+    const viaFront = createCoordinator(options);
+    try {
+      const app = await whole(await viaApp.managementApp.fetch(request()));
+      const front = await whole(await viaFront.managementFetch(request()));
+      // The view less the time of the refresh, which differs between the two by when each ran.
+      const held = (c: Coordinator) => ({ view: { ...c.registry.view(), refreshed_at: null }, generation: c.registry.generation });
+      return { app, front, appHeld: held(viaApp), frontHeld: held(viaFront), frontMetrics: await viaFront.metrics.metrics() };
+    } finally {
+      await viaApp.close();
+      await viaFront.close();
+    }
+  }
+
+  test('an accepted refresh: 200, empty, applied and counted', async () => {
+    const r = await both({}, () => post('/v1/instances/refresh', seed));
+    expect(r.front).toEqual(r.app);
+    expect(r.front.status).toBe(200);
+    expect(r.frontHeld).toEqual(r.appHeld);
+    expect(r.frontHeld.view.instances.map((i) => i.id)).toEqual([0, 1]);
+    expect(r.frontMetrics).toContain('pdlink_refresh_total{outcome="ok"} 1');
+  });
+
+  test.each([
+    ['a body off the schema', () => post('/v1/instances/refresh', '{"ids":[1],"instances":[]}'), 400],
+    ['malformed JSON', () => post('/v1/instances/refresh', '{"ids":'), 400],
+    ['the wrong content type', () => post('/v1/instances/refresh', seed, { 'content-type': 'text/plain' }), 400],
+    ['a query string', () => post('/v1/instances/refresh?from=controller', seed), 200],
+    ['a trailing slash (not the route)', () => post('/v1/instances/refresh/', seed), 404],
+    ['another method on the path', () => new Request(url('/v1/instances/refresh')), 405],
+    ['another route', () => new Request(url('/v1/instances')), 200],
+  ])('%s: the same answer and the same state', async (_name, request, status) => {
+    const r = await both({}, request);
+    expect(r.front).toEqual(r.app);
+    expect(r.front.status).toBe(status);
+    expect(r.frontHeld).toEqual(r.appHeld);
+  });
+
+  test('with a management token: refused without it as the middleware refuses, applied with it', async () => {
+    const token = 'manage-secret-1';
+    const refused = await both({ managementToken: token }, () => post('/v1/instances/refresh', seed));
+    expect(refused.front).toEqual(refused.app);
+    expect(refused.front.status).toBe(401);
+    expect(refused.front.headers).toContainEqual(['www-authenticate', 'Bearer']);
+    expect(refused.frontHeld.generation).toBe(0);
+    const wrong = await both({ managementToken: token }, () =>
+      post('/v1/instances/refresh', seed, { 'content-type': 'application/json', authorization: 'Bearer not-it' }),
+    );
+    expect(wrong.front).toEqual(wrong.app);
+    expect(wrong.front.status).toBe(401);
+    const accepted = await both({ managementToken: token }, () =>
+      post('/v1/instances/refresh', seed, { 'content-type': 'application/json', authorization: `Bearer ${token}` }),
+    );
+    expect(accepted.front).toEqual(accepted.app);
+    expect(accepted.front.status).toBe(200);
+    expect(accepted.frontHeld.generation).toBe(1);
+  });
+
+  test('an error while applying: the envelope and a logged 500, as through the app', async () => {
+    const errorLog = console.error;
+    const logged: unknown[] = [];
+    console.error = (...args: unknown[]) => void logged.push(args);
+    try {
+      coordinator = createCoordinator();
+      coordinator.registry.onChange(() => {});
+      const apply = coordinator.registry.apply.bind(coordinator.registry);
+      coordinator.registry.apply = () => {
+        throw new Error('a fault of the registry');
+      };
+      const res = await coordinator.managementFetch(post('/v1/instances/refresh', seed));
+      expect(res.status).toBe(500);
+      expect(await res.json()).toEqual({ error: 'internal error', error_type: 'InternalError' });
+      expect(logged).toHaveLength(1);
+      coordinator.registry.apply = apply;
+    } finally {
+      console.error = errorLog;
+    }
+  });
+});

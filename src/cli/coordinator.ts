@@ -106,7 +106,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
         name: 'management',
         hostname: settings.manage.ip,
         port: settings.manage.port,
-        fetch: coordinator.managementApp.fetch,
+        fetch: coordinator.managementFetch,
         ...(settings.manage.tls ? { tls: settings.manage.tls } : {}),
         idleTimeoutSeconds: settings.keepAliveSeconds,
         maxConnections: security.maxConnections,

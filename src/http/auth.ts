@@ -58,6 +58,8 @@ export function bearerOf(header: string | undefined | null): string | undefined 
 }
 
 const CHALLENGE = { 'www-authenticate': 'Bearer' };
+/** A 401's headers as Hono's `c.json(body, 401, CHALLENGE)` writes them. */
+const REFUSED_HEADERS = { 'content-type': 'application/json', ...CHALLENGE };
 
 /** The API key each accepted inference request came with, for the rate limit (the header may be gone by then). */
 const acceptedKeys = new WeakMap<Request, string>();
@@ -78,11 +80,20 @@ export function acceptedKeyOf(request: Request): string | undefined {
  */
 export function managementAuth(token: string | undefined): MiddlewareHandler {
   if (token === undefined) return async (_c, next) => next();
+  const refusal = managementRefusal(token);
+  return async (c, next) => refusal(c.req.raw, c.req.path) ?? next();
+}
+
+/**
+ * The management token's check on a plain request, for a handler reached without Hono (see
+ * apps/coordinator.ts): the 401 the middleware answers, or undefined when the request may go on.
+ * @example const refusal = managementRefusal(token); const refused = refusal(request, path); if (refused) return refused;
+ */
+export function managementRefusal(token: string): (request: Request, path: string) => Response | undefined {
   const secrets = new BearerSecrets([token]);
-  return async (c, next) => {
-    if (isProbePath(c.req.path) || secrets.accepts(c.req.header('authorization'))) return next();
-    const err = errors.unauthorized('management token');
-    return c.json(errorBody(err), 401, CHALLENGE);
+  return (request, path) => {
+    if (isProbePath(path) || secrets.accepts(request.headers.get('authorization') ?? undefined)) return undefined;
+    return new Response(JSON.stringify(errorBody(errors.unauthorized('management token'))), { status: 401, headers: REFUSED_HEADERS });
   };
 }
 

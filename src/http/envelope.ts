@@ -6,7 +6,7 @@
  */
 import type { Context } from 'hono';
 import { asPdlinkError, errorBody } from '../core/error-body.ts';
-import { errors } from '../core/errors.ts';
+import { errors, type PdlinkError } from '../core/errors.ts';
 
 export { errorBody, type ErrorBody } from '../core/error-body.ts';
 
@@ -15,12 +15,30 @@ export { errorBody, type ErrorBody } from '../core/error-body.ts';
  * @example app.onError(onError)
  */
 export function onError(err: Error, c: Context): Response {
+  const known = logged(err, c.req.raw, c.req.path);
+  return c.json(errorBody(known), known.status);
+}
+
+/**
+ * The envelope of `err` as `onError` renders it, for a handler reached without Hono.
+ * @example return errorResponse(error, request, '/v1/instances/refresh');
+ */
+export function errorResponse(err: Error, request: Request, path: string): Response {
+  const known = logged(err, request, path);
+  return new Response(JSON.stringify(errorBody(known)), { status: known.status, headers: JSON_HEADERS });
+}
+
+/** What Hono's `c.json` writes. */
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+/** `err` as a PdlinkError, logged as the envelope's contract says. */
+function logged(err: Error, request: Request, path: string): PdlinkError {
   const known = asPdlinkError(err);
-  if (known.code === 'client_closed') console.warn(`pdlink: ${c.req.method} ${c.req.path}: ${known.message}`);
+  if (known.code === 'client_closed') console.warn(`pdlink: ${request.method} ${path}: ${known.message}`);
   if (known.status >= 500 && known.code === 'internal') {
     console.error('pdlink: unhandled error', err);
   }
-  return c.json(errorBody(known), known.status);
+  return known;
 }
 
 /** Hono `notFound` handler with the same envelope. */

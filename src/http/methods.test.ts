@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { onError } from './envelope.ts';
-import { allowedMethods, methodAwareNotFound, notFoundOf } from './methods.ts';
+import { allowedMethods, methodAwareNotFound, notFoundOf, urlPathIs } from './methods.ts';
 
 /** A listener's root app as the processes build one: sub-apps mounted, the notFound of the root. */
 function listener() {
@@ -87,4 +87,36 @@ test('methodAwareNotFound renders with the given renderers and adds Allow itself
   expect([res.status, res.headers.get('allow'), await res.text()]).toEqual([405, 'POST', 'only POST']);
   const missing = await app.request('/v2/completions');
   expect([missing.status, await missing.text()]).toEqual([404, 'none']);
+});
+
+describe('urlPathIs', () => {
+  const path = '/v1/instances/refresh';
+  test.each([
+    ['http://127.0.0.1:1026/v1/instances/refresh', true],
+    ['https://[::1]:1026/v1/instances/refresh', true],
+    ['http://127.0.0.1:1026/v1/instances/refresh?x=1', true],
+    ['http://127.0.0.1:1026/v1/instances/refresh#top', true],
+    ['http://127.0.0.1:1026/v1/instances/refresh/', false],
+    ['http://127.0.0.1:1026/v1/instances/refreshed', false],
+    ['http://127.0.0.1:1026/v1/instances', false],
+    ['http://127.0.0.1:1026/pd/v1/instances/refresh', false],
+    ['http://127.0.0.1:1026/v1/instances/%72efresh', false],
+    ['http://127.0.0.1:1026', false],
+  ])('%s: %p', (url, expected) => {
+    expect(urlPathIs(url, path)).toBe(expected);
+  });
+
+  test('the path Hono routes by is the one it accepts', async () => {
+    const seen: string[] = [];
+    const app = new Hono();
+    app.all('*', (c) => {
+      seen.push(c.req.path);
+      return c.body(null, 204);
+    });
+    for (const url of ['http://h:1/v1/instances/refresh?x=1', 'https://[::1]:8/v1/instances/refresh#a']) {
+      await app.fetch(new Request(url));
+      expect(urlPathIs(url, seen.at(-1)!)).toBe(true);
+    }
+    expect(seen).toEqual([path, path]);
+  });
 });

@@ -22,3 +22,19 @@ export function onMethodNotAllowed(c: Context, allow: readonly string[]): Respon
 export function notFoundOf(app: Hono): NotFoundHandler {
   return methodAwareNotFound(app, { notFound: onNotFound, methodNotAllowed: onMethodNotAllowed });
 }
+
+/**
+ * Whether a request URL's path is exactly `path` (no query, fragment, trailing slash or escapes
+ * considered: any of those leaves the request to the router). The path starts where Hono's router
+ * reads it from, after the scheme and authority, so a URL this accepts is one the router would
+ * match against `path` itself.
+ * @example urlPathIs('http://127.0.0.1:1026/v1/instances/refresh?x=1', '/v1/instances/refresh') // true
+ */
+export function urlPathIs(url: string, path: string): boolean {
+  const start = url.indexOf('/', url.indexOf(':') + 4);
+  if (start < 0 || !url.startsWith(path, start)) return false;
+  const end = start + path.length;
+  if (end === url.length) return true;
+  const next = url.charCodeAt(end);
+  return next === 63 /* ? */ || next === 35; /* # */
+}

@@ -12,14 +12,17 @@ import type { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { errors, type FieldIssue, optionErrors, PdlinkError } from '../core/errors.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import { parseRefreshText } from '../schema/refresh-plain.ts';
-import { onError } from './envelope.ts';
-import { readJsonBody } from './body.ts';
+import { readJsonRequest } from '../core/json-request.ts';
+import { errorResponse, onError } from './envelope.ts';
 
 /** A body's text and the value it parsed to. */
 interface ParsedBody {
   readonly text: string;
   readonly value: unknown;
 }
+
+/** The Controller's refresh path. */
+export const REFRESH_PATH = '/v1/instances/refresh';
 
 /** An accepted refresh answers 200 with an empty body. */
 const OK: ResponseInit = { status: 200 };
@@ -39,6 +42,24 @@ export interface RefreshRouteDeps {
  * @example app.route('/', refreshRoutes({ registry, bodyLimitBytes: 8 << 20, metrics }));
  */
 export function refreshRoutes(deps: RefreshRouteDeps): Hono {
+  return refreshEndpoint(deps).routes;
+}
+
+/** The refresh routes, and the refresh's own handler on a plain request. */
+export interface RefreshEndpoint {
+  readonly routes: Hono;
+  /**
+   * `POST /v1/instances/refresh` without Hono: what the route answers, for a listener that sends
+   * this one path here before Hono's dispatch (apps/coordinator.ts). The route calls it too.
+   */
+  readonly refresh: (request: Request) => Promise<Response>;
+}
+
+/**
+ * The refresh routes and the refresh handler they share (metrics registered once).
+ * @example const { routes, refresh } = refreshEndpoint({ registry, bodyLimitBytes: 8 << 20, metrics });
+ */
+export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
   const { registry, bodyLimitBytes } = deps;
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes <= 0) {
     throw optionErrors.positiveInteger('bodyLimitBytes');
@@ -101,13 +122,13 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
   // app's onError: Hono wraps every route of a sub-app with an error handler in a composition of its
   // own, built on each call, which for a 2-instance refresh cost as much as validating it.
   const readOptions = { limitBytes: bodyLimitBytes, parse };
-  app.post('/v1/instances/refresh', async (c) => {
+  const refresh = async (request: Request): Promise<Response> => {
     let checked: ReturnType<typeof check>;
     try {
-      checked = check(await readJsonBody(c, readOptions));
+      checked = check(await readJsonRequest(request, readOptions));
     } catch (error) {
       onRefused(error);
-      return onError(error as Error, c);
+      return errorResponse(error as Error, request, REFRESH_PATH);
     }
     try {
       const { snapshot, started, checkedAt } = checked;
@@ -126,9 +147,10 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
       // The answer is always the same: built without Hono's header merging.
       return new Response(null, OK);
     } catch (error) {
-      return onError(error as Error, c);
+      return errorResponse(error as Error, request, REFRESH_PATH);
     }
-  });
+  };
+  app.post(REFRESH_PATH, (c) => refresh(c.req.raw));
 
   app.get('/v1/instances', (c) => {
     try {
@@ -138,7 +160,7 @@ export function refreshRoutes(deps: RefreshRouteDeps): Hono {
     }
   });
 
-  return app;
+  return { routes: app, refresh };
 }
 
 /** A body equal to the last one accepted, not parsed again. */

@@ -47,7 +47,7 @@ export function parseRefreshText(text: string): unknown {
   if (isValidSnapshot(value)) {
     const snapshot = value as Obj;
     if (hasOnlyKnownKeys(snapshot)) {
-      markMeasuredJson(snapshot);
+      // Plain says measured too (the registry asks isPlainSnapshot first): one weak mark, not two.
       plain.add(snapshot);
       return snapshot;
     }
