@@ -54,7 +54,7 @@ async function side(): Promise<void> {
   const serve = (fetch: (request: Request, env: never) => Response | Promise<Response>) =>
     runtime.serve({ hostname: '127.0.0.1', port: 0, fetch: (request, env) => fetch(request, env as never), idleTimeoutSeconds: 60 });
   const management = serve(refresh.managementFetch);
-  const inference = serve(proxy.inferenceApp.fetch);
+  const inference = serve(proxy.inferenceFetch);
 
   const ok = (rets: readonly number[]): void => {
     if (rets.some((c) => c !== LLM_STATUS.LLM_SUCCESS)) throw new Error(`link call failed: ${rets.join(', ')}`);

@@ -145,3 +145,55 @@ describe('managementFetch answers as managementApp does', () => {
     }
   });
 });
+
+describe('inferenceFetch answers as inferenceApp does', () => {
+  const completion = (path = '/v1/completions', headers: Record<string, string> = {}) =>
+    new Request(`http://127.0.0.1:1025${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'same', ...headers },
+      body: JSON.stringify(
+        path.includes('chat') ? { model: 'm', messages: [{ role: 'user', content: 'x' }] } : { model: 'm', prompt: 'p' },
+      ),
+    });
+  const whole = async (res: Response) => ({ status: res.status, headers: [...res.headers], body: await res.text() });
+
+  test.each([
+    ['/v1/completions', 503],
+    ['/v1/chat/completions', 503],
+    ['/v1/completions?stream=1', 503],
+    ['/v1/completions/', 404],
+    ['/v1/models', 404],
+  ])('%s without middleware: %p, as through the app', async (path, status) => {
+    const viaApp = createCoordinator();
+    const viaFront = createCoordinator();
+    try {
+      const app = await whole(await viaApp.inferenceApp.fetch(completion(path)));
+      const front = await whole(await viaFront.inferenceFetch(completion(path)));
+      expect(front).toEqual(app);
+      expect(front.status).toBe(status);
+    } finally {
+      await viaApp.close();
+      await viaFront.close();
+    }
+  });
+
+  test('with API keys the key is still checked', async () => {
+    coordinator = createCoordinator({ apiKeys: ['key-1'] });
+    expect((await coordinator.inferenceFetch(completion())).status).toBe(401);
+    expect((await coordinator.inferenceFetch(completion('/v1/chat/completions'))).status).toBe(401);
+    expect((await coordinator.inferenceFetch(completion('/v1/completions', { authorization: 'Bearer key-1' }))).status).toBe(503);
+  });
+
+  test('with the client header dropped, it does not reach the proxy', async () => {
+    coordinator = createCoordinator({ forwardAuthorization: false });
+    const request = completion('/v1/completions', { authorization: 'Bearer client-own' });
+    expect((await coordinator.inferenceFetch(request)).status).toBe(503);
+    expect(request.headers.get('authorization')).toBeNull();
+  });
+
+  test('with a rate limit the bucket still counts', async () => {
+    coordinator = createCoordinator({ rateLimit: { ratePerSecond: 0.001, burst: 1 } });
+    expect((await coordinator.inferenceFetch(completion())).status).toBe(503);
+    expect((await coordinator.inferenceFetch(completion())).status).toBe(429);
+  });
+});

@@ -18,7 +18,7 @@ import { probeRoutes } from '../http/probes.ts';
 import { ledgerRoutes } from '../http/ledger.ts';
 import { REFRESH_PATH, refreshEndpoint } from '../http/refresh.ts';
 import { KvLedger } from '../ledger/index.ts';
-import { proxyRoutes, type ProxyApp } from '../http/inference.ts';
+import { CHAT_COMPLETIONS_PATH, COMPLETIONS_PATH, proxyRoutes, type ProxyApp } from '../http/inference.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import type { ProxyTracing } from '../proxy/trace.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
@@ -77,6 +77,12 @@ export interface Coordinator {
   readonly managementFetch: (request: Request, env?: unknown) => Response | Promise<Response>;
   /** Inference API (the OpenAI-compatible PD proxy). */
   readonly inferenceApp: Hono;
+  /**
+   * The inference listener's handler: inferenceApp's answers, with the two proxy routes taken to
+   * the proxy before Hono's dispatch when no API keys, header stripping or rate limit are
+   * configured (with any of them, every request goes through the app and its middleware).
+   */
+  readonly inferenceFetch: (request: Request, env?: unknown) => Response | Promise<Response>;
   readonly registry: ClusterRegistry;
   /** KV ledger: slot/block reservations and transfer records per request. */
   readonly ledger: KvLedger;
@@ -143,11 +149,20 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const forwardAuthorization = options.forwardAuthorization ?? options.apiKeys === undefined;
   // With no keys to check and the header forwarded as it came, the middleware would only pass each
   // request on: not mounting it saves a middleware step on every proxied request.
-  if (options.apiKeys !== undefined || !forwardAuthorization) {
-    inferenceApp.use('*', inferenceAuth({ apiKeys: options.apiKeys, forwardAuthorization }));
-  }
+  const authMounted = options.apiKeys !== undefined || !forwardAuthorization;
+  if (authMounted) inferenceApp.use('*', inferenceAuth({ apiKeys: options.apiKeys, forwardAuthorization }));
   if (options.rateLimit !== undefined) inferenceApp.use('*', rateLimit(options.rateLimit));
   inferenceApp.route('/', proxy);
+  // With no middleware mounted, the two proxy routes are all the app would do with their paths.
+  const direct = !authMounted && options.rateLimit === undefined;
+  const inferenceFetch = (request: Request, env?: unknown): Response | Promise<Response> => {
+    if (direct && request.method === 'POST') {
+      const url = request.url;
+      if (urlPathIs(url, COMPLETIONS_PATH)) return proxy.answer('completions', request, env);
+      if (urlPathIs(url, CHAT_COMPLETIONS_PATH)) return proxy.answer('chat', request, env);
+    }
+    return inferenceApp.fetch(request, env);
+  };
 
   // The token's check first, as the middleware above makes it; then what the route would do.
   const refused = options.managementToken === undefined ? undefined : managementRefusal(options.managementToken);
@@ -163,6 +178,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     managementApp,
     managementFetch,
     inferenceApp,
+    inferenceFetch,
     registry,
     ledger,
     scheduler,

@@ -115,7 +115,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
         name: 'inference',
         hostname: settings.predict.ip,
         port: settings.predict.port,
-        fetch: coordinator.inferenceApp.fetch,
+        fetch: coordinator.inferenceFetch,
         ...(settings.predict.tls ? { tls: settings.predict.tls } : {}),
         idleTimeoutSeconds: settings.keepAliveSeconds,
         maxConnections: security.maxConnections,

@@ -86,3 +86,70 @@ test('the Coordinator mounts the proxy over its own scheduler, ledger and circui
   expect(await coordinator.metrics.metrics()).toContain('pdlink_pd_requests_total{api="completions",outcome="unavailable"} 1');
   await coordinator.close();
 });
+
+describe('answer: the routes without Hono', () => {
+  const request = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    new Request(`http://127.0.0.1:1025${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+  const whole = async (res: Response) => ({ status: res.status, headers: [...res.headers], body: await res.text() });
+
+  test.each([
+    ['completions', '/v1/completions', { model: 'm', prompt: 'p' }, 503],
+    ['chat', '/v1/chat/completions', { model: 'm', messages: [{ role: 'user', content: 'x' }] }, 503],
+    ['completions', '/v1/completions', { model: 'm' }, 400],
+    ['completions', '/v1/completions', '{"model":', 400],
+    ['chat', '/v1/chat/completions', { model: 'm', prompt: 'p' }, 400],
+  ] as const)('%s %s %j: the route’s answer', async (kind, path, body, status) => {
+    const viaApp = app();
+    const viaAnswer = app();
+    const routed = await whole(await viaApp.proxy.fetch(request(path, body, { 'x-request-id': 'same' })));
+    const answered = await whole(await viaAnswer.proxy.answer(kind, request(path, body, { 'x-request-id': 'same' }), undefined));
+    expect(answered).toEqual(routed);
+    expect(answered.status).toBe(status);
+    expect(viaAnswer.proxy.inFlight()).toBe(0);
+    expect(await viaAnswer.metrics.metrics()).toEqual(await viaApp.metrics.metrics());
+  });
+
+  test('a refused X-Request-Id: the same 400, with a fresh id', async () => {
+    const { proxy } = app();
+    const res = await proxy.answer(
+      'completions',
+      request('/v1/completions', { model: 'm', prompt: 'p' }, { 'x-request-id': 'a b' }),
+      undefined,
+    );
+    expect(res.status).toBe(400);
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(((await res.json()) as { error: { param: string } }).error.param).toBe('X-Request-Id');
+  });
+
+  test('an error the route lets out is answered as the app’s onError answers it: 500, the request id kept', async () => {
+    /** A request whose abort signal cannot be read: the route throws past its own catches. */
+    const broken = () => {
+      const request = new Request('http://127.0.0.1:1025/v1/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'kept' },
+        body: JSON.stringify({ model: 'm', prompt: 'p' }),
+      });
+      Object.defineProperty(request, 'signal', {
+        get() {
+          throw new Error('no signal');
+        },
+      });
+      return request;
+    };
+    const original = console.error;
+    console.error = () => {};
+    try {
+      const routed = await whole(await app().proxy.fetch(broken()));
+      const answered = await whole(await app().proxy.answer('completions', broken(), undefined));
+      expect(answered).toEqual(routed);
+      expect(answered.status).toBe(500);
+      expect(answered.headers).toContainEqual(['x-request-id', 'kept']);
+    } finally {
+      console.error = original;
+    }
+  });
+});

@@ -3,9 +3,9 @@
  * `POST /v1/chat/completions`, each served by a (P, D) pair. Every response carries the request's
  * `X-Request-Id`, and every error the proxy itself produces has the OpenAI error shape.
  */
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { errors, PdlinkError } from '../core/errors.ts';
-import { readJsonBody } from './body.ts';
+import { readJsonRequest } from '../core/json-request.ts';
 import { runtime } from '../runtime/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';
@@ -22,6 +22,9 @@ import type { ProxyTracing } from '../proxy/trace.ts';
 
 /** Longest accepted client request id (the KV ledger shows it beside its own key, so both obey its limit). */
 export const MAX_REQUEST_ID_LENGTH = 512;
+/** The two routes' paths. */
+export const COMPLETIONS_PATH = '/v1/completions';
+export const CHAT_COMPLETIONS_PATH = '/v1/chat/completions';
 const REQUEST_ID = /^[\x21-\x7e]+$/;
 
 export interface ProxyDeps {
@@ -43,6 +46,12 @@ export interface ProxyDeps {
 export interface ProxyApp extends Hono {
   /** Requests currently in flight. */
   readonly inFlight: () => number;
+  /**
+   * One of the two routes without Hono: what `POST /v1/completions` (`completions`) or
+   * `POST /v1/chat/completions` (`chat`) answers, for a listener that sends those paths here before
+   * Hono's dispatch (apps/coordinator.ts). `env` is the runtime's per-request value, as Hono's env.
+   */
+  readonly answer: (kind: CompletionKind, request: Request, env: unknown) => Promise<Response>;
 }
 
 /**
@@ -66,8 +75,10 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const traced = deps.tracing !== undefined;
   const hopToken = `pdlink-${crypto.randomUUID().slice(0, 8)}`;
 
-  const serve = async (c: Context, kind: CompletionKind, api: string): Promise<Response> => {
-    const given = c.req.header(REQUEST_ID_HEADER);
+  const readOptions = { limitBytes: settings.bodyLimitBytes };
+  const serve = async (request: Request, env: unknown, kind: CompletionKind, api: string): Promise<Response> => {
+    const headers = request.headers;
+    const given = headers.get(REQUEST_ID_HEADER) ?? undefined;
     if (given !== undefined && (given.length > MAX_REQUEST_ID_LENGTH || !REQUEST_ID.test(given))) {
       metrics.requestRefused(api, 'invalid');
       const message = `must be 1 to ${MAX_REQUEST_ID_LENGTH} visible ASCII characters`;
@@ -78,7 +89,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     // its answer, both legs and its ledger record carry a single id.
     const transferId = crypto.randomUUID();
     const requestId = given ?? transferId;
-    const clientVia = c.req.header('via');
+    const clientVia = headers.get('via') ?? undefined;
     if (viaHasHop(clientVia, hopToken)) {
       metrics.requestRefused(api, 'invalid');
       return errorResponse(errors.loopDetected(clientVia ?? ''), requestId);
@@ -90,15 +101,15 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     metrics.requestStarted();
     let body;
     try {
-      body = parseCompletionBody(kind, await readJsonBody(c, { limitBytes: settings.bodyLimitBytes }));
+      body = parseCompletionBody(kind, await readJsonRequest(request, readOptions));
     } catch (err) {
       limit.release();
       // Counted as client_abort in pdlink_pd_requests_total, never logged: clients leave all the time.
-      const gone = c.req.raw.signal.aborted || (err instanceof PdlinkError && err.code === 'client_closed');
+      const gone = request.signal.aborted || (err instanceof PdlinkError && err.code === 'client_closed');
       metrics.requestEnded(api, gone ? 'client_abort' : err instanceof PdlinkError ? 'invalid' : 'internal');
       return errorResponse(asPdlinkError(err), requestId);
     }
-    keepConnectionOpen(c);
+    keepConnectionOpen(request, env);
     const exchange = new Exchange(
       {
         kind,
@@ -106,8 +117,8 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
         body,
         requestId,
         transferId,
-        clientHeaders: forwardedHeaders(c, viaHeader(clientVia, hopToken), traced),
-        clientSignal: c.req.raw.signal,
+        clientHeaders: forwardedHeaders(headers, viaHeader(clientVia, hopToken), traced),
+        clientSignal: request.signal,
       },
       exchangeDeps,
       () => limit.release(),
@@ -117,23 +128,28 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
 
   const app = new Hono();
   app.onError((err, c) => errorResponse(asPdlinkError(err), c.req.header(REQUEST_ID_HEADER)));
-  app.post('/v1/completions', (c) => serve(c, 'completions', 'completions'));
-  app.post('/v1/chat/completions', (c) => serve(c, 'chat', 'chat_completions'));
-  return Object.assign(app, { inFlight: () => limit.count });
+  app.post(COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'completions', 'completions'));
+  app.post(CHAT_COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'chat', 'chat_completions'));
+  // What the app's onError would answer for an error the route let out.
+  const answer = (kind: CompletionKind, request: Request, env: unknown): Promise<Response> =>
+    serve(request, env, kind, kind === 'chat' ? 'chat_completions' : 'completions').catch((err: unknown) =>
+      errorResponse(asPdlinkError(err), request.headers.get(REQUEST_ID_HEADER) ?? undefined),
+    );
+  return Object.assign(app, { inFlight: () => limit.count, answer });
 }
 
 /**
  * The client headers the legs may forward, with this proxy's hop added to `Via`; with tracing on,
  * also the client's trace context, which the request's trace continues (the legs carry their own).
  */
-function forwardedHeaders(c: Context, via: string, traced: boolean): ClientHeaders {
-  const authorization = c.req.header('authorization');
+function forwardedHeaders(client: Headers, via: string, traced: boolean): ClientHeaders {
+  const authorization = client.get('authorization') ?? undefined;
   if (!traced) return authorization === undefined ? { via } : { via, authorization };
   const headers: Record<string, string> = { via };
   if (authorization !== undefined) headers['authorization'] = authorization;
   for (const name of ['traceparent', 'tracestate']) {
-    const value = c.req.header(name);
-    if (value !== undefined) headers[name] = value;
+    const value = client.get(name);
+    if (value !== null) headers[name] = value;
   }
   return headers;
 }
@@ -151,6 +167,6 @@ function warnOnce(message: string | undefined): void {
  * Lifts the listener's idle timeout for this request: prefill and the gaps of a stream may be
  * silent for longer than it, and the proxy bounds the request by its own deadlines.
  */
-function keepConnectionOpen(c: Context): void {
-  runtime.keepOpen(c.req.raw, c.env);
+function keepConnectionOpen(request: Request, env: unknown): void {
+  runtime.keepOpen(request, env);
 }
