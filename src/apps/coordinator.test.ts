@@ -191,9 +191,40 @@ describe('inferenceFetch answers as inferenceApp does', () => {
     expect(request.headers.get('authorization')).toBeNull();
   });
 
-  test('with a rate limit the bucket still counts', async () => {
+  test('with a rate limit the bucket still counts, one bucket for both handlers', async () => {
     coordinator = createCoordinator({ rateLimit: { ratePerSecond: 0.001, burst: 1 } });
     expect((await coordinator.inferenceFetch(completion())).status).toBe(503);
-    expect((await coordinator.inferenceFetch(completion())).status).toBe(429);
+    const refused = await coordinator.inferenceFetch(completion());
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).not.toBeNull();
+    expect((await coordinator.inferenceApp.fetch(completion())).status).toBe(429);
+    await coordinator.close();
+    coordinator = createCoordinator({ rateLimit: { ratePerSecond: 0.001, burst: 1 } });
+    expect((await coordinator.inferenceApp.fetch(completion())).status).toBe(503);
+    expect(await whole(await coordinator.inferenceFetch(completion()))).toEqual(
+      await whole(await coordinator.inferenceApp.fetch(completion())),
+    );
+  });
+
+  test('keys and a rate limit: refused without a key before any token is taken, then counted per key', async () => {
+    coordinator = createCoordinator({ apiKeys: ['key-1', 'key-2'], rateLimit: { ratePerSecond: 0.001, burst: 1 } });
+    const withKey = (key: string) => completion('/v1/completions', { authorization: `Bearer ${key}` });
+    const noKey = await coordinator.inferenceFetch(completion());
+    expect(noKey.status).toBe(401);
+    expect(noKey.headers.get('www-authenticate')).toBe('Bearer');
+    expect((await coordinator.inferenceFetch(withKey('key-1'))).status).toBe(503);
+    expect((await coordinator.inferenceFetch(withKey('key-1'))).status).toBe(429);
+    expect((await coordinator.inferenceFetch(withKey('key-2'))).status).toBe(503);
+  });
+
+  test('a refusal answers as the app’s middleware does', async () => {
+    const viaApp = createCoordinator({ apiKeys: ['key-1'] });
+    const viaFront = createCoordinator({ apiKeys: ['key-1'] });
+    try {
+      expect(await whole(await viaFront.inferenceFetch(completion()))).toEqual(await whole(await viaApp.inferenceApp.fetch(completion())));
+    } finally {
+      await viaApp.close();
+      await viaFront.close();
+    }
   });
 });

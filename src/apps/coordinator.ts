@@ -3,6 +3,7 @@
  * and the plugin API (`createPdlink`).
  */
 import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
+import type { CompletionKind } from '../schema/completions.ts';
 import { Hono } from 'hono';
 import { lostLinks } from '../cluster/lost-links.ts';
 import { ClusterRegistry } from '../cluster/registry.ts';
@@ -10,8 +11,8 @@ import { coordinatorSource } from '../http/dashboard-coordinator.ts';
 import { DashboardFeed } from '../http/dashboard-feed.ts';
 import { dashboardRoutes } from '../http/dashboard.ts';
 import { onError } from '../http/envelope.ts';
-import { inferenceAuth, managementAuth, managementRefusal } from '../http/auth.ts';
-import { rateLimit, type RateLimitSettings } from '../http/rate-limit.ts';
+import { inferenceGate, managementAuth, managementRefusal } from '../http/auth.ts';
+import { rateGate, type RateLimitSettings } from '../http/rate-limit.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { notFoundOf, urlPathIs } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
@@ -79,8 +80,7 @@ export interface Coordinator {
   readonly inferenceApp: Hono;
   /**
    * The inference listener's handler: inferenceApp's answers, with the two proxy routes taken to
-   * the proxy before Hono's dispatch when no API keys, header stripping or rate limit are
-   * configured (with any of them, every request goes through the app and its middleware).
+   * the proxy before Hono's dispatch, after the same key check and rate limit as the app's.
    */
   readonly inferenceFetch: (request: Request, env?: unknown) => Response | Promise<Response>;
   readonly registry: ClusterRegistry;
@@ -147,19 +147,34 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   inferenceApp.onError(onError);
   inferenceApp.notFound(notFoundOf(inferenceApp));
   const forwardAuthorization = options.forwardAuthorization ?? options.apiKeys === undefined;
-  // With no keys to check and the header forwarded as it came, the middleware would only pass each
+  // The inference middleware, as plain checks: mounted on the app, and run by the listener's handler.
+  const gates: ((request: Request, env: unknown, path: string) => Response | undefined)[] = [];
+  // With no keys to check and the header forwarded as it came, the check would only pass each
   // request on: not mounting it saves a middleware step on every proxied request.
-  const authMounted = options.apiKeys !== undefined || !forwardAuthorization;
-  if (authMounted) inferenceApp.use('*', inferenceAuth({ apiKeys: options.apiKeys, forwardAuthorization }));
-  if (options.rateLimit !== undefined) inferenceApp.use('*', rateLimit(options.rateLimit));
+  if (options.apiKeys !== undefined || !forwardAuthorization) {
+    const auth = inferenceGate({ apiKeys: options.apiKeys, forwardAuthorization });
+    inferenceApp.use('*', async (c, next) => auth(c.req.raw, c.req.path) ?? next());
+    gates.push((request, _env, path) => auth(request, path));
+  }
+  if (options.rateLimit !== undefined) {
+    const limited = rateGate(options.rateLimit);
+    inferenceApp.use('*', async (c, next) => limited(c.req.raw, c.env, c.req.path) ?? next());
+    gates.push(limited);
+  }
   inferenceApp.route('/', proxy);
-  // With no middleware mounted, the two proxy routes are all the app would do with their paths.
-  const direct = !authMounted && options.rateLimit === undefined;
+  // The two proxy routes after the same checks in the same order: all the app would do with their paths.
+  const proxied = (kind: CompletionKind, path: string, request: Request, env: unknown): Response | Promise<Response> => {
+    for (const gate of gates) {
+      const refused = gate(request, env, path);
+      if (refused !== undefined) return refused;
+    }
+    return proxy.answer(kind, request, env);
+  };
   const inferenceFetch = (request: Request, env?: unknown): Response | Promise<Response> => {
-    if (direct && request.method === 'POST') {
+    if (request.method === 'POST') {
       const url = request.url;
-      if (urlPathIs(url, COMPLETIONS_PATH)) return proxy.answer('completions', request, env);
-      if (urlPathIs(url, CHAT_COMPLETIONS_PATH)) return proxy.answer('chat', request, env);
+      if (urlPathIs(url, COMPLETIONS_PATH)) return proxied('completions', COMPLETIONS_PATH, request, env);
+      if (urlPathIs(url, CHAT_COMPLETIONS_PATH)) return proxied('chat', CHAT_COMPLETIONS_PATH, request, env);
     }
     return inferenceApp.fetch(request, env);
   };

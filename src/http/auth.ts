@@ -111,14 +111,28 @@ export interface InferenceAuthOptions {
  * @example inferenceApp.use('*', inferenceAuth({ apiKeys: ['k1'], forwardAuthorization: false }));
  */
 export function inferenceAuth(options: InferenceAuthOptions): MiddlewareHandler {
+  const gate = inferenceGate(options);
+  return async (c, next) => gate(c.req.raw, c.req.path) ?? next();
+}
+
+/**
+ * What inferenceAuth does, on a plain request: the 401 it answers, or undefined once the request
+ * may go on (its key recorded for the rate limit, its header dropped unless forwarded). For a
+ * handler reached without Hono (apps/coordinator.ts).
+ * @example const refused = inferenceGate(options)(request, '/v1/completions'); if (refused) return refused;
+ */
+export function inferenceGate(options: InferenceAuthOptions): (request: Request, path: string) => Response | undefined {
   const secrets = options.apiKeys === undefined ? undefined : new BearerSecrets(options.apiKeys);
-  return async (c, next) => {
-    if (secrets !== undefined && !isProbePath(c.req.path)) {
-      const header = c.req.header('authorization');
-      if (!secrets.accepts(header)) return c.json(openAiErrorBody(errors.unauthorized('API key')), 401, CHALLENGE);
-      acceptedKeys.set(c.req.raw, bearerOf(header)!);
+  const { forwardAuthorization } = options;
+  return (request, path) => {
+    if (secrets !== undefined && !isProbePath(path)) {
+      const header = request.headers.get('authorization') ?? undefined;
+      if (!secrets.accepts(header)) {
+        return new Response(JSON.stringify(openAiErrorBody(errors.unauthorized('API key'))), { status: 401, headers: REFUSED_HEADERS });
+      }
+      acceptedKeys.set(request, bearerOf(header)!);
     }
-    if (!options.forwardAuthorization) c.req.raw.headers.delete('authorization');
-    return next();
+    if (!forwardAuthorization) request.headers.delete('authorization');
+    return undefined;
   };
 }

@@ -61,15 +61,28 @@ export class TokenBuckets {
  * @example inferenceApp.use('*', inferenceAuth(options)); inferenceApp.use('*', rateLimit({ ratePerSecond: 50, burst: 100 }));
  */
 export function rateLimit(settings: RateLimitSettings): MiddlewareHandler {
+  const gate = rateGate(settings);
+  return async (c, next) => gate(c.req.raw, c.env, c.req.path) ?? next();
+}
+
+/**
+ * What rateLimit does, on a plain request (after inferenceGate): the 429 it answers, or undefined
+ * when a token was taken. `env` is the runtime's per-request value, as Hono's env.
+ * @example const refused = rateGate(settings)(request, env, '/v1/completions'); if (refused) return refused;
+ */
+export function rateGate(settings: RateLimitSettings): (request: Request, env: unknown, path: string) => Response | undefined {
   const buckets = new TokenBuckets(settings);
-  return async (c, next) => {
-    if (isProbePath(c.req.path)) return next();
-    const key = acceptedKeyOf(c.req.raw);
-    const client = key !== undefined ? `key:${key}` : `ip:${runtime.peerAddress(c.req.raw, c.env) ?? 'unknown'}`;
+  return (request, env, path) => {
+    if (isProbePath(path)) return undefined;
+    const key = acceptedKeyOf(request);
+    const client = key !== undefined ? `key:${key}` : `ip:${runtime.peerAddress(request, env) ?? 'unknown'}`;
     const wait = buckets.take(client);
-    if (wait === 0) return next();
+    if (wait === 0) return undefined;
     const seconds = Math.max(1, Math.ceil(wait));
     const err = errors.rateLimited(`rate limit of ${settings.ratePerSecond} requests per second exceeded; retry in ${seconds} s`);
-    return c.json(openAiErrorBody(err), 429, { 'retry-after': String(seconds) });
+    return new Response(JSON.stringify(openAiErrorBody(err)), {
+      status: 429,
+      headers: { 'content-type': 'application/json', 'retry-after': String(seconds) },
+    });
   };
 }
