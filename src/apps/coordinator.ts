@@ -11,7 +11,8 @@ import { coordinatorSource } from '../http/dashboard-coordinator.ts';
 import { DashboardFeed } from '../http/dashboard-feed.ts';
 import { dashboardRoutes } from '../http/dashboard.ts';
 import { onError } from '../http/envelope.ts';
-import { inferenceGate, managementAuth, managementRefusal } from '../http/auth.ts';
+import { inferenceGate, managementRefusal } from '../http/auth.ts';
+import { type Gate, gateMiddleware } from '../http/gate.ts';
 import { rateGate, type RateLimitSettings } from '../http/rate-limit.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { notFoundOf, urlPathIs } from '../http/methods.ts';
@@ -72,8 +73,8 @@ export interface Coordinator {
   readonly managementApp: Hono;
   /**
    * The management listener's handler: managementApp's answers, with the refresh the Controller
-   * sends every second taken to its handler before Hono's dispatch (routing, context, composition
-   * were a fifth of a small refresh's CPU). `Bun.serve({ fetch: coordinator.managementFetch })`.
+   * sends every second taken to its handler before Hono's dispatch (routing, context and
+   * composition per request), after the same token check. `Bun.serve({ fetch: coordinator.managementFetch })`.
    */
   readonly managementFetch: (request: Request, env?: unknown) => Response | Promise<Response>;
   /** Inference API (the OpenAI-compatible PD proxy). */
@@ -125,7 +126,8 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   managementApp.notFound(notFoundOf(managementApp));
   // Without a token the check would only pass each request on: not mounting it saves a middleware
   // step on every management call, refreshes included.
-  if (options.managementToken !== undefined) managementApp.use('*', managementAuth(options.managementToken));
+  const tokenGate = options.managementToken === undefined ? undefined : managementRefusal(options.managementToken);
+  if (tokenGate !== undefined) managementApp.use('*', gateMiddleware(tokenGate));
   const addressPolicy = options.addressPolicy ?? new InstanceAddressPolicy(undefined);
   const refresh = refreshEndpoint({ registry, bodyLimitBytes, metrics, addressPolicy });
   managementApp.route('/', refresh.routes);
@@ -148,19 +150,16 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   inferenceApp.notFound(notFoundOf(inferenceApp));
   const forwardAuthorization = options.forwardAuthorization ?? options.apiKeys === undefined;
   // The inference middleware, as plain checks: mounted on the app, and run by the listener's handler.
-  const gates: ((request: Request, env: unknown, path: string) => Response | undefined)[] = [];
+  const gates: Gate[] = [];
   // With no keys to check and the header forwarded as it came, the check would only pass each
   // request on: not mounting it saves a middleware step on every proxied request.
   if (options.apiKeys !== undefined || !forwardAuthorization) {
-    const auth = inferenceGate({ apiKeys: options.apiKeys, forwardAuthorization });
-    inferenceApp.use('*', async (c, next) => auth(c.req.raw, c.req.path) ?? next());
-    gates.push((request, _env, path) => auth(request, path));
+    gates.push(inferenceGate({ apiKeys: options.apiKeys, forwardAuthorization }));
   }
   if (options.rateLimit !== undefined) {
-    const limited = rateGate(options.rateLimit);
-    inferenceApp.use('*', async (c, next) => limited(c.req.raw, c.env, c.req.path) ?? next());
-    gates.push(limited);
+    gates.push(rateGate(options.rateLimit));
   }
+  for (const gate of gates) inferenceApp.use('*', gateMiddleware(gate));
   inferenceApp.route('/', proxy);
   // The two proxy routes after the same checks in the same order: all the app would do with their paths.
   const proxied = (kind: CompletionKind, path: string, request: Request, env: unknown): Response | Promise<Response> => {
@@ -179,11 +178,10 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     return inferenceApp.fetch(request, env);
   };
 
-  // The token's check first, as the middleware above makes it; then what the route would do.
-  const refused = options.managementToken === undefined ? undefined : managementRefusal(options.managementToken);
+  // The token's check first, as the app's middleware makes it; then what the route would do.
   const managementFetch = (request: Request, env?: unknown): Response | Promise<Response> => {
     if (request.method === 'POST' && urlPathIs(request.url, REFRESH_PATH)) {
-      return refused?.(request, REFRESH_PATH) ?? refresh.refresh(request);
+      return tokenGate?.(request, env, REFRESH_PATH) ?? refresh.refresh(request);
     }
     return managementApp.fetch(request, env);
   };

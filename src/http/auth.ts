@@ -10,6 +10,7 @@ import type { MiddlewareHandler } from 'hono';
 import { errorBody } from '../core/error-body.ts';
 import { errors } from '../core/errors.ts';
 import { openAiErrorBody } from '../proxy/errors.ts';
+import { type Gate, gateMiddleware } from './gate.ts';
 
 /** Paths that answer without a token: the probes an orchestrator polls. */
 const PROBE_PATHS = new Set(['/v1/startup', '/v1/health', '/v1/readiness']);
@@ -80,18 +81,17 @@ export function acceptedKeyOf(request: Request): string | undefined {
  */
 export function managementAuth(token: string | undefined): MiddlewareHandler {
   if (token === undefined) return async (_c, next) => next();
-  const refusal = managementRefusal(token);
-  return async (c, next) => refusal(c.req.raw, c.req.path) ?? next();
+  return gateMiddleware(managementRefusal(token));
 }
 
 /**
  * The management token's check on a plain request, for a handler reached without Hono (see
  * apps/coordinator.ts): the 401 the middleware answers, or undefined when the request may go on.
- * @example const refusal = managementRefusal(token); const refused = refusal(request, path); if (refused) return refused;
+ * @example const refused = managementRefusal(token)(request, env, path); if (refused) return refused;
  */
-export function managementRefusal(token: string): (request: Request, path: string) => Response | undefined {
+export function managementRefusal(token: string): Gate {
   const secrets = new BearerSecrets([token]);
-  return (request, path) => {
+  return (request, _env, path) => {
     if (isProbePath(path) || secrets.accepts(request.headers.get('authorization') ?? undefined)) return undefined;
     return new Response(JSON.stringify(errorBody(errors.unauthorized('management token'))), { status: 401, headers: REFUSED_HEADERS });
   };
@@ -111,20 +111,19 @@ export interface InferenceAuthOptions {
  * @example inferenceApp.use('*', inferenceAuth({ apiKeys: ['k1'], forwardAuthorization: false }));
  */
 export function inferenceAuth(options: InferenceAuthOptions): MiddlewareHandler {
-  const gate = inferenceGate(options);
-  return async (c, next) => gate(c.req.raw, c.req.path) ?? next();
+  return gateMiddleware(inferenceGate(options));
 }
 
 /**
  * What inferenceAuth does, on a plain request: the 401 it answers, or undefined once the request
  * may go on (its key recorded for the rate limit, its header dropped unless forwarded). For a
  * handler reached without Hono (apps/coordinator.ts).
- * @example const refused = inferenceGate(options)(request, '/v1/completions'); if (refused) return refused;
+ * @example const refused = inferenceGate(options)(request, env, '/v1/completions'); if (refused) return refused;
  */
-export function inferenceGate(options: InferenceAuthOptions): (request: Request, path: string) => Response | undefined {
+export function inferenceGate(options: InferenceAuthOptions): Gate {
   const secrets = options.apiKeys === undefined ? undefined : new BearerSecrets(options.apiKeys);
   const { forwardAuthorization } = options;
-  return (request, path) => {
+  return (request, _env, path) => {
     if (secrets !== undefined && !isProbePath(path)) {
       const header = request.headers.get('authorization') ?? undefined;
       if (!secrets.accepts(header)) {

@@ -8,6 +8,7 @@ import { errors } from '../core/errors.ts';
 import { openAiErrorBody } from '../proxy/errors.ts';
 import { runtime } from '../runtime/index.ts';
 import { acceptedKeyOf, isProbePath } from './auth.ts';
+import { type Gate, gateMiddleware } from './gate.ts';
 
 export interface RateLimitSettings {
   /** Tokens added per second to each client's bucket. */
@@ -61,16 +62,15 @@ export class TokenBuckets {
  * @example inferenceApp.use('*', inferenceAuth(options)); inferenceApp.use('*', rateLimit({ ratePerSecond: 50, burst: 100 }));
  */
 export function rateLimit(settings: RateLimitSettings): MiddlewareHandler {
-  const gate = rateGate(settings);
-  return async (c, next) => gate(c.req.raw, c.env, c.req.path) ?? next();
+  return gateMiddleware(rateGate(settings));
 }
 
 /**
  * What rateLimit does, on a plain request (after inferenceGate): the 429 it answers, or undefined
- * when a token was taken. `env` is the runtime's per-request value, as Hono's env.
+ * when a token was taken.
  * @example const refused = rateGate(settings)(request, env, '/v1/completions'); if (refused) return refused;
  */
-export function rateGate(settings: RateLimitSettings): (request: Request, env: unknown, path: string) => Response | undefined {
+export function rateGate(settings: RateLimitSettings): Gate {
   const buckets = new TokenBuckets(settings);
   return (request, env, path) => {
     if (isProbePath(path)) return undefined;
