@@ -48,9 +48,21 @@ export function postLeg(
   idleMs = Infinity,
   tls?: ClientTlsOptions,
 ): Promise<Response> {
+  // One init object per leg, made with its signal (spreading a prepared one per send was a copy per leg).
+  if (tls === undefined) {
+    return withIdleTimeout(
+      (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: legSignal }),
+      signal,
+      idleMs,
+    );
+  }
   // The seam keeps one pool per TLS config (Bun per origin and options, Deno per client), so keep-alive holds.
-  const init: RequestInit = { method: 'POST', headers, body, redirect: 'manual', ...(tls === undefined ? {} : runtime.tlsInit(tls)) };
-  return withIdleTimeout((legSignal) => fetch(url, { ...init, signal: legSignal }), signal, idleMs);
+  const tlsInit = runtime.tlsInit(tls);
+  return withIdleTimeout(
+    (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', ...tlsInit, signal: legSignal }),
+    signal,
+    idleMs,
+  );
 }
 
 /**
