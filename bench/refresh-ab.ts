@@ -1,0 +1,97 @@
+/**
+ * Same-run A/B of two refresh servers: server CPU per refresh over HTTP, the two processes measured
+ * in alternating rounds with the refresh benchmark's load generator. A server is a script started
+ * as `<script> serve <kind>`, as bench/refresh.bench.ts starts its own (`pdlink` or `raw`); to
+ * compare a change with the code before it, point A at another checkout's refresh.bench.ts.
+ *
+ * Run: bun bench/refresh-ab.ts <A script> <A kind> <B script> <B kind> [2|4096] [rounds] [changed|same]
+ *   e.g. bun bench/refresh-ab.ts /tmp/before/bench/refresh.bench.ts pdlink bench/refresh.bench.ts pdlink 2 14
+ */
+import { spawnSync } from 'node:child_process';
+import { cpus } from 'node:os';
+import { resolve } from 'node:path';
+import { exampleSnapshot, SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
+import { launchEnv } from '../src/runtime/launch-env.ts';
+import { spread, times } from './lib.ts';
+import { firstLine, measured, type Server, warmUntilCompiled } from './refresh-load.ts';
+
+const [aScript, aKind, bScript, bKind] = process.argv.slice(2, 6);
+if (aScript === undefined || aKind === undefined || bScript === undefined || bKind === undefined) {
+  console.error('usage: bun bench/refresh-ab.ts <A script> <A kind> <B script> <B kind> [2|4096] [rounds] [changed|same]');
+  process.exit(2);
+}
+const size = Number(process.argv[6] ?? 2);
+const rounds = Number(process.argv[7] ?? 12);
+const changed = (process.argv[8] ?? 'changed') === 'changed';
+const ROUND_MS = 500;
+const WARM_MAX_MS = 20_000;
+// As refresh.bench.ts: servers on core 1, this load generator on core 0, when the machine has two.
+const PINNED = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0;
+if (PINNED) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+
+/** The snapshots sent in turn: one (same) or two differing in every instance's free slots (changed). */
+function bodies(): string[] {
+  if (size === 2) {
+    const other = JSON.parse(SEED_REFRESH_BODY) as { instances: { dynamic_info: { avail_slots_num: number } }[] };
+    for (const instance of other.instances) instance.dynamic_info.avail_slots_num -= 1;
+    return changed ? [SEED_REFRESH_BODY, JSON.stringify(other)] : [SEED_REFRESH_BODY];
+  }
+  const first = JSON.stringify(exampleSnapshot(size));
+  return changed ? [first, JSON.stringify(exampleSnapshot(size, { load: 1 }))] : [first];
+}
+
+async function start(script: string, kind: string): Promise<Server> {
+  const command = [process.execPath, resolve(script), 'serve', kind];
+  const child = Bun.spawn(PINNED ? ['taskset', '-c', '1', ...command] : command, {
+    // pdlink runs with its launcher's settings, the raw server with Bun's own (as in refresh.bench.ts).
+    env: kind === 'pdlink' ? { ...process.env, ...launchEnv() } : process.env,
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
+  const { port } = JSON.parse(await firstLine(child.stdout)) as { port: number };
+  return {
+    port,
+    pid: child.pid,
+    async stop() {
+      child.stdin.end();
+      await child.exited;
+    },
+  };
+}
+
+const texts = bodies();
+const requests = (port: number) =>
+  texts.map((body) =>
+    new TextEncoder().encode(
+      `POST /v1/instances/refresh HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    ),
+  );
+const a = await start(aScript, aKind);
+const b = await start(bScript, bKind);
+try {
+  const sent = { a: requests(a.port), b: requests(b.port) };
+  await warmUntilCompiled(a, sent.a, WARM_MAX_MS);
+  await warmUntilCompiled(b, sent.b, WARM_MAX_MS);
+  const us = { a: [] as number[], b: [] as number[] };
+  const ratios: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      await measured(a, sent.a, us.a, ROUND_MS);
+      await measured(b, sent.b, us.b, ROUND_MS);
+    } else {
+      await measured(b, sent.b, us.b, ROUND_MS);
+      await measured(a, sent.a, us.a, ROUND_MS);
+    }
+    ratios.push(us.b.at(-1)! / us.a.at(-1)!);
+  }
+  const r = spread(ratios);
+  console.log(
+    `${size} instances, ${changed ? 'all changed' : 'same'}: server CPU per refresh A ${spread(us.a).median.toFixed(1)} µs, ` +
+      `B ${spread(us.b).median.toFixed(1)} µs; B/A ${times(r.median)} (p10 ${times(r.p10)}, p90 ${times(r.p90)}, ${rounds} rounds)`,
+  );
+} finally {
+  await a.stop();
+  await b.stop();
+}
