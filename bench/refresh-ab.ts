@@ -4,8 +4,9 @@
  * as `<script> serve <kind>`, as bench/refresh.bench.ts starts its own (`pdlink` or `raw`); to
  * compare a change with the code before it, point A at another checkout's refresh.bench.ts.
  *
- * Run: bun bench/refresh-ab.ts <A script> <A kind> <B script> <B kind> [2|4096] [rounds] [changed|same]
+ * Run: bun bench/refresh-ab.ts <A script> <A kind> <B script> <B kind> [2|4096] [rounds] [changed|same] [round ms]
  *   e.g. bun bench/refresh-ab.ts /tmp/before/bench/refresh.bench.ts pdlink bench/refresh.bench.ts pdlink 2 14
+ *   (a 4096-instance case wants rounds of 2000 ms: see refresh.bench.ts)
  */
 import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
@@ -17,13 +18,13 @@ import { firstLine, measured, type Server, warmUntilCompiled } from './refresh-l
 
 const [aScript, aKind, bScript, bKind] = process.argv.slice(2, 6);
 if (aScript === undefined || aKind === undefined || bScript === undefined || bKind === undefined) {
-  console.error('usage: bun bench/refresh-ab.ts <A script> <A kind> <B script> <B kind> [2|4096] [rounds] [changed|same]');
+  console.error('usage: bun bench/refresh-ab.ts <A script> <A kind> <B script> <B kind> [2|4096] [rounds] [changed|same] [round ms]');
   process.exit(2);
 }
 const size = Number(process.argv[6] ?? 2);
 const rounds = Number(process.argv[7] ?? 12);
 const changed = (process.argv[8] ?? 'changed') === 'changed';
-const ROUND_MS = 500;
+const ROUND_MS = Number(process.argv[9] ?? 500);
 const WARM_MAX_MS = 20_000;
 // As refresh.bench.ts: servers on core 1, this load generator on core 0, when the machine has two.
 const PINNED = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0;

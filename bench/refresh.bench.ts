@@ -37,9 +37,17 @@ import { alternate, markdownTable, msPerCall, spread, times, writeResults } from
 /** `--quick`: a few short rounds to check the benchmark itself works; nothing is written. */
 const QUICK = process.argv.includes('--quick');
 // Many short rounds: on a shared machine, adjacent short measurements share the same load, so
-// their ratio is steadier than that of long rounds far apart.
+// their ratio is steadier than that of long rounds far apart. A 4096-instance refresh is another
+// matter: a few hundred per 500 ms round, and whether a major collection of its garbage falls in a
+// round or the next moved a round's CPU by ±40% (the same code against itself: 0.72-1.41x p10-p90
+// in 500 ms rounds, 0.93-1.09x in 2 s rounds). Its rounds are longer and fewer.
 const HTTP_ROUNDS = QUICK ? 2 : Number(process.env.REFRESH_HTTP_ROUNDS ?? 20);
 const HTTP_ROUND_MS = QUICK ? 200 : 500;
+const LARGE_HTTP_ROUNDS = QUICK ? 2 : Number(process.env.REFRESH_HTTP_ROUNDS ?? 12);
+const LARGE_HTTP_ROUND_MS = QUICK ? 200 : 2000;
+/** Rounds and their length for a case of `size` instances. */
+const roundsOf = (size: number) =>
+  size > 16 ? { rounds: LARGE_HTTP_ROUNDS, roundMs: LARGE_HTTP_ROUND_MS } : { rounds: HTTP_ROUNDS, roundMs: HTTP_ROUND_MS };
 /** Longest warm-up of one server for one case, waiting for its JIT compilers to settle. */
 const WARM_MAX_MS = QUICK ? 2000 : 20_000;
 const STAGE_ROUNDS = QUICK ? 2 : 10;
@@ -86,7 +94,8 @@ async function main(): Promise<void> {
             `CPU ${times(h.cpuRatio.median)} (${times(h.cpuRatio.p10)}–${times(h.cpuRatio.p90)})`,
         )
         .join('; ') +
-      `; ${HTTP_ROUNDS} alternating rounds of ${HTTP_ROUND_MS} ms, ${HTTP_CONNECTIONS} connections, ${pinning}, ` +
+      `; ${HTTP_ROUNDS} alternating rounds of ${HTTP_ROUND_MS} ms for 2 instances, ${LARGE_HTTP_ROUNDS} of ${LARGE_HTTP_ROUND_MS} ms for ${STAGE_SIZE}, ` +
+      `${HTTP_CONNECTIONS} connections, ${pinning}, ` +
       `each server warmed on each case until its JIT compiler threads took under 2% of its CPU in three 500 ms chunks in a row ` +
       `or for ${WARM_MAX_MS / 1000} s (their share of pdlink's CPU in the rounds: ` +
       http.map((h) => `${(100 * h.jitShare.subject).toFixed(1)}%`).join(' / ') +
@@ -136,7 +145,15 @@ async function main(): Promise<void> {
     summary,
     markdownTable: table,
     json: {
-      http: { rounds: HTTP_ROUNDS, roundMs: HTTP_ROUND_MS, connections: HTTP_CONNECTIONS, pinned: PINNED, cases: http },
+      http: {
+        rounds: HTTP_ROUNDS,
+        roundMs: HTTP_ROUND_MS,
+        largeRounds: LARGE_HTTP_ROUNDS,
+        largeRoundMs: LARGE_HTTP_ROUND_MS,
+        connections: HTTP_CONNECTIONS,
+        pinned: PINNED,
+        cases: http,
+      },
       stages: { rounds: STAGE_ROUNDS, roundMs: STAGE_ROUND_MS, size: STAGE_SIZE, stages },
     },
   });
@@ -188,10 +205,11 @@ async function benchHttp() {
       // Throughput per round, and beside it the server's CPU time per request in the same round.
       const cpu = { baseline: [] as number[], subject: [] as number[] };
       const jit = { baseline: [] as number[], subject: [] as number[] };
+      const { rounds, roundMs } = roundsOf(c.size);
       const r = await alternate(
-        HTTP_ROUNDS,
-        () => measured(raw, rawRequests, cpu.baseline, HTTP_ROUND_MS, jit.baseline),
-        () => measured(pdlink, pdlinkRequests, cpu.subject, HTTP_ROUND_MS, jit.subject),
+        rounds,
+        () => measured(raw, rawRequests, cpu.baseline, roundMs, jit.baseline),
+        () => measured(pdlink, pdlinkRequests, cpu.subject, roundMs, jit.subject),
       );
       const ratio = spread(r.ratios);
       const cpuRatios = cpu.subject.map((x, i) => x / cpu.baseline[i]!);
