@@ -11,10 +11,8 @@
 import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { resolve } from 'node:path';
-import { exampleSnapshot, SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
-import { launchEnv } from '../src/runtime/launch-env.ts';
 import { spread, times } from './lib.ts';
-import { firstLine, measured, type Server, warmUntilCompiled } from './refresh-load.ts';
+import { measured, refreshBodies, refreshRequest, startRefreshServer, warmUntilCompiled } from './refresh-load.ts';
 
 const [aScript, aKind, bScript, bKind] = process.argv.slice(2, 6);
 if (aScript === undefined || aKind === undefined || bScript === undefined || bKind === undefined) {
@@ -30,47 +28,11 @@ const WARM_MAX_MS = 20_000;
 const PINNED = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0;
 if (PINNED) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
 
-/** The snapshots sent in turn: one (same) or two differing in every instance's free slots (changed). */
-function bodies(): string[] {
-  if (size === 2) {
-    const other = JSON.parse(SEED_REFRESH_BODY) as { instances: { dynamic_info: { avail_slots_num: number } }[] };
-    for (const instance of other.instances) instance.dynamic_info.avail_slots_num -= 1;
-    return changed ? [SEED_REFRESH_BODY, JSON.stringify(other)] : [SEED_REFRESH_BODY];
-  }
-  const first = JSON.stringify(exampleSnapshot(size));
-  return changed ? [first, JSON.stringify(exampleSnapshot(size, { load: 1 }))] : [first];
-}
-
-async function start(script: string, kind: string): Promise<Server> {
-  const command = [process.execPath, resolve(script), 'serve', kind];
-  const child = Bun.spawn(PINNED ? ['taskset', '-c', '1', ...command] : command, {
-    // pdlink runs with its launcher's settings, the raw server with Bun's own (as in refresh.bench.ts).
-    env: kind === 'pdlink' ? { ...process.env, ...launchEnv() } : process.env,
-    stdin: 'pipe',
-    stdout: 'pipe',
-    stderr: 'inherit',
-  });
-  const { port } = JSON.parse(await firstLine(child.stdout)) as { port: number };
-  return {
-    port,
-    pid: child.pid,
-    async stop() {
-      child.stdin.end();
-      await child.exited;
-    },
-  };
-}
-
-const texts = bodies();
-const requests = (port: number) =>
-  texts.map((body) =>
-    new TextEncoder().encode(
-      `POST /v1/instances/refresh HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    ),
-  );
-const a = await start(aScript, aKind);
-const b = await start(bScript, bKind);
+const texts = refreshBodies(size, changed);
+const requests = (port: number) => texts.map((body) => refreshRequest(port, body));
+const core = PINNED ? '1' : undefined;
+const a = await startRefreshServer(resolve(aScript), aKind, core);
+const b = await startRefreshServer(resolve(bScript), bKind, core);
 try {
   const sent = { a: requests(a.port), b: requests(b.port) };
   await warmUntilCompiled(a, sent.a, WARM_MAX_MS);

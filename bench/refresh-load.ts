@@ -5,7 +5,8 @@
  */
 import type { Socket } from 'bun';
 import { readdirSync, readFileSync } from 'node:fs';
-import { SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
+import { launchEnv } from '../src/runtime/launch-env.ts';
+import { exampleSnapshot, SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
 
 /** Keep-alive connections the load generator keeps busy. */
 export const HTTP_CONNECTIONS = 8;
@@ -177,4 +178,54 @@ export async function load(
     }),
   );
   return { completed, rate: completed / ((performance.now() - started) / 1000) };
+}
+
+/**
+ * The snapshots a case sends in turn: one (same) or two differing in every instance's free slots
+ * (all changed), of 2 instances (the seed's example) or `size` generated ones.
+ * @example refreshBodies(4096, true).length // 2
+ */
+export function refreshBodies(size: number, changed: boolean): string[] {
+  if (size === 2) {
+    const other = JSON.parse(SEED_REFRESH_BODY) as { instances: { dynamic_info: { avail_slots_num: number } }[] };
+    for (const instance of other.instances) instance.dynamic_info.avail_slots_num -= 1;
+    return changed ? [SEED_REFRESH_BODY, JSON.stringify(other)] : [SEED_REFRESH_BODY];
+  }
+  const first = JSON.stringify(exampleSnapshot(size));
+  return changed ? [first, JSON.stringify(exampleSnapshot(size, { load: 1 }))] : [first];
+}
+
+/**
+ * A refresh request as raw HTTP/1.1 bytes for the load generator.
+ * @example const requests = bodies.map((body) => refreshRequest(server.port, body));
+ */
+export function refreshRequest(port: number, body: string): Uint8Array {
+  return new TextEncoder().encode(
+    `POST /v1/instances/refresh HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * Starts `bun <script> serve <kind>` (pinned to `core` when given) and waits for the port it
+ * prints. pdlink's server runs with the settings its launcher gives it, the raw one with Bun's own.
+ * @example const server = await startRefreshServer('bench/refresh.bench.ts', 'pdlink', '1');
+ */
+export async function startRefreshServer(script: string, kind: string, core: string | undefined): Promise<Server> {
+  const command = [process.execPath, script, 'serve', kind];
+  const child = Bun.spawn(core === undefined ? command : ['taskset', '-c', core, ...command], {
+    env: kind === 'pdlink' ? { ...process.env, ...launchEnv() } : process.env,
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
+  const { port } = JSON.parse(await firstLine(child.stdout)) as { port: number };
+  return {
+    port,
+    pid: child.pid,
+    async stop() {
+      child.stdin.end();
+      await child.exited;
+    },
+  };
 }

@@ -27,11 +27,19 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { createCoordinator } from '../src/apps/coordinator.ts';
 import { InstanceAddressPolicy } from '../src/core/address-policy.ts';
-import { exampleSnapshot, SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
+import { exampleSnapshot } from '../test/doubles/refresh-examples.ts';
 import { parseRefresh, type RefreshSnapshot } from '../src/schema/refresh.ts';
 import { parseRefreshText } from '../src/schema/refresh-plain.ts';
-import { launchEnv } from '../src/runtime/launch-env.ts';
-import { firstLine, HTTP_CONNECTIONS, measured, sameAnswers, type Server, warmUntilCompiled } from './refresh-load.ts';
+import {
+  HTTP_CONNECTIONS,
+  measured,
+  refreshBodies,
+  refreshRequest,
+  sameAnswers,
+  type Server,
+  startRefreshServer,
+  warmUntilCompiled,
+} from './refresh-load.ts';
 import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';
 
 /** `--quick`: a few short rounds to check the benchmark itself works; nothing is written. */
@@ -171,31 +179,16 @@ const HTTP_CASES = [
   { name: '4096 instances, all changed', size: 4096, changed: true },
 ] as const;
 
-function caseBodies(size: number, changed: boolean): string[] {
-  if (size === 2) {
-    const other = JSON.parse(SEED_REFRESH_BODY);
-    for (const instance of other.instances) instance.dynamic_info.avail_slots_num -= 1;
-    return changed ? [SEED_REFRESH_BODY, JSON.stringify(other)] : [SEED_REFRESH_BODY];
-  }
-  const first = JSON.stringify(exampleSnapshot(size));
-  return changed ? [first, JSON.stringify(exampleSnapshot(size, { load: 1 }))] : [first];
-}
-
 async function benchHttp() {
   const raw = await startServer('raw');
   const pdlink = await startServer('pdlink');
   try {
-    const request = (port: number, body: string) =>
-      new TextEncoder().encode(
-        `POST /v1/instances/refresh HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
     await sameAnswers(raw.port, pdlink.port);
     const results = [];
     for (const c of HTTP_CASES) {
-      const bodies = caseBodies(c.size, c.changed);
-      const rawRequests = bodies.map((b) => request(raw.port, b));
-      const pdlinkRequests = bodies.map((b) => request(pdlink.port, b));
+      const bodies = refreshBodies(c.size, c.changed);
+      const rawRequests = bodies.map((b) => refreshRequest(raw.port, b));
+      const pdlinkRequests = bodies.map((b) => refreshRequest(pdlink.port, b));
       // Each case has code paths of its own (a changed snapshot is diffed, a resent one is not):
       // both servers are warmed on this case's requests until their compilers have settled.
       const warmRequests = {
@@ -240,24 +233,8 @@ async function benchHttp() {
 }
 
 /** Starts one server process (pinned to the servers' core when possible) and waits for its port. */
-async function startServer(kind: 'raw' | 'pdlink'): Promise<Server> {
-  const command = [process.execPath, import.meta.path, 'serve', kind];
-  const child = Bun.spawn(PINNED ? ['taskset', '-c', SERVER_CPU, ...command] : command, {
-    // pdlink's process runs with the settings its launcher gives it; the raw server with Bun's own.
-    env: kind === 'pdlink' ? { ...process.env, ...launchEnv() } : process.env,
-    stdin: 'pipe',
-    stdout: 'pipe',
-    stderr: 'inherit',
-  });
-  const { port } = JSON.parse(await firstLine(child.stdout)) as { port: number };
-  return {
-    port,
-    pid: child.pid,
-    async stop() {
-      child.stdin.end();
-      await child.exited;
-    },
-  };
+function startServer(kind: 'raw' | 'pdlink'): Promise<Server> {
+  return startRefreshServer(import.meta.path, kind, PINNED ? SERVER_CPU : undefined);
 }
 
 // ---- (b) where the time goes, in process --------------------------------------------------
