@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
-import { bearerOf, BearerSecrets, inferenceAuth, isProbePath, managementAuth } from './auth.ts';
+import { bearerOf, BearerSecrets, inferenceGate, isProbePath, managementAuth } from './auth.ts';
+import { gateMiddleware } from './gate.ts';
 
 describe('bearer secrets', () => {
   test('bearerOf takes the credential of a Bearer header only', () => {
@@ -64,11 +65,11 @@ describe('managementAuth', () => {
   });
 });
 
-describe('inferenceAuth', () => {
+describe('inferenceGate as middleware', () => {
   const seen: (string | null)[] = [];
   const build = (forwardAuthorization: boolean, apiKeys: string[] | undefined) => {
     const app = new Hono();
-    app.use('*', inferenceAuth({ apiKeys, forwardAuthorization }));
+    app.use('*', gateMiddleware(inferenceGate({ apiKeys, forwardAuthorization })));
     app.post('/v1/completions', (c) => {
       seen.push(c.req.raw.headers.get('authorization'));
       return c.text('ok');

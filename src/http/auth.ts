@@ -106,19 +106,10 @@ export interface InferenceAuthOptions {
 
 /**
  * API key check for the inference listener, answering 401 in OpenAI's error shape (what OpenAI
- * SDKs turn into `AuthenticationError`). Unless `forwardAuthorization`, the client's header is
- * dropped here, so no leg can carry it to an engine.
- * @example inferenceApp.use('*', inferenceAuth({ apiKeys: ['k1'], forwardAuthorization: false }));
- */
-export function inferenceAuth(options: InferenceAuthOptions): MiddlewareHandler {
-  return gateMiddleware(inferenceGate(options));
-}
-
-/**
- * What inferenceAuth does, on a plain request: the 401 it answers, or undefined once the request
- * may go on (its key recorded for the rate limit, its header dropped unless forwarded). For a
- * handler reached without Hono (apps/coordinator.ts).
- * @example const refused = inferenceGate(options)(request, env, '/v1/completions'); if (refused) return refused;
+ * SDKs turn into `AuthenticationError`); undefined once the request may go on, its key recorded for
+ * the rate limit. Unless `forwardAuthorization`, the client's header is dropped here, so no leg can
+ * carry it to an engine. Mounted with gateMiddleware, and run as it is before the proxy's handler.
+ * @example inferenceApp.use('*', gateMiddleware(inferenceGate({ apiKeys: ['k1'], forwardAuthorization: false })));
  */
 export function inferenceGate(options: InferenceAuthOptions): Gate {
   const secrets = options.apiKeys === undefined ? undefined : new BearerSecrets(options.apiKeys);

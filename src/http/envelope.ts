@@ -20,10 +20,11 @@ export function onError(err: Error, c: Context): Response {
 }
 
 /**
- * The envelope of `err` as `onError` renders it, for a handler reached without Hono.
- * @example return errorResponse(error, request, '/v1/instances/refresh');
+ * The envelope of `err` as `onError` renders it, for a handler reached without Hono (the proxy's
+ * OpenAI-shaped answers are proxy/errors.ts's errorResponse).
+ * @example return envelopeResponse(error, request, '/v1/instances/refresh');
  */
-export function errorResponse(err: Error, request: Request, path: string): Response {
+export function envelopeResponse(err: Error, request: Request, path: string): Response {
   const known = logged(err, request, path);
   return new Response(JSON.stringify(errorBody(known)), { status: known.status, headers: JSON_HEADERS });
 }

@@ -25,6 +25,8 @@ export const MAX_REQUEST_ID_LENGTH = 512;
 /** The two routes' paths. */
 export const COMPLETIONS_PATH = '/v1/completions';
 export const CHAT_COMPLETIONS_PATH = '/v1/chat/completions';
+/** Each route's `api` label in the proxy's metrics. */
+const API_OF: Readonly<Record<CompletionKind, string>> = { completions: 'completions', chat: 'chat_completions' };
 const REQUEST_ID = /^[\x21-\x7e]+$/;
 
 export interface ProxyDeps {
@@ -76,7 +78,8 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const hopToken = `pdlink-${crypto.randomUUID().slice(0, 8)}`;
 
   const readOptions = { limitBytes: settings.bodyLimitBytes };
-  const serve = async (request: Request, env: unknown, kind: CompletionKind, api: string): Promise<Response> => {
+  const serve = async (request: Request, env: unknown, kind: CompletionKind): Promise<Response> => {
+    const api = API_OF[kind];
     const headers = request.headers;
     const given = headers.get(REQUEST_ID_HEADER) ?? undefined;
     if (given !== undefined && (given.length > MAX_REQUEST_ID_LENGTH || !REQUEST_ID.test(given))) {
@@ -128,11 +131,11 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
 
   const app = new Hono();
   app.onError((err, c) => errorResponse(asPdlinkError(err), c.req.header(REQUEST_ID_HEADER)));
-  app.post(COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'completions', 'completions'));
-  app.post(CHAT_COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'chat', 'chat_completions'));
+  app.post(COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'completions'));
+  app.post(CHAT_COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'chat'));
   // What the app's onError would answer for an error the route let out.
   const answer = (kind: CompletionKind, request: Request, env: unknown): Promise<Response> =>
-    serve(request, env, kind, kind === 'chat' ? 'chat_completions' : 'completions').catch((err: unknown) =>
+    serve(request, env, kind).catch((err: unknown) =>
       errorResponse(asPdlinkError(err), request.headers.get(REQUEST_ID_HEADER) ?? undefined),
     );
   return Object.assign(app, { inFlight: () => limit.count, answer });

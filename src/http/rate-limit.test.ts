@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
-import { inferenceAuth } from './auth.ts';
-import { rateLimit, TokenBuckets } from './rate-limit.ts';
+import { inferenceGate } from './auth.ts';
+import { gateMiddleware } from './gate.ts';
+import { rateGate, TokenBuckets } from './rate-limit.ts';
 
 describe('TokenBuckets', () => {
   test('a burst passes, then the wait until one token has refilled; clients are apart', () => {
@@ -16,11 +17,11 @@ describe('TokenBuckets', () => {
   });
 });
 
-describe('rateLimit middleware', () => {
+describe('rateGate as middleware', () => {
   test('429 in OpenAI shape with Retry-After once a key has used its burst; another key still passes', async () => {
     const app = new Hono();
-    app.use('*', inferenceAuth({ apiKeys: ['k1', 'k2'], forwardAuthorization: false }));
-    app.use('*', rateLimit({ ratePerSecond: 0.01, burst: 2 }));
+    app.use('*', gateMiddleware(inferenceGate({ apiKeys: ['k1', 'k2'], forwardAuthorization: false })));
+    app.use('*', gateMiddleware(rateGate({ ratePerSecond: 0.01, burst: 2 })));
     app.post('/v1/completions', (c) => c.text('ok'));
     const send = (key: string) => app.request('/v1/completions', { method: 'POST', headers: { authorization: `Bearer ${key}` } });
     expect((await send('k1')).status).toBe(200);
@@ -35,8 +36,8 @@ describe('rateLimit middleware', () => {
 
   test('without API keys a client-chosen bearer does not open a fresh bucket: the address decides', async () => {
     const app = new Hono();
-    app.use('*', inferenceAuth({ apiKeys: undefined, forwardAuthorization: true }));
-    app.use('*', rateLimit({ ratePerSecond: 0.01, burst: 1 }));
+    app.use('*', gateMiddleware(inferenceGate({ apiKeys: undefined, forwardAuthorization: true })));
+    app.use('*', gateMiddleware(rateGate({ ratePerSecond: 0.01, burst: 1 })));
     app.post('/v1/completions', (c) => c.text('ok'));
     const send = (key: string) => app.request('/v1/completions', { method: 'POST', headers: { authorization: `Bearer ${key}` } });
     expect((await send('a')).status).toBe(200);

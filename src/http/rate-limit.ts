@@ -3,12 +3,11 @@
  * cannot take the whole proxy: each request takes one token, a bucket refills at `ratePerSecond`
  * up to `burst`, and an empty bucket answers 429 with `Retry-After` in OpenAI's error shape.
  */
-import type { MiddlewareHandler } from 'hono';
 import { errors } from '../core/errors.ts';
 import { openAiErrorBody } from '../proxy/errors.ts';
 import { runtime } from '../runtime/index.ts';
 import { acceptedKeyOf, isProbePath } from './auth.ts';
-import { type Gate, gateMiddleware } from './gate.ts';
+import type { Gate } from './gate.ts';
 
 export interface RateLimitSettings {
   /** Tokens added per second to each client's bucket. */
@@ -58,16 +57,9 @@ export class TokenBuckets {
 }
 
 /**
- * The middleware, mounted after `inferenceAuth`: keys by the accepted API key, else by address.
- * @example inferenceApp.use('*', inferenceAuth(options)); inferenceApp.use('*', rateLimit({ ratePerSecond: 50, burst: 100 }));
- */
-export function rateLimit(settings: RateLimitSettings): MiddlewareHandler {
-  return gateMiddleware(rateGate(settings));
-}
-
-/**
- * What rateLimit does, on a plain request (after inferenceGate): the 429 it answers, or undefined
- * when a token was taken.
+ * The rate limit, run after inferenceGate: keyed by the accepted API key, else by address; the 429
+ * it answers, or undefined when a token was taken. Mounted with gateMiddleware, and run as it is
+ * before the proxy's handler.
  * @example const refused = rateGate(settings)(request, env, '/v1/completions'); if (refused) return refused;
  */
 export function rateGate(settings: RateLimitSettings): Gate {

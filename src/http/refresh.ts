@@ -13,7 +13,7 @@ import { errors, type FieldIssue, optionErrors, PdlinkError } from '../core/erro
 import { parseRefresh } from '../schema/refresh.ts';
 import { parseRefreshText } from '../schema/refresh-plain.ts';
 import { readJsonRequest } from '../core/json-request.ts';
-import { errorResponse, onError } from './envelope.ts';
+import { envelopeResponse, onError } from './envelope.ts';
 
 /** A body's text and the value it parsed to. */
 interface ParsedBody {
@@ -128,7 +128,7 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
       checked = check(await readJsonRequest(request, readOptions));
     } catch (error) {
       onRefused(error);
-      return errorResponse(error as Error, request, REFRESH_PATH);
+      return envelopeResponse(error as Error, request, REFRESH_PATH);
     }
     try {
       const { snapshot, started, checkedAt } = checked;
@@ -147,7 +147,7 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
       // The answer is always the same: built without Hono's header merging.
       return new Response(null, OK);
     } catch (error) {
-      return errorResponse(error as Error, request, REFRESH_PATH);
+      return envelopeResponse(error as Error, request, REFRESH_PATH);
     }
   };
   app.post(REFRESH_PATH, (c) => refresh(c.req.raw));
