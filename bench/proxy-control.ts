@@ -2,7 +2,8 @@
  * The proxy CPU benchmark's window into a proxy process it measures: a second listener on
  * loopback whose `POST /gc` runs a full collection, so that the heap allocated over a run of
  * requests can be read from JSC's GC log (BUN_JSC_logGC) between two known collections. It sits
- * idle while requests are measured.
+ * idle while requests are measured, and does not keep the process alive: a proxy that closes on
+ * SIGTERM (pdlink's Coordinator) exits when it has closed, not at its shutdown bound.
  */
 
 /**
@@ -18,5 +19,6 @@ export function startControl(): void {
       return new Response('ok');
     },
   });
+  server.unref();
   console.log(`pdlink: control listening on http://127.0.0.1:${server.port}`);
 }
