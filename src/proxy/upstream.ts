@@ -1,6 +1,7 @@
 /**
- * The HTTP side of a leg: one POST to an engine over Bun's fetch, which keeps one keep-alive
- * connection pool per origin, so consecutive requests to an instance reuse its connections.
+ * The HTTP side of a leg: one POST to an engine, over keep-alive connections pooled per origin, so
+ * consecutive requests to an instance reuse its connections: on Bun over its TCP sockets for plain
+ * HTTP (runtime/h1-client.ts) and its fetch for https, on Deno over fetch.
  */
 import type { AbortParent } from './abort-scope.ts';
 import { withIdleTimeout } from './idle.ts';
@@ -48,14 +49,8 @@ export function postLeg(
   idleMs = Infinity,
   tls?: ClientTlsOptions,
 ): Promise<Response> {
-  // One init object per leg, made with its signal (spreading a prepared one per send was a copy per leg).
-  if (tls === undefined) {
-    return withIdleTimeout(
-      (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: legSignal }),
-      signal,
-      idleMs,
-    );
-  }
+  // Plain legs go over the runtime's cheapest client (on Bun, sockets of its own: see runtime/h1-client.ts).
+  if (tls === undefined) return withIdleTimeout((legSignal) => runtime.postPlain(url, headers, body, legSignal), signal, idleMs);
   // The seam keeps one pool per TLS config (Bun per origin and options, Deno per client), so keep-alive holds.
   const tlsInit = runtime.tlsInit(tls);
   return withIdleTimeout(

@@ -1,8 +1,9 @@
 /**
  * The runtime seam on Bun: Bun.serve (TLS with client certificates and CRLs, an idle timeout it
- * can lift per request), Bun's `tls` fetch option and Bun.file.
+ * can lift per request), plain-HTTP posts on Bun's TCP sockets, Bun's `tls` fetch option and Bun.file.
  */
 import type { ClientTlsOptions } from '../core/tls-options.ts';
+import { H1Client } from './h1-client.ts';
 import type { Runtime, Served, ServeSpec } from './runtime.ts';
 
 /** Bun's idle timeout is at most 255 seconds. */
@@ -26,6 +27,9 @@ function serve(spec: ServeSpec): Served {
   return { port: server.port ?? spec.port, stop: () => server.stop(true) };
 }
 
+/** The process's plain-HTTP client: one pool of keep-alive connections per origin, as fetch has. */
+const plainClient = new H1Client();
+
 export const bunRuntime: Runtime = {
   name: 'bun',
   serve,
@@ -34,6 +38,7 @@ export const bunRuntime: Runtime = {
     const server = env as BunServerEnv | undefined;
     if (typeof server?.timeout === 'function') server.timeout(request, 0);
   },
+  postPlain: (url, headers, body, signal) => plainClient.post(url, headers, body, signal),
   // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
   tlsInit: (tls: ClientTlsOptions) => ({ tls }) as RequestInit,
   fileResponse: async (url, headers) => {

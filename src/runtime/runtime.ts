@@ -1,7 +1,7 @@
 /**
  * What differs between Bun and Deno for pdlink, as one interface: serving a fetch handler, reading
- * a request's peer address, lifting a request's idle timeout, fetching with a client TLS config and
- * answering with a file. `bun.ts` and `deno.ts` implement it; `index.ts` picks one at start, so
+ * a request's peer address, lifting a request's idle timeout, posting to an engine over plain HTTP,
+ * fetching with a client TLS config and answering with a file. `bun.ts` and `deno.ts` implement it; `index.ts` picks one at start, so
  * nothing above this folder names a runtime.
  */
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
@@ -43,6 +43,12 @@ export interface Runtime {
   peerAddress(request: Request, env: unknown): string | undefined;
   /** Lifts the listener's idle timeout for this request (a long stream), where the runtime has one. */
   keepOpen(request: Request, env: unknown): void;
+  /**
+   * POSTs `body` to a plain `http:` URL, resolving with the answer once its head arrives, as
+   * `fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })` does. Bun sends it
+   * over sockets of its own pool on the event loop's thread (h1-client.ts), Deno by fetch.
+   */
+  postPlain(url: string, headers: Readonly<Record<string, string>>, body: string, signal: AbortSignal): Promise<Response>;
   /** The `fetch` init fields that make an https call verify with `tls.ca` and present `tls.cert`. */
   tlsInit(tls: ClientTlsOptions): RequestInit;
   /** The file at `url` as a response body with `headers`, or undefined when there is no such file. */

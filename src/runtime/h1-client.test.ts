@@ -1,0 +1,339 @@
+import { afterEach, describe, expect, test } from 'bun:test';
+import type { Socket, TCPSocketListener } from 'bun';
+import { H1Client } from './h1-client.ts';
+
+/** A scripted engine: raw TCP, so every byte of each answer (and each close) is the test's own. */
+interface Engine {
+  readonly url: string;
+  /** Connections opened so far. */
+  readonly opened: number;
+  /** Each connection's received bytes, by connection number. */
+  readonly received: string[];
+  /** Resolves when connection `n` (0-based) has closed. */
+  closed(n: number): Promise<void>;
+  /** Resolves with connection `n`'s bytes once they contain a whole request (head and its body). */
+  request(n: number, index?: number): Promise<string>;
+  stop(): void;
+}
+
+type Answer = (socket: Socket<{ id: number }>, request: string, id: number) => void;
+
+const stops: (() => void)[] = [];
+afterEach(() => {
+  for (const stop of stops.splice(0)) stop();
+});
+
+/** Starts an engine that answers each complete request with `answer`. */
+function engine(answer: Answer): Engine {
+  const received: string[] = [];
+  const requests: string[][] = [];
+  const closedWaiters = new Map<number, () => void>();
+  const closedSet = new Set<number>();
+  const requestWaiters: (() => void)[] = [];
+  let opened = 0;
+  const server: TCPSocketListener<{ id: number }> = Bun.listen<{ id: number }>({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      open(socket) {
+        socket.data = { id: opened++ };
+        received[socket.data.id] = '';
+        requests[socket.data.id] = [];
+      },
+      data(socket, chunk) {
+        const id = socket.data.id;
+        received[id] += chunk.toString('utf8');
+        // Split off every complete request (head + content-length bytes) and answer each.
+        for (;;) {
+          const text = received[id]!;
+          const done = requests[id]!.join('').length;
+          const rest = text.slice(done);
+          const headEnd = rest.indexOf('\r\n\r\n');
+          if (headEnd < 0) return;
+          const length = Number(/content-length: (\d+)/i.exec(rest.slice(0, headEnd))?.[1] ?? 0);
+          const whole = Buffer.byteLength(rest.slice(0, headEnd + 4)) + length;
+          const bytes = Buffer.from(rest);
+          if (bytes.byteLength < whole) return;
+          const request = bytes.subarray(0, whole).toString('utf8');
+          requests[id]!.push(request);
+          for (const wake of requestWaiters.splice(0)) wake();
+          answer(socket, request, id);
+        }
+      },
+      close(socket) {
+        closedSet.add(socket.data.id);
+        closedWaiters.get(socket.data.id)?.();
+      },
+    },
+  });
+  const stop = () => server.stop(true);
+  stops.push(stop);
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    get opened() {
+      return opened;
+    },
+    received,
+    closed: (n) => (closedSet.has(n) ? Promise.resolve() : new Promise<void>((resolve) => closedWaiters.set(n, resolve))),
+    request: async (n, index = 0) => {
+      while (requests[n]?.[index] === undefined) await new Promise<void>((resolve) => requestWaiters.push(resolve));
+      return requests[n]![index]!;
+    },
+    stop,
+  };
+}
+
+const json = (body: string, extra = '') =>
+  `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+
+describe('H1Client', () => {
+  test('sends the POST as fetch would and reuses the kept-alive connection', async () => {
+    const e = engine((socket) => socket.write(json('{"ok":true}')));
+    const client = new H1Client();
+    const headers = { 'content-type': 'application/json', 'x-request-id': 'r-1', via: '1.1 pdlink-ab' };
+    const first = await client.post(`${e.url}/v1/completions?x=1`, headers, '{"prompt":"é"}');
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toBe('application/json');
+    expect(await first.json()).toEqual({ ok: true });
+    const second = await client.post(`${e.url}/v1/completions`, headers, '{}');
+    expect(await second.text()).toBe('{"ok":true}');
+    expect(e.opened).toBe(1);
+    const host = new URL(e.url).host;
+    expect(await e.request(0, 0)).toBe(
+      `POST /v1/completions?x=1 HTTP/1.1\r\nhost: ${host}\r\ncontent-type: application/json\r\nx-request-id: r-1\r\nvia: 1.1 pdlink-ab\r\ncontent-length: 15\r\n\r\n{"prompt":"é"}`,
+    );
+    expect((await e.request(0, 1)).endsWith('content-length: 2\r\n\r\n{}')).toBe(true);
+    client.closeIdle();
+    await e.closed(0);
+  });
+
+  test('streams a chunked answer as it arrives', async () => {
+    let socketOf: Socket<{ id: number }> | undefined;
+    const e = engine((socket) => {
+      socketOf = socket;
+      socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n9\r\ndata: 1\n\n\r\n');
+    });
+    const client = new H1Client();
+    const res = await client.post(`${e.url}/v1/completions`, {}, '{}');
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    const reader = res.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: 1\n\n');
+    socketOf!.write('9\r\ndata: 2\n\n\r\n0\r\n\r\n');
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: 2\n\n');
+    expect((await reader.read()).done).toBe(true);
+    // The connection went back to the pool: the next request uses it.
+    const next = client.post(`${e.url}/v1/completions`, {}, '{}');
+    await e.request(0, 1);
+    socketOf!.write(json('{}'));
+    expect((await next).status).toBe(200);
+    expect(e.opened).toBe(1);
+    client.closeIdle();
+  });
+
+  test('an answer with Connection: close is not reused; the next request opens another connection', async () => {
+    const e = engine((socket) => {
+      socket.write(json('{}', 'connection: close\r\n'));
+      socket.end();
+    });
+    const client = new H1Client();
+    await (await client.post(`${e.url}/a`, {}, '')).text();
+    await (await client.post(`${e.url}/a`, {}, '')).text();
+    expect(e.opened).toBe(2);
+  });
+
+  test('an answer framed by the close is read to the end', async () => {
+    const e = engine((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nuntil ');
+      socket.end('the close');
+    });
+    const res = await new H1Client().post(`${e.url}/a`, {}, '');
+    expect(await res.text()).toBe('until the close');
+  });
+
+  test('a pooled connection the engine closed while idle leaves the pool; the next request opens another', async () => {
+    let first: Socket<{ id: number }> | undefined;
+    const e = engine((socket, _request, id) => {
+      if (id === 0) first = socket;
+      socket.write(json(`{"conn":${id}}`));
+    });
+    const client = new H1Client();
+    expect(await (await client.post(`${e.url}/a`, {}, '')).json()).toEqual({ conn: 0 });
+    expect(client.idleConnections).toBe(1);
+    first!.end();
+    await e.closed(0);
+    // The client learns of the close on one of its next turns of the event loop.
+    while (client.idleConnections > 0) await new Promise((resolve) => setImmediate(resolve));
+    expect(await (await client.post(`${e.url}/a`, {}, '')).json()).toEqual({ conn: 1 });
+    client.closeIdle();
+    expect(client.idleConnections).toBe(0);
+  });
+
+  test('a request the engine closes its pooled connection under fails with ECONNRESET (send-leg.ts sends it again)', async () => {
+    const e = engine((socket, request) => {
+      if (request.includes('second')) socket.end();
+      else socket.write(json('{}'));
+    });
+    const client = new H1Client();
+    await (await client.post(`${e.url}/a`, {}, 'first')).text();
+    const err = await client.post(`${e.url}/a`, {}, 'second').catch((caught: unknown) => caught);
+    expect((err as { code?: string }).code).toBe('ECONNRESET');
+    expect(e.opened).toBe(1);
+  });
+
+  test('a connection closed before the answer fails with ECONNRESET', async () => {
+    const e = engine((socket) => socket.end());
+    const err = await new H1Client().post(`${e.url}/a`, {}, '').catch((caught: unknown) => caught);
+    expect((err as { code?: string }).code).toBe('ECONNRESET');
+    expect((err as Error).message).toMatch(/before answering/);
+  });
+
+  test('a connection closed in the middle of a framed body errors the body with ECONNRESET', async () => {
+    const e = engine((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npartial');
+      socket.end();
+    });
+    const res = await new H1Client().post(`${e.url}/a`, {}, '');
+    const err = await res.text().catch((caught: unknown) => caught);
+    expect((err as { code?: string }).code).toBe('ECONNRESET');
+    expect((err as Error).message).toMatch(/before its answer was complete/);
+  });
+
+  test('a refused connection fails with ECONNREFUSED, as fetch does', async () => {
+    const e = engine(() => {});
+    const url = e.url;
+    e.stop();
+    const err = await new H1Client().post(`${url}/a`, {}, '').catch((caught: unknown) => caught);
+    expect((err as { code?: string }).code).toBe('ECONNREFUSED');
+  });
+
+  test('an answer it cannot frame fails with HPE_INVALID and its connection is closed', async () => {
+    const e = engine((socket) => socket.write('HTTP/1.1 200 OK\r\ncontent-length: nope\r\n\r\n'));
+    const err = await new H1Client().post(`${e.url}/a`, {}, '').catch((caught: unknown) => caught);
+    expect((err as { code?: string }).code).toBe('HPE_INVALID');
+    await e.closed(0);
+  });
+
+  test('a header value the Headers class refuses fails the request as malformed', async () => {
+    const e = engine((socket) => socket.write('HTTP/1.1 200 OK\r\nx-bad: a\u0000b\r\ncontent-length: 0\r\n\r\n'));
+    const err = await new H1Client().post(`${e.url}/a`, {}, '').catch((caught: unknown) => caught);
+    expect((err as { code?: string }).code).toBe('HPE_INVALID');
+    await e.closed(0);
+  });
+
+  test('a status beyond 599 is malformed', async () => {
+    const e = engine((socket) => socket.write('HTTP/1.1 600 Odd\r\ncontent-length: 0\r\n\r\n'));
+    const err = await new H1Client().post(`${e.url}/a`, {}, '').catch((caught: unknown) => caught);
+    expect((err as Error).message).toMatch(/status 600/);
+  });
+
+  test('bytes on an idle pooled connection retire it', async () => {
+    let first: Socket<{ id: number }> | undefined;
+    const e = engine((socket, _request, id) => {
+      if (id === 0) first = socket;
+      socket.write(json('{}'));
+    });
+    const client = new H1Client();
+    await (await client.post(`${e.url}/a`, {}, '')).text();
+    first!.write('HTTP/1.1 200 OK\r\n\r\n');
+    await e.closed(0);
+    await (await client.post(`${e.url}/a`, {}, '')).text();
+    expect(e.opened).toBe(2);
+    client.closeIdle();
+  });
+
+  test('an abort before the answer rejects with the reason and closes the connection', async () => {
+    const e = engine(() => {});
+    const controller = new AbortController();
+    const pending = new H1Client().post(`${e.url}/a`, {}, 'x', controller.signal);
+    await e.request(0);
+    const reason = new Error('client went away');
+    controller.abort(reason);
+    expect(await pending.catch((caught: unknown) => caught)).toBe(reason);
+    await e.closed(0);
+  });
+
+  test('an abort during the body errors the body with the reason', async () => {
+    const e = engine((socket) => socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n'));
+    const controller = new AbortController();
+    const res = await new H1Client().post(`${e.url}/a`, {}, '', controller.signal);
+    const reader = res.body!.getReader();
+    await reader.read();
+    const reason = new Error('stop');
+    controller.abort(reason);
+    expect(await reader.read().catch((caught: unknown) => caught)).toBe(reason);
+    await e.closed(0);
+  });
+
+  test('an already aborted signal rejects at once without connecting', async () => {
+    const e = engine(() => {});
+    const reason = new Error('gone');
+    const err = await new H1Client().post(`${e.url}/a`, {}, '', AbortSignal.abort(reason)).catch((caught: unknown) => caught);
+    expect(err).toBe(reason);
+    expect(e.opened).toBe(0);
+  });
+
+  test('a body the reader cancels closes its connection, and the next request opens another', async () => {
+    const e = engine((socket) => socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n'));
+    const client = new H1Client();
+    const res = await client.post(`${e.url}/a`, {}, '');
+    await res.body!.cancel();
+    await e.closed(0);
+    const again = client.post(`${e.url}/a`, {}, '');
+    await e.request(1);
+    expect((await again).status).toBe(200);
+    expect(e.opened).toBe(2);
+  });
+
+  test('a body larger than the socket takes at once is written whole', async () => {
+    const e = engine((socket, request) =>
+      socket.write(json(`{"bytes":${Buffer.byteLength(request.slice(request.indexOf('\r\n\r\n') + 4))}}`)),
+    );
+    const body = 'z'.repeat(12 << 20);
+    const res = await new H1Client().post(`${e.url}/a`, {}, body);
+    expect(await res.json()).toEqual({ bytes: body.length });
+  });
+
+  test('more idle connections than the pool keeps are closed', async () => {
+    const e = engine((socket) => socket.write(json('{}')));
+    const client = new H1Client({ maxIdlePerOrigin: 1 });
+    const [a, b] = await Promise.all([client.post(`${e.url}/a`, {}, ''), client.post(`${e.url}/a`, {}, '')]);
+    await Promise.all([a.text(), b.text()]);
+    expect(e.opened).toBe(2);
+    // One of the two is kept, the other closed.
+    await Promise.race([e.closed(0), e.closed(1)]);
+    client.closeIdle();
+    await Promise.all([e.closed(0), e.closed(1)]);
+  });
+
+  test('a pooled connection unused for idleSeconds is closed', async () => {
+    const e = engine((socket) => socket.write(json('{}')));
+    const client = new H1Client({ idleSeconds: 1 });
+    await (await client.post(`${e.url}/a`, {}, '')).text();
+    await e.closed(0);
+  });
+
+  test('refuses what fetch refuses, and the framing headers it writes itself', async () => {
+    const client = new H1Client();
+    const refused = async (url: string, headers: Record<string, string>) =>
+      client.post(url, headers, '').then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    expect(await refused('http://127.0.0.1:1/a', { 'x-a': 'b\r\nx-injected: 1' })).toBeInstanceOf(TypeError);
+    expect(await refused('http://127.0.0.1:1/a', { 'bad name': 'x' })).toBeInstanceOf(TypeError);
+    expect(await refused('http://127.0.0.1:1/a', { 'x-a': 'snow ☃' })).toBeInstanceOf(TypeError);
+    expect(await refused('http://127.0.0.1:1/a', { Host: 'elsewhere' })).toBeInstanceOf(TypeError);
+    expect(await refused('http://127.0.0.1:1/a', { 'content-length': '0' })).toBeInstanceOf(TypeError);
+    expect(await refused('https://127.0.0.1:1/a', {})).toBeInstanceOf(TypeError);
+  });
+
+  test('pooled connections do not keep the process alive', async () => {
+    const e = engine((socket) => socket.write(json('{}')));
+    const script = `import { H1Client } from ${JSON.stringify(new URL('./h1-client.ts', import.meta.url).pathname)};
+      const res = await new H1Client().post(${JSON.stringify(`${e.url}/a`)}, {}, '');
+      console.log(await res.text());`;
+    const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'inherit' });
+    expect(await child.exited).toBe(0);
+    expect(await new Response(child.stdout).text()).toBe('{}\n');
+  });
+});

@@ -1,0 +1,307 @@
+/**
+ * An incremental parser of HTTP/1.1 responses, as an engine sends them to the proxy's socket legs
+ * (h1-client.ts): fed the bytes of one connection in whatever pieces they arrive, it reports each
+ * final response's head, its body's bytes as views of the pieces (no copy), and its end. Interim
+ * 1xx heads are skipped. Bodies are framed as RFC 9112 §6.3 says: none for 204 and 304, chunked
+ * when Transfer-Encoding ends in chunked, else Content-Length, else until the connection closes.
+ * Anything it cannot frame safely throws an H1ParseError, and the connection must not be used again.
+ */
+
+/** Largest response head (status line and headers), and largest chunk-size or trailer line, in bytes. */
+export const MAX_HEAD_BYTES = 64 * 1024;
+const MAX_LINE_BYTES = 4096;
+
+/** A response that cannot be framed safely: the connection is closed, the leg fails. */
+export class H1ParseError extends Error {
+  readonly code = 'HPE_INVALID';
+  constructor(message: string) {
+    super(`malformed HTTP response from the engine: ${message}`);
+    this.name = 'H1ParseError';
+  }
+}
+
+/** What a response's head says. */
+export interface H1Head {
+  readonly status: number;
+  /** Header fields as sent (names in lower case), in order. */
+  readonly headers: [string, string][];
+  /** Whether the connection may carry another request once this body is read. */
+  readonly keepAlive: boolean;
+  /** Whether a body follows (false for 204, 304 and a Content-Length of 0). */
+  readonly hasBody: boolean;
+}
+
+export interface H1Events {
+  head(head: H1Head): void;
+  /** A view of bytes of the body; valid as long as the piece fed is. */
+  body(bytes: Uint8Array): void;
+  end(): void;
+}
+
+const enum State {
+  Head,
+  Length,
+  ChunkSize,
+  ChunkData,
+  ChunkEnd,
+  Trailer,
+  UntilClose,
+  Done,
+}
+
+const CR = 13;
+const LF = 10;
+const latin1 = new TextDecoder('latin1');
+
+/**
+ * Parses one connection's responses, one after another.
+ * @example const parser = new H1Parser(events); socket.data = (piece) => parser.feed(piece);
+ */
+export class H1Parser {
+  readonly #events: H1Events;
+  #state = State.Head;
+  /** Bytes of an unfinished head or line, kept until the rest arrives. */
+  #pending: Uint8Array | undefined;
+  #left = 0;
+
+  constructor(events: H1Events) {
+    this.#events = events;
+  }
+
+  /** Whether a response has started and not ended: a close now cuts it short. */
+  get inResponse(): boolean {
+    return this.#state !== State.Head || this.#pending !== undefined;
+  }
+
+  /** Whether the response ends when the connection closes. */
+  get untilClose(): boolean {
+    return this.#state === State.UntilClose;
+  }
+
+  /** Readies the parser for the next response on the same connection. */
+  reset(): void {
+    this.#state = State.Head;
+    this.#pending = undefined;
+  }
+
+  /**
+   * The connection closed: true when that ended an answer framed by the close (reported as its
+   * end); false otherwise, when an answer was awaited or cut short.
+   * @example if (!parser.closed()) fail(lost);
+   */
+  closed(): boolean {
+    if (this.#state !== State.UntilClose) return false;
+    this.#state = State.Done;
+    this.#events.end();
+    return true;
+  }
+
+  /** Parses the next piece of the connection's bytes. Throws H1ParseError on what cannot be framed. */
+  feed(piece: Uint8Array): void {
+    let at = 0;
+    const n = piece.byteLength;
+    while (at < n) {
+      switch (this.#state) {
+        case State.Head: {
+          at = this.#head(piece, at);
+          break;
+        }
+        case State.Length: {
+          const take = Math.min(this.#left, n - at);
+          this.#left -= take;
+          this.#events.body(piece.subarray(at, at + take));
+          at += take;
+          if (this.#left === 0) this.#finish();
+          break;
+        }
+        case State.ChunkData: {
+          const take = Math.min(this.#left, n - at);
+          this.#left -= take;
+          this.#events.body(piece.subarray(at, at + take));
+          at += take;
+          if (this.#left === 0) this.#state = State.ChunkEnd;
+          break;
+        }
+        case State.ChunkSize:
+        case State.ChunkEnd:
+        case State.Trailer: {
+          const line = this.#line(piece, at, MAX_LINE_BYTES);
+          if (line === undefined) return;
+          at = line.next;
+          this.#onLine(line.text);
+          break;
+        }
+        case State.UntilClose: {
+          this.#events.body(at === 0 ? piece : piece.subarray(at));
+          return;
+        }
+        case State.Done:
+          throw new H1ParseError('bytes after the end of the response');
+      }
+    }
+  }
+
+  #finish(): void {
+    this.#state = State.Done;
+    this.#events.end();
+  }
+
+  /** One line of chunked framing. */
+  #onLine(text: string): void {
+    if (this.#state === State.ChunkEnd) {
+      if (text !== '') throw new H1ParseError('chunk data longer than its size');
+      this.#state = State.ChunkSize;
+      return;
+    }
+    if (this.#state === State.Trailer) {
+      if (text === '') this.#finish();
+      return;
+    }
+    const semicolon = text.indexOf(';');
+    const digits = (semicolon < 0 ? text : text.slice(0, semicolon)).trim();
+    if (!/^[0-9a-fA-F]{1,12}$/.test(digits)) throw new H1ParseError(`bad chunk size ${JSON.stringify(text.slice(0, 40))}`);
+    const size = parseInt(digits, 16);
+    if (size === 0) this.#state = State.Trailer;
+    else {
+      this.#left = size;
+      this.#state = State.ChunkData;
+    }
+  }
+
+  /**
+   * A CRLF-ended line starting at `at` (with what an earlier piece left), or undefined when the
+   * piece ends first (what there is, is kept).
+   */
+  #line(piece: Uint8Array, at: number, limit: number): { text: string; next: number } | undefined {
+    const end = piece.indexOf(LF, at);
+    if (end < 0) {
+      this.#keep(piece, at, limit);
+      return undefined;
+    }
+    let bytes = piece.subarray(at, end + 1);
+    if (this.#pending !== undefined) {
+      bytes = join(this.#pending, bytes);
+      this.#pending = undefined;
+    }
+    if (bytes.byteLength > limit) throw new H1ParseError(`a line longer than ${limit} bytes`);
+    if (bytes.byteLength < 2 || bytes[bytes.byteLength - 2] !== CR) throw new H1ParseError('a line not ended by CRLF');
+    return { text: latin1.decode(bytes.subarray(0, bytes.byteLength - 2)), next: end + 1 };
+  }
+
+  #keep(piece: Uint8Array, at: number, limit: number): void {
+    const rest = piece.subarray(at);
+    this.#pending = this.#pending === undefined ? rest.slice() : join(this.#pending, rest);
+    if (this.#pending.byteLength > limit) throw new H1ParseError(`a head or line longer than ${limit} bytes`);
+  }
+
+  /** Parses a head from `at` if it is complete; returns where parsing goes on. */
+  #head(piece: Uint8Array, at: number): number {
+    // The head ends at its first empty line; what an earlier piece left of it is joined in front.
+    let bytes: Uint8Array;
+    let base: number;
+    if (this.#pending === undefined) {
+      bytes = piece;
+      base = at;
+    } else {
+      bytes = join(this.#pending, piece.subarray(at));
+      base = 0;
+    }
+    const end = headEnd(bytes, base);
+    if (end < 0) {
+      if (this.#pending === undefined) this.#keep(piece, at, MAX_HEAD_BYTES);
+      else {
+        if (bytes.byteLength > MAX_HEAD_BYTES) throw new H1ParseError(`a head longer than ${MAX_HEAD_BYTES} bytes`);
+        this.#pending = bytes;
+      }
+      return piece.byteLength;
+    }
+    if (end - base > MAX_HEAD_BYTES) throw new H1ParseError(`a head longer than ${MAX_HEAD_BYTES} bytes`);
+    const consumedOfPiece = this.#pending === undefined ? end : end - this.#pending.byteLength + at;
+    const text = latin1.decode(bytes.subarray(base, end - 4));
+    this.#pending = undefined;
+    this.#onHead(text);
+    return consumedOfPiece;
+  }
+
+  #onHead(text: string): void {
+    const lines = text.split('\r\n');
+    const statusLine = lines[0]!;
+    const match = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(statusLine);
+    if (match === null) throw new H1ParseError(`bad status line ${JSON.stringify(statusLine.slice(0, 60))}`);
+    const minor = match[1]!;
+    const status = Number(match[2]);
+    const headers: [string, string][] = [];
+    let length: number | undefined;
+    let chunked = false;
+    let transferEncoding = false;
+    let connection = '';
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]!;
+      const colon = line.indexOf(':');
+      if (colon <= 0) throw new H1ParseError(`bad header line ${JSON.stringify(line.slice(0, 60))}`);
+      const name = line.slice(0, colon).toLowerCase();
+      if (!TOKEN.test(name)) throw new H1ParseError(`bad header name ${JSON.stringify(name.slice(0, 60))}`);
+      const value = line.slice(colon + 1).trim();
+      if (name === 'content-length') {
+        if (!/^\d{1,15}$/.test(value)) throw new H1ParseError(`bad content-length ${JSON.stringify(value.slice(0, 40))}`);
+        const declared = Number(value);
+        if (length !== undefined && length !== declared) throw new H1ParseError('conflicting content-length headers');
+        length = declared;
+      } else if (name === 'transfer-encoding') {
+        transferEncoding = true;
+        chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
+      } else if (name === 'connection') connection += `${value.toLowerCase()},`;
+      headers.push([name, value]);
+    }
+    if (status < 200) {
+      // An interim answer (100 Continue, 103 Early Hints): the final one follows on the same connection.
+      if (status === 101) throw new H1ParseError('an unasked protocol switch (101)');
+      return;
+    }
+    let keepAlive = minor === '1' ? !/(?:^|,)\s*close\s*,/.test(connection) : /(?:^|,)\s*keep-alive\s*,/.test(connection);
+    let hasBody = true;
+    if (status === 204 || status === 304) {
+      hasBody = false;
+      this.#state = State.Done;
+    } else if (transferEncoding) {
+      // With both, Transfer-Encoding wins, and a connection framed so ambiguously is not used again.
+      if (length !== undefined) keepAlive = false;
+      if (chunked) this.#state = State.ChunkSize;
+      else {
+        keepAlive = false;
+        this.#state = State.UntilClose;
+      }
+    } else if (length !== undefined) {
+      this.#left = length;
+      if (length === 0) {
+        hasBody = false;
+        this.#state = State.Done;
+      } else this.#state = State.Length;
+    } else {
+      keepAlive = false;
+      this.#state = State.UntilClose;
+    }
+    this.#events.head({ status, headers, keepAlive, hasBody });
+    if (!hasBody) this.#events.end();
+  }
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
+
+/** Index just past the first CRLFCRLF at or after `from`, or -1. */
+function headEnd(bytes: Uint8Array, from: number): number {
+  let i = from;
+  for (;;) {
+    const lf = bytes.indexOf(LF, i);
+    if (lf < 0 || lf + 2 >= bytes.byteLength) return -1;
+    if (bytes[lf + 1] === CR && bytes[lf + 2] === LF && lf > from && bytes[lf - 1] === CR) return lf + 3;
+    i = lf + 1;
+  }
+}
+
+function join(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.byteLength + b.byteLength);
+  out.set(a, 0);
+  out.set(b, a.byteLength);
+  return out;
+}
