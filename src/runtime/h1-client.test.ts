@@ -7,8 +7,6 @@ interface Engine {
   readonly url: string;
   /** Connections opened so far. */
   readonly opened: number;
-  /** Each connection's received bytes, by connection number. */
-  readonly received: string[];
   /** Resolves when connection `n` (0-based) has closed. */
   closed(n: number): Promise<void>;
   /** Resolves with connection `n`'s bytes once they contain a whole request (head and its body). */
@@ -25,7 +23,8 @@ afterEach(() => {
 
 /** Starts an engine that answers each complete request with `answer`. */
 function engine(answer: Answer): Engine {
-  const received: string[] = [];
+  const raw: Buffer[] = [];
+  const consumed: number[] = [];
   const requests: string[][] = [];
   const closedWaiters = new Map<number, () => void>();
   const closedSet = new Set<number>();
@@ -37,24 +36,24 @@ function engine(answer: Answer): Engine {
     socket: {
       open(socket) {
         socket.data = { id: opened++ };
-        received[socket.data.id] = '';
+        raw[socket.data.id] = Buffer.alloc(0);
+        consumed[socket.data.id] = 0;
         requests[socket.data.id] = [];
       },
       data(socket, chunk) {
         const id = socket.data.id;
-        received[id] += chunk.toString('utf8');
+        raw[id] = Buffer.concat([raw[id]!, chunk]);
         // Split off every complete request (head + content-length bytes) and answer each.
         for (;;) {
-          const text = received[id]!;
-          const done = requests[id]!.join('').length;
-          const rest = text.slice(done);
+          const rest = raw[id]!.subarray(consumed[id]!);
           const headEnd = rest.indexOf('\r\n\r\n');
           if (headEnd < 0) return;
-          const length = Number(/content-length: (\d+)/i.exec(rest.slice(0, headEnd))?.[1] ?? 0);
-          const whole = Buffer.byteLength(rest.slice(0, headEnd + 4)) + length;
-          const bytes = Buffer.from(rest);
-          if (bytes.byteLength < whole) return;
-          const request = bytes.subarray(0, whole).toString('utf8');
+          const head = rest.subarray(0, headEnd + 4).toString('latin1');
+          const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+          if (rest.byteLength < headEnd + 4 + length) return;
+          consumed[id]! += headEnd + 4 + length;
+          // The head as bytes (Latin-1), the body as UTF-8 text.
+          const request = head + rest.subarray(headEnd + 4, headEnd + 4 + length).toString('utf8');
           requests[id]!.push(request);
           for (const wake of requestWaiters.splice(0)) wake();
           answer(socket, request, id);
@@ -73,7 +72,6 @@ function engine(answer: Answer): Engine {
     get opened() {
       return opened;
     },
-    received,
     closed: (n) => (closedSet.has(n) ? Promise.resolve() : new Promise<void>((resolve) => closedWaiters.set(n, resolve))),
     request: async (n, index = 0) => {
       while (requests[n]?.[index] === undefined) await new Promise<void>((resolve) => requestWaiters.push(resolve));
@@ -284,13 +282,31 @@ describe('H1Client', () => {
     expect(e.opened).toBe(2);
   });
 
-  test('a body larger than the socket takes at once is written whole', async () => {
-    const e = engine((socket, request) =>
-      socket.write(json(`{"bytes":${Buffer.byteLength(request.slice(request.indexOf('\r\n\r\n') + 4))}}`)),
-    );
-    const body = 'z'.repeat(12 << 20);
-    const res = await new H1Client().post(`${e.url}/a`, {}, body);
-    expect(await res.json()).toEqual({ bytes: body.length });
+  test('a body larger than the socket takes at once is written whole, ASCII or not, with a Latin-1 header or not', async () => {
+    const e = engine((socket, request) => {
+      const body = request.slice(request.indexOf('\r\n\r\n') + 4);
+      socket.write(json(JSON.stringify({ bytes: Buffer.byteLength(body), tail: body.slice(-3) })));
+    });
+    const client = new H1Client();
+    const cases: [string, Record<string, string>][] = [
+      ['z'.repeat(12 << 20), {}],
+      [`${'é'.repeat(6 << 20)}end`, {}],
+      [`${'é'.repeat(6 << 20)}end`, { 'x-name': 'Zoë' }],
+    ];
+    for (const [body, headers] of cases) {
+      const res = await client.post(`${e.url}/a`, headers, body);
+      expect(await res.json()).toEqual({ bytes: Buffer.byteLength(body), tail: body.slice(-3) });
+    }
+    client.closeIdle();
+  });
+
+  test('a Latin-1 header value goes out byte for byte, as fetch sends it', async () => {
+    const e = engine((socket) => socket.write(json('{}')));
+    const client = new H1Client();
+    await (await client.post(`${e.url}/a`, { 'x-name': 'Zoë' }, '')).text();
+    // The engine reads the head as Latin-1: one byte 0xEB reads as 'ë' (its two UTF-8 bytes would read as 'Ã«').
+    expect(await e.request(0)).toContain('x-name: Zoë\r\n');
+    client.closeIdle();
   });
 
   test('more idle connections than the pool keeps are closed', async () => {

@@ -60,32 +60,32 @@ class Exchange implements H1Events {
   }
 
   head(head: H1Head): void {
-    let headers: Headers;
+    const body = head.hasBody
+      ? new ReadableStream<Uint8Array>({
+          start: (controller) => {
+            this.#controller = controller;
+          },
+          cancel: () => {
+            // The reader gave up on the answer: the rest of it is not read, so the connection goes.
+            if (this.#settled) return;
+            this.#finish();
+            this.conn.close();
+          },
+        })
+      : null;
+    let response: Response;
     try {
       if (head.status > 599) throw new H1ParseError(`status ${head.status}`);
-      headers = new Headers(head.headers);
+      // The pairs as they are: a Headers made first would be copied again by the Response.
+      response = new Response(body, { status: head.status, headers: head.headers });
     } catch (err) {
-      this.conn.broken(err instanceof H1ParseError ? err : new H1ParseError(`bad header value (${(err as Error).message})`));
+      this.#controller = undefined;
+      this.conn.broken(err instanceof H1ParseError ? err : new H1ParseError(`bad header (${(err as Error).message})`));
       return;
     }
     this.#answered = true;
     this.conn.keepAlive = head.keepAlive;
-    if (!head.hasBody) {
-      this.#resolve(new Response(null, { status: head.status, headers }));
-      return;
-    }
-    const body = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.#controller = controller;
-      },
-      cancel: () => {
-        // The reader gave up on the answer: the rest of it is not read, so the connection goes.
-        if (this.#settled) return;
-        this.#finish();
-        this.conn.close();
-      },
-    });
-    this.#resolve(new Response(body, { status: head.status, headers }));
+    this.#resolve(response);
   }
 
   body(bytes: Uint8Array): void {
@@ -137,9 +137,14 @@ class Conn {
     });
   }
 
-  send(bytes: Uint8Array): void {
-    const written = this.socket!.write(bytes);
-    if (written < bytes.byteLength) this.#unwritten = bytes.subarray(Math.max(0, written));
+  send(request: string | Uint8Array): void {
+    const written = this.socket!.write(request);
+    if (typeof request === 'string') {
+      // The socket wrote the text as UTF-8: short of that, the rest is what follows in those bytes.
+      if (written < request.length || written < Buffer.byteLength(request)) {
+        this.#unwritten = Buffer.from(request).subarray(Math.max(0, written));
+      }
+    } else if (written < request.byteLength) this.#unwritten = request.subarray(Math.max(0, written));
   }
 
   drained(): void {
@@ -305,6 +310,10 @@ const OWN_HEADERS: ReadonlySet<string> = new Set(['host', 'content-length', 'tra
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // eslint-disable-next-line no-control-regex
 const BAD_VALUE = /[\0\r\n\u0100-\uffff]/;
+/** Anything but printable ASCII and tabs: such a value is looked at closer. */
+// eslint-disable-next-line no-control-regex
+const NOT_PLAIN = /[^\t\x20-\x7e]/;
+const LATIN1 = /[\u0080-\u00ff]/;
 
 /**
  * A pool of keep-alive connections per origin and the requests the legs send over them.
@@ -326,7 +335,7 @@ export class H1Client {
    * arrives. Rejects with a TypeError for a URL or header fetch would refuse.
    */
   post(url: string, headers: Readonly<Record<string, string>>, body: string, signal?: AbortSignal): Promise<Response> {
-    let request: Uint8Array;
+    let request: string | Uint8Array;
     let target: Target;
     try {
       target = this.#target(url);
@@ -341,7 +350,7 @@ export class H1Client {
   }
 
   /** A request on a new connection; an abort while it connects rejects at once, as fetch does. */
-  #connected(origin: Origin, request: Uint8Array, signal: AbortSignal | undefined): Promise<Response> {
+  #connected(origin: Origin, request: string | Uint8Array, signal: AbortSignal | undefined): Promise<Response> {
     return new Promise<Response>((resolve, reject) => {
       let settled = false;
       const onAbort = (): void => {
@@ -375,7 +384,7 @@ export class H1Client {
     for (const origin of this.#origins.values()) origin.closeIdle();
   }
 
-  #exchange(conn: Conn, request: Uint8Array, signal: AbortSignal | undefined): Promise<Response> {
+  #exchange(conn: Conn, request: string | Uint8Array, signal: AbortSignal | undefined): Promise<Response> {
     return new Promise<Response>((resolve, reject) => {
       conn.keepAlive = true;
       conn.exchange = new Exchange(conn, signal, resolve, reject);
@@ -408,18 +417,25 @@ export class H1Client {
   }
 }
 
-/** The request's bytes: its head in Latin-1, as fetch sends header values, and its body in UTF-8. */
-function requestBytes(target: Target, headers: Readonly<Record<string, string>>, body: string): Uint8Array {
+/** The request: its head in Latin-1, as fetch sends header values, and its body in UTF-8. */
+function requestBytes(target: Target, headers: Readonly<Record<string, string>>, body: string): string | Uint8Array {
   let head = `POST ${target.path} HTTP/1.1\r\n${target.origin.hostLine}`;
+  let latin1 = false;
   for (const name in headers) {
     const value = headers[name]!;
     if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)}`);
     if (OWN_HEADERS.has(name.toLowerCase())) throw new TypeError(`header ${name} is set by the client itself`);
-    if (BAD_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}`);
+    if (NOT_PLAIN.test(value)) {
+      if (BAD_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}`);
+      latin1 ||= LATIN1.test(value);
+    }
     head += `${name}: ${value.trim()}\r\n`;
   }
   const bodyBytes = Buffer.byteLength(body);
   head += `content-length: ${bodyBytes}\r\n\r\n`;
+  // An ASCII head goes out as one string, which the socket writes as UTF-8 with its body; a head
+  // with Latin-1 values is written byte for byte, as fetch writes it.
+  if (!latin1) return head + body;
   const bytes = Buffer.allocUnsafe(head.length + bodyBytes);
   bytes.write(head, 0, 'latin1');
   bytes.write(body, head.length, 'utf8');
