@@ -62,7 +62,8 @@ export interface ProxyApp extends Hono {
  */
 export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const settings = checkSettings(deps.settings ?? resolveProxySettings());
-  warnOnce(fetchCapWarning(settings.maxInFlight, process.env));
+  // Only https legs go over Bun's fetch and its cap; plain ones use the runtime's own client (runtime/h1-client.ts).
+  if (settings.engineTls !== undefined) warnOnce(fetchCapWarning(settings.maxInFlight, process.env));
   const metrics = new ProxyMetrics(deps.metrics ?? createRegistry());
   const limit = new InFlightLimit(settings.maxInFlight);
   const exchangeDeps: ExchangeDeps = {
