@@ -50,5 +50,16 @@ describe('pdlink.proxy in the Coordinator file', () => {
 
   test('a programmatic override is checked too', () => {
     expect(errorOf(() => resolveProxySettings({}, { protocol: 'x' as 'vllm' })).message).toContain('protocol');
+    expect(errorOf(() => resolveProxySettings({}, { engineClient: 'curl' as 'fetch' })).message).toContain('engineClient');
+  });
+
+  test('engine_client: the legs on sockets by default, on fetch when asked; anything else refused naming the field', () => {
+    expect(resolveProxySettings({}).engineClient).toBe('sockets');
+    expect(settingsOf({ pdlink: { proxy: { engine_client: 'fetch' } } }).proxy.engineClient).toBe('fetch');
+    expect(settingsOf({ pdlink: { proxy: { engine_client: 'sockets' } } }).proxy.engineClient).toBe('sockets');
+    const bad = errorOf(() => settingsOf({ pdlink: { proxy: { engine_client: 'undici' } } }));
+    expect(bad).toBeInstanceOf(ConfigError);
+    expect(bad.message).toContain('pdlink.proxy.engine_client');
+    expect(bad.message).toContain('sockets, fetch');
   });
 });

@@ -61,7 +61,7 @@ export async function attemptPrefill(
       exchange.deps.origins,
       () => exchange.deps.metrics.staleRetried('prefill'),
       exchange.deps.settings.engineIdleTimeoutMs,
-      exchange.deps.settings.engineTls,
+      exchange.deps.settings,
     );
     // Read the whole answer: it is small, and a drained body returns the connection to the pool.
     const text = await readLegText(res);

@@ -47,7 +47,7 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
       exchange.deps.origins,
       () => metrics.staleRetried('decode'),
       exchange.deps.settings.engineIdleTimeoutMs,
-      exchange.deps.settings.engineTls,
+      exchange.deps.settings,
     );
   } catch (err) {
     if (exchange.cause === null && refusedConnection(err)) {

@@ -15,8 +15,7 @@
  */
 import type { AbortParent } from './abort-scope.ts';
 import type { LegHeaders } from './legs.ts';
-import { postLeg } from './upstream.ts';
-import type { ClientTlsOptions } from '../core/tls-options.ts';
+import { postLeg, type LegClient } from './upstream.ts';
 
 /** Error codes of a connection lost under a request (closed, reset, broken pipe), as opposed to one never made. */
 const CONNECTION_LOST: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
@@ -99,7 +98,8 @@ export class PooledOrigins {
  * Sends one leg (see postLeg), sending it once more to the same instance, after calling
  * `onStaleRetry`, when a possibly pooled connection was lost before any response; the second
  * failure, if any, is the leg's failure.
- * `idleMs` is the engine's silence that fails the leg (http_timeout_seconds).
+ * `idleMs` is the engine's silence that fails the leg (http_timeout_seconds); `client` says which
+ * client the leg goes over (the proxy settings' `engineTls` and `engineClient`).
  * @example const res = await sendLeg(url, headers, text, signal, origins, () => metrics.staleRetried('decode'));
  */
 export async function sendLeg(
@@ -110,15 +110,15 @@ export async function sendLeg(
   origins: PooledOrigins,
   onStaleRetry: () => void,
   idleMs = Infinity,
-  tls?: ClientTlsOptions,
+  client: LegClient = {},
 ): Promise<Response> {
   let response: Response;
   try {
-    response = await postLeg(url, headers, body, signal, idleMs, tls);
+    response = await postLeg(url, headers, body, signal, idleMs, client);
   } catch (err) {
     if (signal.aborted || !isConnectionLoss(err) || !origins.mayReuse(url)) throw err;
     onStaleRetry();
-    response = await postLeg(url, headers, body, signal, idleMs, tls);
+    response = await postLeg(url, headers, body, signal, idleMs, client);
   }
   origins.answered(url);
   return response;

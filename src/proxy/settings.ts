@@ -16,7 +16,7 @@ import {
 } from '../schema/coordinator-config.ts';
 import { parseOrRefuse } from '../schema/issues.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
-import { SGLANG_DEFAULT_BOOTSTRAP_PORT, type ProxyProtocol } from '../schema/proxy-protocol.ts';
+import { ENGINE_CLIENTS, SGLANG_DEFAULT_BOOTSTRAP_PORT, type EngineClient, type ProxyProtocol } from '../schema/proxy-protocol.ts';
 
 export interface ProxySettings {
   /** One prefill attempt, from sending P's request to P's complete answer (ms; Infinity = none). */
@@ -47,6 +47,11 @@ export interface ProxySettings {
   protocol: ProxyProtocol;
   /** `pdlink.proxy.bootstrap_port`: P's SGLang bootstrap port when its refresh entry names none. */
   bootstrapPort: number;
+  /**
+   * `pdlink.proxy.engine_client`: plain-HTTP legs over pdlink's own client on the runtime's sockets
+   * (`sockets`, on Bun; Deno has fetch only) or over `fetch`. https legs always use fetch.
+   */
+  engineClient: EngineClient;
 }
 
 /** MindIE's defaults: 600 s for both timeouts, 5 retries. */
@@ -88,6 +93,7 @@ export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides
     engineIdleTimeoutMs: seconds(file.http_config?.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default),
     protocol: file.pdlink?.proxy?.protocol ?? 'vllm',
     bootstrapPort: file.pdlink?.proxy?.bootstrap_port ?? SGLANG_DEFAULT_BOOTSTRAP_PORT,
+    engineClient: file.pdlink?.proxy?.engine_client ?? 'sockets',
     ...overrides,
   };
   return checkSettings(settings);
@@ -100,7 +106,7 @@ export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides
  */
 export function checkSettings(settings: ProxySettings): ProxySettings {
   const issues: { path: string; message: string }[] = [];
-  type NumberKey = Exclude<keyof ProxySettings, 'engineTls' | 'protocol'>;
+  type NumberKey = Exclude<keyof ProxySettings, 'engineTls' | 'protocol' | 'engineClient'>;
   const timeout = (key: NumberKey): void => {
     const value = settings[key];
     if (!(value === Infinity || (Number.isInteger(value) && value > 0 && value <= MAX_TIMER_MS))) {
@@ -124,6 +130,9 @@ export function checkSettings(settings: ProxySettings): ProxySettings {
     issues.push({ path: 'leaseMs', message: `must be an integer number of milliseconds in [1, ${MAX_TIMER_MS}]` });
   }
   if (settings.protocol !== 'vllm' && settings.protocol !== 'sglang') issues.push({ path: 'protocol', message: 'must be vllm or sglang' });
+  if (!ENGINE_CLIENTS.includes(settings.engineClient)) {
+    issues.push({ path: 'engineClient', message: `must be one of ${ENGINE_CLIENTS.join(', ')}` });
+  }
   if (!(Number.isInteger(settings.bootstrapPort) && settings.bootstrapPort >= 1 && settings.bootstrapPort <= 65535)) {
     issues.push({ path: 'bootstrapPort', message: 'must be an integer port in [1, 65535]' });
   }

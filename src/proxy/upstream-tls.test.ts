@@ -25,13 +25,15 @@ test('https legs present the client certificate and keep one pooled connection f
     const url = `https://127.0.0.1:${server.port}/v1/completions`;
     const tls = { ca: read(pki.caCert), cert: read(pki.clientCert), key: read(pki.clientKey) };
     for (let i = 0; i < 5; i++) {
-      const res = await postLeg(url, { 'content-type': 'application/json' }, '{}', new AbortController().signal, Infinity, tls);
+      const res = await postLeg(url, { 'content-type': 'application/json' }, '{}', new AbortController().signal, Infinity, {
+        engineTls: tls,
+      });
       expect(res.status).toBe(200);
       await res.text();
     }
     expect(clientPorts.size).toBe(1);
     // Without the client certificate the same server refuses the leg.
-    const refused = await postLeg(url, {}, '{}', new AbortController().signal, Infinity, { ca: tls.ca }).then(
+    const refused = await postLeg(url, {}, '{}', new AbortController().signal, Infinity, { engineTls: { ca: tls.ca } }).then(
       () => 'answered',
       () => 'refused',
     );

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { fetchCapWarning, MAX_QUOTED_CHARS, quoteError, transportMessage } from './upstream.ts';
+import { fetchCapWarning, MAX_QUOTED_CHARS, postLeg, quoteError, transportMessage } from './upstream.ts';
 
 describe('quoteError', () => {
   test('takes the message out of the usual error shapes', () => {
@@ -25,4 +25,32 @@ test('fetchCapWarning speaks up only when Bun would queue admitted requests', ()
   expect(fetchCapWarning(10_000, {})).toContain('BUN_CONFIG_MAX_HTTP_REQUESTS=10000');
   expect(fetchCapWarning(10_000, { BUN_CONFIG_MAX_HTTP_REQUESTS: '20000' })).toBeUndefined();
   expect(fetchCapWarning(90_000, { BUN_CONFIG_MAX_HTTP_REQUESTS: 'junk' })).toContain('=65535');
+});
+
+describe('postLeg', () => {
+  test('a plain leg goes over the socket client by default and over fetch when engineClient says so', async () => {
+    // fetch sends a user-agent of its own; the socket client sends only the leg's headers.
+    const engine = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: async (req) =>
+        Response.json({ agent: req.headers.get('user-agent'), body: await req.text(), id: req.headers.get('x-request-id') }),
+    });
+    try {
+      const url = `http://127.0.0.1:${engine.port}/v1/completions`;
+      const send = async (client?: { engineClient: 'sockets' | 'fetch' }) =>
+        (await (await postLeg(url, { 'x-request-id': 'r1' }, '{"a":1}', new AbortController().signal, 60_000, client)).json()) as {
+          agent: string | null;
+          body: string;
+          id: string;
+        };
+      expect(await send()).toEqual({ agent: null, body: '{"a":1}', id: 'r1' });
+      expect(await send({ engineClient: 'sockets' })).toEqual({ agent: null, body: '{"a":1}', id: 'r1' });
+      const viaFetch = await send({ engineClient: 'fetch' });
+      expect(viaFetch.agent).toStartWith('Bun/');
+      expect(viaFetch.body).toBe('{"a":1}');
+    } finally {
+      engine.stop(true);
+    }
+  });
 });

@@ -9,6 +9,7 @@ import { REQUEST_ID_HEADER } from './errors.ts';
 import type { LegHeaders } from './legs.ts';
 import type { ChunkReader } from './stream.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
+import type { EngineClient } from '../schema/proxy-protocol.ts';
 import { runtime } from '../runtime/index.ts';
 
 /** Requests Bun's fetch runs at once unless `BUN_CONFIG_MAX_HTTP_REQUESTS` says otherwise; more wait in a queue. */
@@ -35,11 +36,18 @@ export function fetchCapWarning(maxInFlight: number, env: Record<string, string 
 /** Longest excerpt of an engine's error body quoted in a proxy error message. */
 export const MAX_QUOTED_CHARS = 300;
 
+/** Which client a leg goes over: https legs over fetch with `engineTls`; plain ones as `engineClient` says. */
+export interface LegClient {
+  readonly engineTls?: ClientTlsOptions | undefined;
+  /** `sockets` (the default): the runtime's own (runtime/h1-client.ts on Bun); `fetch`: fetch. */
+  readonly engineClient?: EngineClient;
+}
+
 /**
  * Sends one leg, failing it when the engine stays silent for `idleMs` (http_timeout_seconds, see
  * idle.ts). Redirects are not followed: an engine that redirects is misconfigured, and the answer
  * is judged like any other non-2xx status.
- * @example const res = await postLeg(url, headers, text, signal, settings.engineIdleTimeoutMs);
+ * @example const res = await postLeg(url, headers, text, signal, settings.engineIdleTimeoutMs, settings);
  */
 export function postLeg(
   url: string,
@@ -47,10 +55,21 @@ export function postLeg(
   body: string,
   signal: AbortParent,
   idleMs = Infinity,
-  tls?: ClientTlsOptions,
+  client: LegClient = {},
 ): Promise<Response> {
-  // Plain legs go over the runtime's cheapest client (on Bun, sockets of its own: see runtime/h1-client.ts).
-  if (tls === undefined) return withIdleTimeout((legSignal) => runtime.postPlain(url, headers, body, legSignal), signal, idleMs);
+  const tls = client.engineTls;
+  if (tls === undefined) {
+    // Plain legs go over the runtime's cheapest client (on Bun, sockets of its own: see runtime/h1-client.ts).
+    if (client.engineClient !== 'fetch') {
+      return withIdleTimeout((legSignal) => runtime.postPlain(url, headers, body, legSignal), signal, idleMs);
+    }
+    // One init object per leg, made with its signal (spreading a prepared one per send was a copy per leg).
+    return withIdleTimeout(
+      (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: legSignal }),
+      signal,
+      idleMs,
+    );
+  }
   // The seam keeps one pool per TLS config (Bun per origin and options, Deno per client), so keep-alive holds.
   const tlsInit = runtime.tlsInit(tls);
   return withIdleTimeout(

@@ -40,7 +40,7 @@ export async function prefillLeg(
       origins,
       () => metrics.staleRetried('prefill'),
       settings.engineIdleTimeoutMs,
-      settings.engineTls,
+      settings,
     );
     const text = await readLegText(res);
     if (res.status >= 500)

@@ -166,7 +166,7 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
     exchange.deps.origins,
     () => metrics.staleRetried('decode'),
     settings.engineIdleTimeoutMs,
-    settings.engineTls,
+    settings,
   );
   let head: Response | PrefillFailure;
   try {
