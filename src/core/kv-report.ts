@@ -23,7 +23,7 @@ export interface KvMoved {
  * Reads D's report from its response headers; absent or malformed values are left out.
  * @example exchange.end('ok', { kind: 'complete', ...kvMovedOf(res.headers) });
  */
-export function kvMovedOf(headers: Headers): KvMoved {
+export function kvMovedOf(headers: Pick<Headers, 'get'>): KvMoved {
   const moved: KvMoved = {};
   const bytes = count(headers.get(KV_BYTES_HEADER));
   if (bytes !== undefined) moved.bytes = bytes;

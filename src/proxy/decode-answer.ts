@@ -10,11 +10,12 @@ import { kvMovedOf } from '../core/kv-report.ts';
 import { legReader, readLegBytes } from './idle.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import type { DecodeExchange, Prefilled } from './types.ts';
+import type { LegAnswer } from '../runtime/runtime.ts';
 import { firstChunk, passthrough, streamHeaders, transportMessage } from './upstream.ts';
 
 /** One 2xx answer of D: the response, where it came from, and when the leg was sent. */
 export interface DecodeAnswer {
-  readonly res: Response;
+  readonly res: LegAnswer;
   readonly d: number;
   readonly sentAt: number;
   readonly fails: DecodeFailures;
@@ -66,7 +67,7 @@ export async function streamedAnswer(exchange: DecodeExchange, prefilled: Prefil
 
 /** What relayDecodeStream needs of a D answer whose first byte has arrived. */
 export interface DecodeStream {
-  readonly res: Response;
+  readonly res: LegAnswer;
   readonly reader: ChunkReader;
   readonly first: Uint8Array;
   readonly d: number;

@@ -13,6 +13,7 @@ import type { PickedPair } from './ports.ts';
 import { sendLeg } from './send-leg.ts';
 import { servedBy } from './served-by.ts';
 import type { DecodeExchange, Prefilled } from './types.ts';
+import type { LegAnswer } from '../runtime/runtime.ts';
 import { passthrough, quoteError, transportMessage } from './upstream.ts';
 
 /**
@@ -37,7 +38,7 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
   }
   const headers = legHeaders(clientHeaders, requestId);
   exchange.trace?.decodeSent(pair, headers);
-  let res: Response;
+  let res: LegAnswer;
   try {
     res = await sendLeg(
       engineUrl(pair.d, kind, exchange.deps.settings.engineTls !== undefined),

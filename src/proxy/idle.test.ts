@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { Deadlines } from './deadlines.ts';
 import { ENGINE_IDLE_CODE, legReader, readLegText, withIdleTimeout } from './idle.ts';
+import { answerOf, type LegAnswer } from '../runtime/runtime.ts';
 
 /**
  * A response whose body chunks the test pushes, and the signal the send saw. Like fetch, an abort
@@ -13,7 +14,7 @@ function controlled() {
   const send = async (signal: AbortSignal) => {
     seen = signal;
     signal.addEventListener('abort', () => push.error(signal.reason));
-    return new Response(body, { status: 200 });
+    return answerOf(new Response(body, { status: 200 }));
   };
   return { send, push: () => push, signal: () => seen };
 }
@@ -40,7 +41,7 @@ describe('withIdleTimeout', () => {
   test('no head within the timeout: the send is aborted and fails with ETIMEDOUT naming the setting', async () => {
     let seen: AbortSignal | undefined;
     const send = (signal: AbortSignal) =>
-      new Promise<Response>((_, reject) => {
+      new Promise<LegAnswer>((_, reject) => {
         seen = signal;
         signal.addEventListener('abort', () => reject(new Error('aborted')));
       });

@@ -17,6 +17,7 @@
 import { AbortScope, offAbort, onAbort, type AbortParent } from './abort-scope.ts';
 import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
 import type { ChunkReader } from './stream.ts';
+import type { LegAnswer } from '../runtime/runtime.ts';
 
 /** Code of the error a silent engine's leg fails with. */
 export const ENGINE_IDLE_CODE = 'ETIMEDOUT';
@@ -91,10 +92,10 @@ class LegClock {
 }
 
 /**
- * The clock of each answer sent under an idle timeout. fetch's Response cannot carry it, and
- * wrapping its body in a stream of ours to carry it cost a stream hop per chunk.
+ * The clock of each answer sent under an idle timeout. An answer cannot carry it, and wrapping its
+ * body in a stream of ours to carry it cost a stream hop per chunk.
  */
-const clocks = new WeakMap<Response, LegClock>();
+const clocks = new WeakMap<LegAnswer, LegClock>();
 
 /**
  * Sends a request with `send` under an idle timeout: the send fails with engineIdleError when no
@@ -102,23 +103,23 @@ const clocks = new WeakMap<Response, LegClock>();
  * fails with it once `idleMs` pass without a chunk (the body must be read through them, which
  * also disarm the clock). `signal` still aborts everything. With `idleMs` Infinity, `send` runs
  * with `signal` as it is (a scope's own AbortSignal).
- * @example const res = await withIdleTimeout((s) => fetch(url, { signal: s }), signal, 600_000);
+ * @example const res = await withIdleTimeout((s) => fetch(url, { signal: s }).then(answerOf), signal, 600_000);
  */
 export async function withIdleTimeout(
-  send: (signal: AbortSignal) => Promise<Response>,
+  send: (signal: AbortSignal) => Promise<LegAnswer>,
   signal: AbortParent,
   idleMs: number,
   deadlines: Deadlines = requestDeadlines,
-): Promise<Response> {
+): Promise<LegAnswer> {
   if (!Number.isFinite(idleMs)) return send(signal instanceof AbortScope ? signal.signal : signal);
   const clock = new LegClock(signal, idleMs, deadlines);
-  let res: Response;
+  let res: LegAnswer;
   try {
     res = await send(clock.controller.signal);
   } catch (err) {
     throw clock.failure(err);
   }
-  if (res.body === null) {
+  if (!res.hasBody) {
     clock.stop();
     return res;
   }
@@ -168,10 +169,9 @@ class ClockedReader implements ChunkReader {
  * The reader of a leg's body, under its idle clock when it has one; undefined for no body.
  * @example const reader = legReader(res); const { value } = await reader!.read();
  */
-export function legReader(res: Response): ChunkReader | undefined {
-  const body = res.body;
-  if (body === null) return undefined;
-  const reader: ChunkReader = body.getReader();
+export function legReader(res: LegAnswer): ChunkReader | undefined {
+  if (!res.hasBody) return undefined;
+  const reader: ChunkReader = res.reader();
   const clock = clocks.get(res);
   return clock === undefined ? reader : new ClockedReader(reader, clock);
 }
@@ -180,10 +180,9 @@ export function legReader(res: Response): ChunkReader | undefined {
  * A leg's whole body, under its idle clock.
  * @example const bytes = await readLegBytes(res);
  */
-export async function readLegBytes(res: Response): Promise<Uint8Array> {
-  const clock = clocks.get(res);
-  if (clock === undefined) return new Uint8Array(await res.arrayBuffer());
-  const reader = new ClockedReader(res.body!.getReader() as ChunkReader, clock);
+export async function readLegBytes(res: LegAnswer): Promise<Uint8Array> {
+  const reader = legReader(res);
+  if (reader === undefined) return new Uint8Array(0);
   let whole: Uint8Array | undefined;
   for (;;) {
     const { done, value } = await reader.read();
@@ -198,8 +197,7 @@ const decoder = new TextDecoder();
  * A leg's whole body as text, under its idle clock.
  * @example const text = await readLegText(res);
  */
-export async function readLegText(res: Response): Promise<string> {
-  if (!clocks.has(res)) return res.text();
+export async function readLegText(res: LegAnswer): Promise<string> {
   return decoder.decode(await readLegBytes(res));
 }
 

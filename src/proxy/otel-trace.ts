@@ -123,7 +123,7 @@ class OtelRequestTrace implements RequestTrace {
     );
   }
 
-  decodeAnswered(status: number, headers: Headers): void {
+  decodeAnswered(status: number, headers: Pick<Headers, 'get'>): void {
     this.#decode?.setAttribute('http.response.status_code', status);
     const moved = kvMovedOf(headers);
     if (moved.bytes !== undefined) this.#kvTransfer?.setAttribute('pdlink.kv.bytes', moved.bytes);

@@ -16,6 +16,7 @@
 import type { AbortParent } from './abort-scope.ts';
 import type { LegHeaders } from './legs.ts';
 import { postLeg, type LegClient } from './upstream.ts';
+import type { LegAnswer } from '../runtime/runtime.ts';
 
 /** Error codes of a connection lost under a request (closed, reset, broken pipe), as opposed to one never made. */
 const CONNECTION_LOST: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
@@ -111,8 +112,8 @@ export async function sendLeg(
   onStaleRetry: () => void,
   idleMs = Infinity,
   client: LegClient = {},
-): Promise<Response> {
-  let response: Response;
+): Promise<LegAnswer> {
+  let response: LegAnswer;
   try {
     response = await postLeg(url, headers, body, signal, idleMs, client);
   } catch (err) {

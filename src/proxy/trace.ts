@@ -26,7 +26,7 @@ export interface RequestTrace {
   /** The D leg is about to be sent to `pair.d` with `headers`: its `traceparent` is added there. */
   decodeSent(pair: PickedPair, headers: LegHeaders): void;
   /** D answered with this status and headers (its KV report is read from them). */
-  decodeAnswered(status: number, headers: Headers): void;
+  decodeAnswered(status: number, headers: Pick<Headers, 'get'>): void;
   /** D's first byte reached the proxy. */
   firstByte(): void;
   /** The request settled with `outcome`. */

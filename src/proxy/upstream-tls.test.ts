@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { readFileSync, rmSync } from 'node:fs';
 import { postLeg } from './upstream.ts';
+import { readLegText } from './idle.ts';
 import { makeTestPki, type TestPki } from '../../test/support/tls-certs.ts';
 
 let pki: TestPki;
@@ -29,7 +30,7 @@ test('https legs present the client certificate and keep one pooled connection f
         engineTls: tls,
       });
       expect(res.status).toBe(200);
-      await res.text();
+      await readLegText(res);
     }
     expect(clientPorts.size).toBe(1);
     // Without the client certificate the same server refuses the leg.

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { fetchCapWarning, MAX_QUOTED_CHARS, postLeg, quoteError, transportMessage } from './upstream.ts';
+import { readLegText } from './idle.ts';
 
 describe('quoteError', () => {
   test('takes the message out of the usual error shapes', () => {
@@ -39,7 +40,9 @@ describe('postLeg', () => {
     try {
       const url = `http://127.0.0.1:${engine.port}/v1/completions`;
       const send = async (client?: { engineClient: 'sockets' | 'fetch' }) =>
-        (await (await postLeg(url, { 'x-request-id': 'r1' }, '{"a":1}', new AbortController().signal, 60_000, client)).json()) as {
+        JSON.parse(
+          await readLegText(await postLeg(url, { 'x-request-id': 'r1' }, '{"a":1}', new AbortController().signal, 60_000, client)),
+        ) as {
           agent: string | null;
           body: string;
           id: string;

@@ -11,6 +11,7 @@ import type { ChunkReader } from './stream.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import type { EngineClient } from '../schema/proxy-protocol.ts';
 import { runtime } from '../runtime/index.ts';
+import { answerOf, type LegAnswer } from '../runtime/runtime.ts';
 
 /** Requests Bun's fetch runs at once unless `BUN_CONFIG_MAX_HTTP_REQUESTS` says otherwise; more wait in a queue. */
 export const BUN_DEFAULT_MAX_HTTP_REQUESTS = 256;
@@ -56,7 +57,7 @@ export function postLeg(
   signal: AbortParent,
   idleMs = Infinity,
   client: LegClient = {},
-): Promise<Response> {
+): Promise<LegAnswer> {
   const tls = client.engineTls;
   if (tls === undefined) {
     // Plain legs go over the runtime's cheapest client (on Bun, sockets of its own: see runtime/h1-client.ts).
@@ -65,7 +66,7 @@ export function postLeg(
     }
     // One init object per leg, made with its signal (spreading a prepared one per send was a copy per leg).
     return withIdleTimeout(
-      (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: legSignal }),
+      (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: legSignal }).then(answerOf),
       signal,
       idleMs,
     );
@@ -73,7 +74,7 @@ export function postLeg(
   // The seam keeps one pool per TLS config (Bun per origin and options, Deno per client), so keep-alive holds.
   const tlsInit = runtime.tlsInit(tls);
   return withIdleTimeout(
-    (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', ...tlsInit, signal: legSignal }),
+    (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', ...tlsInit, signal: legSignal }).then(answerOf),
     signal,
     idleMs,
   );
@@ -93,7 +94,7 @@ export function passthrough(status: number, contentType: string | null, body: st
  * The headers of a streamed answer: D's content type, no caching by intermediaries, the request id.
  * @example new Response(stream, { status: res.status, headers: streamHeaders(res, requestId) })
  */
-export function streamHeaders(res: Response, requestId: string): Record<string, string> {
+export function streamHeaders(res: Pick<LegAnswer, 'headers'>, requestId: string): Record<string, string> {
   return {
     'content-type': res.headers.get('content-type') ?? 'text/event-stream',
     [REQUEST_ID_HEADER]: requestId,

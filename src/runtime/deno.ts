@@ -8,7 +8,7 @@ import { createPrivateKey } from 'node:crypto';
 import { ConfigError } from '../core/errors.ts';
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
 import { denoGlobal, type DenoApi, type DenoServeInfo } from './deno-api.ts';
-import type { Runtime, Served, ServeSpec } from './runtime.ts';
+import { answerOf, type Runtime, type Served, type ServeSpec } from './runtime.ts';
 
 /** Deno's connection info as the handler's env, plus the listener's count of requests in flight. */
 interface DenoEnv extends DenoServeInfo {
@@ -128,7 +128,7 @@ export const denoRuntime: Runtime = {
   peerAddress: (_request, env) => (env as Partial<DenoServeInfo> | undefined)?.remoteAddr?.hostname,
   // Deno.serve has no idle timeout that would cut a quiet stream: nothing to lift.
   keepOpen: () => {},
-  postPlain: (url, headers, body, signal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal }),
+  postPlain: (url, headers, body, signal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal }).then(answerOf),
   tlsInit,
   fileResponse,
   unsupportedServerTls,

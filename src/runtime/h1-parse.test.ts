@@ -154,6 +154,8 @@ describe('H1Parser', () => {
     ['a status line that is not HTTP/1.x', 'HTTP/2 200\r\n\r\n', /bad status line/],
     ['garbage', 'hello\r\n\r\n', /bad status line/],
     ['a header line without a colon', 'HTTP/1.1 200 OK\r\nNoColon\r\n\r\n', /bad header line/],
+    ['a header name with a space', 'HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n', /bad header name/],
+    ['a NUL in a header value', 'HTTP/1.1 200 OK\r\nX-Bad: a\u0000b\r\n\r\n', /control character in header x-bad/],
     ['a non-numeric length', 'HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n', /bad content-length/],
     ['a negative length', 'HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n', /bad content-length/],
     ['two different lengths', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n', /conflicting content-length/],

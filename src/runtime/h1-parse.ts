@@ -319,9 +319,10 @@ export class H1Parser {
       if (next < 0) next = text.length;
       const colon = text.indexOf(':', at);
       if (colon <= at || colon > next) throw new H1ParseError(`bad header line ${JSON.stringify(text.slice(at, Math.min(next, at + 60)))}`);
-      // Names are checked where the head becomes a Headers (h1-client.ts), which refuses what is not a token.
       const name = text.slice(at, colon).toLowerCase();
       const value = text.slice(colon + 1, next).trim();
+      if (!TOKEN.test(name)) throw new H1ParseError(`bad header name ${JSON.stringify(name.slice(0, 60))}`);
+      if (CONTROL.test(value)) throw new H1ParseError(`a control character in header ${name}`);
       at = next + 2;
       if (name === 'content-length') {
         if (!/^\d{1,15}$/.test(value)) throw new H1ParseError(`bad content-length ${JSON.stringify(value.slice(0, 40))}`);
@@ -377,6 +378,11 @@ function view(bytes: Uint8Array, start: number, end: number): Uint8Array {
   if (start === 0 && end === bytes.byteLength) return bytes;
   return new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start);
 }
+
+/** A header name (RFC 9110 token, lower case by now), and what a field value must not hold (controls but HTAB). */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\0-\x08\x0a-\x1f\x7f]/;
 
 function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;

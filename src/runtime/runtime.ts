@@ -35,6 +35,38 @@ export interface Served {
   stop(): Promise<void>;
 }
 
+/** A reader of an answer's body, one chunk at a time (what a ReadableStream's reader offers, no more). */
+export interface BodyReader {
+  read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
+  cancel(reason?: unknown): Promise<void>;
+}
+
+/**
+ * An engine's answer to a leg as the proxy reads it: fetch's `Response` (through `answerOf`) or the
+ * socket client's own, which needs no `Response` and no JS stream per leg.
+ */
+export interface LegAnswer {
+  readonly status: number;
+  readonly headers: Pick<Headers, 'get'>;
+  /** Whether a body follows the head. */
+  readonly hasBody: boolean;
+  /** The body's reader; taken once, and only when `hasBody`. */
+  reader(): BodyReader;
+}
+
+/**
+ * fetch's answer as a LegAnswer.
+ * @example const answer = answerOf(await fetch(url, init));
+ */
+export function answerOf(res: Response): LegAnswer {
+  return {
+    status: res.status,
+    headers: res.headers,
+    hasBody: res.body !== null,
+    reader: () => res.body!.getReader(),
+  };
+}
+
 export interface Runtime {
   readonly name: 'bun' | 'deno';
   /** Starts a listener; throws when the address cannot be bound or a TLS setting cannot be enforced. */
@@ -45,10 +77,11 @@ export interface Runtime {
   keepOpen(request: Request, env: unknown): void;
   /**
    * POSTs `body` to a plain `http:` URL, resolving with the answer once its head arrives, as
-   * `fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })` does. Bun sends it
+   * `fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })` does (its answer
+   * read as a LegAnswer). Bun sends it
    * over sockets of its own pool on the event loop's thread (h1-client.ts), Deno by fetch.
    */
-  postPlain(url: string, headers: Readonly<Record<string, string>>, body: string, signal: AbortSignal): Promise<Response>;
+  postPlain(url: string, headers: Readonly<Record<string, string>>, body: string, signal: AbortSignal): Promise<LegAnswer>;
   /** The `fetch` init fields that make an https call verify with `tls.ca` and present `tls.cert`. */
   tlsInit(tls: ClientTlsOptions): RequestInit;
   /** The file at `url` as a response body with `headers`, or undefined when there is no such file. */

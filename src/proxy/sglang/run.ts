@@ -13,6 +13,7 @@
 import { errors, PdlinkError } from '../../core/errors.ts';
 import { parseJsonExact } from '../../core/exact-json.ts';
 import { kvMovedOf } from '../../core/kv-report.ts';
+import type { LegAnswer } from '../../runtime/runtime.ts';
 import type { AttemptClock } from '../attempt.ts';
 import { abortableDelay, backoffDelay } from '../backoff.ts';
 import { engineUrl, legHeaders, legText } from '../legs.ts';
@@ -168,13 +169,14 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
     settings.engineIdleTimeoutMs,
     settings,
   );
-  let head: Response | PrefillFailure;
+  let head: LegAnswer | PrefillFailure;
   try {
     head = await Promise.race([dSent, pFailed]);
   } catch (err) {
     return decodeFailed('transport', `could not be reached: ${transportMessage(err)}`);
   }
-  if (!(head instanceof Response)) return prefillFailed(head);
+  // A prefill failure has a kind; D's answer has none.
+  if ('kind' in head) return prefillFailed(head);
   const res = head;
 
   if (res.status < 200 || res.status >= 300) {
@@ -220,7 +222,7 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
 }
 
 interface WholeLegs {
-  readonly res: Response;
+  readonly res: LegAnswer;
   readonly d: number;
   readonly dAt: number;
   readonly pTask: Promise<PrefillLegResult>;
