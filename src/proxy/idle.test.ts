@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test';
+import { AbortScope } from './abort-scope.ts';
 import { Deadlines } from './deadlines.ts';
 import { ENGINE_IDLE_CODE, legReader, readLegText, withIdleTimeout } from './idle.ts';
-import { answerOf, type LegAnswer } from '../runtime/runtime.ts';
+import { answerOf, type AbortSource, type LegAnswer } from '../runtime/runtime.ts';
 
 /**
  * A response whose body chunks the test pushes, and the signal the send saw. Like fetch, an abort
@@ -10,10 +11,10 @@ import { answerOf, type LegAnswer } from '../runtime/runtime.ts';
 function controlled() {
   let push!: ReadableStreamDefaultController<Uint8Array>;
   const body = new ReadableStream<Uint8Array>({ start: (c) => void (push = c) });
-  let seen: AbortSignal | undefined;
-  const send = async (signal: AbortSignal) => {
-    seen = signal;
-    signal.addEventListener('abort', () => push.error(signal.reason));
+  let seen: AbortSource | undefined;
+  const send = async (abort: AbortSource) => {
+    seen = abort;
+    abort.add(() => push.error(abort.reason));
     return answerOf(new Response(body, { status: 200 }));
   };
   return { send, push: () => push, signal: () => seen };
@@ -39,11 +40,11 @@ class CountedDeadlines extends Deadlines {
 
 describe('withIdleTimeout', () => {
   test('no head within the timeout: the send is aborted and fails with ETIMEDOUT naming the setting', async () => {
-    let seen: AbortSignal | undefined;
-    const send = (signal: AbortSignal) =>
+    let seen: AbortSource | undefined;
+    const send = (abort: AbortSource) =>
       new Promise<LegAnswer>((_, reject) => {
-        seen = signal;
-        signal.addEventListener('abort', () => reject(new Error('aborted')));
+        seen = abort;
+        abort.add(() => reject(new Error('aborted')));
       });
     const deadlines = new Deadlines();
     const err = await rejection(withIdleTimeout(send, new AbortController().signal, 20, deadlines));
@@ -115,8 +116,13 @@ describe('withIdleTimeout', () => {
     expect(c.signal()?.reason).toBe('client_abort');
     expect(deadlines.size).toBe(0);
     expect(await rejection(legReader(res)!.read())).toBe('client_abort' as never);
+    // With no idle timeout the send gets the caller's own abort: the signal itself, or the scope itself.
     const plain = controlled();
     await withIdleTimeout(plain.send, parent.signal, Infinity);
-    expect(plain.signal()).toBe(parent.signal);
+    expect(plain.signal()!.signal).toBe(parent.signal);
+    const scope = new AbortScope();
+    const scoped = controlled();
+    await withIdleTimeout(scoped.send, scope, Infinity);
+    expect(scoped.signal()).toBe(scope);
   });
 });

@@ -17,7 +17,7 @@
 import { AbortScope, offAbort, onAbort, type AbortParent } from './abort-scope.ts';
 import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
 import type { ChunkReader } from './stream.ts';
-import type { LegAnswer } from '../runtime/runtime.ts';
+import { abortSourceOf, type AbortSource, type LegAnswer } from '../runtime/runtime.ts';
 
 /** Code of the error a silent engine's leg fails with. */
 export const ENGINE_IDLE_CODE = 'ETIMEDOUT';
@@ -33,7 +33,8 @@ export function engineIdleError(idleMs: number): Error {
 
 /** One leg's watch on its engine's silence: the leg's own abort, armed until the leg's answer is read. */
 class LegClock {
-  readonly controller = new AbortController();
+  /** The leg's abort: a scope, so an AbortController is made only for a client that wants a signal (fetch). */
+  readonly scope = new AbortScope();
   readonly #parent: AbortParent;
   readonly #idleMs: number;
   readonly #deadlines: Deadlines;
@@ -45,7 +46,7 @@ class LegClock {
   readonly #onParentAbort = (): void => {
     // The caller's abort ends the leg; the engine's silence no longer matters.
     this.stop();
-    this.controller.abort(this.#parent.reason);
+    this.scope.abort(this.#parent.reason);
   };
   readonly #check = (): void => {
     this.#deadline = undefined;
@@ -57,7 +58,7 @@ class LegClock {
     }
     this.idle = engineIdleError(this.#idleMs);
     this.stop();
-    this.controller.abort(this.idle);
+    this.scope.abort(this.idle);
   };
 
   constructor(parent: AbortParent, idleMs: number, deadlines: Deadlines) {
@@ -101,21 +102,21 @@ const clocks = new WeakMap<LegAnswer, LegClock>();
  * Sends a request with `send` under an idle timeout: the send fails with engineIdleError when no
  * head comes within `idleMs`, and the body read through legReader, readLegText or readLegBytes
  * fails with it once `idleMs` pass without a chunk (the body must be read through them, which
- * also disarm the clock). `signal` still aborts everything. With `idleMs` Infinity, `send` runs
- * with `signal` as it is (a scope's own AbortSignal).
- * @example const res = await withIdleTimeout((s) => fetch(url, { signal: s }).then(answerOf), signal, 600_000);
+ * also disarm the clock). `signal` still aborts everything. `send` is given the leg's abort (see
+ * AbortSource in runtime.ts); with `idleMs` Infinity, that is `signal` itself.
+ * @example const res = await withIdleTimeout((a) => fetch(url, { signal: a.signal }).then(answerOf), signal, 600_000);
  */
 export async function withIdleTimeout(
-  send: (signal: AbortSignal) => Promise<LegAnswer>,
+  send: (abort: AbortSource) => Promise<LegAnswer>,
   signal: AbortParent,
   idleMs: number,
   deadlines: Deadlines = requestDeadlines,
 ): Promise<LegAnswer> {
-  if (!Number.isFinite(idleMs)) return send(signal instanceof AbortScope ? signal.signal : signal);
+  if (!Number.isFinite(idleMs)) return send(signal instanceof AbortScope ? signal : abortSourceOf(signal));
   const clock = new LegClock(signal, idleMs, deadlines);
   let res: LegAnswer;
   try {
-    res = await send(clock.controller.signal);
+    res = await send(clock.scope);
   } catch (err) {
     throw clock.failure(err);
   }

@@ -62,11 +62,11 @@ export function postLeg(
   if (tls === undefined) {
     // Plain legs go over the runtime's cheapest client (on Bun, sockets of its own: see runtime/h1-client.ts).
     if (client.engineClient !== 'fetch') {
-      return withIdleTimeout((legSignal) => runtime.postPlain(url, headers, body, legSignal), signal, idleMs);
+      return withIdleTimeout((abort) => runtime.postPlain(url, headers, body, abort), signal, idleMs);
     }
     // One init object per leg, made with its signal (spreading a prepared one per send was a copy per leg).
     return withIdleTimeout(
-      (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: legSignal }).then(answerOf),
+      (abort) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: abort.signal }).then(answerOf),
       signal,
       idleMs,
     );
@@ -74,7 +74,7 @@ export function postLeg(
   // The seam keeps one pool per TLS config (Bun per origin and options, Deno per client), so keep-alive holds.
   const tlsInit = runtime.tlsInit(tls);
   return withIdleTimeout(
-    (legSignal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', ...tlsInit, signal: legSignal }).then(answerOf),
+    (abort) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', ...tlsInit, signal: abort.signal }).then(answerOf),
     signal,
     idleMs,
   );

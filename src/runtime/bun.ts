@@ -38,7 +38,7 @@ export const bunRuntime: Runtime = {
     const server = env as BunServerEnv | undefined;
     if (typeof server?.timeout === 'function') server.timeout(request, 0);
   },
-  postPlain: (url, headers, body, signal) => plainClient.post(url, headers, body, signal),
+  postPlain: (url, headers, body, abort) => plainClient.post(url, headers, body, abort),
   // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
   tlsInit: (tls: ClientTlsOptions) => ({ tls }) as RequestInit,
   fileResponse: async (url, headers) => {

@@ -128,7 +128,8 @@ export const denoRuntime: Runtime = {
   peerAddress: (_request, env) => (env as Partial<DenoServeInfo> | undefined)?.remoteAddr?.hostname,
   // Deno.serve has no idle timeout that would cut a quiet stream: nothing to lift.
   keepOpen: () => {},
-  postPlain: (url, headers, body, signal) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal }).then(answerOf),
+  postPlain: (url, headers, body, abort) =>
+    fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: abort.signal }).then(answerOf),
   tlsInit,
   fileResponse,
   unsupportedServerTls,

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import type { Socket, TCPSocketListener } from 'bun';
 import { H1Client } from './h1-client.ts';
-import type { LegAnswer } from './runtime.ts';
+import { abortSourceOf, type LegAnswer } from './runtime.ts';
 
 /** An answer's whole body as text. */
 async function textOf(answer: LegAnswer): Promise<string> {
@@ -281,7 +281,7 @@ describe('H1Client', () => {
   test('an abort before the answer rejects with the reason and closes the connection', async () => {
     const e = engine(() => {});
     const controller = new AbortController();
-    const pending = new H1Client().post(`${e.url}/a`, {}, 'x', controller.signal);
+    const pending = new H1Client().post(`${e.url}/a`, {}, 'x', abortSourceOf(controller.signal));
     await e.request(0);
     const reason = new Error('client went away');
     controller.abort(reason);
@@ -292,7 +292,7 @@ describe('H1Client', () => {
   test('an abort during the body errors the body with the reason', async () => {
     const e = engine((socket) => socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n'));
     const controller = new AbortController();
-    const res = await new H1Client().post(`${e.url}/a`, {}, '', controller.signal);
+    const res = await new H1Client().post(`${e.url}/a`, {}, '', abortSourceOf(controller.signal));
     const reader = res.reader();
     await reader.read();
     const reason = new Error('stop');
@@ -301,10 +301,35 @@ describe('H1Client', () => {
     await e.closed(0);
   });
 
+  test('an exchange listens to its abort only while it runs', async () => {
+    const listeners = new Set<() => void>();
+    const abort = {
+      aborted: false,
+      reason: undefined,
+      add: (listener: () => void) => void listeners.add(listener),
+      remove: (listener: () => void) => void listeners.delete(listener),
+      signal: new AbortController().signal,
+    };
+    let answer: Socket<{ id: number }> | undefined;
+    const e = engine((socket) => {
+      answer = socket;
+      socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n');
+    });
+    const client = new H1Client();
+    const res = await client.post(`${e.url}/a`, {}, '', abort);
+    expect(listeners.size).toBe(1);
+    answer!.write('0\r\n\r\n');
+    expect(await textOf(res)).toBe('a');
+    expect(listeners.size).toBe(0);
+    client.closeIdle();
+  });
+
   test('an already aborted signal rejects at once without connecting', async () => {
     const e = engine(() => {});
     const reason = new Error('gone');
-    const err = await new H1Client().post(`${e.url}/a`, {}, '', AbortSignal.abort(reason)).catch((caught: unknown) => caught);
+    const err = await new H1Client()
+      .post(`${e.url}/a`, {}, '', abortSourceOf(AbortSignal.abort(reason)))
+      .catch((caught: unknown) => caught);
     expect(err).toBe(reason);
     expect(e.opened).toBe(0);
   });

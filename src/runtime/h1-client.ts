@@ -7,7 +7,7 @@
  * one POST with a body, the answer as a LegAnswer (runtime.ts): status, headers and a reader of the
  * body as it arrives.
  *
- * It keeps fetch's contract where the proxy depends on it: an aborted signal rejects with its
+ * It keeps fetch's contract where the proxy depends on it: an abort (runtime.ts's AbortSource) rejects with its
  * reason (or fails the body's read), a refused connection fails with code ECONNREFUSED, a connection
  * lost before the answer is complete fails with ECONNRESET (send-leg.ts sends such a leg once more
  * when the connection may have been a pooled one), redirects are not followed, header values are
@@ -17,7 +17,7 @@
  */
 import type { Socket, SocketHandler } from 'bun';
 import { H1Parser, H1ParseError, type H1Events, type H1Head } from './h1-parse.ts';
-import type { BodyReader, LegAnswer } from './runtime.ts';
+import type { AbortSource, BodyReader, LegAnswer } from './runtime.ts';
 
 export interface H1ClientOptions {
   /** Idle keep-alive connections kept per origin; more are closed when their answer ends. */
@@ -69,7 +69,7 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
   status = 0;
   headers: Pick<Headers, 'get'> = NO_HEADERS;
   hasBody = false;
-  readonly #signal: AbortSignal | undefined;
+  readonly #abort: AbortSource | undefined;
   readonly #resolve: (answer: LegAnswer) => void;
   readonly #reject: (err: unknown) => void;
   #answered = false;
@@ -81,15 +81,15 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
   #failure: { readonly error: unknown } | undefined;
   #waiting: { resolve: (result: ReadResult) => void; reject: (err: unknown) => void } | undefined;
   readonly #onAbort = (): void => {
-    this.fail(this.#signal!.reason);
+    this.fail(this.#abort!.reason);
   };
 
-  constructor(conn: Conn, signal: AbortSignal | undefined, resolve: (answer: LegAnswer) => void, reject: (err: unknown) => void) {
+  constructor(conn: Conn, abort: AbortSource | undefined, resolve: (answer: LegAnswer) => void, reject: (err: unknown) => void) {
     this.conn = conn;
-    this.#signal = signal;
+    this.#abort = abort;
     this.#resolve = resolve;
     this.#reject = reject;
-    signal?.addEventListener('abort', this.#onAbort);
+    abort?.add(this.#onAbort);
   }
 
   head(head: H1Head): void {
@@ -185,7 +185,7 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
 
   #finish(): void {
     this.#settled = true;
-    this.#signal?.removeEventListener('abort', this.#onAbort);
+    this.#abort?.remove(this.#onAbort);
     this.conn.exchange = undefined;
   }
 }
@@ -411,7 +411,7 @@ export class H1Client {
    * POSTs `body` (UTF-8) to an `http:` URL with `headers`; resolves with the answer once its head
    * arrives. Rejects with a TypeError for a URL or header fetch would refuse.
    */
-  post(url: string, headers: Readonly<Record<string, string>>, body: string, signal?: AbortSignal): Promise<LegAnswer> {
+  post(url: string, headers: Readonly<Record<string, string>>, body: string, abort?: AbortSource): Promise<LegAnswer> {
     let request: string | Uint8Array;
     let target: Target;
     try {
@@ -420,29 +420,29 @@ export class H1Client {
     } catch (err) {
       return Promise.reject(err);
     }
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (abort?.aborted) return Promise.reject(abort.reason);
     const pooled = target.origin.take();
-    if (pooled !== undefined) return this.#exchange(pooled, request, signal);
-    return this.#connected(target.origin, request, signal);
+    if (pooled !== undefined) return this.#exchange(pooled, request, abort);
+    return this.#connected(target.origin, request, abort);
   }
 
   /** A request on a new connection; an abort while it connects rejects at once, as fetch does. */
-  #connected(origin: Origin, request: string | Uint8Array, signal: AbortSignal | undefined): Promise<LegAnswer> {
+  #connected(origin: Origin, request: string | Uint8Array, abort: AbortSource | undefined): Promise<LegAnswer> {
     return new Promise<LegAnswer>((resolve, reject) => {
       let settled = false;
       const onAbort = (): void => {
         settled = true;
-        reject(signal!.reason);
+        reject(abort!.reason);
       };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      abort?.add(onAbort);
       origin.open().then(
         (conn) => {
-          signal?.removeEventListener('abort', onAbort);
+          abort?.remove(onAbort);
           if (settled) conn.close();
-          else this.#exchange(conn, request, signal).then(resolve, reject);
+          else this.#exchange(conn, request, abort).then(resolve, reject);
         },
         (err: unknown) => {
-          signal?.removeEventListener('abort', onAbort);
+          abort?.remove(onAbort);
           if (!settled) reject(err);
         },
       );
@@ -461,10 +461,10 @@ export class H1Client {
     for (const origin of this.#origins.values()) origin.closeIdle();
   }
 
-  #exchange(conn: Conn, request: string | Uint8Array, signal: AbortSignal | undefined): Promise<LegAnswer> {
+  #exchange(conn: Conn, request: string | Uint8Array, abort: AbortSource | undefined): Promise<LegAnswer> {
     return new Promise<LegAnswer>((resolve, reject) => {
       conn.keepAlive = true;
-      conn.exchange = new Exchange(conn, signal, resolve, reject);
+      conn.exchange = new Exchange(conn, abort, resolve, reject);
       conn.send(request);
     });
   }
@@ -494,14 +494,23 @@ export class H1Client {
   }
 }
 
+/** Header names already found acceptable: a leg sends the same few names on every request. */
+const goodNames = new Set<string>();
+
+function checkName(name: string): void {
+  if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)}`);
+  if (OWN_HEADERS.has(name.toLowerCase())) throw new TypeError(`header ${name} is set by the client itself`);
+  if (goodNames.size >= 1024) goodNames.clear();
+  goodNames.add(name);
+}
+
 /** The request: its head in Latin-1, as fetch sends header values, and its body in UTF-8. */
 function requestBytes(target: Target, headers: Readonly<Record<string, string>>, body: string): string | Uint8Array {
   let head = `POST ${target.path} HTTP/1.1\r\n${target.origin.hostLine}`;
   let latin1 = false;
   for (const name in headers) {
     const value = headers[name]!;
-    if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)}`);
-    if (OWN_HEADERS.has(name.toLowerCase())) throw new TypeError(`header ${name} is set by the client itself`);
+    if (!goodNames.has(name)) checkName(name);
     if (NOT_PLAIN.test(value)) {
       if (BAD_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}`);
       latin1 ||= LATIN1.test(value);

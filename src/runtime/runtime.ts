@@ -35,6 +35,39 @@ export interface Served {
   stop(): Promise<void>;
 }
 
+/**
+ * What aborts a leg, without an EventTarget: proxy/abort-scope.ts's AbortScope, or an AbortSignal
+ * through abortSourceOf. Adding and removing an `abort` listener on an AbortSignal per leg, and an
+ * AbortController per leg, were a visible share of the proxy's CPU; a scope is a flag and a list.
+ */
+export interface AbortSource {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  /** Calls `listener` once when it aborts (never if it already has: check `aborted` first). */
+  add(listener: () => void): void;
+  remove(listener: () => void): void;
+  /** An AbortSignal that aborts with it, for APIs that take one (fetch). */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * An AbortSignal as an AbortSource.
+ * @example await client.post(url, headers, body, abortSourceOf(controller.signal));
+ */
+export function abortSourceOf(signal: AbortSignal): AbortSource {
+  return {
+    get aborted() {
+      return signal.aborted;
+    },
+    get reason() {
+      return signal.reason;
+    },
+    add: (listener) => signal.addEventListener('abort', listener, { once: true }),
+    remove: (listener) => signal.removeEventListener('abort', listener),
+    signal,
+  };
+}
+
 /** A reader of an answer's body, one chunk at a time (what a ReadableStream's reader offers, no more). */
 export interface BodyReader {
   read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
@@ -78,10 +111,10 @@ export interface Runtime {
   /**
    * POSTs `body` to a plain `http:` URL, resolving with the answer once its head arrives, as
    * `fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal })` does (its answer
-   * read as a LegAnswer). Bun sends it
+   * read as a LegAnswer), aborted when `abort` aborts. Bun sends it
    * over sockets of its own pool on the event loop's thread (h1-client.ts), Deno by fetch.
    */
-  postPlain(url: string, headers: Readonly<Record<string, string>>, body: string, signal: AbortSignal): Promise<LegAnswer>;
+  postPlain(url: string, headers: Readonly<Record<string, string>>, body: string, abort: AbortSource): Promise<LegAnswer>;
   /** The `fetch` init fields that make an https call verify with `tls.ca` and present `tls.cert`. */
   tlsInit(tls: ClientTlsOptions): RequestInit;
   /** The file at `url` as a response body with `headers`, or undefined when there is no such file. */
