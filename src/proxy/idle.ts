@@ -172,8 +172,10 @@ class ClockedReader implements ChunkReader {
  */
 export function legReader(res: LegAnswer): ChunkReader | undefined {
   if (!res.hasBody) return undefined;
-  const reader: ChunkReader = res.reader();
   const clock = clocks.get(res);
+  // An answer that sees its chunks arrive tells the clock itself: no reader in between.
+  if (clock !== undefined && res.watched !== undefined) return res.watched(clock);
+  const reader: ChunkReader = res.reader();
   return clock === undefined ? reader : new ClockedReader(reader, clock);
 }
 

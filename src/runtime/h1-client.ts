@@ -17,7 +17,7 @@
  */
 import type { Socket, SocketHandler } from 'bun';
 import { H1Parser, H1ParseError, type H1Events, type H1Head } from './h1-parse.ts';
-import type { AbortSource, BodyReader, LegAnswer } from './runtime.ts';
+import type { AbortSource, BodyReader, BodyWatch, LegAnswer } from './runtime.ts';
 
 export interface H1ClientOptions {
   /** Idle keep-alive connections kept per origin; more are closed when their answer ends. */
@@ -80,6 +80,7 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
   #ended = false;
   #failure: { readonly error: unknown } | undefined;
   #waiting: { resolve: (result: ReadResult) => void; reject: (err: unknown) => void } | undefined;
+  #watch: BodyWatch | undefined;
   readonly #onAbort = (): void => {
     this.fail(this.#abort!.reason);
   };
@@ -106,6 +107,7 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
   }
 
   body(bytes: Uint8Array): void {
+    this.#watch?.touch();
     const waiting = this.#waiting;
     if (waiting === undefined) this.#queue.push(bytes);
     else {
@@ -118,6 +120,7 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
     if (this.#settled) return;
     this.#finish();
     this.#ended = true;
+    this.#watch?.stop();
     this.conn.released();
     const waiting = this.#waiting;
     if (waiting !== undefined) {
@@ -138,7 +141,7 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
     // As a stream that errors: what was not read yet is dropped.
     this.#queue = [];
     this.#next = 0;
-    this.#failure = { error: err };
+    this.#failure = { error: this.#watch === undefined ? err : this.#watch.failure(err) };
     const waiting = this.#waiting;
     if (waiting !== undefined) {
       this.#waiting = undefined;
@@ -147,6 +150,14 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
   }
 
   reader(): BodyReader {
+    return this;
+  }
+
+  watched(watch: BodyWatch): BodyReader {
+    this.#watch = watch;
+    // What happened before the watch came: an end stops it, a failure becomes what it says.
+    if (this.#failure !== undefined) this.#failure = { error: watch.failure(this.#failure.error) };
+    else if (this.#ended) watch.stop();
     return this;
   }
 
@@ -168,6 +179,7 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
 
   cancel(): Promise<void> {
     // The reader gave up on the answer: the rest of it is not read, so the connection goes.
+    this.#watch?.stop();
     this.#queue = [];
     this.#next = 0;
     if (!this.#settled) {

@@ -321,7 +321,7 @@ export class H1Parser {
       if (colon <= at || colon > next) throw new H1ParseError(`bad header line ${JSON.stringify(text.slice(at, Math.min(next, at + 60)))}`);
       const name = text.slice(at, colon).toLowerCase();
       const value = text.slice(colon + 1, next).trim();
-      if (!TOKEN.test(name)) throw new H1ParseError(`bad header name ${JSON.stringify(name.slice(0, 60))}`);
+      if (!tokens.has(name)) checkToken(name);
       if (CONTROL.test(value)) throw new H1ParseError(`a control character in header ${name}`);
       at = next + 2;
       if (name === 'content-length') {
@@ -383,6 +383,15 @@ function view(bytes: Uint8Array, start: number, end: number): Uint8Array {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\0-\x08\x0a-\x1f\x7f]/;
+
+/** Header names already found to be tokens: an engine sends the same few on every answer. */
+const tokens = new Set<string>();
+
+function checkToken(name: string): void {
+  if (!TOKEN.test(name)) throw new H1ParseError(`bad header name ${JSON.stringify(name.slice(0, 60))}`);
+  if (tokens.size >= 1024) tokens.clear();
+  tokens.add(name);
+}
 
 function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;

@@ -85,6 +85,22 @@ export interface LegAnswer {
   readonly hasBody: boolean;
   /** The body's reader; taken once, and only when `hasBody`. */
   reader(): BodyReader;
+  /**
+   * The body's reader, with `watch` told of each chunk as it arrives and of the end, and asked what
+   * a failure is to become (the proxy's idle clock, idle.ts); instead of `reader()`. Only an answer
+   * that sees its chunks arrive has it (the socket client's); fetch's is watched through its reader.
+   */
+  watched?(watch: BodyWatch): BodyReader;
+}
+
+/** What watches a body as it arrives: the proxy's idle clock. */
+export interface BodyWatch {
+  /** A chunk arrived. */
+  touch(): void;
+  /** The body ended (or was given up). */
+  stop(): void;
+  /** What a failure of the body is to be reported as. */
+  failure(err: unknown): unknown;
 }
 
 /**
