@@ -263,6 +263,17 @@ describe('H1Client', () => {
     expect((err as Error).message).toMatch(/status 600/);
   });
 
+  test('bytes after the end of an answer, in the same piece, retire the connection once the answer is read', async () => {
+    const e = engine((socket) => socket.write(json('{}') + 'HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n'));
+    const client = new H1Client();
+    expect(await textOf(await client.post(`${e.url}/a`, {}, ''))).toBe('{}');
+    await e.closed(0);
+    expect(client.idleConnections).toBe(0);
+    expect(await textOf(await client.post(`${e.url}/a`, {}, ''))).toBe('{}');
+    expect(e.opened).toBe(2);
+    client.closeIdle();
+  });
+
   test('bytes on an idle pooled connection retire it', async () => {
     let first: Socket<{ id: number }> | undefined;
     const e = engine((socket, _request, id) => {

@@ -363,7 +363,6 @@ class Origin {
       return;
     }
     conn.idle = true;
-    conn.parser.reset();
     conn.socket!.timeout(this.#idleSeconds);
     // A pooled connection must not keep the process running.
     conn.socket!.unref();
@@ -476,6 +475,9 @@ export class H1Client {
   #exchange(conn: Conn, request: string | Uint8Array, abort: AbortSource | undefined): Promise<LegAnswer> {
     return new Promise<LegAnswer>((resolve, reject) => {
       conn.keepAlive = true;
+      // Reset here, not when the connection was pooled: bytes after an answer's end, in the same
+      // piece or later, must find the parser done and retire the connection.
+      conn.parser.reset();
       conn.exchange = new Exchange(conn, abort, resolve, reject);
       conn.send(request);
     });
