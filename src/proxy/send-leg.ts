@@ -1,17 +1,19 @@
 /**
  * Sending a leg: every P and D leg goes out through `sendLeg`, which sends it once more when a
- * stale keep-alive connection lost it. Bun's fetch pools connections per origin and drops a pooled
- * connection that the engine closed while it sat idle, so an idle close seen in time costs
- * nothing. But when the engine's close crosses the next request on the wire (its idle timeout
- * fires just as the request is written), fetch rejects that request with ECONNRESET and does not
- * try again. Such a request never reached the engine, so it is sent once more, at once, to the
- * same instance, on a fresh connection; the instance is not blamed for it.
+ * stale keep-alive connection lost it. The legs' clients (the socket client on Bun, fetch for https
+ * and on Deno) pool connections per origin and drop a pooled connection that the engine closed
+ * while it sat idle, so an idle close seen in time costs nothing. But when the engine's close
+ * crosses the next request on the wire (its idle timeout fires just as the request is written),
+ * the request fails with ECONNRESET and is not tried again. Such a request never reached the
+ * engine, so it is sent once more, at once, to the same instance, on a fresh connection; the
+ * instance is not blamed for it.
  *
  * fetch tells neither whether the connection was reused nor whether part of a status line had
  * arrived before the close: a connection lost before the response head was complete is reported
- * the same way in every case. So the retry is limited to what can be known: the loss came before
- * fetch had a response (never once the head arrived, and never twice), and the origin had answered
- * this process before, so a pooled connection may have carried the request.
+ * the same way in every case, and the socket client reports it as fetch does, so one rule serves
+ * both. The retry is limited to what can be known: the loss came before the answer's head (never
+ * once the head arrived, and never twice), and the origin had answered this process before, so a
+ * pooled connection may have carried the request.
  */
 import type { AbortParent } from './abort-scope.ts';
 import type { LegHeaders } from './legs.ts';

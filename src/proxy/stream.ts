@@ -12,7 +12,7 @@ import { sseErrorEvent } from './errors.ts';
 /** A torn SSE tail larger than this is forwarded as it is rather than held. */
 export const MAX_HELD_BYTES = 1 << 20;
 
-/** The reader side of a body, as fetch hands it out. */
+/** The reader side of a body: fetch's body reader, or the socket client's answer (runtime.ts's BodyReader). */
 export interface ChunkReader {
   read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
   cancel(reason?: unknown): Promise<void>;
