@@ -17,7 +17,9 @@
  */
 import type { Socket, SocketHandler } from 'bun';
 import { H1Parser, H1ParseError, type H1Events, type H1Head } from './h1-parse.ts';
-import type { AbortSource, BodyReader, BodyWatch, LegAnswer } from './runtime.ts';
+import { AnswerHeaders, BodyQueue, NO_HEADERS } from './h1-answer.ts';
+import { requestOf } from './h1-request.ts';
+import type { AbortSource, BodyReader, LegAnswer } from './runtime.ts';
 
 export interface H1ClientOptions {
   /** Idle keep-alive connections kept per origin; more are closed when their answer ends. */
@@ -40,31 +42,11 @@ function connectionLost(message: string): Error {
   return Object.assign(new Error(message), { code: 'ECONNRESET' });
 }
 
-type ReadResult = Awaited<ReturnType<BodyReader['read']>>;
-const DONE: ReadResult = Object.freeze({ done: true });
-
-/** An answer's header fields (names in lower case), read as a `Headers` reads them. */
-class AnswerHeaders implements Pick<Headers, 'get'> {
-  readonly #pairs: readonly [string, string][];
-
-  constructor(pairs: readonly [string, string][]) {
-    this.#pairs = pairs;
-  }
-
-  get(name: string): string | null {
-    const key = name.toLowerCase();
-    let found: string | null = null;
-    for (const [field, value] of this.#pairs) if (field === key) found = found === null ? value : `${found}, ${value}`;
-    return found;
-  }
-}
-
 /**
  * One request on a connection, from its write to the end of its answer; once the head has come,
- * also the answer itself and its body's reader. Chunks wait in a queue of their own until read:
- * no `Response` and no JS stream per leg, which were a tenth of the proxy's JS thread.
+ * also the answer itself, and its body's reader (h1-answer.ts).
  */
-class Exchange implements H1Events, LegAnswer, BodyReader {
+class Exchange extends BodyQueue implements H1Events, LegAnswer {
   readonly conn: Conn;
   status = 0;
   headers: Pick<Headers, 'get'> = NO_HEADERS;
@@ -74,18 +56,12 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
   readonly #reject: (err: unknown) => void;
   #answered = false;
   #settled = false;
-  /** The body: chunks not read yet (from #next on), then its end or its error. */
-  #queue: Uint8Array[] = [];
-  #next = 0;
-  #ended = false;
-  #failure: { readonly error: unknown } | undefined;
-  #waiting: { resolve: (result: ReadResult) => void; reject: (err: unknown) => void } | undefined;
-  #watch: BodyWatch | undefined;
   readonly #onAbort = (): void => {
     this.fail(this.#abort!.reason);
   };
 
   constructor(conn: Conn, abort: AbortSource | undefined, resolve: (answer: LegAnswer) => void, reject: (err: unknown) => void) {
+    super();
     this.conn = conn;
     this.#abort = abort;
     this.#resolve = resolve;
@@ -107,26 +83,14 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
   }
 
   body(bytes: Uint8Array): void {
-    this.#watch?.touch();
-    const waiting = this.#waiting;
-    if (waiting === undefined) this.#queue.push(bytes);
-    else {
-      this.#waiting = undefined;
-      waiting.resolve({ done: false, value: bytes });
-    }
+    this.push(bytes);
   }
 
   end(): void {
     if (this.#settled) return;
     this.#finish();
-    this.#ended = true;
-    this.#watch?.stop();
     this.conn.released();
-    const waiting = this.#waiting;
-    if (waiting !== undefined) {
-      this.#waiting = undefined;
-      waiting.resolve(DONE);
-    }
+    this.ended();
   }
 
   /** The exchange fails with `err`: before the head the request rejects, after it the body's read does. */
@@ -134,65 +98,21 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
     if (this.#settled) return;
     this.#finish();
     this.conn.close();
-    if (!this.#answered) {
-      this.#reject(err);
-      return;
-    }
-    // As a stream that errors: what was not read yet is dropped.
-    this.#queue = [];
-    this.#next = 0;
-    this.#failure = { error: this.#watch === undefined ? err : this.#watch.failure(err) };
-    const waiting = this.#waiting;
-    if (waiting !== undefined) {
-      this.#waiting = undefined;
-      waiting.reject(err);
-    }
+    if (this.#answered) this.failed(err);
+    else this.#reject(err);
   }
 
   reader(): BodyReader {
     return this;
   }
 
-  watched(watch: BodyWatch): BodyReader {
-    this.#watch = watch;
-    // What happened before the watch came: an end stops it, a failure becomes what it says.
-    if (this.#failure !== undefined) this.#failure = { error: watch.failure(this.#failure.error) };
-    else if (this.#ended) watch.stop();
-    return this;
-  }
-
-  read(): Promise<ReadResult> {
-    if (this.#next < this.#queue.length) {
-      const value = this.#queue[this.#next++]!;
-      if (this.#next === this.#queue.length) {
-        this.#queue = [];
-        this.#next = 0;
-      }
-      return Promise.resolve({ done: false, value });
-    }
-    if (this.#failure !== undefined) return Promise.reject(this.#failure.error);
-    if (this.#ended) return Promise.resolve(DONE);
-    return new Promise<ReadResult>((resolve, reject) => {
-      this.#waiting = { resolve, reject };
-    });
-  }
-
-  cancel(): Promise<void> {
+  override cancel(): Promise<void> {
     // The reader gave up on the answer: the rest of it is not read, so the connection goes.
-    this.#watch?.stop();
-    this.#queue = [];
-    this.#next = 0;
     if (!this.#settled) {
       this.#finish();
-      this.#ended = true;
       this.conn.close();
     }
-    const waiting = this.#waiting;
-    if (waiting !== undefined) {
-      this.#waiting = undefined;
-      waiting.resolve(DONE);
-    }
-    return Promise.resolve();
+    return super.cancel();
   }
 
   #finish(): void {
@@ -201,8 +121,6 @@ class Exchange implements H1Events, LegAnswer, BodyReader {
     this.conn.exchange = undefined;
   }
 }
-
-const NO_HEADERS = new AnswerHeaders([]);
 
 /** A keep-alive connection to one origin, carrying one exchange at a time. */
 class Conn {
@@ -391,18 +309,6 @@ class Origin {
 /** URLs whose parse is kept. */
 const MAX_TARGETS = 16_384;
 
-/** Framing headers the client writes itself: a caller's would contradict them. */
-const OWN_HEADERS: ReadonlySet<string> = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
-
-/** Header names fetch accepts (RFC 9110 tokens) and values (no NUL, CR or LF; Latin-1). */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// eslint-disable-next-line no-control-regex
-const BAD_VALUE = /[\0\r\n\u0100-\uffff]/;
-/** Anything but printable ASCII and tabs: such a value is looked at closer. */
-// eslint-disable-next-line no-control-regex
-const NOT_PLAIN = /[^\t\x20-\x7e]/;
-const LATIN1 = /[\u0080-\u00ff]/;
-
 /**
  * A pool of keep-alive connections per origin and the requests the legs send over them.
  * @example const res = await client.post('http://10.0.0.5:1025/v1/completions', headers, body, signal);
@@ -427,7 +333,7 @@ export class H1Client {
     let target: Target;
     try {
       target = this.#target(url);
-      request = requestBytes(target, headers, body);
+      request = requestOf(target.path, target.origin.hostLine, headers, body);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -506,38 +412,4 @@ export class H1Client {
     this.#targets.set(url, target);
     return target;
   }
-}
-
-/** Header names already found acceptable: a leg sends the same few names on every request. */
-const goodNames = new Set<string>();
-
-function checkName(name: string): void {
-  if (!HEADER_NAME.test(name)) throw new TypeError(`invalid header name ${JSON.stringify(name)}`);
-  if (OWN_HEADERS.has(name.toLowerCase())) throw new TypeError(`header ${name} is set by the client itself`);
-  if (goodNames.size >= 1024) goodNames.clear();
-  goodNames.add(name);
-}
-
-/** The request: its head in Latin-1, as fetch sends header values, and its body in UTF-8. */
-function requestBytes(target: Target, headers: Readonly<Record<string, string>>, body: string): string | Uint8Array {
-  let head = `POST ${target.path} HTTP/1.1\r\n${target.origin.hostLine}`;
-  let latin1 = false;
-  for (const name in headers) {
-    const value = headers[name]!;
-    if (!goodNames.has(name)) checkName(name);
-    if (NOT_PLAIN.test(value)) {
-      if (BAD_VALUE.test(value)) throw new TypeError(`invalid value for header ${name}`);
-      latin1 ||= LATIN1.test(value);
-    }
-    head += `${name}: ${value.trim()}\r\n`;
-  }
-  const bodyBytes = Buffer.byteLength(body);
-  head += `content-length: ${bodyBytes}\r\n\r\n`;
-  // An ASCII head goes out as one string, which the socket writes as UTF-8 with its body; a head
-  // with Latin-1 values is written byte for byte, as fetch writes it.
-  if (!latin1) return head + body;
-  const bytes = Buffer.allocUnsafe(head.length + bodyBytes);
-  bytes.write(head, 0, 'latin1');
-  bytes.write(body, head.length, 'utf8');
-  return bytes;
 }

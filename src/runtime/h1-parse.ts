@@ -5,20 +5,15 @@
  * 1xx heads are skipped. Bodies are framed as RFC 9112 §6.3 says: none for 204 and 304, chunked
  * when Transfer-Encoding ends in chunked, else Content-Length, else until the connection closes.
  * Anything it cannot frame safely throws an H1ParseError, and the connection must not be used again.
+ * The head itself is read by h1-head.ts.
  */
+import { H1ParseError, parseHead } from './h1-head.ts';
+
+export { H1ParseError };
 
 /** Largest response head (status line and headers), and largest chunk-size or trailer line, in bytes. */
 export const MAX_HEAD_BYTES = 64 * 1024;
 const MAX_LINE_BYTES = 4096;
-
-/** A response that cannot be framed safely: the connection is closed, the leg fails. */
-export class H1ParseError extends Error {
-  readonly code = 'HPE_INVALID';
-  constructor(message: string) {
-    super(`malformed HTTP response from the engine: ${message}`);
-    this.name = 'H1ParseError';
-  }
-}
 
 /** What a response's head says. */
 export interface H1Head {
@@ -130,10 +125,8 @@ export class H1Parser {
             this.#state = State.ChunkSize;
             break;
           }
-          const line = this.#line(piece, at, MAX_LINE_BYTES);
-          if (line === undefined) return;
-          at = line.next;
-          this.#onLine(line.text);
+          at = this.#lineStep(piece, at);
+          if (at < 0) return;
           break;
         }
         case State.ChunkSize: {
@@ -145,17 +138,13 @@ export class H1Parser {
               break;
             }
           }
-          const line = this.#line(piece, at, MAX_LINE_BYTES);
-          if (line === undefined) return;
-          at = line.next;
-          this.#onLine(line.text);
+          at = this.#lineStep(piece, at);
+          if (at < 0) return;
           break;
         }
         case State.Trailer: {
-          const line = this.#line(piece, at, MAX_LINE_BYTES);
-          if (line === undefined) return;
-          at = line.next;
-          this.#onLine(line.text);
+          at = this.#lineStep(piece, at);
+          if (at < 0) return;
           break;
         }
         case State.UntilClose: {
@@ -166,6 +155,14 @@ export class H1Parser {
           throw new H1ParseError('bytes after the end of the response');
       }
     }
+  }
+
+  /** Reads one framing line from `at` as text; -1 when it does not end in this piece (what there is, is kept). */
+  #lineStep(piece: Uint8Array, at: number): number {
+    const line = this.#line(piece, at, MAX_LINE_BYTES);
+    if (line === undefined) return -1;
+    this.#onLine(line.text);
+    return line.next;
   }
 
   /**
@@ -292,81 +289,16 @@ export class H1Parser {
   }
 
   #onHead(text: string): void {
-    // Read with indexOf and charCodeAt, not split and a regular expression: two heads per proxied request.
-    let eol = text.indexOf('\r\n');
-    if (eol < 0) eol = text.length;
-    const minor = text.charCodeAt(7);
-    if (
-      eol < 12 ||
-      !text.startsWith('HTTP/1.') ||
-      (minor !== 48 && minor !== 49) ||
-      text.charCodeAt(8) !== 32 ||
-      !isDigit(text.charCodeAt(9)) ||
-      !isDigit(text.charCodeAt(10)) ||
-      !isDigit(text.charCodeAt(11)) ||
-      (eol > 12 && text.charCodeAt(12) !== 32)
-    ) {
-      throw new H1ParseError(`bad status line ${JSON.stringify(text.slice(0, Math.min(eol, 60)))}`);
-    }
-    const status = (text.charCodeAt(9) - 48) * 100 + (text.charCodeAt(10) - 48) * 10 + (text.charCodeAt(11) - 48);
-    const headers: [string, string][] = [];
-    let length: number | undefined;
-    let chunked = false;
-    let transferEncoding = false;
-    let connection = '';
-    for (let at = eol + 2; at < text.length;) {
-      let next = text.indexOf('\r\n', at);
-      if (next < 0) next = text.length;
-      const colon = text.indexOf(':', at);
-      if (colon <= at || colon > next) throw new H1ParseError(`bad header line ${JSON.stringify(text.slice(at, Math.min(next, at + 60)))}`);
-      const name = text.slice(at, colon).toLowerCase();
-      const value = text.slice(colon + 1, next).trim();
-      if (!tokens.has(name)) checkToken(name);
-      if (CONTROL.test(value)) throw new H1ParseError(`a control character in header ${name}`);
-      at = next + 2;
-      if (name === 'content-length') {
-        if (!/^\d{1,15}$/.test(value)) throw new H1ParseError(`bad content-length ${JSON.stringify(value.slice(0, 40))}`);
-        const declared = Number(value);
-        if (length !== undefined && length !== declared) throw new H1ParseError('conflicting content-length headers');
-        length = declared;
-      } else if (name === 'transfer-encoding') {
-        transferEncoding = true;
-        chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
-      } else if (name === 'connection') connection += `${value.toLowerCase()},`;
-      headers.push([name, value]);
-    }
-    if (status < 200) {
-      // An interim answer (100 Continue, 103 Early Hints): the final one follows on the same connection.
-      if (status === 101) throw new H1ParseError('an unasked protocol switch (101)');
-      return;
-    }
-    let keepAlive =
-      connection === ''
-        ? minor === 49
-        : minor === 49
-          ? !/(?:^|,)\s*close\s*,/.test(connection)
-          : /(?:^|,)\s*keep-alive\s*,/.test(connection);
-    let hasBody = true;
-    if (status === 204 || status === 304) {
-      hasBody = false;
-      this.#state = State.Done;
-    } else if (transferEncoding) {
-      // With both, Transfer-Encoding wins, and a connection framed so ambiguously is not used again.
-      if (length !== undefined) keepAlive = false;
-      if (chunked) this.#state = State.ChunkSize;
-      else {
-        keepAlive = false;
-        this.#state = State.UntilClose;
-      }
-    } else if (length !== undefined) {
-      this.#left = length;
-      if (length === 0) {
-        hasBody = false;
-        this.#state = State.Done;
-      } else this.#state = State.Length;
-    } else {
-      keepAlive = false;
-      this.#state = State.UntilClose;
+    const head = parseHead(text);
+    if (head === undefined) return;
+    const { status, headers, keepAlive, framing } = head;
+    const hasBody = framing !== 'none';
+    if (framing === 'none') this.#state = State.Done;
+    else if (framing === 'chunked') this.#state = State.ChunkSize;
+    else if (framing === 'close') this.#state = State.UntilClose;
+    else {
+      this.#left = head.length;
+      this.#state = State.Length;
     }
     this.#events.head({ status, headers, keepAlive, hasBody });
     if (!hasBody) this.#events.end();
@@ -377,24 +309,6 @@ export class H1Parser {
 function view(bytes: Uint8Array, start: number, end: number): Uint8Array {
   if (start === 0 && end === bytes.byteLength) return bytes;
   return new Uint8Array(bytes.buffer, bytes.byteOffset + start, end - start);
-}
-
-/** A header name (RFC 9110 token, lower case by now), and what a field value must not hold (controls but HTAB). */
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\0-\x08\x0a-\x1f\x7f]/;
-
-/** Header names already found to be tokens: an engine sends the same few on every answer. */
-const tokens = new Set<string>();
-
-function checkToken(name: string): void {
-  if (!TOKEN.test(name)) throw new H1ParseError(`bad header name ${JSON.stringify(name.slice(0, 60))}`);
-  if (tokens.size >= 1024) tokens.clear();
-  tokens.add(name);
-}
-
-function isDigit(c: number): boolean {
-  return c >= 48 && c <= 57;
 }
 
 /** The value of an ASCII hex digit, or -1. */
