@@ -11,8 +11,9 @@
  * The clock costs nothing per chunk: a chunk only notes the time, and the leg's one deadline on the
  * proxy's shared timer (deadlines.ts), when it comes, checks how long the engine has really been
  * silent and sets itself again for the rest. The answer's body is read where it arrives, with no
- * stream in between (an extra stream layer was a hop per chunk and a Response per leg): the
- * readers here tell the clock of each chunk and turn the abort a silence caused into its error.
+ * stream in between (an extra stream layer was a hop per chunk and a Response per leg): the socket
+ * client's answers tell the clock of each chunk as it arrives (LegAnswer.watched), and for fetch's
+ * the reader here does; either way the abort a silence caused becomes its error.
  */
 import { AbortScope, offAbort, onAbort, type AbortParent } from './abort-scope.ts';
 import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
