@@ -59,20 +59,12 @@ export function postLeg(
   client: LegClient = {},
 ): Promise<LegAnswer> {
   const tls = client.engineTls;
-  if (tls === undefined) {
-    // Plain legs go over the runtime's cheapest client (on Bun, sockets of its own: see runtime/h1-client.ts).
-    if (client.engineClient !== 'fetch') {
-      return withIdleTimeout((abort) => runtime.postPlain(url, headers, body, abort), signal, idleMs);
-    }
-    // One init object per leg, made with its signal (spreading a prepared one per send was a copy per leg).
-    return withIdleTimeout(
-      (abort) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: abort.signal }).then(answerOf),
-      signal,
-      idleMs,
-    );
+  // Plain legs go over the runtime's cheapest client (on Bun, sockets of its own: see runtime/h1-client.ts).
+  if (tls === undefined && client.engineClient !== 'fetch') {
+    return withIdleTimeout((abort) => runtime.postPlain(url, headers, body, abort), signal, idleMs);
   }
   // The seam keeps one pool per TLS config (Bun per origin and options, Deno per client), so keep-alive holds.
-  const tlsInit = runtime.tlsInit(tls);
+  const tlsInit = tls === undefined ? undefined : runtime.tlsInit(tls);
   return withIdleTimeout(
     (abort) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', ...tlsInit, signal: abort.signal }).then(answerOf),
     signal,
