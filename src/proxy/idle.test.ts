@@ -184,6 +184,27 @@ describe('withIdleTimeout over the socket client', () => {
     client.closeIdle();
   });
 
+  test('a whole body read fails with ETIMEDOUT when the engine falls silent mid-body', async () => {
+    const e = engine((socket) => socket.write(`${HEAD}2\r\ndo\r\n`));
+    const deadlines = new Deadlines();
+    const client = new H1Client();
+    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 30, deadlines);
+    const err = await rejection(readLegText(res));
+    expect(err.code).toBe(ENGINE_IDLE_CODE);
+    expect(deadlines.size).toBe(0);
+    await e.closed;
+  });
+
+  test('a whole body taken after the silence ended the leg reads as ETIMEDOUT', async () => {
+    const e = engine((socket) => socket.write(HEAD));
+    const deadlines = new Deadlines();
+    const client = new H1Client();
+    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 20, deadlines);
+    await e.closed;
+    expect((await rejection(readLegText(res))).code).toBe(ENGINE_IDLE_CODE);
+    expect(deadlines.size).toBe(0);
+  });
+
   test('a silence that ends the leg before its body is taken still reads as ETIMEDOUT', async () => {
     const e = engine((socket) => socket.write(HEAD));
     const deadlines = new Deadlines();

@@ -18,7 +18,7 @@
 import { AbortScope, offAbort, onAbort, type AbortParent } from './abort-scope.ts';
 import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
 import type { ChunkReader } from './stream.ts';
-import { abortSourceOf, type AbortSource, type LegAnswer } from '../runtime/runtime.ts';
+import { abortSourceOf, type AbortSource, type BodySink, type LegAnswer } from '../runtime/runtime.ts';
 
 /** Code of the error a silent engine's leg fails with. */
 export const ENGINE_IDLE_CODE = 'ETIMEDOUT';
@@ -184,30 +184,54 @@ export function legReader(res: LegAnswer): ChunkReader | undefined {
  * A leg's whole body, under its idle clock.
  * @example const bytes = await readLegBytes(res);
  */
-export async function readLegBytes(res: LegAnswer): Promise<Uint8Array> {
-  const reader = legReader(res);
-  if (reader === undefined) return new Uint8Array(0);
-  let whole: Uint8Array | undefined;
+export function readLegBytes(res: LegAnswer): Promise<Uint8Array> {
+  try {
+    const reader = legReader(res);
+    if (reader === undefined) return Promise.resolve(new Uint8Array(0));
+    // The socket client's reader hands the chunks over as they arrive: one promise for the body.
+    if (reader.sinkTo !== undefined) return wholeOf(reader.sinkTo.bind(reader));
+    return readAll(reader);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+}
+
+function wholeOf(sinkTo: (sink: BodySink) => void): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const parts: Uint8Array[] = [];
+    sinkTo({ chunk: (bytes) => void parts.push(bytes), end: () => resolve(joined(parts)), fail: reject });
+  });
+}
+
+async function readAll(reader: ChunkReader): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
   for (;;) {
     const { done, value } = await reader.read();
-    if (done) return whole ?? new Uint8Array(0);
-    whole = whole === undefined ? value : concat(whole, value);
+    if (done) return joined(parts);
+    parts.push(value);
   }
 }
 
 const decoder = new TextDecoder();
+const decoded = (bytes: Uint8Array): string => decoder.decode(bytes);
 
 /**
  * A leg's whole body as text, under its idle clock.
  * @example const text = await readLegText(res);
  */
-export async function readLegText(res: LegAnswer): Promise<string> {
-  return decoder.decode(await readLegBytes(res));
+export function readLegText(res: LegAnswer): Promise<string> {
+  return readLegBytes(res).then(decoded);
 }
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.byteLength + b.byteLength);
-  out.set(a, 0);
-  out.set(b, a.byteLength);
+function joined(parts: readonly Uint8Array[]): Uint8Array {
+  if (parts.length === 1) return parts[0]!;
+  let length = 0;
+  for (const part of parts) length += part.byteLength;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
   return out;
 }

@@ -7,6 +7,7 @@
  * lands inside a half-written one. Everything D sent is forwarded when the stream ends normally.
  */
 import type { PdlinkError } from '../core/errors.ts';
+import type { BodySink } from '../runtime/runtime.ts';
 import { sseErrorEvent } from './errors.ts';
 
 /** A torn SSE tail larger than this is forwarded as it is rather than held. */
@@ -16,6 +17,8 @@ export const MAX_HELD_BYTES = 1 << 20;
 export interface ChunkReader {
   read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
   cancel(reason?: unknown): Promise<void>;
+  /** Hands the chunks over as they arrive (the socket client's reader: BodyReader.sinkTo in runtime.ts). */
+  sinkTo?(sink: BodySink): void;
 }
 
 export interface RelayHandlers {
@@ -48,6 +51,76 @@ export function relayStream(first: Uint8Array, reader: ChunkReader, handlers: Re
     return end > 0;
   };
 
+  /** D failed: the error event (a torn tail dropped: it replaces the event D never finished), then the close. */
+  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, error: unknown): void => {
+    finished = true;
+    const event = handlers.onError(error);
+    if (event !== null) controller.enqueue(sseErrorEvent(event));
+    controller.close();
+  };
+  /** D ended: what was held goes too. */
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>): void => {
+    finished = true;
+    if (held !== null) controller.enqueue(held);
+    held = null;
+    controller.close();
+    handlers.onEnd();
+  };
+  const cancel = (reason: unknown): void => {
+    if (finished) return;
+    finished = true;
+    reader.cancel(reason).catch(() => {});
+    handlers.onCancel(reason);
+  };
+
+  const sinkTo = reader.sinkTo;
+  if (sinkTo !== undefined) {
+    // The chunks are handed over as they arrive and go straight to the client's stream: no read,
+    // no promise and no pull per chunk. The client's stream holds what it has not sent yet, as the
+    // reader's queue would have. The sink is called from the socket's data handler, which must not
+    // see the relay's own failures: one ends the client's stream as a failed pull would.
+    return new ReadableStream<Uint8Array>({
+      start(controller) {
+        const broke = (error: unknown): void => {
+          finished = true;
+          try {
+            controller.error(error);
+          } catch {
+            // Already closed: nothing more can go to the client.
+          }
+        };
+        forward(controller, first);
+        sinkTo.call(reader, {
+          chunk(bytes) {
+            if (finished) return;
+            try {
+              forward(controller, bytes);
+            } catch (error) {
+              broke(error);
+            }
+          },
+          end() {
+            if (finished) return;
+            try {
+              end(controller);
+            } catch (error) {
+              broke(error);
+            }
+          },
+          fail(error) {
+            if (finished) return;
+            try {
+              fail(controller, error);
+            } catch (thrown) {
+              broke(thrown);
+            }
+          },
+        });
+      },
+      cancel,
+    });
+  }
+
   return new ReadableStream<Uint8Array>({
     start(controller) {
       forward(controller, first);
@@ -60,32 +133,15 @@ export function relayStream(first: Uint8Array, reader: ChunkReader, handlers: Re
         try {
           result = await reader.read();
         } catch (error) {
-          if (finished) return;
-          finished = true;
-          const event = handlers.onError(error);
-          // A torn tail is dropped: the error event replaces the event D never finished.
-          if (event !== null) controller.enqueue(sseErrorEvent(event));
-          controller.close();
+          if (!finished) fail(controller, error);
           return;
         }
         if (finished) return;
-        if (result.done) {
-          finished = true;
-          if (held !== null) controller.enqueue(held);
-          held = null;
-          controller.close();
-          handlers.onEnd();
-          return;
-        }
+        if (result.done) return end(controller);
         if (forward(controller, result.value)) return;
       }
     },
-    cancel(reason) {
-      if (finished) return;
-      finished = true;
-      reader.cancel(reason).catch(() => {});
-      handlers.onCancel(reason);
-    },
+    cancel,
   });
 }
 

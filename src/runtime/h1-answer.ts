@@ -3,7 +3,7 @@
  * header fields, read as a `Headers` reads them, and its body, whose chunks wait in a queue until
  * read. No `Response` and no JS stream per leg: those were a tenth of the proxy's JS thread.
  */
-import type { BodyReader, BodyWatch } from './runtime.ts';
+import type { BodyReader, BodySink, BodyWatch } from './runtime.ts';
 
 type ReadResult = Awaited<ReturnType<BodyReader['read']>>;
 const DONE: ReadResult = Object.freeze({ done: true });
@@ -39,10 +39,12 @@ export class BodyQueue implements BodyReader {
   #failure: { readonly error: unknown } | undefined;
   #waiting: { resolve: (result: ReadResult) => void; reject: (err: unknown) => void } | undefined;
   #watch: BodyWatch | undefined;
+  #sink: BodySink | undefined;
 
   /** A chunk arrived. */
   protected push(bytes: Uint8Array): void {
     this.#watch?.touch();
+    if (this.#sink !== undefined) return this.#sink.chunk(bytes);
     const waiting = this.#waiting;
     if (waiting === undefined) this.#queue.push(bytes);
     else {
@@ -55,7 +57,10 @@ export class BodyQueue implements BodyReader {
   protected ended(): void {
     this.#ended = true;
     this.#watch?.stop();
-    this.#settleWaiting(DONE);
+    const sink = this.#sink;
+    if (sink === undefined) return this.#settleWaiting(DONE);
+    this.#sink = undefined;
+    sink.end();
   }
 
   /** The body failed: as a stream that errors, what was not read is dropped and reads fail. */
@@ -63,6 +68,11 @@ export class BodyQueue implements BodyReader {
     this.#drop();
     const error = this.#watch === undefined ? err : this.#watch.failure(err);
     this.#failure = { error };
+    const sink = this.#sink;
+    if (sink !== undefined) {
+      this.#sink = undefined;
+      return sink.fail(error);
+    }
     const waiting = this.#waiting;
     if (waiting !== undefined) {
       this.#waiting = undefined;
@@ -92,8 +102,20 @@ export class BodyQueue implements BodyReader {
     });
   }
 
+  sinkTo(sink: BodySink): void {
+    // What arrived before the sink came goes first, then the end or the failure if they came too.
+    const queued = this.#queue;
+    const next = this.#next;
+    this.#drop();
+    for (let i = next; i < queued.length; i++) sink.chunk(queued[i]!);
+    if (this.#failure !== undefined) sink.fail(this.#failure.error);
+    else if (this.#ended) sink.end();
+    else this.#sink = sink;
+  }
+
   /** The reader gives up: what was not read is dropped, and reads end. */
   cancel(): Promise<void> {
+    this.#sink = undefined;
     this.#watch?.stop();
     this.#drop();
     this.#ended = true;

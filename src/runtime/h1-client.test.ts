@@ -167,6 +167,76 @@ describe('H1Client', () => {
     client.closeIdle();
   });
 
+  test('a body handed over: the chunks that waited first, in order, then each as it arrives, then the end', async () => {
+    let socketOf: Socket<{ id: number }> | undefined;
+    const e = engine((socket) => {
+      socketOf = socket;
+      socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\none\r\n3\r\ntwo\r\n');
+    });
+    const client = new H1Client();
+    const res = await client.post(`${e.url}/a`, {}, '');
+    const reader = res.reader();
+    // One read first: a body may be read a while, then handed over.
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('one');
+    const log: string[] = [];
+    const { promise: ended, resolve } = Promise.withResolvers<void>();
+    reader.sinkTo!({
+      chunk: (bytes) => void log.push(new TextDecoder().decode(bytes)),
+      end: () => {
+        log.push('end');
+        resolve();
+      },
+      fail: (err) => void log.push(`fail ${String(err)}`),
+    });
+    expect(log).toEqual(['two']);
+    socketOf!.write('5\r\nthree\r\n0\r\n\r\n');
+    await ended;
+    expect(log).toEqual(['two', 'three', 'end']);
+    client.closeIdle();
+  });
+
+  test('a body handed over after it ended or failed gets what waited, then the end or the failure', async () => {
+    const whole = engine((socket) => socket.write('HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nwhol'));
+    const client = new H1Client();
+    const res = await client.post(`${whole.url}/a`, {}, '');
+    // The whole answer has come (the connection is pooled again) before it is handed over.
+    while (client.idleConnections === 0) await new Promise((resolve) => setImmediate(resolve));
+    const log: string[] = [];
+    const sink = {
+      chunk: (bytes: Uint8Array) => void log.push(new TextDecoder().decode(bytes)),
+      end: () => void log.push('end'),
+      fail: (err: unknown) => void log.push(`fail ${(err as Error).message}`),
+    };
+    res.reader().sinkTo!(sink);
+    expect(log).toEqual(['whol', 'end']);
+    client.closeIdle();
+
+    const cut = engine((socket) => socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n1\r\na\r\n'));
+    const controller = new AbortController();
+    const broken = await new H1Client().post(`${cut.url}/a`, {}, '', abortSourceOf(controller.signal));
+    controller.abort(new Error('stop'));
+    broken.reader().sinkTo!(sink);
+    // As a stream that errors: what was not read is dropped, and the failure is all that comes.
+    expect(log.slice(2)).toEqual(['fail stop']);
+    await cut.closed(0);
+  });
+
+  test('a body handed over and then cancelled hands over nothing more and closes its connection', async () => {
+    let socketOf: Socket<{ id: number }> | undefined;
+    const e = engine((socket) => {
+      socketOf = socket;
+      socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n');
+    });
+    const res = await new H1Client().post(`${e.url}/a`, {}, '');
+    const log: string[] = [];
+    const reader = res.reader();
+    reader.sinkTo!({ chunk: () => void log.push('chunk'), end: () => void log.push('end'), fail: () => void log.push('fail') });
+    await reader.cancel();
+    socketOf!.write('1\r\na\r\n');
+    await e.closed(0);
+    expect(log).toEqual([]);
+  });
+
   test('an answer with Connection: close is not reused; the next request opens another connection', async () => {
     const e = engine((socket) => {
       socket.write(json('{}', 'connection: close\r\n'));

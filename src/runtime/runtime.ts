@@ -72,6 +72,19 @@ export function abortSourceOf(signal: AbortSignal): AbortSource {
 export interface BodyReader {
   read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>;
   cancel(reason?: unknown): Promise<void>;
+  /**
+   * Hands every chunk not read yet to `sink` as it arrives, then the end or the failure, instead of
+   * reads: no promise per chunk. Only a reader that sees its chunks arrive has it (the socket
+   * client's); after it, only `cancel` may be called.
+   */
+  sinkTo?(sink: BodySink): void;
+}
+
+/** Where a body's chunks go when they are handed over as they arrive (BodyReader.sinkTo). */
+export interface BodySink {
+  chunk(bytes: Uint8Array): void;
+  end(): void;
+  fail(err: unknown): void;
 }
 
 /**
