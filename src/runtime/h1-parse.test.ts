@@ -71,6 +71,44 @@ describe('H1Parser', () => {
     });
   });
 
+  test('the data of several chunks in one piece comes as one event, before the end; one chunk as a view of the piece', () => {
+    const events: string[] = [];
+    const parser = new H1Parser({
+      head: () => events.push('head'),
+      body: (bytes) => void events.push(decoder.decode(bytes)),
+      end: () => events.push('end'),
+    });
+    const piece = Buffer.from('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n9\r\ndata: 1\n\n\r\n9\r\ndata: 2\n\n\r\n9\r\nda');
+    parser.feed(piece);
+    expect(events).toEqual(['head', 'data: 1\n\ndata: 2\n\nda']);
+    const seen: Uint8Array[] = [];
+    const alone = new H1Parser({ head: () => {}, body: (bytes) => void seen.push(bytes), end: () => {} });
+    const one = Buffer.from('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n');
+    alone.feed(one);
+    expect(seen[0]!.buffer).toBe(one.buffer);
+    parser.feed(Buffer.from('ta: 3\n\n\r\n4\r\n[D]\n\r\n0\r\n\r\n'));
+    expect(events).toEqual(['head', 'data: 1\n\ndata: 2\n\nda', 'ta: 3\n\n[D]\n', 'end']);
+  });
+
+  test('data read before a refusal in the same piece is reported before the refusal', () => {
+    const { parser, seen } = parserOf();
+    expect(() => parser.feed(Buffer.from('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n2\r\nhey\r\n'))).toThrow(
+      H1ParseError,
+    );
+    expect(seen.body).toBe('okhe');
+  });
+
+  test('header bytes 0x80-0x9F are read as the characters of the same code, as fetch reads them', () => {
+    const { parser, seen } = parserOf();
+    const head = Buffer.concat([
+      Buffer.from('HTTP/1.1 204 No Content\r\nx-bytes: '),
+      Buffer.from([0x80, 0x9f, 0xe9]),
+      Buffer.from('\r\n\r\n'),
+    ]);
+    parser.feed(head);
+    expect(seen.heads[0]!.headers).toEqual([['x-bytes', '\u0080\u009f\u00e9']]);
+  });
+
   test('an answer framed by the close ends when the connection closes, and is not kept alive', () => {
     const { parser, seen } = parserOf();
     parser.feed(encoder.encode('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nsome '));

@@ -7,6 +7,7 @@
  * Anything it cannot frame safely throws an H1ParseError, and the connection must not be used again.
  * The head itself is read by h1-head.ts.
  */
+import { Buffer } from 'node:buffer';
 import { H1ParseError, parseHead } from './h1-head.ts';
 
 export { H1ParseError };
@@ -28,7 +29,10 @@ export interface H1Head {
 
 export interface H1Events {
   head(head: H1Head): void;
-  /** A view of bytes of the body; valid as long as the piece fed is. */
+  /**
+   * Bytes of the body: a view of the piece fed (valid as long as it is), or, for the data of several
+   * chunks of one piece, one copy of them all.
+   */
   body(bytes: Uint8Array): void;
   end(): void;
 }
@@ -46,7 +50,6 @@ const enum State {
 
 const CR = 13;
 const LF = 10;
-const latin1 = new TextDecoder('latin1');
 
 /**
  * Parses one connection's responses, one after another.
@@ -58,6 +61,13 @@ export class H1Parser {
   /** Bytes of an unfinished head or line, kept until the rest arrives. */
   #pending: Uint8Array | undefined;
   #left = 0;
+  /**
+   * The data of the chunks read so far from the piece being fed, as [start, end) pairs, reported
+   * as one body event when the piece is done or the body ends: a stream's events often come many
+   * to a piece, and one event for them all is one queue entry and one write to the client, not many.
+   */
+  readonly #spans: number[] = [];
+  #piece: Uint8Array | undefined;
 
   constructor(events: H1Events) {
     this.#events = events;
@@ -93,6 +103,17 @@ export class H1Parser {
 
   /** Parses the next piece of the connection's bytes. Throws H1ParseError on what cannot be framed. */
   feed(piece: Uint8Array): void {
+    this.#piece = piece;
+    try {
+      this.#feed(piece);
+    } finally {
+      // Data read before a refusal is reported too, as it would have been chunk by chunk.
+      this.#flush();
+      this.#piece = undefined;
+    }
+  }
+
+  #feed(piece: Uint8Array): void {
     let at = 0;
     const n = piece.byteLength;
     while (at < n) {
@@ -112,7 +133,7 @@ export class H1Parser {
         case State.ChunkData: {
           const take = Math.min(this.#left, n - at);
           this.#left -= take;
-          this.#events.body(view(piece, at, at + take));
+          this.#spans.push(at, at + take);
           at += take;
           if (this.#left === 0) this.#state = State.ChunkEnd;
           break;
@@ -202,13 +223,35 @@ export class H1Parser {
   /** The line [at, lf] of one piece handled as text; returns where parsing goes on. */
   #lineAt(piece: Uint8Array, at: number, lf: number): number {
     if (lf === at || piece[lf - 1] !== CR) throw new H1ParseError('a line not ended by CRLF');
-    this.#onLine(latin1.decode(view(piece, at, lf - 1)));
+    this.#onLine(latin1(piece, at, lf - 1));
     return lf + 1;
   }
 
   #finish(): void {
+    this.#flush();
     this.#state = State.Done;
     this.#events.end();
+  }
+
+  /** Reports the chunk data read from the piece being fed: a view for one span, one copy for several. */
+  #flush(): void {
+    const spans = this.#spans;
+    const piece = this.#piece;
+    if (spans.length === 0 || piece === undefined) return;
+    if (spans.length === 2) {
+      const bytes = view(piece, spans[0]!, spans[1]!);
+      spans.length = 0;
+      this.#events.body(bytes);
+      return;
+    }
+    let length = 0;
+    for (let i = 0; i < spans.length; i += 2) length += spans[i + 1]! - spans[i]!;
+    const out = new Uint8Array(length);
+    const source = Buffer.isBuffer(piece) ? piece : Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
+    let at = 0;
+    for (let i = 0; i < spans.length; i += 2) at += source.copy(out, at, spans[i]!, spans[i + 1]!);
+    spans.length = 0;
+    this.#events.body(out);
   }
 
   /** One line of chunked framing. */
@@ -250,7 +293,7 @@ export class H1Parser {
     }
     if (bytes.byteLength > limit) throw new H1ParseError(`a line longer than ${limit} bytes`);
     if (bytes.byteLength < 2 || bytes[bytes.byteLength - 2] !== CR) throw new H1ParseError('a line not ended by CRLF');
-    return { text: latin1.decode(bytes.subarray(0, bytes.byteLength - 2)), next: end + 1 };
+    return { text: latin1(bytes, 0, bytes.byteLength - 2), next: end + 1 };
   }
 
   #keep(piece: Uint8Array, at: number, limit: number): void {
@@ -282,7 +325,7 @@ export class H1Parser {
     }
     if (end - base > MAX_HEAD_BYTES) throw new H1ParseError(`a head longer than ${MAX_HEAD_BYTES} bytes`);
     const consumedOfPiece = this.#pending === undefined ? end : end - this.#pending.byteLength + at;
-    const text = latin1.decode(bytes.subarray(base, end - 4));
+    const text = latin1(bytes, base, end - 4);
     this.#pending = undefined;
     this.#onHead(text);
     return consumedOfPiece;
@@ -303,6 +346,16 @@ export class H1Parser {
     this.#events.head({ status, headers, keepAlive, hasBody });
     if (!hasBody) this.#events.end();
   }
+}
+
+/**
+ * Bytes [start, end) of `bytes` as ISO-8859-1 text, one character per byte, as fetch reads header
+ * bytes (TextDecoder's "latin1" is windows-1252, which reads 0x80-0x9F as other characters). A
+ * socket's pieces are Buffers, read in place; a joined piece is viewed as one.
+ */
+function latin1(bytes: Uint8Array, start: number, end: number): string {
+  const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return buffer.toString('latin1', start, end);
 }
 
 /** Bytes [start, end) of `bytes`: the piece itself when whole, else a plain view (cheaper than a Buffer's subarray). */
