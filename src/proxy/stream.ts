@@ -35,114 +35,142 @@ export interface RelayHandlers {
  * @example new Response(relayStream(first, reader, handlers, true), { headers })
  */
 export function relayStream(first: Uint8Array, reader: ChunkReader, handlers: RelayHandlers, sse: boolean): ReadableStream<Uint8Array> {
-  let held: Uint8Array | null = null;
-  let finished = false;
+  // A reader that hands its chunks over as they arrive (the socket client's) feeds the client's
+  // stream straight from the socket: no read, no promise and no pull per chunk. The client's stream
+  // holds what it has not sent yet, as the reader's queue would have.
+  if (reader.sinkTo !== undefined) return new ReadableStream<Uint8Array>(new HandedRelay(first, reader, handlers, sse));
+  return new ReadableStream<Uint8Array>(new PulledRelay(first, reader, handlers, sse));
+}
+
+/**
+ * What both relays share: the SSE holding, the end, the failure and the client's cancel. One
+ * object per stream with its methods on the prototype (it is the stream's source), not a closure each.
+ */
+abstract class Relay {
+  protected held: Uint8Array | null = null;
+  protected finished = false;
+  protected controller!: ReadableStreamDefaultController<Uint8Array>;
+
+  constructor(
+    protected readonly first: Uint8Array,
+    protected readonly reader: ChunkReader,
+    protected readonly handlers: RelayHandlers,
+    protected readonly sse: boolean,
+  ) {}
 
   /** Enqueues what can go now; false when everything was held back. */
-  const forward = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Uint8Array): boolean => {
-    if (!sse) {
+  protected forward(chunk: Uint8Array): boolean {
+    const controller = this.controller;
+    if (!this.sse) {
       controller.enqueue(chunk);
       return true;
     }
+    const held = this.held;
     const data = held === null ? chunk : concat(held, chunk);
     const end = data.byteLength > MAX_HELD_BYTES ? data.byteLength : lastEventEnd(data);
-    held = end === data.byteLength ? null : data.slice(end);
+    this.held = end === data.byteLength ? null : data.slice(end);
     if (end > 0) controller.enqueue(end === data.byteLength ? data : data.subarray(0, end));
     return end > 0;
-  };
-
-  /** D failed: the error event (a torn tail dropped: it replaces the event D never finished), then the close. */
-  const fail = (controller: ReadableStreamDefaultController<Uint8Array>, error: unknown): void => {
-    finished = true;
-    const event = handlers.onError(error);
-    if (event !== null) controller.enqueue(sseErrorEvent(event));
-    controller.close();
-  };
-  /** D ended: what was held goes too. */
-  const end = (controller: ReadableStreamDefaultController<Uint8Array>): void => {
-    finished = true;
-    if (held !== null) controller.enqueue(held);
-    held = null;
-    controller.close();
-    handlers.onEnd();
-  };
-  const cancel = (reason: unknown): void => {
-    if (finished) return;
-    finished = true;
-    reader.cancel(reason).catch(() => {});
-    handlers.onCancel(reason);
-  };
-
-  const sinkTo = reader.sinkTo;
-  if (sinkTo !== undefined) {
-    // The chunks are handed over as they arrive and go straight to the client's stream: no read,
-    // no promise and no pull per chunk. The client's stream holds what it has not sent yet, as the
-    // reader's queue would have. The sink is called from the socket's data handler, which must not
-    // see the relay's own failures: one ends the client's stream as a failed pull would.
-    return new ReadableStream<Uint8Array>({
-      start(controller) {
-        const broke = (error: unknown): void => {
-          finished = true;
-          try {
-            controller.error(error);
-          } catch {
-            // Already closed: nothing more can go to the client.
-          }
-        };
-        forward(controller, first);
-        sinkTo.call(reader, {
-          chunk(bytes) {
-            if (finished) return;
-            try {
-              forward(controller, bytes);
-            } catch (error) {
-              broke(error);
-            }
-          },
-          end() {
-            if (finished) return;
-            try {
-              end(controller);
-            } catch (error) {
-              broke(error);
-            }
-          },
-          fail(error) {
-            if (finished) return;
-            try {
-              fail(controller, error);
-            } catch (thrown) {
-              broke(thrown);
-            }
-          },
-        });
-      },
-      cancel,
-    });
   }
 
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      forward(controller, first);
-    },
-    async pull(controller) {
-      // A pull that enqueues nothing is not called again, so read until something goes out.
-      for (;;) {
-        if (finished) return;
-        let result: Awaited<ReturnType<ChunkReader['read']>>;
-        try {
-          result = await reader.read();
-        } catch (error) {
-          if (!finished) fail(controller, error);
-          return;
-        }
-        if (finished) return;
-        if (result.done) return end(controller);
-        if (forward(controller, result.value)) return;
+  /** D failed: the error event (a torn tail dropped: it replaces the event D never finished), then the close. */
+  protected failWith(error: unknown): void {
+    this.finished = true;
+    const event = this.handlers.onError(error);
+    if (event !== null) this.controller.enqueue(sseErrorEvent(event));
+    this.controller.close();
+  }
+
+  /** D ended: what was held goes too. */
+  protected endAll(): void {
+    this.finished = true;
+    if (this.held !== null) this.controller.enqueue(this.held);
+    this.held = null;
+    this.controller.close();
+    this.handlers.onEnd();
+  }
+
+  /** The client went away. */
+  cancel(reason: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.reader.cancel(reason).catch(() => {});
+    this.handlers.onCancel(reason);
+  }
+}
+
+/** Relays a body read chunk by chunk (fetch's): a pull reads until something goes out. */
+class PulledRelay extends Relay {
+  start(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    this.controller = controller;
+    this.forward(this.first);
+  }
+
+  async pull(): Promise<void> {
+    // A pull that enqueues nothing is not called again, so read until something goes out.
+    for (;;) {
+      if (this.finished) return;
+      let result: Awaited<ReturnType<ChunkReader['read']>>;
+      try {
+        result = await this.reader.read();
+      } catch (error) {
+        if (!this.finished) this.failWith(error);
+        return;
       }
-    },
-    cancel,
-  });
+      if (this.finished) return;
+      if (result.done) return this.endAll();
+      if (this.forward(result.value)) return;
+    }
+  }
+}
+
+/**
+ * Relays a body whose chunks are handed over as they arrive; it is the body's sink. The sink is
+ * called from the socket's data handler, which must not see the relay's own failures: one errors
+ * the client's stream, as a failed pull would.
+ */
+class HandedRelay extends Relay implements BodySink {
+  start(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    this.controller = controller;
+    this.forward(this.first);
+    this.reader.sinkTo!(this);
+  }
+
+  chunk(bytes: Uint8Array): void {
+    if (this.finished) return;
+    try {
+      this.forward(bytes);
+    } catch (error) {
+      this.#broke(error);
+    }
+  }
+
+  end(): void {
+    if (this.finished) return;
+    try {
+      this.endAll();
+    } catch (error) {
+      this.#broke(error);
+    }
+  }
+
+  fail(error: unknown): void {
+    if (this.finished) return;
+    try {
+      this.failWith(error);
+    } catch (thrown) {
+      this.#broke(thrown);
+    }
+  }
+
+  #broke(error: unknown): void {
+    this.finished = true;
+    try {
+      this.controller.error(error);
+    } catch {
+      // Already closed: nothing more can go to the client.
+    }
+  }
 }
 
 /**
