@@ -37,6 +37,11 @@ export interface RegistryDiff {
   /** Increments with every accepted refresh, changed or not. */
   readonly generation: number;
   readonly added: readonly Instance[];
+  /**
+   * Instances that changed, with what they were. One whose free slots and blocks alone moved (between
+   * two snapshots of only the schema's keys, the Controller's usual refresh) is updated in place:
+   * its `before` is its `after`, already reading the new loads.
+   */
   readonly updated: readonly { readonly before: Instance; readonly after: Instance }[];
   readonly removed: readonly Instance[];
 }

@@ -445,6 +445,41 @@ describe('nesting (snapshots built by code, not parsed from HTTP)', () => {
     expect(registry.apply(parseRefresh(moved)).updated).toEqual([]);
   });
 
+  test('between plain snapshots, an instance whose free slots or blocks alone moved takes them in place', () => {
+    const registry = new ClusterRegistry();
+    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8)))));
+    const held = registry.get(5)!;
+    const builtWire = held.wire;
+    const moved = exampleSnapshot(8);
+    moved.instances[5]!.dynamic_info.avail_slots_num = 3;
+    moved.instances[5]!.dynamic_info.avail_block_num = 7;
+    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(moved))));
+    expect(diff.updated).toHaveLength(1);
+    expect(diff.updated[0]!.before).toBe(held);
+    expect(diff.updated[0]!.after).toBe(held);
+    expect(registry.get(5)).toBe(held);
+    expect([held.availSlots, held.availBlocks]).toEqual([3, 7]);
+    // The wire object rebuilt before the move is not served again.
+    expect(builtWire).not.toEqual(moved.instances[5]!);
+    expect(registry.get(5)!.wire).toEqual(moved.instances[5]!);
+    expect(JSON.stringify(registry.view().instances)).toBe(JSON.stringify(moved.instances));
+  });
+
+  test('between plain snapshots, loads and anything else moved make a new instance; the old one keeps what it said', () => {
+    const registry = new ClusterRegistry();
+    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8)))));
+    const held = registry.get(5)!;
+    const slots = held.availSlots;
+    const moved = exampleSnapshot(8);
+    moved.instances[5]!.dynamic_info.avail_slots_num = slots - 1;
+    moved.instances[5]!.model_name = 'another';
+    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(moved))));
+    expect(diff.updated[0]!.before).toBe(held);
+    expect(diff.updated[0]!.after).not.toBe(held);
+    expect([held.availSlots, held.modelName]).toEqual([slots, exampleSnapshot(8).instances[5]!.model_name]);
+    expect([registry.get(5)!.availSlots, registry.get(5)!.modelName]).toEqual([slots - 1, 'another']);
+  });
+
   test('wireEqual stops at the limit instead of walking values deeper than the stack allows', () => {
     expect(wireEqual(nestedArrays(200_000), nestedArrays(200_000))).toBe(false);
     expect(wireEqual(nestedArrays(MAX_JSON_DEPTH), nestedArrays(MAX_JSON_DEPTH))).toBe(true);

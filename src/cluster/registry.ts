@@ -104,14 +104,24 @@ export class ClusterRegistry implements ClusterView {
       const before = this.#byId.get(wire.id);
       const role = ROLE_BY_CODE[wire.static_info.role];
       let unchanged = false;
+      // Only its free slots and blocks moved: the instance held took them in place.
+      let moved = false;
       if (before !== undefined) {
         listedBefore++;
-        unchanged = before.role === role && (known ? before.sameAs(wire) : wireEqual(before.wire, wire));
+        if (before.role === role) {
+          if (!known) unchanged = wireEqual(before.wire, wire);
+          else if (before.availSlots === wire.dynamic_info.avail_slots_num && before.availBlocks === wire.dynamic_info.avail_block_num)
+            unchanged = before.sameAs(wire);
+          // A change in place before the loop is over: a plain snapshot is never refused below
+          // (it was measured as text), so nothing can undo it. Most refreshes move only loads, and
+          // a new object per instance each time was a tenth of a large one's time, and old garbage.
+          else moved = before.takeLoadsOf(wire);
+        }
       }
       // Equal to an accepted object means within the limit; only new and changed objects are measured.
       if (!unchanged && !measured) checkDepth(wire, i);
       // A plain snapshot's instances need not keep their wire objects: their fields rebuild them.
-      const instance = unchanged ? before! : HeldInstance.of(wire, before, !plain);
+      const instance = unchanged || moved ? before! : HeldInstance.of(wire, before, !plain);
       if (before === undefined) {
         added.push(instance);
       } else if (before.role !== role) {
