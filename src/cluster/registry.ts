@@ -145,7 +145,7 @@ export class ClusterRegistry implements ClusterView {
     }
     // Updated in place: most ids stay, and setting an existing key costs far less than building a new map.
     for (const instance of added) this.#byId.set(instance.id, instance);
-    for (const { after } of updated) this.#byId.set(after.id, after);
+    for (const { before, after } of updated) if (after !== before) this.#byId.set(after.id, after);
 
     // Readonly by type, not frozen: freezing large arrays in JavaScriptCore costs more than the apply itself.
     this.#all = all;

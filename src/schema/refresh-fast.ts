@@ -68,13 +68,17 @@ const DENSE_IDS_MAX = 4 * MAX_INSTANCES;
 class RoleIndex {
   readonly #dense: Uint8Array | undefined;
   readonly #denseListed: Uint8Array | undefined;
-  readonly #roles = new Map<number, number>();
-  readonly #listed = new Set<number>();
+  /** Only for large ids (made then: most snapshots never need them). */
+  readonly #roles: Map<number, number> | undefined;
+  readonly #listed: Set<number> | undefined;
 
   constructor(maxId: number) {
     if (maxId <= DENSE_IDS_MAX) {
       this.#dense = new Uint8Array(maxId + 1);
       this.#denseListed = new Uint8Array(maxId + 1);
+    } else {
+      this.#roles = new Map();
+      this.#listed = new Set();
     }
   }
 
@@ -86,15 +90,16 @@ class RoleIndex {
       dense[id] = role;
       return true;
     }
-    if (this.#roles.has(id)) return false;
-    this.#roles.set(id, role);
+    const roles = this.#roles!;
+    if (roles.has(id)) return false;
+    roles.set(id, role);
     return true;
   }
 
   /** The role of an instance id, or undefined for an id no instance has. */
   role(id: number): number | undefined {
     const dense = this.#dense;
-    if (dense === undefined) return this.#roles.get(id);
+    if (dense === undefined) return this.#roles!.get(id);
     const role = id < dense.length ? dense[id]! : 0;
     return role === 0 ? undefined : role;
   }
@@ -103,8 +108,9 @@ class RoleIndex {
   list(id: number): boolean {
     const listed = this.#denseListed;
     if (listed === undefined) {
-      if (!this.#roles.has(id) || this.#listed.has(id)) return false;
-      this.#listed.add(id);
+      const ids = this.#listed!;
+      if (!this.#roles!.has(id) || ids.has(id)) return false;
+      ids.add(id);
       return true;
     }
     if (this.role(id) === undefined || listed[id] !== 0) return false;
