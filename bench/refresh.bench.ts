@@ -1,8 +1,9 @@
 /**
  * Questions about `POST /v1/instances/refresh`, each answered as a ratio measured in one run:
  * (a) Throughput end to end through a real socket (body read, parse, validation, address checks,
- *     registry, scheduler and ledger, metrics): pdlink's management app under Bun.serve vs a raw
- *     Bun.serve that reads the body, `JSON.parse`s it and answers what pdlink answers (200, empty
+ *     registry, scheduler and ledger, metrics): pdlink's management listener (its handler and
+ *     its refresh route, served by the runtime seam as the Coordinator serves them) vs a raw
+ *     server on the same seam and route that reads the body, `JSON.parse`s it and answers what pdlink answers (200, empty
  *     body), for 2 and 4096 instances, each with the same snapshot resent and with every instance
  *     changed from one request to the next. Goals: 2 instances ≥ 0.9×; 4096 instances all changed
  *     ≤ 1.5× a raw parse's time (≥ 0.67× its throughput). Each server is its own process (so the
@@ -26,6 +27,8 @@
 import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { createCoordinator } from '../src/apps/coordinator.ts';
+import { REFRESH_PATH } from '../src/http/refresh.ts';
+import { runtime } from '../src/runtime/index.ts';
 import { InstanceAddressPolicy } from '../src/core/address-policy.ts';
 import { exampleSnapshot } from '../test/doubles/refresh-examples.ts';
 import { parseRefresh, type RefreshSnapshot } from '../src/schema/refresh.ts';
@@ -67,16 +70,25 @@ const PINNED = cpus().length >= 2 && spawnSync('taskset', ['-V']).status === 0;
 const SERVER_CPU = '1';
 const CLIENT_CPU = '0';
 
-/** Child process: one server on an ephemeral loopback port; exits when the parent closes stdin. */
+/**
+ * Child process: one server on an ephemeral loopback port; exits when the parent closes stdin. Both
+ * are served as the Coordinator's management listener is, through the runtime seam with the
+ * refresh as an exact POST route (Bun's routes): pdlink's handler is its listener's, and the raw
+ * one is dispatched the same way, so the ratio is what pdlink's own work costs.
+ */
 async function serve(kind: string): Promise<void> {
-  const fetch =
-    kind === 'pdlink'
-      ? createCoordinator({ bodyLimitBytes: 8 * 1024 * 1024 }).managementFetch
-      : async (request: Request) => {
-          JSON.parse(await request.text());
-          return new Response(null, { status: 200 });
-        };
-  const server = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch });
+  const coordinator = kind === 'pdlink' ? createCoordinator({ bodyLimitBytes: 8 * 1024 * 1024 }) : undefined;
+  const raw = async (request: Request) => {
+    JSON.parse(await request.text());
+    return new Response(null, { status: 200 });
+  };
+  const server = runtime.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    fetch: coordinator?.managementFetch ?? raw,
+    posts: coordinator?.managementPosts ?? { [REFRESH_PATH]: raw },
+    idleTimeoutSeconds: 180,
+  });
   console.log(JSON.stringify({ port: server.port }));
   for await (const _ of Bun.stdin.stream());
   process.exit(0);
@@ -93,7 +105,7 @@ async function main(): Promise<void> {
   const bigTime = 1 / bigChanged.ratio.median;
   const pinning = PINNED ? `servers pinned to core ${SERVER_CPU}, load generator to core ${CLIENT_CPU}` : 'not pinned (no taskset)';
   const summary = [
-    `(a) refresh over HTTP end to end, pdlink vs a raw Bun.serve reading and parsing the same JSON and answering the same (200, empty body): ` +
+    `(a) refresh over HTTP end to end, pdlink's management listener vs a raw server on the same runtime seam and refresh route reading and parsing the same JSON and answering the same (200, empty body): ` +
       `throughput ratio (pdlink / raw; ≥ 1 is as fast) and server CPU time per request ratio (pdlink / raw; ≤ 1 is as cheap), medians with p10–p90: ` +
       http
         .map(

@@ -253,6 +253,14 @@ describe('listener caps', () => {
     );
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(((await refused.json()) as { error: string }).error).toContain('more than 2 connections busy');
+    // The refresh, which the listener routes itself rather than through its handler, is capped alike.
+    const routed = await fetch(`${management}/v1/instances/refresh`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    expect(routed.status).toBe(503);
+    expect(((await routed.json()) as { error: string }).error).toContain('more than 2 connections busy');
     for (const probe of ['/v1/health', '/v1/startup', '/v1/readiness', '/v2/health/live']) {
       expect([200, 503]).toContain((await fetch(`${management}${probe}`)).status);
       expect(await (await fetch(`${management}${probe}`)).text()).not.toContain('connections busy');

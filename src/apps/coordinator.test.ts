@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createCoordinator, type Coordinator } from './coordinator.ts';
 import { parseRefresh } from '../schema/refresh.ts';
+import type { PostRoutes } from '../runtime/index.ts';
 
 const seed = readFileSync(join(import.meta.dir, '..', '..', 'test', 'fixtures', 'seed-refresh.json'), 'utf8');
 
@@ -64,19 +65,28 @@ describe('managementFetch answers as managementApp does', () => {
   /** Status, headers and body of an answer, to compare two of them whole. */
   const whole = async (res: Response) => ({ status: res.status, headers: [...res.headers], body: await res.text() });
 
-  /** The same request through both handlers of two Coordinators built alike, and what each holds after. */
+  /**
+   * The same request through the app, the listener's handler and the listener's routes (as a
+   * runtime with exact POST routes dispatches them) of three Coordinators built alike, and what
+   * each holds after.
+   */
   async function both(options: Parameters<typeof createCoordinator>[0], request: () => Request) {
     const viaApp = createCoordinator(options);
     const viaFront = createCoordinator(options);
+    const viaRoutes = createCoordinator(options);
     try {
       const app = await whole(await viaApp.managementApp.fetch(request()));
       const front = await whole(await viaFront.managementFetch(request()));
+      const routed = await whole(await routedBy(viaRoutes.managementPosts, viaRoutes.managementFetch, request()));
       // The view less the time of the refresh, which differs between the two by when each ran.
       const held = (c: Coordinator) => ({ view: { ...c.registry.view(), refreshed_at: null }, generation: c.registry.generation });
+      expect(routed).toEqual(front);
+      expect(held(viaRoutes)).toEqual(held(viaFront));
       return { app, front, appHeld: held(viaApp), frontHeld: held(viaFront), frontMetrics: await viaFront.metrics.metrics() };
     } finally {
       await viaApp.close();
       await viaFront.close();
+      await viaRoutes.close();
     }
   }
 
@@ -166,22 +176,30 @@ describe('inferenceFetch answers as inferenceApp does', () => {
   ])('%s without middleware: %p, as through the app', async (path, status) => {
     const viaApp = createCoordinator();
     const viaFront = createCoordinator();
+    const viaRoutes = createCoordinator();
     try {
       const app = await whole(await viaApp.inferenceApp.fetch(completion(path)));
       const front = await whole(await viaFront.inferenceFetch(completion(path)));
+      const routed = await whole(await routedBy(viaRoutes.inferencePosts, viaRoutes.inferenceFetch, completion(path)));
       expect(front).toEqual(app);
+      expect(routed).toEqual(app);
       expect(front.status).toBe(status);
     } finally {
       await viaApp.close();
       await viaFront.close();
+      await viaRoutes.close();
     }
   });
 
-  test('with API keys the key is still checked', async () => {
+  test('with API keys the key is still checked, by the handler and by the routes', async () => {
     coordinator = createCoordinator({ apiKeys: ['key-1'] });
+    const posts = coordinator.inferencePosts;
     expect((await coordinator.inferenceFetch(completion())).status).toBe(401);
     expect((await coordinator.inferenceFetch(completion('/v1/chat/completions'))).status).toBe(401);
     expect((await coordinator.inferenceFetch(completion('/v1/completions', { authorization: 'Bearer key-1' }))).status).toBe(503);
+    expect((await posts['/v1/completions']!(completion(), undefined)).status).toBe(401);
+    expect((await posts['/v1/chat/completions']!(completion('/v1/chat/completions'), undefined)).status).toBe(401);
+    expect((await posts['/v1/completions']!(completion('/v1/completions', { authorization: 'Bearer key-1' }), undefined)).status).toBe(503);
   });
 
   test('with the client header dropped, it does not reach the proxy', async () => {
@@ -228,3 +246,9 @@ describe('inferenceFetch answers as inferenceApp does', () => {
     }
   });
 });
+
+/** A request as a listener with exact POST routes dispatches it (Bun's routes: the path as sent, any query). */
+function routedBy(posts: PostRoutes, fetch: (request: Request) => Response | Promise<Response>, request: Request) {
+  const route = request.method === 'POST' ? posts[new URL(request.url).pathname] : undefined;
+  return route === undefined ? fetch(request) : route(request, undefined);
+}

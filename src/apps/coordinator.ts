@@ -23,6 +23,7 @@ import { KvLedger } from '../ledger/index.ts';
 import { CHAT_COMPLETIONS_PATH, COMPLETIONS_PATH, proxyRoutes, type ProxyApp } from '../http/inference.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import type { ProxyTracing } from '../proxy/trace.ts';
+import type { PostRoute, PostRoutes } from '../runtime/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { collectProcessMetrics } from '../core/process-metrics.ts';
 import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from '../schema/coordinator-config.ts';
@@ -84,6 +85,13 @@ export interface Coordinator {
    * the proxy before Hono's dispatch, after the same key check and rate limit as the app's.
    */
   readonly inferenceFetch: (request: Request, env?: unknown) => Response | Promise<Response>;
+  /**
+   * The POST routes managementFetch takes before Hono, by exact path, for a listener that can
+   * dispatch them itself (the runtime seam's `posts`): each answers as managementFetch does.
+   */
+  readonly managementPosts: PostRoutes;
+  /** The POST routes inferenceFetch takes before Hono (the two proxy routes), likewise. */
+  readonly inferencePosts: PostRoutes;
   readonly registry: ClusterRegistry;
   /** KV ledger: slot/block reservations and transfer records per request. */
   readonly ledger: KvLedger;
@@ -169,20 +177,23 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     }
     return proxy.answer(kind, request, env);
   };
+  const completions: PostRoute = (request, env) => proxied('completions', COMPLETIONS_PATH, request, env);
+  const chat: PostRoute = (request, env) => proxied('chat', CHAT_COMPLETIONS_PATH, request, env);
+  const inferencePosts: PostRoutes = { [COMPLETIONS_PATH]: completions, [CHAT_COMPLETIONS_PATH]: chat };
   const inferenceFetch = (request: Request, env?: unknown): Response | Promise<Response> => {
     if (request.method === 'POST') {
       const url = request.url;
-      if (urlPathIs(url, COMPLETIONS_PATH)) return proxied('completions', COMPLETIONS_PATH, request, env);
-      if (urlPathIs(url, CHAT_COMPLETIONS_PATH)) return proxied('chat', CHAT_COMPLETIONS_PATH, request, env);
+      if (urlPathIs(url, COMPLETIONS_PATH)) return completions(request, env);
+      if (urlPathIs(url, CHAT_COMPLETIONS_PATH)) return chat(request, env);
     }
     return inferenceApp.fetch(request, env);
   };
 
   // The token's check first, as the app's middleware makes it; then what the route would do.
+  const refreshPost: PostRoute = (request, env) => tokenGate?.(request, env, REFRESH_PATH) ?? refresh.refresh(request);
+  const managementPosts: PostRoutes = { [REFRESH_PATH]: refreshPost };
   const managementFetch = (request: Request, env?: unknown): Response | Promise<Response> => {
-    if (request.method === 'POST' && urlPathIs(request.url, REFRESH_PATH)) {
-      return tokenGate?.(request, env, REFRESH_PATH) ?? refresh.refresh(request);
-    }
+    if (request.method === 'POST' && urlPathIs(request.url, REFRESH_PATH)) return refreshPost(request, env);
     return managementApp.fetch(request, env);
   };
 
@@ -192,6 +203,8 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     managementFetch,
     inferenceApp,
     inferenceFetch,
+    managementPosts,
+    inferencePosts,
     registry,
     ledger,
     scheduler,

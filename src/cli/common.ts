@@ -6,7 +6,7 @@ import { isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ConfigError, type PdlinkError } from '../core/errors.ts';
 import type { ServerTlsOptions } from '../core/tls-options.ts';
-import type { ServeEnv } from '../runtime/index.ts';
+import type { PostRoute, PostRoutes, ServeEnv } from '../runtime/index.ts';
 import { capConnections, DEFAULT_MAX_CONNECTIONS, type ServerFetch } from '../http/connection-cap.ts';
 import { runtime } from '../runtime/index.ts';
 import { shutdownSignals } from './shutdown.ts';
@@ -19,6 +19,8 @@ export interface ListenerSpec {
   readonly port: number;
   /** Hono's `app.fetch`; the runtime's env is passed on (the rate limit reads the peer address from it). */
   readonly fetch: (request: Request, env: ServeEnv) => Response | Promise<Response>;
+  /** POST routes by exact path the runtime may dispatch itself; `fetch` answers them the same (ServeSpec.posts). */
+  readonly posts?: PostRoutes;
   /** With `ca`, the listener requires a client certificate that chains to it (see config/tls.ts). */
   readonly tls?: ServerTlsOptions;
   /** Seconds a keep-alive connection may stay idle (Bun's limit is 255; Deno.serve has no such setting). */
@@ -64,10 +66,12 @@ export async function startListeners(specs: readonly ListenerSpec[], preamble: r
   const running: RunningListener[] = [];
   for (const spec of specs) {
     try {
+      const max = spec.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
       const server = runtime.serve({
         hostname: spec.hostname,
         port: spec.port,
-        fetch: capConnections(spec.fetch as ServerFetch, spec.maxConnections ?? DEFAULT_MAX_CONNECTIONS, spec.renderRefusal),
+        fetch: capConnections(spec.fetch as ServerFetch, max, spec.renderRefusal),
+        ...(spec.posts === undefined ? {} : { posts: cappedPosts(spec.posts, max, spec.renderRefusal) }),
         idleTimeoutSeconds: spec.idleTimeoutSeconds ?? 180,
         ...(spec.tls === undefined ? {} : { tls: spec.tls }),
       });
@@ -82,6 +86,13 @@ export async function startListeners(specs: readonly ListenerSpec[], preamble: r
   for (const line of preamble) console.log(line);
   for (const r of running) console.log(listeningLine(r.name, r.url));
   return running;
+}
+
+/** Each POST route under the listener's cap, as its fetch is. */
+function cappedPosts(posts: PostRoutes, max: number, render: ListenerSpec['renderRefusal']): PostRoutes {
+  const capped: Record<string, PostRoute> = {};
+  for (const [path, handler] of Object.entries(posts)) capped[path] = capConnections(handler as ServerFetch, max, render) as PostRoute;
+  return capped;
 }
 
 /**

@@ -44,6 +44,31 @@ describe('the runtime seam on Bun', () => {
     await expect(fetch(`http://127.0.0.1:${server.port}/other`)).rejects.toThrow();
   });
 
+  test('serve: POSTs to an exact path go to its route (query and all, with the server as env); the rest to fetch', async () => {
+    const server = runtime.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      idleTimeoutSeconds: 10,
+      fetch: (request: Request) => new Response(`fetch ${request.method} ${new URL(request.url).pathname}`),
+      posts: {
+        '/v1/x': (request: Request, env: unknown) =>
+          new Response(`route ${new URL(request.url).search} ${(env as ServeEnv).pendingRequests} ${runtime.peerAddress(request, env)}`),
+      },
+    });
+    try {
+      const base = `http://127.0.0.1:${server.port}`;
+      const answer = async (method: string, path: string) =>
+        (await fetch(base + path, { method, body: method === 'GET' ? undefined : '{}' })).text();
+      expect(await answer('POST', '/v1/x')).toBe('route  1 127.0.0.1');
+      expect(await answer('POST', '/v1/x?a=1')).toBe('route ?a=1 1 127.0.0.1');
+      expect(await answer('GET', '/v1/x')).toBe('fetch GET /v1/x');
+      expect(await answer('PUT', '/v1/x')).toBe('fetch PUT /v1/x');
+      for (const other of ['/v1/x/', '/v1/%78', '/V1/x', '/v1//x']) expect(await answer('POST', other)).toBe(`fetch POST ${other}`);
+    } finally {
+      await server.stop();
+    }
+  });
+
   test("tlsInit is Bun's own `tls` option, and the Bun seam refuses no TLS setting", () => {
     const tls = { ca: 'ca', cert: 'c', key: 'k', crl: 'crl' };
     expect(runtime.tlsInit(tls)).toEqual({ tls } as RequestInit);

@@ -4,7 +4,7 @@
  */
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { H1Client } from './h1-client.ts';
-import type { Runtime, Served, ServeSpec } from './runtime.ts';
+import type { PostRoutes, Runtime, Served, ServeSpec } from './runtime.ts';
 
 /** Bun's idle timeout is at most 255 seconds. */
 const MAX_IDLE_SECONDS = 255;
@@ -21,10 +21,21 @@ function serve(spec: ServeSpec): Served {
     port: spec.port,
     // Bun passes its server, which counts `pendingRequests` itself.
     fetch: spec.fetch as unknown as (request: Request, server: Bun.Server<undefined>) => Response | Promise<Response>,
+    // Matched on the path by Bun itself; every other method and path goes to fetch.
+    ...(spec.posts === undefined ? {} : { routes: postRoutes(spec.posts) }),
     idleTimeout: Math.min(MAX_IDLE_SECONDS, spec.idleTimeoutSeconds),
     ...(spec.tls === undefined ? {} : { tls: spec.tls }),
   });
   return { port: server.port ?? spec.port, stop: () => server.stop(true) };
+}
+
+/** The seam's exact POST routes as Bun's routes. */
+function postRoutes(
+  posts: PostRoutes,
+): Record<string, { POST: (request: Request, server: Bun.Server<undefined>) => Response | Promise<Response> }> {
+  const routes: Record<string, { POST: (request: Request, server: Bun.Server<undefined>) => Response | Promise<Response> }> = {};
+  for (const [path, handler] of Object.entries(posts)) routes[path] = { POST: handler };
+  return routes;
 }
 
 /** The process's plain-HTTP client: one pool of keep-alive connections per origin, as fetch has. */

@@ -47,6 +47,7 @@ export function unsupportedClientTls(tls: ClientTlsOptions): (keyof ClientTlsOpt
   return tls.crl === undefined ? [] : ['crl'];
 }
 
+/** Deno.serve has no routes of its own: `spec.posts` are answered by `spec.fetch`, as the seam allows. */
 function serve(spec: ServeSpec): Served {
   const tls = spec.tls;
   if (tls !== undefined) {

@@ -8,7 +8,7 @@ import { denoGlobal } from './deno-api.ts';
 import { denoRuntime } from './deno.ts';
 import type { Runtime } from './runtime.ts';
 
-export type { Runtime, ServeEnv, ServeHandler, ServeSpec, Served } from './runtime.ts';
+export type { PostRoute, PostRoutes, Runtime, ServeEnv, ServeHandler, ServeSpec, Served } from './runtime.ts';
 
 /** The seam of the runtime this process runs on. */
 export const runtime: Runtime = denoGlobal() === undefined ? bunRuntime : denoRuntime;

@@ -13,6 +13,12 @@ import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts'
  */
 export type ServeHandler = (request: Request, env: ServeEnv) => Response | Promise<Response>;
 
+/** A handler of POSTs to one exact path (see ServeSpec.posts). */
+export type PostRoute = (request: Request, env: unknown) => Response | Promise<Response>;
+
+/** POST handlers by exact path, e.g. `{ '/v1/instances/refresh': refresh }`. */
+export type PostRoutes = Readonly<Record<string, PostRoute>>;
+
 /** What every runtime's env offers the handler; the rest stays the runtime's own. */
 export interface ServeEnv {
   readonly pendingRequests: number;
@@ -23,6 +29,12 @@ export interface ServeSpec {
   /** 0 = any free port. */
   readonly port: number;
   readonly fetch: ServeHandler;
+  /**
+   * POSTs to these exact paths (any query) that the runtime may send to their handler itself,
+   * without `fetch` building and matching the URL (Bun's routes). `fetch` must answer them the same:
+   * a runtime without such routing (Deno) sends every request to `fetch`.
+   */
+  readonly posts?: PostRoutes;
   readonly tls?: ServerTlsOptions;
   /** Seconds a keep-alive connection may stay idle, where the runtime lets it be set. */
   readonly idleTimeoutSeconds: number;
