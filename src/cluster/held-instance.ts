@@ -36,7 +36,7 @@ export class HeldInstance implements Instance {
   readonly blockSize: number;
   readonly label: LabelCode;
   readonly role: InstanceRole;
-  /** Free slots and blocks: the fields a refresh moves most, updated in place (see tookLoads). */
+  /** Free slots and blocks: the fields a refresh moves most, updated in place (see takeLoadsOf). */
   availSlots: number;
   availBlocks: number;
   readonly peers: readonly number[];
