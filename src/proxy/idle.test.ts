@@ -4,6 +4,7 @@ import { AbortScope } from './abort-scope.ts';
 import { Deadlines } from './deadlines.ts';
 import { ENGINE_IDLE_CODE, legReader, readLegText, withIdleTimeout } from './idle.ts';
 import { H1Client } from '../runtime/h1-client.ts';
+import { rawEngine, type RawEngine } from '../../test/doubles/raw-engine.ts';
 import { answerOf, type AbortSource, type LegAnswer } from '../runtime/runtime.ts';
 
 /**
@@ -139,23 +140,10 @@ afterEach(() => {
   for (const stop of stops.splice(0)) stop();
 });
 
-function engine(answer: (socket: Socket<undefined>) => void): { url: string; closed: Promise<void> } {
-  let closed!: () => void;
-  const done = new Promise<void>((resolve) => (closed = resolve));
-  const server = Bun.listen({
-    hostname: '127.0.0.1',
-    port: 0,
-    socket: {
-      data(socket) {
-        answer(socket);
-      },
-      close() {
-        closed();
-      },
-    },
-  });
-  stops.push(() => server.stop(true));
-  return { url: `http://127.0.0.1:${server.port}/v1/completions`, closed: done };
+function engine(answer: (socket: Socket<undefined>) => void): RawEngine {
+  const started = rawEngine(answer);
+  stops.push(started.stop);
+  return started;
 }
 
 const HEAD = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import type { Socket } from 'bun';
 import { errors, type PdlinkError } from '../core/errors.ts';
 import { H1Client } from '../runtime/h1-client.ts';
+import { rawEngine } from '../../test/doubles/raw-engine.ts';
 import type { BodySink } from '../runtime/runtime.ts';
 import { AbortScope } from './abort-scope.ts';
 import { lastEventEnd, MAX_HELD_BYTES, relayStream, type ChunkReader } from './stream.ts';
@@ -180,19 +181,11 @@ describe('relayStream over the socket client', () => {
     for (const stop of stops.splice(0)) stop();
   });
 
-  /** A raw engine that answers each request with `answer`, written at once. */
-  function engine(answer: (socket: Socket) => void) {
-    const server = Bun.listen({
-      hostname: '127.0.0.1',
-      port: 0,
-      socket: {
-        data(socket) {
-          answer(socket);
-        },
-      },
-    });
-    stops.push(() => server.stop(true));
-    return `http://127.0.0.1:${server.port}/v1/completions`;
+  /** A raw engine that answers each request with `answer`. */
+  function engine(answer: (socket: Socket<undefined>) => void): string {
+    const started = rawEngine(answer);
+    stops.push(started.stop);
+    return started.url;
   }
 
   const HEAD = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
