@@ -430,6 +430,15 @@ describe('nesting (snapshots built by code, not parsed from HTTP)', () => {
     expect(JSON.stringify(registry.view())).toContain('[[[');
   });
 
+  test('wireEqual stops at the limit instead of walking values deeper than the stack allows', () => {
+    expect(wireEqual(nestedArrays(200_000), nestedArrays(200_000))).toBe(false);
+    expect(wireEqual(nestedArrays(MAX_JSON_DEPTH), nestedArrays(MAX_JSON_DEPTH))).toBe(true);
+    const shared = nestedArrays(200_000);
+    expect(wireEqual(shared, shared)).toBe(true);
+  });
+});
+
+describe("plain snapshots (parsed from HTTP: only the schema's keys)", () => {
   test('a plain snapshot is listed and compared as it came, though its objects are not kept', () => {
     const registry = new ClusterRegistry();
     const text = JSON.stringify(exampleSnapshot(8));
@@ -465,6 +474,30 @@ describe('nesting (snapshots built by code, not parsed from HTTP)', () => {
     expect(JSON.stringify(registry.view().instances)).toBe(JSON.stringify(moved.instances));
   });
 
+  test('the lists are kept when the same instances come in the same order, and built again when not', () => {
+    const registry = new ClusterRegistry();
+    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8)))));
+    const all = registry.all();
+    const decodes = registry.byRole('decode');
+    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8, { load: 2 })))));
+    expect(registry.all()).toBe(all);
+    expect(registry.byRole('decode')).toBe(decodes);
+    const reordered = exampleSnapshot(8, { load: 2 });
+    reordered.instances.reverse();
+    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(reordered))));
+    expect(registry.all()).not.toBe(all);
+    const order = (list: readonly { id: number }[]) => list.map((i) => i.id);
+    expect(order(registry.all())).toEqual([7, 6, 5, 4, 3, 2, 1, 0]);
+    expect(order(registry.byRole('decode'))).toEqual(order(decodes).reverse());
+    // An instance changed beyond its loads is a new object: the lists follow.
+    const renamed = exampleSnapshot(8, { load: 2 });
+    renamed.instances.reverse();
+    renamed.instances[3]!.model_name = 'another';
+    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(renamed))));
+    expect(registry.all()[3]!.modelName).toBe('another');
+    expect(registry.byRole(registry.all()[3]!.role)).toContain(registry.all()[3]!);
+  });
+
   test('between plain snapshots, loads and anything else moved make a new instance; the old one keeps what it said', () => {
     const registry = new ClusterRegistry();
     registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8)))));
@@ -478,13 +511,6 @@ describe('nesting (snapshots built by code, not parsed from HTTP)', () => {
     expect(diff.updated[0]!.after).not.toBe(held);
     expect([held.availSlots, held.modelName]).toEqual([slots, exampleSnapshot(8).instances[5]!.model_name]);
     expect([registry.get(5)!.availSlots, registry.get(5)!.modelName]).toEqual([slots - 1, 'another']);
-  });
-
-  test('wireEqual stops at the limit instead of walking values deeper than the stack allows', () => {
-    expect(wireEqual(nestedArrays(200_000), nestedArrays(200_000))).toBe(false);
-    expect(wireEqual(nestedArrays(MAX_JSON_DEPTH), nestedArrays(MAX_JSON_DEPTH))).toBe(true);
-    const shared = nestedArrays(200_000);
-    expect(wireEqual(shared, shared)).toBe(true);
   });
 });
 

@@ -85,8 +85,10 @@ export class ClusterRegistry implements ClusterView {
   apply(snapshot: RefreshSnapshot): RegistryDiff {
     // A listener applying a snapshot would hand the remaining listeners a diff that is already stale.
     if (this.#notifying) throw errors.reentrantApply();
-    const all: HeldInstance[] = [];
-    const byRole: Record<InstanceRole, HeldInstance[]> = { prefill: [], decode: [], undefined: [] };
+    // The same objects in the same order as held (a refresh that moved only loads, or nothing): the
+    // lists are kept, not built again. Built from the first instance that differs.
+    const held = this.#all;
+    let all: HeldInstance[] | undefined = snapshot.instances.length === held.length ? undefined : [];
     const added: HeldInstance[] = [];
     const updated: { before: HeldInstance; after: HeldInstance }[] = [];
     const removed: HeldInstance[] = [];
@@ -130,13 +132,14 @@ export class ClusterRegistry implements ClusterView {
       } else if (!unchanged) {
         updated.push({ before, after: instance });
       }
-      all.push(instance);
-      byRole[role].push(instance);
+      if (all === undefined && held[i] !== instance) all = held.slice(0, i);
+      all?.push(instance);
     }
+    const listing = all ?? held;
     // Ids are unique in a snapshot: when every held id was listed again, none was removed.
     if (listedBefore < this.#byId.size) {
       const listed = new Set<number>();
-      for (const instance of all) listed.add(instance.id);
+      for (const instance of listing) listed.add(instance.id);
       for (const [id, before] of this.#byId) {
         if (listed.has(id)) continue;
         removed.push(before);
@@ -148,8 +151,10 @@ export class ClusterRegistry implements ClusterView {
     for (const { before, after } of updated) if (after !== before) this.#byId.set(after.id, after);
 
     // Readonly by type, not frozen: freezing large arrays in JavaScriptCore costs more than the apply itself.
-    this.#all = all;
-    this.#byRole = byRole;
+    if (all !== undefined) {
+      this.#all = all;
+      this.#byRole = roleIndexOf(all);
+    }
     this.#lastPlain = plain;
     return this.#accepted(added, updated, removed);
   }
@@ -290,6 +295,13 @@ export class ClusterRegistry implements ClusterView {
       this.#notifying = false;
     }
   }
+}
+
+/** The instances of each role, in the snapshot's order. */
+function roleIndexOf(all: readonly HeldInstance[]): Record<InstanceRole, HeldInstance[]> {
+  const byRole: Record<InstanceRole, HeldInstance[]> = { prefill: [], decode: [], undefined: [] };
+  for (const instance of all) byRole[instance.role].push(instance);
+  return byRole;
 }
 
 function emptyRoleIndex(): Readonly<Record<InstanceRole, readonly HeldInstance[]>> {
