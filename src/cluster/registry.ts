@@ -4,13 +4,12 @@
  * subscribers receive synchronously.
  */
 import { errors } from '../core/errors.ts';
-import { isMeasuredJson, UnsafeInteger } from '../core/exact-json.ts';
+import { isMeasuredJson } from '../core/exact-json.ts';
 import { IdMap } from '../core/id-map.ts';
-import { MAX_JSON_DEPTH } from '../core/limits.ts';
-import { depthOverflowPath } from '../core/value-depth.ts';
-import type { RefreshInstance, RefreshSnapshot } from '../schema/refresh.ts';
+import type { RefreshSnapshot } from '../schema/refresh.ts';
 import { isPlainSnapshot } from '../schema/refresh-plain.ts';
 import { HeldInstance } from './held-instance.ts';
+import { checkDepth, wireEqual } from './wire-compare.ts';
 import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE } from './instance.ts';
 
 export interface RoleCounts {
@@ -310,44 +309,3 @@ function emptyRoleIndex(): Readonly<Record<InstanceRole, readonly HeldInstance[]
 
 /** The lists of a diff that changed nothing; readonly to every consumer, so one is shared. */
 const EMPTY: readonly never[] = Object.freeze([]);
-
-/** Throws the error naming where `wire` (instance `index` of a snapshot) nests deeper than MAX_JSON_DEPTH. */
-function checkDepth(wire: RefreshInstance, index: number): void {
-  const path = depthOverflowPath(wire, MAX_JSON_DEPTH);
-  if (path === undefined) return;
-  const at = `instances[${index}]${path.map((key) => (typeof key === 'number' ? `[${key}]` : `.${key}`)).join('')}`;
-  throw errors.invalidBody([{ path: at, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }]);
-}
-
-/**
- * Structural equality of two JSON values as `readJsonBody` produces them (UnsafeInteger markers
- * compare by their digits). Key order does not matter. Values nested deeper than MAX_JSON_DEPTH
- * compare unequal rather than being walked to the bottom, so no value can exhaust the stack.
- */
-export function wireEqual(a: unknown, b: unknown): boolean {
-  return equalWithin(a, b, MAX_JSON_DEPTH);
-}
-
-function equalWithin(a: unknown, b: unknown, levels: number): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (a instanceof UnsafeInteger || b instanceof UnsafeInteger) {
-    return a instanceof UnsafeInteger && b instanceof UnsafeInteger && a.source === b.source;
-  }
-  if (levels === 0) return false;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!equalWithin(a[i], b[i], levels - 1)) return false;
-    return true;
-  }
-  if (Array.isArray(b)) return false;
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  let keys = 0;
-  for (const key in x) {
-    if (!Object.hasOwn(y, key) || !equalWithin(x[key], y[key], levels - 1)) return false;
-    keys++;
-  }
-  for (const _ in y) if (--keys < 0) return false;
-  return keys === 0;
-}
