@@ -31,8 +31,8 @@ function generationPasses(i: number, above: number): Promise<number> {
 describe('active/active on etcd', () => {
   test('both Coordinators serve; kill -9 the leader controller: the other leads, re-posts no role in force, generations keep moving', async () => {
     const first = await ha.leader();
-    expect((await ha.readiness(0)).status).toBe(200);
-    expect((await ha.readiness(1)).status).toBe(200);
+    // The leader marks instances serving as it sends the snapshot; each Coordinator is ready once its push lands.
+    await when(async () => (await ha.readiness(0)).status === 200 && (await ha.readiness(1)).status === 200, 'both Coordinators ready');
     const load = new HaLoad(ha, 4);
     await load.more(20);
     const posts = await ha.rolePosts();
