@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import * as fc from 'fast-check';
-import { lessLoaded, Pool, type PoolMember } from './pool.ts';
+import { lessLoaded, Pool, type PoolMember, SMALL_POOL_MAX } from './pool.ts';
 
 interface Member extends PoolMember {
   load: number;
@@ -56,7 +56,7 @@ describe('Pool', () => {
     expect(pool.size).toBe(2);
   });
 
-  test('matches a sorted reference under random adds, deletes and load changes', () => {
+  test('matches a sorted reference under random adds, deletes and load changes, small pools and large', () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('add' as const), id: fc.nat(30), load: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }) }),
       fc.record({ kind: fc.constant('delete' as const), id: fc.nat(30) }),
@@ -70,16 +70,21 @@ describe('Pool', () => {
       fc.property(fc.array(op, { maxLength: 200 }), (ops) => {
         const pool = new Pool<Member>();
         const byId = new Map<number, Member>();
+        // Dense positions as the pool keeps them: appended, and a hole filled by the last member.
+        const positions: Member[] = [];
         for (const o of ops) {
           if (o.kind === 'add') {
             if (byId.has(o.id)) continue;
             const m = { id: o.id, load: o.load };
             byId.set(o.id, m);
+            positions.push(m);
             pool.add(m);
           } else if (o.kind === 'delete') {
             const m = byId.get(o.id);
             if (m === undefined) continue;
             byId.delete(o.id);
+            const last = positions.pop()!;
+            if (last !== m) positions[positions.indexOf(m)] = last;
             pool.delete(m);
           } else {
             const m = byId.get(o.id);
@@ -92,11 +97,43 @@ describe('Pool', () => {
         expect([...pool.ascending()].map((m) => m.id)).toEqual(expected);
         expect(pool.min()?.id).toBe(expected[0] as number);
         expect(pool.size).toBe(byId.size);
-        const dense = Array.from({ length: pool.size }, (_, i) => pool.at(i)?.id);
-        expect(dense.sort((a, b) => (a as number) - (b as number))).toEqual([...byId.keys()].sort((a, b) => a - b));
+        expect(Array.from({ length: pool.size + 1 }, (_, i) => pool.at(i)?.id)).toEqual([...positions.map((m) => m.id), undefined]);
+        for (const m of byId.values()) expect(pool.has(m)).toBe(true);
         expect(sortedIds(pool.members())).toEqual(expected);
       }),
     );
+  });
+
+  test('a pool growing past the small size keeps its positions and its order, and stays right as it shrinks back', () => {
+    const pool = new Pool<Member>();
+    const members = Array.from({ length: SMALL_POOL_MAX + 1 }, (_, id) => ({ id, load: ((id * 5) % 7) / 7 }));
+    for (const m of members.slice(0, SMALL_POOL_MAX)) pool.add(m);
+    const before = Array.from({ length: SMALL_POOL_MAX }, (_, i) => pool.at(i));
+    pool.add(members[SMALL_POOL_MAX]!);
+    pool.add(members[0]!); // already there: no-op in either shape
+    expect(pool.size).toBe(SMALL_POOL_MAX + 1);
+    expect(Array.from({ length: SMALL_POOL_MAX }, (_, i) => pool.at(i))).toEqual(before);
+    expect(pool.at(SMALL_POOL_MAX)).toBe(members[SMALL_POOL_MAX]!);
+    expect([...pool.ascending()].map((m) => m.id)).toEqual(sortedIds(members));
+    // A load change now needs reorder(): the large shape keeps a heap.
+    members[3]!.load = -1;
+    pool.reorder(members[3]!);
+    expect(pool.min()).toBe(members[3]!);
+    for (const m of members.slice(0, 10)) pool.delete(m);
+    expect(pool.size).toBe(SMALL_POOL_MAX + 1 - 10);
+    expect([...pool.ascending()].map((m) => m.id)).toEqual(sortedIds(members.slice(10)));
+    expect(pool.has(members[3]!)).toBe(false);
+  });
+
+  test('a small pool reads loads as they are: a change needs no reorder, and a partial walk stops after one scan', () => {
+    const pool = new Pool<Member>();
+    const members = [0.4, 0.2, 0.6].map((load, id) => ({ id, load }));
+    for (const m of members) pool.add(m);
+    members[2]!.load = 0.1;
+    expect(pool.min()).toBe(members[2]!);
+    const walk = pool.ascending();
+    expect(walk.next().value).toBe(members[2]!);
+    expect([...walk].map((m) => m.id)).toEqual([1, 0]);
   });
 
   test('a partial walk of a large pool yields its smallest members in order', () => {

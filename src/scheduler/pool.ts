@@ -1,9 +1,13 @@
 /**
- * A set of schedulable instances that answers the three questions the policies ask in O(1) or
- * O(log n): the least-loaded member, the k least-loaded in order, and the member at a position
- * (for round robin and random sampling). Members are kept in an indexed min-heap keyed by
- * (load, id) (core/heap.ts) and in a dense array; both record each member's position, so add,
- * delete and a load change never search.
+ * A set of schedulable instances that answers the three questions the policies ask: the
+ * least-loaded member, the k least-loaded in order, and the member at a position (for round robin
+ * and random sampling). Members sit in a dense array whose positions add and delete keep (the last
+ * member fills a hole). A small pool (at most SMALL_POOL_MAX members: each prefill instance's
+ * decode instances of its group) is that array alone, searched when read. A larger one (the pool
+ * of every prefill instance) also keeps an indexed min-heap keyed by (load, id) (core/heap.ts)
+ * and a map from member to entry, so add, delete and a load change are O(log n) and never search.
+ * The heap's map, entries and comparator were most of the objects a large cluster's scheduler held:
+ * a cost to every full collection of the heap, and to every refresh that moved loads.
  */
 import { IndexedHeap } from '../core/heap.ts';
 
@@ -13,23 +17,43 @@ export interface PoolMember {
   readonly load: number;
 }
 
+/** Up to this many members a pool is a plain array; one more and it builds its heap. */
+export const SMALL_POOL_MAX = 16;
+
 interface Entry<T> {
   readonly member: T;
   heapIndex: number;
   listIndex: number;
 }
 
+/** A large pool's order: member → entry, the heap of entries, and the dense list of entries. */
+class Ordered<T extends PoolMember> {
+  readonly entries = new Map<T, Entry<T>>();
+  readonly heap = new IndexedHeap<Entry<T>>((a, b) => lessLoaded(a.member, b.member));
+
+  constructor(members: readonly T[], list: Entry<T>[]) {
+    for (let i = 0; i < members.length; i++) {
+      const entry: Entry<T> = { member: members[i]!, heapIndex: -1, listIndex: i };
+      this.entries.set(entry.member, entry);
+      list.push(entry);
+      this.heap.push(entry);
+    }
+  }
+}
+
 export class Pool<T extends PoolMember> {
-  readonly #entries = new Map<T, Entry<T>>();
-  readonly #heap = new IndexedHeap<Entry<T>>((a, b) => lessLoaded(a.member, b.member));
-  readonly #list: Entry<T>[] = [];
+  /** Small: the members, dense. Undefined once the pool has grown past SMALL_POOL_MAX (it then stays large). */
+  #small: T[] | undefined = [];
+  /** Large: the entries, dense (the same positions the small array had), and their order. */
+  #list: Entry<T>[] = [];
+  #ordered: Ordered<T> | undefined;
   /** Members' loads moved without reorder() since the last reorderAll(). */
   #unordered = false;
   /** Round-robin position; kept here so every pool (the prefill pool, each P's decode pool) has its own. */
   cursor = 0;
 
   get size(): number {
-    return this.#list.length;
+    return this.#small === undefined ? this.#list.length : this.#small.length;
   }
 
   /**
@@ -37,7 +61,7 @@ export class Pool<T extends PoolMember> {
    * @example if (!pool.has(node)) pool.add(node);
    */
   has(member: T): boolean {
-    return this.#entries.has(member);
+    return this.#small === undefined ? this.#ordered!.entries.has(member) : this.#small.includes(member);
   }
 
   /**
@@ -45,11 +69,23 @@ export class Pool<T extends PoolMember> {
    * @example pool.add(node);
    */
   add(member: T): void {
-    if (this.#entries.has(member)) return;
+    const small = this.#small;
+    if (small !== undefined) {
+      if (small.includes(member)) return;
+      if (small.length < SMALL_POOL_MAX) {
+        small.push(member);
+        return;
+      }
+      // Growing past the small size: the heap is built over the members in their positions.
+      this.#ordered = new Ordered(small, this.#list);
+      this.#small = undefined;
+    }
+    const ordered = this.#ordered!;
+    if (ordered.entries.has(member)) return;
     const entry: Entry<T> = { member, heapIndex: -1, listIndex: this.#list.length };
-    this.#entries.set(member, entry);
+    ordered.entries.set(member, entry);
     this.#list.push(entry);
-    this.#heap.push(entry);
+    ordered.heap.push(entry);
   }
 
   /**
@@ -57,25 +93,37 @@ export class Pool<T extends PoolMember> {
    * @example pool.delete(node);
    */
   delete(member: T): void {
-    const entry = this.#entries.get(member);
+    const small = this.#small;
+    if (small !== undefined) {
+      const at = small.indexOf(member);
+      if (at < 0) return;
+      // Dense array: the last member fills the hole, so positions stay 0..size-1.
+      const last = small.pop()!;
+      if (last !== member) small[at] = last;
+      return;
+    }
+    const ordered = this.#ordered!;
+    const entry = ordered.entries.get(member);
     if (entry === undefined) return;
-    this.#entries.delete(member);
-    // Dense array: the last member fills the hole, so positions stay 0..size-1.
+    ordered.entries.delete(member);
     const lastListed = this.#list.pop() as Entry<T>;
     if (lastListed !== entry) {
       this.#list[entry.listIndex] = lastListed;
       lastListed.listIndex = entry.listIndex;
     }
-    this.#heap.remove(entry);
+    ordered.heap.remove(entry);
   }
 
   /**
-   * Restores the order after a member's load changed; a no-op for a non-member.
+   * Restores the order after a member's load changed; a no-op for a non-member (and for a small
+   * pool, which orders its members when read).
    * @example node.load = 0.5; pool.reorder(node);
    */
   reorder(member: T): void {
-    const entry = this.#entries.get(member);
-    if (entry !== undefined) this.#heap.reorder(entry);
+    const ordered = this.#ordered;
+    if (ordered === undefined) return;
+    const entry = ordered.entries.get(member);
+    if (entry !== undefined) ordered.heap.reorder(entry);
   }
 
   /**
@@ -84,7 +132,7 @@ export class Pool<T extends PoolMember> {
    */
   reorderAll(): void {
     this.#unordered = false;
-    this.#heap.reorderAll();
+    this.#ordered?.heap.reorderAll();
   }
 
   /**
@@ -104,7 +152,8 @@ export class Pool<T extends PoolMember> {
    * @example pool.at(Math.floor(rng() * pool.size))
    */
   at(index: number): T | undefined {
-    return this.#list[index]?.member;
+    const small = this.#small;
+    return small === undefined ? this.#list[index]?.member : small[index];
   }
 
   /**
@@ -113,17 +162,31 @@ export class Pool<T extends PoolMember> {
    */
   min(): T | undefined {
     if (this.#unordered) this.reorderAll();
-    return this.#heap.peek()?.member;
+    const small = this.#small;
+    if (small === undefined) return this.#ordered!.heap.peek()?.member;
+    let least = small[0];
+    for (let i = 1; i < small.length; i++) if (lessLoaded(small[i]!, least!)) least = small[i];
+    return least;
   }
 
   /**
-   * Members in ascending (load, id) order, produced lazily: taking the first k costs O(k log k),
-   * independent of the pool size. The pool must not change while the iteration runs.
+   * Members in ascending (load, id) order, produced lazily: taking the first k of a large pool
+   * costs O(k log k), independent of its size; a small pool yields its least member after one scan
+   * and sorts the rest only if asked for more. The pool must not change while the iteration runs.
    * @example for (const node of pool.ascending()) if (fits(node)) return node;
    */
   *ascending(): Generator<T, void, undefined> {
     if (this.#unordered) this.reorderAll();
-    const heap = this.#heap;
+    const small = this.#small;
+    if (small !== undefined) {
+      const least = this.min();
+      if (least === undefined) return;
+      yield least;
+      const rest = small.filter((m) => m !== least).sort(byLoad);
+      for (const member of rest) yield member;
+      return;
+    }
+    const heap = this.#ordered!.heap;
     const root = heap.peek();
     if (root === undefined) return;
     yield root.member;
@@ -170,11 +233,16 @@ export class Pool<T extends PoolMember> {
    * @example [...pool.members()].map((n) => n.id)
    */
   *members(): Generator<T, void, undefined> {
+    const small = this.#small;
+    if (small !== undefined) {
+      for (const member of small) yield member;
+      return;
+    }
     for (const entry of this.#list) yield entry.member;
   }
 
   #lessAt(a: number, b: number): boolean {
-    const items = this.#heap.items;
+    const items = this.#ordered!.heap.items;
     return lessLoaded((items[a] as Entry<T>).member, (items[b] as Entry<T>).member);
   }
 }
@@ -185,6 +253,11 @@ export class Pool<T extends PoolMember> {
  */
 export function lessLoaded(a: PoolMember, b: PoolMember): boolean {
   return a.load < b.load || (a.load === b.load && a.id < b.id);
+}
+
+/** lessLoaded as a sort comparator (members are distinct, so never 0 for two of them). */
+function byLoad(a: PoolMember, b: PoolMember): number {
+  return lessLoaded(a, b) ? -1 : lessLoaded(b, a) ? 1 : 0;
 }
 
 function swap(array: number[], a: number, b: number): void {

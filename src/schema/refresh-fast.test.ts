@@ -145,4 +145,16 @@ describe('isValidSnapshot with ids of any size', () => {
       expect(withIds(p, d, (b) => (b.ids = [p, d + 1]))).toBe(false);
     }
   });
+
+  test('an earlier check leaves nothing behind: ids, roles and listings of the last snapshot do not count for the next', () => {
+    // Each check below reuses the index the one before filled, with ids in the same dense range.
+    expect(withIds(5, 6)).toBe(true);
+    // 5 was a prefill instance just now; here no instance has id 5.
+    expect(withIds(7, 6, (b) => (b.instances[1]!.dynamic_info.peers = [5]))).toBe(false);
+    // 6 was listed just now; here it is listed once and is a decode instance again: valid.
+    expect(withIds(7, 6)).toBe(true);
+    // Roles swap between two checks: the decode instance's peer must be a prefill one now.
+    expect(withIds(6, 7)).toBe(true);
+    expect(withIds(6, 7, (b) => (b.ids = [6, 5]))).toBe(false);
+  });
 });

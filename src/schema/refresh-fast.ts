@@ -63,20 +63,23 @@ const DENSE_IDS_MAX = 4 * MAX_INSTANCES;
 /**
  * The role of each instance id of a snapshot, and which ids `ids` listed. Arrays indexed by id when
  * the ids are small, as they usually are: a map and a set of 4096 entries cost a third of the
- * whole check.
+ * whole check. The arrays are kept from one check to the next (a check runs to its end before
+ * another starts): an entry counts only when its stamp is this check's, so nothing is cleared or
+ * allocated per snapshot.
  */
 class RoleIndex {
-  readonly #dense: Uint8Array | undefined;
-  readonly #denseListed: Uint8Array | undefined;
+  readonly #dense: boolean;
+  readonly #stamp: number;
   /** Only for large ids (made then: most snapshots never need them). */
   readonly #roles: Map<number, number> | undefined;
   readonly #listed: Set<number> | undefined;
 
   constructor(maxId: number) {
-    if (maxId <= DENSE_IDS_MAX) {
-      this.#dense = new Uint8Array(maxId + 1);
-      this.#denseListed = new Uint8Array(maxId + 1);
+    this.#dense = maxId <= DENSE_IDS_MAX;
+    if (this.#dense) {
+      this.#stamp = DenseScratch.next(maxId + 1);
     } else {
+      this.#stamp = 0;
       this.#roles = new Map();
       this.#listed = new Set();
     }
@@ -84,10 +87,10 @@ class RoleIndex {
 
   /** Records an instance's role (a code below 256); false when the id was recorded already. */
   add(id: number, role: number): boolean {
-    const dense = this.#dense;
-    if (dense !== undefined) {
-      if (dense[id] !== 0) return false;
-      dense[id] = role;
+    if (this.#dense) {
+      if (DenseScratch.roleStamps[id] === this.#stamp) return false;
+      DenseScratch.roleStamps[id] = this.#stamp;
+      DenseScratch.roles[id] = role;
       return true;
     }
     const roles = this.#roles!;
@@ -98,26 +101,49 @@ class RoleIndex {
 
   /** The role of an instance id, or undefined for an id no instance has. */
   role(id: number): number | undefined {
-    const dense = this.#dense;
-    if (dense === undefined) return this.#roles!.get(id);
-    const role = id < dense.length ? dense[id]! : 0;
-    return role === 0 ? undefined : role;
+    if (!this.#dense) return this.#roles!.get(id);
+    return id < DenseScratch.roles.length && DenseScratch.roleStamps[id] === this.#stamp ? DenseScratch.roles[id] : undefined;
   }
 
   /** Marks an id as listed in `ids`; false for an id no instance has, or one listed already. */
   list(id: number): boolean {
-    const listed = this.#denseListed;
-    if (listed === undefined) {
+    if (!this.#dense) {
       const ids = this.#listed!;
       if (!this.#roles!.has(id) || ids.has(id)) return false;
       ids.add(id);
       return true;
     }
-    if (this.role(id) === undefined || listed[id] !== 0) return false;
-    listed[id] = 1;
+    if (this.role(id) === undefined || DenseScratch.listedStamps[id] === this.#stamp) return false;
+    DenseScratch.listedStamps[id] = this.#stamp;
     return true;
   }
 }
+
+/** The dense index's arrays, shared by every check, and the stamp of the check under way. */
+const DenseScratch = {
+  roles: new Uint8Array(0),
+  roleStamps: new Uint32Array(0),
+  listedStamps: new Uint32Array(0),
+  stamp: 0,
+
+  /** A fresh stamp for a check of ids below `size`, the arrays grown to hold them. */
+  next(size: number): number {
+    if (this.roles.length < size) {
+      // Doubling up to the dense limit: a cluster that grows does not regrow them per instance.
+      const length = Math.min(DENSE_IDS_MAX + 1, Math.max(size, 2 * this.roles.length, 64));
+      this.roles = new Uint8Array(length);
+      this.roleStamps = new Uint32Array(length);
+      this.listedStamps = new Uint32Array(length);
+      this.stamp = 0;
+    }
+    if (this.stamp === UINT32_MAX) {
+      this.roleStamps.fill(0);
+      this.listedStamps.fill(0);
+      this.stamp = 0;
+    }
+    return ++this.stamp;
+  },
+};
 
 function isValidInstance(x: unknown): x is Obj {
   if (!isObject(x)) return false;
