@@ -109,7 +109,7 @@ export class CapacityBook {
     const account = this.#accounts.get(id);
     if (account === undefined) return [];
     this.#accounts.delete(id);
-    return [...account.records];
+    return account.records();
   }
 
   /**
@@ -118,7 +118,7 @@ export class CapacityBook {
    */
   recordsOn(id: number): LiveRecord[] {
     const account = this.#accounts.get(id);
-    return account === undefined ? [] : [...account.records];
+    return account === undefined ? [] : account.records();
   }
 
   /**

@@ -94,6 +94,26 @@ describe('Topology follows registry diffs', () => {
     expect(links(1)).toEqual([]);
   });
 
+  test('a D listing more peers than it searches in its list (a set beside it) links, keeps and drops them alike', () => {
+    const many = Array.from({ length: 20 }, (_, i) => i);
+    const prefills = many.map((id) => P(id));
+    const { cluster, links, decodesOf } = setup([...prefills, D(100, many)]);
+    expect(links(100)).toEqual(many);
+    expect(decodesOf(19)).toEqual([100]);
+    // The same peers in another order: nothing moves.
+    cluster.refresh([...prefills, D(100, [...many].reverse(), 0, { availSlots: 150 })]);
+    expect(links(100)).toEqual(many);
+    // Down to a short list: the dropped ones unlink, the rest stay.
+    cluster.refresh([...prefills, D(100, [3, 7])]);
+    expect(links(100)).toEqual([3, 7]);
+    expect(links(19)).toEqual([]);
+    expect(decodesOf(3)).toEqual([100]);
+    // Back to a long one, with a peer that is not a P in its group.
+    cluster.refresh([...prefills, P(200, 1), D(100, [...many, 200])]);
+    expect(links(100)).toEqual(many);
+    expect(links(200)).toEqual([]);
+  });
+
   test('a group change relinks both sides', () => {
     const { cluster, links } = setup([P(0, 0), P(1, 1), D(10, [0, 1], 0)]);
     expect(links(10)).toEqual([0]);

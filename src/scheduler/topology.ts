@@ -206,8 +206,8 @@ export class Topology {
         this.#group(instance.groupId, existing, true);
         moved = true;
       }
-      if (existing.role === 'decode' && !sameList(before.peers, instance.peers) && !samePeers(existing.peerSet, instance.peers)) {
-        existing.peerSet = new Set(instance.peers);
+      if (existing.role === 'decode' && !sameList(before.peers, instance.peers) && !existing.samePeersAs(instance.peers)) {
+        existing.setPeers(instance.peers);
         moved = true;
       }
       if (existing.stamp !== stamp) {
@@ -266,12 +266,12 @@ export class Topology {
   #relinkPrefill(p: SchedulerNode): void {
     for (const d of [...p.links]) if (!eligible(p, d)) this.#unlink(p, d);
     const group = this.#groups.get(p.instance.groupId);
-    if (group !== undefined) for (const d of group.decodes) if (d.peerSet.has(p.id)) this.#link(p, d);
+    if (group !== undefined) for (const d of group.decodes) if (d.listsPeer(p.id)) this.#link(p, d);
   }
 
   #relinkDecode(d: SchedulerNode): void {
     for (const p of [...d.links]) if (!eligible(p, d)) this.#unlink(p, d);
-    for (const id of d.peerSet) {
+    for (const id of d.peerIds) {
       const p = this.#nodes.get(id);
       if (p !== undefined && p.role === 'prefill' && eligible(p, d)) this.#link(p, d);
     }
@@ -333,18 +333,17 @@ export class Topology {
     const linked = present && p.links.size > 0;
     const healthyLinked = linked && p.admissible;
     const paired = healthyLinked && p.healthyLinks > 0;
-    const counted = p.counted;
-    if (linked !== counted.linked) {
+    if (linked !== p.countedLinked) {
       this.#counts.linkedPrefill += linked ? 1 : -1;
-      counted.linked = linked;
+      p.countedLinked = linked;
     }
-    if (healthyLinked !== counted.healthyLinked) {
+    if (healthyLinked !== p.countedHealthyLinked) {
       this.#counts.healthyLinkedPrefill += healthyLinked ? 1 : -1;
-      counted.healthyLinked = healthyLinked;
+      p.countedHealthyLinked = healthyLinked;
     }
-    if (paired !== counted.paired) {
+    if (paired !== p.countedPaired) {
       this.#counts.pairedPrefill += paired ? 1 : -1;
-      counted.paired = paired;
+      p.countedPaired = paired;
     }
     if (present && p.viable && p.decodes.size > 0) {
       if (this.prefills.has(p)) this.#reorder(this.prefills, p);
@@ -356,7 +355,7 @@ export class Topology {
 }
 
 function eligible(p: SchedulerNode, d: SchedulerNode): boolean {
-  return p.instance.groupId === d.instance.groupId && d.peerSet.has(p.id);
+  return p.instance.groupId === d.instance.groupId && d.listsPeer(p.id);
 }
 
 /** Same ids in the same order: the usual refresh, told without a set lookup per id. */
@@ -364,11 +363,5 @@ function sameList(a: readonly number[], b: readonly number[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-function samePeers(current: ReadonlySet<number>, peers: readonly number[]): boolean {
-  if (current.size !== peers.length) return false;
-  for (const id of peers) if (!current.has(id)) return false;
   return true;
 }
