@@ -199,7 +199,7 @@ export class Topology {
       this.#remove(instance.id);
     } else if (existing !== undefined) {
       const before = existing.instance;
-      existing.instance = instance;
+      if (before !== instance) existing.instance = instance;
       let moved = false;
       if (before.groupId !== instance.groupId) {
         this.#group(before.groupId, existing, false);
