@@ -2,7 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import * as v from 'valibot';
 import { UnsafeInteger } from '../core/exact-json.ts';
-import { isValidSnapshot } from './refresh-fast.ts';
+import { checkSnapshot, isValidSnapshot, SNAPSHOT_INVALID, SNAPSHOT_PLAIN, SNAPSHOT_VALID } from './refresh-fast.ts';
 import { exampleSnapshot, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { RefreshSchema } from './refresh.ts';
 
@@ -156,5 +156,56 @@ describe('isValidSnapshot with ids of any size', () => {
     // Roles swap between two checks: the decode instance's peer must be a prefill one now.
     expect(withIds(6, 7)).toBe(true);
     expect(withIds(6, 7, (b) => (b.ids = [6, 5]))).toBe(false);
+  });
+});
+
+describe('checkSnapshot', () => {
+  const reorder = <T extends object>(o: T, first: string): T => {
+    const { [first]: value, ...rest } = o as Record<string, unknown>;
+    return { ...rest, [first]: value } as T;
+  };
+
+  test('a snapshot whose every object has the schema keys in order is plain; without asking for keys, valid', () => {
+    expect(checkSnapshot(seedExample(), true)).toBe(SNAPSHOT_PLAIN);
+    expect(checkSnapshot(seedExample(), false)).toBe(SNAPSHOT_VALID);
+    // peers is optional: a prefill instance without it is still plain.
+    const body = seedExample();
+    delete (body.instances[0]!.dynamic_info as { peers?: number[] }).peers;
+    expect(checkSnapshot(body, true)).toBe(SNAPSHOT_PLAIN);
+  });
+
+  test('keys out of order or beyond the schema, at any level and in any instance, make a valid snapshot not plain', () => {
+    const edits: ((b: ReturnType<typeof exampleSnapshot>) => void)[] = [
+      (b) => Object.assign(b, { extra: 1 }),
+      (b) => (b.instances[b.instances.length - 1] = reorder(b.instances[b.instances.length - 1]!, 'id')),
+      (b) => Object.assign(b.instances[3]!, { note: 'x' }),
+      (b) => (b.instances[2]!.static_info = reorder(b.instances[2]!.static_info, 'group_id')),
+      (b) => Object.assign(b.instances[1]!.static_info, { extra: [] }),
+      (b) => (b.instances[4]!.dynamic_info = reorder(b.instances[4]!.dynamic_info, 'avail_slots_num')),
+      (b) => Object.assign(b.instances[5]!.dynamic_info, { extra: null }),
+    ];
+    for (const edit of edits) {
+      const body = exampleSnapshot(8);
+      expect(checkSnapshot(body, true)).toBe(SNAPSHOT_PLAIN);
+      edit(body);
+      expect(checkSnapshot(body, true)).toBe(SNAPSHOT_VALID);
+    }
+    // The snapshot's own keys in another order.
+    expect(checkSnapshot(reorder(exampleSnapshot(2), 'ids'), true)).toBe(SNAPSHOT_VALID);
+  });
+
+  test('an invalid snapshot is invalid whatever its keys; the verdict agrees with isValidSnapshot on generated bodies', () => {
+    const body = exampleSnapshot(4);
+    body.instances[3]!.port = '80';
+    expect(checkSnapshot(body, true)).toBe(SNAPSHOT_INVALID);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 0, max: 200 }), (n, slots) => {
+        const generated = exampleSnapshot(n);
+        if (n > 0) generated.instances[n - 1]!.dynamic_info.avail_slots_num = slots;
+        const valid = isValidSnapshot(generated);
+        expect(checkSnapshot(generated, true) !== SNAPSHOT_INVALID).toBe(valid);
+        expect(checkSnapshot(generated, false) !== SNAPSHOT_INVALID).toBe(valid);
+      }),
+    );
   });
 });

@@ -27,34 +27,91 @@ const isObject = (x: unknown): x is Obj => typeof x === 'object' && x !== null;
  * @example if (!isValidSnapshot(body)) issues = v.safeParse(RefreshSchema, body, { abortEarly: false }).issues;
  */
 export function isValidSnapshot(body: unknown): boolean {
-  if (!isObject(body)) return false;
+  return checkSnapshot(body, false) !== SNAPSHOT_INVALID;
+}
+
+/** checkSnapshot's verdicts: not a valid snapshot; */
+export const SNAPSHOT_INVALID = 0;
+/** valid (with keys beyond the schema's, in another order, or not asked about); */
+export const SNAPSHOT_VALID = 1;
+/** valid, and every object's keys are the schema's in the schema's order (peers, optional, last). */
+export const SNAPSHOT_PLAIN = 2;
+
+/**
+ * isValidSnapshot, and with `keys` also whether the snapshot is plain (SNAPSHOT_PLAIN): each
+ * object's keys walked in the same pass over the instances as their values, while all so far were
+ * plain. One pass rather than two: the second walked thousands of objects just parsed once more.
+ * @example if (checkSnapshot(JSON.parse(text), true) === SNAPSHOT_PLAIN) markPlain(snapshot);
+ */
+export function checkSnapshot(body: unknown, keys: boolean): number {
+  if (!isObject(body)) return SNAPSHOT_INVALID;
   const { ids, instances } = body;
-  if (!Array.isArray(ids) || !Array.isArray(instances)) return false;
+  if (!Array.isArray(ids) || !Array.isArray(instances)) return SNAPSHOT_INVALID;
   const n = instances.length;
   // Same set without duplicates on both sides implies equal lengths.
-  if (n > MAX_INSTANCES || ids.length !== n) return false;
+  if (n > MAX_INSTANCES || ids.length !== n) return SNAPSHOT_INVALID;
 
+  let plain = keys && keysInOrder(body, SNAPSHOT_KEYS);
   let maxId = 0;
   for (let i = 0; i < n; i++) {
     const instance = instances[i];
-    if (!isValidInstance(instance)) return false;
+    if (!isValidInstance(instance)) return SNAPSHOT_INVALID;
+    if (plain) plain = instanceKeysInOrder(instance);
     if ((instance.id as number) > maxId) maxId = instance.id as number;
   }
   const roles = new RoleIndex(maxId);
   for (let i = 0; i < n; i++) {
     const instance = instances[i] as Obj;
-    if (!roles.add(instance.id as number, (instance.static_info as Obj).role as number)) return false;
+    if (!roles.add(instance.id as number, (instance.static_info as Obj).role as number)) return SNAPSHOT_INVALID;
   }
   for (let i = 0; i < n; i++) {
     const id = ids[i];
-    if (!isUint64(id) || !roles.list(id)) return false;
+    if (!isUint64(id) || !roles.list(id)) return SNAPSHOT_INVALID;
   }
   for (let i = 0; i < n; i++) {
     const instance = instances[i] as Obj;
     const peers = (instance.dynamic_info as Obj).peers as number[] | undefined;
-    if (peers !== undefined && !arePeersValid(peers, (instance.static_info as Obj).role as number, roles)) return false;
+    if (peers !== undefined && !arePeersValid(peers, (instance.static_info as Obj).role as number, roles)) return SNAPSHOT_INVALID;
   }
-  return true;
+  return plain ? SNAPSHOT_PLAIN : SNAPSHOT_VALID;
+}
+
+/** The schema's keys of each object, in the schema's (and the Controller's) order. */
+export const SNAPSHOT_KEYS: readonly string[] = ['ids', 'instances'];
+export const INSTANCE_KEYS: readonly string[] = ['id', 'ip', 'port', 'metric_port', 'model_name', 'static_info', 'dynamic_info'];
+export const STATIC_KEYS: readonly string[] = [
+  'group_id',
+  'max_seq_len',
+  'max_output_len',
+  'total_slots_num',
+  'total_block_num',
+  'block_size',
+  'label',
+  'role',
+];
+/** avail_slots_num, avail_block_num, then peers when present. */
+export const DYNAMIC_KEYS: readonly string[] = ['avail_slots_num', 'avail_block_num', 'peers'];
+
+/** A valid instance's own keys and those of its static and dynamic info, each the schema's in order. */
+function instanceKeysInOrder(instance: Obj): boolean {
+  return (
+    keysInOrder(instance, INSTANCE_KEYS) &&
+    keysInOrder(instance.static_info as Obj, STATIC_KEYS) &&
+    keysInOrder(instance.dynamic_info as Obj, DYNAMIC_KEYS)
+  );
+}
+
+/**
+ * Whether `o`'s own keys are `keys` in that order, or a prefix of them one short of the whole
+ * only for the optional last one (peers). Walked with for-in, not Object.keys: the latter is
+ * quicker in a tight loop, but builds an array per object (three per instance), and end to end over
+ * HTTP a 4096-instance changed refresh cost more CPU with it (2.47× and 2.84× the raw server against
+ * 2.11× and 2.45×, two same-run comparisons).
+ */
+function keysInOrder(o: Obj, keys: readonly string[]): boolean {
+  let n = 0;
+  for (const key in o) if (key !== keys[n++]) return false;
+  return n === keys.length || (keys === DYNAMIC_KEYS && n === keys.length - 1);
 }
 
 /** Ids up to this are indexed in arrays (clusters number their instances from 0); larger ones in maps. */

@@ -15,7 +15,7 @@
 import { markMeasuredJson, parseJsonExact } from '../core/exact-json.ts';
 import { scanJsonText, WITHIN_LIMIT } from '../core/json-depth.ts';
 import { MAX_JSON_DEPTH } from '../core/limits.ts';
-import { isValidSnapshot } from './refresh-fast.ts';
+import { checkSnapshot, DYNAMIC_KEYS, INSTANCE_KEYS, SNAPSHOT_KEYS, SNAPSHOT_PLAIN, SNAPSHOT_VALID, STATIC_KEYS } from './refresh-fast.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -44,13 +44,14 @@ export function parseRefreshText(text: string): unknown {
   } catch {
     return parseJsonExact(text);
   }
-  if (isValidSnapshot(value)) {
+  const verdict = checkSnapshot(value, true);
+  if (verdict === SNAPSHOT_PLAIN) {
+    // Plain says measured too (the registry asks isPlainSnapshot first): one weak mark, not two.
+    plain.add(value as Obj);
+    return value;
+  }
+  if (verdict === SNAPSHOT_VALID) {
     const snapshot = value as Obj;
-    if (hasOnlyKnownKeys(snapshot)) {
-      // Plain says measured too (the registry asks isPlainSnapshot first): one weak mark, not two.
-      plain.add(snapshot);
-      return snapshot;
-    }
     if (extrasWithinLimits(snapshot)) {
       markMeasuredJson(snapshot);
       return snapshot;
@@ -64,31 +65,9 @@ export function parseRefreshText(text: string): unknown {
 }
 
 /**
- * Whether a snapshot isValidSnapshot accepted has no key beyond the schema's, each object's keys in
- * the schema's order (the Controller's): the registry then holds such an instance as its fields
- * alone and rebuilds the object from them as it came. The fast check has seen every known key
- * present (peers only in some dynamic_info), so the same keys in the same order mean the same set.
- */
-function hasOnlyKnownKeys(snapshot: Obj): boolean {
-  if (!keysInOrder(snapshot, SNAPSHOT_KEYS)) return false;
-  const instances = snapshot.instances as Obj[];
-  for (let i = 0; i < instances.length; i++) {
-    const instance = instances[i]!;
-    if (
-      !keysInOrder(instance, INSTANCE_KEYS) ||
-      !keysInOrder(instance.static_info as Obj, STATIC_KEYS) ||
-      !keysInOrder(instance.dynamic_info as Obj, DYNAMIC_KEYS)
-    ) {
-      return false;
-    }
-  }
-  return true;
-}
-
-/**
  * Whether every value under a key the schema does not know, in a valid snapshot, nests within
  * MAX_JSON_DEPTH (counting the levels above it) and holds no number beyond 2^53-1: then the exact
- * parse would have built the same value. The known fields were checked by isValidSnapshot.
+ * parse would have built the same value. The known fields were checked by checkSnapshot.
  */
 function extrasWithinLimits(snapshot: Obj): boolean {
   // Levels above a value: the snapshot (1), instances (2), an instance (3), its static/dynamic info (4).
@@ -126,35 +105,7 @@ function withinLimits(value: unknown, levels: number): boolean {
   return true;
 }
 
-const SNAPSHOT_KEY_SET: ReadonlySet<string> = new Set(['ids', 'instances']);
-const INSTANCE_KEY_SET: ReadonlySet<string> = new Set(['id', 'ip', 'port', 'metric_port', 'model_name', 'static_info', 'dynamic_info']);
-const STATIC_KEY_SET: ReadonlySet<string> = new Set([
-  'group_id',
-  'max_seq_len',
-  'max_output_len',
-  'total_slots_num',
-  'total_block_num',
-  'block_size',
-  'label',
-  'role',
-]);
-const DYNAMIC_KEY_SET: ReadonlySet<string> = new Set(['avail_slots_num', 'avail_block_num', 'peers']);
-
-const SNAPSHOT_KEYS: readonly string[] = [...SNAPSHOT_KEY_SET];
-const INSTANCE_KEYS: readonly string[] = [...INSTANCE_KEY_SET];
-const STATIC_KEYS: readonly string[] = [...STATIC_KEY_SET];
-/** avail_slots_num, avail_block_num, then peers when present. */
-const DYNAMIC_KEYS: readonly string[] = [...DYNAMIC_KEY_SET];
-
-/**
- * Whether `o`'s own keys are `keys` in that order, or a prefix of them one short of the whole
- * only for the optional last one (peers). Walked with for-in, not Object.keys: the latter is
- * quicker in a tight loop, but builds an array per object (three per instance), and end to end over
- * HTTP a 4096-instance changed refresh cost more CPU with it (2.47× and 2.84× the raw server against
- * 2.11× and 2.45×, two same-run comparisons).
- */
-function keysInOrder(o: Obj, keys: readonly string[]): boolean {
-  let n = 0;
-  for (const key in o) if (key !== keys[n++]) return false;
-  return n === keys.length || (keys === DYNAMIC_KEYS && n === keys.length - 1);
-}
+const SNAPSHOT_KEY_SET: ReadonlySet<string> = new Set(SNAPSHOT_KEYS);
+const INSTANCE_KEY_SET: ReadonlySet<string> = new Set(INSTANCE_KEYS);
+const STATIC_KEY_SET: ReadonlySet<string> = new Set(STATIC_KEYS);
+const DYNAMIC_KEY_SET: ReadonlySet<string> = new Set(DYNAMIC_KEYS);
