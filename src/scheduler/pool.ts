@@ -26,26 +26,28 @@ interface Entry<T> {
   listIndex: number;
 }
 
-/** A large pool's order: member → entry, the heap of entries, and the dense list of entries. */
+/** A large pool: member → entry, the heap of entries, and the entries dense (the positions the small array had). */
 class Ordered<T extends PoolMember> {
   readonly entries = new Map<T, Entry<T>>();
   readonly heap = new IndexedHeap<Entry<T>>((a, b) => lessLoaded(a.member, b.member));
+  readonly list: Entry<T>[] = [];
 
-  constructor(members: readonly T[], list: Entry<T>[]) {
-    for (let i = 0; i < members.length; i++) {
-      const entry: Entry<T> = { member: members[i]!, heapIndex: -1, listIndex: i };
-      this.entries.set(entry.member, entry);
-      list.push(entry);
-      this.heap.push(entry);
-    }
+  constructor(members: readonly T[]) {
+    for (const member of members) this.add(member);
+  }
+
+  add(member: T): void {
+    const entry: Entry<T> = { member, heapIndex: -1, listIndex: this.list.length };
+    this.entries.set(member, entry);
+    this.list.push(entry);
+    this.heap.push(entry);
   }
 }
 
 export class Pool<T extends PoolMember> {
   /** Small: the members, dense. Undefined once the pool has grown past SMALL_POOL_MAX (it then stays large). */
   #small: T[] | undefined = [];
-  /** Large: the entries, dense (the same positions the small array had), and their order. */
-  #list: Entry<T>[] = [];
+  /** Large: set when the pool grows past SMALL_POOL_MAX. */
   #ordered: Ordered<T> | undefined;
   /** Members' loads moved without reorder() since the last reorderAll(). */
   #unordered = false;
@@ -53,7 +55,7 @@ export class Pool<T extends PoolMember> {
   cursor = 0;
 
   get size(): number {
-    return this.#small === undefined ? this.#list.length : this.#small.length;
+    return this.#small === undefined ? this.#ordered!.list.length : this.#small.length;
   }
 
   /**
@@ -77,15 +79,11 @@ export class Pool<T extends PoolMember> {
         return;
       }
       // Growing past the small size: the heap is built over the members in their positions.
-      this.#ordered = new Ordered(small, this.#list);
+      this.#ordered = new Ordered(small);
       this.#small = undefined;
     }
     const ordered = this.#ordered!;
-    if (ordered.entries.has(member)) return;
-    const entry: Entry<T> = { member, heapIndex: -1, listIndex: this.#list.length };
-    ordered.entries.set(member, entry);
-    this.#list.push(entry);
-    ordered.heap.push(entry);
+    if (!ordered.entries.has(member)) ordered.add(member);
   }
 
   /**
@@ -106,9 +104,9 @@ export class Pool<T extends PoolMember> {
     const entry = ordered.entries.get(member);
     if (entry === undefined) return;
     ordered.entries.delete(member);
-    const lastListed = this.#list.pop() as Entry<T>;
+    const lastListed = ordered.list.pop() as Entry<T>;
     if (lastListed !== entry) {
-      this.#list[entry.listIndex] = lastListed;
+      ordered.list[entry.listIndex] = lastListed;
       lastListed.listIndex = entry.listIndex;
     }
     ordered.heap.remove(entry);
@@ -153,7 +151,7 @@ export class Pool<T extends PoolMember> {
    */
   at(index: number): T | undefined {
     const small = this.#small;
-    return small === undefined ? this.#list[index]?.member : small[index];
+    return small === undefined ? this.#ordered!.list[index]?.member : small[index];
   }
 
   /**
@@ -238,7 +236,7 @@ export class Pool<T extends PoolMember> {
       for (const member of small) yield member;
       return;
     }
-    for (const entry of this.#list) yield entry.member;
+    for (const entry of this.#ordered!.list) yield entry.member;
   }
 
   #lessAt(a: number, b: number): boolean {
