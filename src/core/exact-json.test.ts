@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { isMeasuredJson, parseJsonExact, UnsafeInteger } from './exact-json.ts';
+import { isMeasuredJson, parseJsonExact, parseJsonMeasured, UnsafeInteger } from './exact-json.ts';
 import { MAX_JSON_DEPTH } from './limits.ts';
 
 describe('parseJsonExact', () => {
@@ -10,12 +10,16 @@ describe('parseJsonExact', () => {
     expect(parseJsonExact('{"a":[[1]]}')).toEqual({ a: [[1]] });
   });
 
-  test('what it returned is known to be measured; values from elsewhere are not', () => {
-    expect(isMeasuredJson(parseJsonExact('{"instances":[]}'))).toBe(true);
-    expect(isMeasuredJson(parseJsonExact('[1]'))).toBe(true);
+  test('parseJsonMeasured vouches for what it returned; parseJsonExact and values from elsewhere are not marked', () => {
+    expect(isMeasuredJson(parseJsonMeasured('{"instances":[]}'))).toBe(true);
+    expect(isMeasuredJson(parseJsonMeasured('[1]'))).toBe(true);
+    expect(isMeasuredJson(parseJsonMeasured('7'))).toBe(false);
+    expect(isMeasuredJson(parseJsonExact('{"instances":[]}'))).toBe(false);
     expect(isMeasuredJson(JSON.parse('{"instances":[]}'))).toBe(false);
     expect(isMeasuredJson({ instances: [] })).toBe(false);
-    expect(isMeasuredJson(parseJsonExact('7'))).toBe(false);
+    // The same checks and errors as parseJsonExact.
+    expect(() => parseJsonMeasured(`[${'['.repeat(MAX_JSON_DEPTH)}]]`)).toThrow(`deeper than ${MAX_JSON_DEPTH} levels`);
+    expect(() => parseJsonMeasured('')).toThrow();
   });
 
   test('integers beyond 2^53-1 become markers with their digits; safe ones and fractions stay numbers', () => {

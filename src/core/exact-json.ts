@@ -43,11 +43,23 @@ export function parseJsonExact(text: string): unknown {
     if (text.trim() === '') throw errors.emptyBody();
     throw errors.malformedJson(cause);
   }
+  return value;
+}
+
+/**
+ * parseJsonExact, its value then vouched for (isMeasuredJson): for a body that goes on to code which
+ * bounds values built by anyone (a refresh snapshot, which the registry holds). Other bodies (every
+ * proxied request, P's answer) are not marked: a weak set entry per body cost the proxy an insert
+ * and the collector a sweep, for a mark nothing read.
+ * @example registry.apply(parseRefresh(parseJsonMeasured(text)));
+ */
+export function parseJsonMeasured(text: string): unknown {
+  const value = parseJsonExact(text);
   if (typeof value === 'object' && value !== null) measured.add(value);
   return value;
 }
 
-/** The values parseJsonExact returned, held weakly: their depth was measured on the text. */
+/** The values vouched for, held weakly: their depth was measured on the text. */
 const measured = new WeakSet<object>();
 
 /**
@@ -60,8 +72,8 @@ export function markMeasuredJson(value: object): void {
 }
 
 /**
- * Whether `value` is one parseJsonExact returned, so nests at most MAX_JSON_DEPTH levels (pdlink
- * does not modify parsed bodies). Lets code that must bound values built by anyone (the registry)
+ * Whether `value` is one parseJsonMeasured returned or markMeasuredJson vouched for, so nests at
+ * most MAX_JSON_DEPTH levels (pdlink does not modify parsed bodies). Lets code that must bound values built by anyone (the registry)
  * skip walking the ones it knows.
  * @example if (!isMeasuredJson(snapshot)) checkEveryInstance(snapshot);
  */

@@ -12,7 +12,7 @@
  * and values it always did. `JSON.parse` itself builds values of any depth without recursing
  * (checked in refresh-plain.test.ts).
  */
-import { markMeasuredJson, parseJsonExact } from '../core/exact-json.ts';
+import { markMeasuredJson, parseJsonMeasured } from '../core/exact-json.ts';
 import { scanJsonText, WITHIN_LIMIT } from '../core/json-depth.ts';
 import { MAX_JSON_DEPTH } from '../core/limits.ts';
 import { checkSnapshot, DYNAMIC_KEYS, INSTANCE_KEYS, SNAPSHOT_KEYS, SNAPSHOT_PLAIN, SNAPSHOT_VALID, STATIC_KEYS } from './refresh-fast.ts';
@@ -42,7 +42,7 @@ export function parseRefreshText(text: string): unknown {
   try {
     value = JSON.parse(text);
   } catch {
-    return parseJsonExact(text);
+    return parseJsonMeasured(text);
   }
   const verdict = checkSnapshot(value, true);
   if (verdict === SNAPSHOT_PLAIN) {
@@ -56,10 +56,10 @@ export function parseRefreshText(text: string): unknown {
       markMeasuredJson(snapshot);
       return snapshot;
     }
-    return parseJsonExact(text);
+    return parseJsonMeasured(text);
   }
   // Invalid (Valibot will explain it): the text scan tells whether the exact parse would differ.
-  if (scanJsonText(text, MAX_JSON_DEPTH) !== WITHIN_LIMIT) return parseJsonExact(text);
+  if (scanJsonText(text, MAX_JSON_DEPTH) !== WITHIN_LIMIT) return parseJsonMeasured(text);
   if (typeof value === 'object' && value !== null) markMeasuredJson(value);
   return value;
 }
