@@ -34,7 +34,12 @@ export function isValidSnapshot(body: unknown): boolean {
 export const SNAPSHOT_INVALID = 0;
 /** valid (with keys beyond the schema's, in another order, or not asked about); */
 export const SNAPSHOT_VALID = 1;
-/** valid, and every object's keys are the schema's in the schema's order (peers, optional, last). */
+/**
+ * valid, and every object's keys are the schema's in the schema's order (peers, optional, last):
+ * the registry then holds such an instance as its fields alone and rebuilds the object from them as
+ * it came. The check has seen every known key present (peers only in some dynamic_info), so the
+ * same keys in the same order mean the same set.
+ */
 export const SNAPSHOT_PLAIN = 2;
 
 /**
