@@ -16,6 +16,11 @@ function seedWith(edit: (body: ExampleBody) => void): ExampleBody {
 }
 
 /** A registry whose clock the test sets. */
+/** Applies `body` as the refresh route would: its JSON text through the route's parser and check. */
+function applyAsRouted(registry: ClusterRegistry, body: unknown): RegistryDiff {
+  return registry.apply(parseRefresh(parseRefreshText(JSON.stringify(body))));
+}
+
 function registryAt(now: { t: number }, errors: unknown[] = []): ClusterRegistry {
   return new ClusterRegistry({ now: () => now.t, onListenerError: (e) => errors.push(e) });
 }
@@ -170,24 +175,24 @@ describe('apply, snapshots parsed by the refresh route', () => {
     const registry = new ClusterRegistry();
     const extra = seedExample() as ExampleBody;
     extra.instances[0]!.bootstrap_port = 8998;
-    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(extra))));
-    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(seedExample()))));
+    applyAsRouted(registry, extra);
+    const diff = applyAsRouted(registry, seedExample());
     expect(diff.updated.map((u) => u.after.id)).toEqual([0]);
     expect(registry.get(0)!.wire).not.toHaveProperty('bootstrap_port');
     // And back: the key added again is an update too.
-    expect(registry.apply(parseRefresh(parseRefreshText(JSON.stringify(extra)))).updated.map((u) => u.after.id)).toEqual([0]);
+    expect(applyAsRouted(registry, extra).updated.map((u) => u.after.id)).toEqual([0]);
   });
 
   test('an id removed and listed again comes back as an addition, and get() follows', () => {
     const registry = new ClusterRegistry();
-    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(4)))));
+    applyAsRouted(registry, exampleSnapshot(4));
     const fewer = exampleSnapshot(4);
     fewer.instances = fewer.instances.filter((i) => i.id !== 1);
     fewer.ids = fewer.instances.map((i) => i.id);
     for (const i of fewer.instances) i.dynamic_info.peers = i.dynamic_info.peers.filter((p: number) => p !== 1);
-    expect(ids(registry.apply(parseRefresh(parseRefreshText(JSON.stringify(fewer)))).removed)).toEqual([1]);
+    expect(ids(applyAsRouted(registry, fewer).removed)).toEqual([1]);
     expect(registry.get(1)).toBeUndefined();
-    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(4)))));
+    const diff = applyAsRouted(registry, exampleSnapshot(4));
     expect(ids(diff.added)).toEqual([1]);
     expect(registry.get(1)?.id).toBe(1);
     expect(ids(registry.all())).toEqual([0, 1, 2, 3]);
@@ -416,7 +421,7 @@ describe("plain snapshots (parsed from HTTP: only the schema's keys)", () => {
     expect(registry.apply(parseRefresh(parseRefreshText(text))).updated).toEqual([]);
     const moved = exampleSnapshot(8);
     moved.instances[5]!.dynamic_info.avail_block_num = 7;
-    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(moved))));
+    const diff = applyAsRouted(registry, moved);
     expect(diff.updated.map((u) => u.after.id)).toEqual([5]);
     expect(registry.get(5)!.wire).toEqual(moved.instances[5]!);
     // A body built by code after plain ones is compared structurally, and equal is equal.
@@ -425,13 +430,13 @@ describe("plain snapshots (parsed from HTTP: only the schema's keys)", () => {
 
   test('between plain snapshots, an instance whose free slots or blocks alone moved takes them in place', () => {
     const registry = new ClusterRegistry();
-    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8)))));
+    applyAsRouted(registry, exampleSnapshot(8));
     const held = registry.get(5)!;
     const builtWire = held.wire;
     const moved = exampleSnapshot(8);
     moved.instances[5]!.dynamic_info.avail_slots_num = 3;
     moved.instances[5]!.dynamic_info.avail_block_num = 7;
-    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(moved))));
+    const diff = applyAsRouted(registry, moved);
     expect(diff.updated).toHaveLength(1);
     expect(diff.updated[0]!.before).toBe(held);
     expect(diff.updated[0]!.after).toBe(held);
@@ -445,15 +450,15 @@ describe("plain snapshots (parsed from HTTP: only the schema's keys)", () => {
 
   test('the lists are kept when the same instances come in the same order, and built again when not', () => {
     const registry = new ClusterRegistry();
-    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8)))));
+    applyAsRouted(registry, exampleSnapshot(8));
     const all = registry.all();
     const decodes = registry.byRole('decode');
-    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8, { load: 2 })))));
+    applyAsRouted(registry, exampleSnapshot(8, { load: 2 }));
     expect(registry.all()).toBe(all);
     expect(registry.byRole('decode')).toBe(decodes);
     const reordered = exampleSnapshot(8, { load: 2 });
     reordered.instances.reverse();
-    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(reordered))));
+    applyAsRouted(registry, reordered);
     expect(registry.all()).not.toBe(all);
     const order = (list: readonly { id: number }[]) => list.map((i) => i.id);
     expect(order(registry.all())).toEqual([7, 6, 5, 4, 3, 2, 1, 0]);
@@ -462,20 +467,20 @@ describe("plain snapshots (parsed from HTTP: only the schema's keys)", () => {
     const renamed = exampleSnapshot(8, { load: 2 });
     renamed.instances.reverse();
     renamed.instances[3]!.model_name = 'another';
-    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(renamed))));
+    applyAsRouted(registry, renamed);
     expect(registry.all()[3]!.modelName).toBe('another');
     expect(registry.byRole(registry.all()[3]!.role)).toContain(registry.all()[3]!);
   });
 
   test('between plain snapshots, loads and anything else moved make a new instance; the old one keeps what it said', () => {
     const registry = new ClusterRegistry();
-    registry.apply(parseRefresh(parseRefreshText(JSON.stringify(exampleSnapshot(8)))));
+    applyAsRouted(registry, exampleSnapshot(8));
     const held = registry.get(5)!;
     const slots = held.availSlots;
     const moved = exampleSnapshot(8);
     moved.instances[5]!.dynamic_info.avail_slots_num = slots - 1;
     moved.instances[5]!.model_name = 'another';
-    const diff = registry.apply(parseRefresh(parseRefreshText(JSON.stringify(moved))));
+    const diff = applyAsRouted(registry, moved);
     expect(diff.updated[0]!.before).toBe(held);
     expect(diff.updated[0]!.after).not.toBe(held);
     expect([held.availSlots, held.modelName]).toEqual([slots, exampleSnapshot(8).instances[5]!.model_name]);

@@ -148,12 +148,18 @@ function engine(answer: (socket: Socket<undefined>) => void): RawEngine {
 
 const HEAD = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
 
+/** A POST to `e` over a socket client of its own, its leg under an idle clock of `idleMs` on a deadline set of its own. */
+async function postWatched(e: RawEngine, idleMs: number, signal: AbortSignal = new AbortController().signal) {
+  const deadlines = new Deadlines();
+  const client = new H1Client();
+  const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), signal, idleMs, deadlines);
+  return { client, deadlines, res };
+}
+
 describe('withIdleTimeout over the socket client', () => {
   test('silence after a chunk fails the body read with ETIMEDOUT and closes the connection', async () => {
     const e = engine((socket) => socket.write(`${HEAD}1\r\na\r\n`));
-    const deadlines = new Deadlines();
-    const client = new H1Client();
-    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 30, deadlines);
+    const { deadlines, res } = await postWatched(e, 30);
     const reader = legReader(res)!;
     expect(new TextDecoder().decode((await reader.read()).value)).toBe('a');
     const err = await rejection(reader.read());
@@ -164,9 +170,7 @@ describe('withIdleTimeout over the socket client', () => {
 
   test('a body that ends is read whole and leaves nothing armed', async () => {
     const e = engine((socket) => socket.write(`${HEAD}2\r\ndo\r\n2\r\nne\r\n0\r\n\r\n`));
-    const deadlines = new Deadlines();
-    const client = new H1Client();
-    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 60_000, deadlines);
+    const { client, deadlines, res } = await postWatched(e, 60_000);
     expect(await readLegText(res)).toBe('done');
     expect(deadlines.size).toBe(0);
     client.closeIdle();
@@ -174,9 +178,7 @@ describe('withIdleTimeout over the socket client', () => {
 
   test('a whole body read fails with ETIMEDOUT when the engine falls silent mid-body', async () => {
     const e = engine((socket) => socket.write(`${HEAD}2\r\ndo\r\n`));
-    const deadlines = new Deadlines();
-    const client = new H1Client();
-    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 30, deadlines);
+    const { deadlines, res } = await postWatched(e, 30);
     const err = await rejection(readLegText(res));
     expect(err.code).toBe(ENGINE_IDLE_CODE);
     expect(deadlines.size).toBe(0);
@@ -185,9 +187,7 @@ describe('withIdleTimeout over the socket client', () => {
 
   test('a whole body taken after the silence ended the leg reads as ETIMEDOUT', async () => {
     const e = engine((socket) => socket.write(HEAD));
-    const deadlines = new Deadlines();
-    const client = new H1Client();
-    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 20, deadlines);
+    const { deadlines, res } = await postWatched(e, 20);
     await e.closed;
     expect((await rejection(readLegText(res))).code).toBe(ENGINE_IDLE_CODE);
     expect(deadlines.size).toBe(0);
@@ -195,9 +195,7 @@ describe('withIdleTimeout over the socket client', () => {
 
   test('a silence that ends the leg before its body is taken still reads as ETIMEDOUT', async () => {
     const e = engine((socket) => socket.write(HEAD));
-    const deadlines = new Deadlines();
-    const client = new H1Client();
-    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 20, deadlines);
+    const { deadlines, res } = await postWatched(e, 20);
     // Nobody reads until the engine's silence has ended the leg (its connection closes then).
     await e.closed;
     const err = await rejection(legReader(res)!.read());
@@ -207,10 +205,8 @@ describe('withIdleTimeout over the socket client', () => {
 
   test('the caller’s abort mid-body fails the read with its reason and disarms the clock', async () => {
     const e = engine((socket) => socket.write(`${HEAD}1\r\na\r\n`));
-    const deadlines = new Deadlines();
     const parent = new AbortController();
-    const client = new H1Client();
-    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), parent.signal, 60_000, deadlines);
+    const { deadlines, res } = await postWatched(e, 60_000, parent.signal);
     const reader = legReader(res)!;
     await reader.read();
     parent.abort('client_abort');
@@ -221,9 +217,7 @@ describe('withIdleTimeout over the socket client', () => {
 
   test('a reader that gives up disarms the clock and closes the connection', async () => {
     const e = engine((socket) => socket.write(`${HEAD}1\r\na\r\n`));
-    const deadlines = new Deadlines();
-    const client = new H1Client();
-    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 60_000, deadlines);
+    const { deadlines, res } = await postWatched(e, 60_000);
     await legReader(res)!.cancel('client left');
     expect(deadlines.size).toBe(0);
     await e.closed;
