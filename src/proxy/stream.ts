@@ -7,7 +7,8 @@
  * lands inside a half-written one. Everything D sent is forwarded when the stream ends normally.
  */
 import type { PdlinkError } from '../core/errors.ts';
-import type { BodySink } from '../runtime/runtime.ts';
+import { runtime } from '../runtime/index.ts';
+import type { BodyOut, BodySink, PushedSource } from '../runtime/runtime.ts';
 import { sseErrorEvent } from './errors.ts';
 
 /** A torn SSE tail larger than this is forwarded as it is rather than held. */
@@ -36,9 +37,9 @@ export interface RelayHandlers {
  */
 export function relayStream(first: Uint8Array, reader: ChunkReader, handlers: RelayHandlers, sse: boolean): ReadableStream<Uint8Array> {
   // A reader that hands its chunks over as they arrive (the socket client's) feeds the client's
-  // stream straight from the socket: no read, no promise and no pull per chunk. The client's stream
-  // holds what it has not sent yet, as the reader's queue would have.
-  if (reader.sinkTo !== undefined) return new ReadableStream<Uint8Array>(new HandedRelay(first, reader, handlers, sse));
+  // body straight from the socket: no read, no promise and no pull per chunk. The body (the
+  // runtime's pushed body) holds what it has not sent yet, as the reader's queue would have.
+  if (reader.sinkTo !== undefined) return runtime.pushedBody(new HandedRelay(first, reader, handlers, sse));
   return new ReadableStream<Uint8Array>(new PulledRelay(first, reader, handlers, sse));
 }
 
@@ -49,7 +50,6 @@ export function relayStream(first: Uint8Array, reader: ChunkReader, handlers: Re
 abstract class Relay {
   protected held: Uint8Array | null = null;
   protected finished = false;
-  protected controller!: ReadableStreamDefaultController<Uint8Array>;
 
   constructor(
     protected readonly first: Uint8Array,
@@ -58,18 +58,22 @@ abstract class Relay {
     protected readonly sse: boolean,
   ) {}
 
-  /** Enqueues what can go now; false when everything was held back. */
+  /** A chunk to the client's body. */
+  protected abstract put(chunk: Uint8Array): void;
+  /** Ends the client's body. */
+  protected abstract shut(): void;
+
+  /** Sends what can go now; false when everything was held back. */
   protected forward(chunk: Uint8Array): boolean {
-    const controller = this.controller;
     if (!this.sse) {
-      controller.enqueue(chunk);
+      this.put(chunk);
       return true;
     }
     const held = this.held;
     const data = held === null ? chunk : concat(held, chunk);
     const end = data.byteLength > MAX_HELD_BYTES ? data.byteLength : lastEventEnd(data);
     this.held = end === data.byteLength ? null : data.slice(end);
-    if (end > 0) controller.enqueue(end === data.byteLength ? data : data.subarray(0, end));
+    if (end > 0) this.put(end === data.byteLength ? data : data.subarray(0, end));
     return end > 0;
   }
 
@@ -77,17 +81,20 @@ abstract class Relay {
   protected failWith(error: unknown): void {
     this.finished = true;
     const event = this.handlers.onError(error);
-    if (event !== null) this.controller.enqueue(sseErrorEvent(event));
-    this.controller.close();
+    if (event !== null) this.put(sseErrorEvent(event));
+    this.shut();
   }
 
-  /** D ended: what was held goes too. */
+  /**
+   * D ended: what was held goes too, then the end. The end is reported before the body is closed:
+   * a failure to report it then fails the body (an ended body cannot fail afterwards).
+   */
   protected endAll(): void {
     this.finished = true;
-    if (this.held !== null) this.controller.enqueue(this.held);
+    if (this.held !== null) this.put(this.held);
     this.held = null;
-    this.controller.close();
     this.handlers.onEnd();
+    this.shut();
   }
 
   /** The client went away. */
@@ -101,9 +108,19 @@ abstract class Relay {
 
 /** Relays a body read chunk by chunk (fetch's): a pull reads until something goes out. */
 class PulledRelay extends Relay {
+  #controller!: ReadableStreamDefaultController<Uint8Array>;
+
   start(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    this.controller = controller;
+    this.#controller = controller;
     this.forward(this.first);
+  }
+
+  protected put(chunk: Uint8Array): void {
+    this.#controller.enqueue(chunk);
+  }
+
+  protected shut(): void {
+    this.#controller.close();
   }
 
   async pull(): Promise<void> {
@@ -125,15 +142,25 @@ class PulledRelay extends Relay {
 }
 
 /**
- * Relays a body whose chunks are handed over as they arrive; it is the body's sink. The sink is
- * called from the socket's data handler, which must not see the relay's own failures: one errors
- * the client's stream, as a failed pull would.
+ * Relays a body whose chunks are handed over as they arrive; it is the body's sink, and the source
+ * of the client's pushed body. The sink is called from the socket's data handler, which must not
+ * see the relay's own failures: one fails the client's body, as a failed pull would.
  */
-class HandedRelay extends Relay implements BodySink {
-  start(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    this.controller = controller;
+class HandedRelay extends Relay implements BodySink, PushedSource {
+  #out!: BodyOut;
+
+  start(out: BodyOut): void {
+    this.#out = out;
     this.forward(this.first);
     this.reader.sinkTo!(this);
+  }
+
+  protected put(chunk: Uint8Array): void {
+    this.#out.write(chunk);
+  }
+
+  protected shut(): void {
+    this.#out.close();
   }
 
   chunk(bytes: Uint8Array): void {
@@ -166,7 +193,7 @@ class HandedRelay extends Relay implements BodySink {
   #broke(error: unknown): void {
     this.finished = true;
     try {
-      this.controller.error(error);
+      this.#out.error(error);
     } catch {
       // Already closed: nothing more can go to the client.
     }

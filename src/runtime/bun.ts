@@ -4,7 +4,7 @@
  */
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { H1Client } from './h1-client.ts';
-import type { PostRoutes, Runtime, Served, ServeSpec } from './runtime.ts';
+import type { BodyOut, PostRoutes, PushedSource, Runtime, Served, ServeSpec } from './runtime.ts';
 
 /** Bun's idle timeout is at most 255 seconds. */
 const MAX_IDLE_SECONDS = 255;
@@ -38,6 +38,44 @@ function postRoutes(
   return routes;
 }
 
+/**
+ * A pushed body as Bun's direct stream: the source starts at the first pull and writes into the
+ * destination's own buffer (flushed by Bun at the end of the tick). A reader pulls again after each
+ * read; the source has started by then and keeps writing, so a later pull does nothing.
+ */
+class DirectBody implements BodyOut {
+  readonly type = 'direct';
+  #controller: ReadableStreamDirectController | undefined;
+
+  constructor(private readonly source: PushedSource) {}
+
+  pull(controller: ReadableStreamDirectController): void {
+    if (this.#controller !== undefined) return;
+    this.#controller = controller;
+    this.source.start(this);
+  }
+
+  cancel(reason: unknown): void {
+    this.source.cancel(reason);
+  }
+
+  write(chunk: Uint8Array): void {
+    // A pending promise only says the destination is full; the chunk was taken either way.
+    const written = this.#controller!.write(chunk);
+    if (typeof written !== 'number') written.then(undefined, ignore);
+  }
+
+  close(): void {
+    this.#controller!.close();
+  }
+
+  error(err: unknown): void {
+    this.#controller!.close(err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
+function ignore(): void {}
+
 /** The process's plain-HTTP client: one pool of keep-alive connections per origin, as fetch has. */
 const plainClient = new H1Client();
 
@@ -52,6 +90,7 @@ export const bunRuntime: Runtime = {
   postPlain: (url, headers, body, abort) => plainClient.post(url, headers, body, abort),
   // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
   tlsInit: (tls: ClientTlsOptions) => ({ tls }) as RequestInit,
+  pushedBody: (source) => new ReadableStream(new DirectBody(source)) as ReadableStream<Uint8Array>,
   fileResponse: async (url, headers) => {
     const file = Bun.file(url);
     if (!(await file.exists())) return undefined;

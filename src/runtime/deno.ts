@@ -8,7 +8,7 @@ import { createPrivateKey } from 'node:crypto';
 import { ConfigError } from '../core/errors.ts';
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
 import { denoGlobal, type DenoApi, type DenoServeInfo } from './deno-api.ts';
-import { answerOf, type Runtime, type Served, type ServeSpec } from './runtime.ts';
+import { answerOf, type BodyOut, type PushedSource, type Runtime, type Served, type ServeSpec } from './runtime.ts';
 
 /** Deno's connection info as the handler's env, plus the listener's count of requests in flight. */
 interface DenoEnv extends DenoServeInfo {
@@ -123,6 +123,34 @@ async function fileResponse(url: URL, headers: Record<string, string>): Promise<
   }
 }
 
+/** A pushed body as a standard stream: the source starts with it, its chunks queued until read. */
+class QueuedBody implements BodyOut {
+  #controller!: ReadableStreamDefaultController<Uint8Array>;
+
+  constructor(private readonly source: PushedSource) {}
+
+  start(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    this.#controller = controller;
+    this.source.start(this);
+  }
+
+  cancel(reason: unknown): void {
+    this.source.cancel(reason);
+  }
+
+  write(chunk: Uint8Array): void {
+    this.#controller.enqueue(chunk);
+  }
+
+  close(): void {
+    this.#controller.close();
+  }
+
+  error(err: unknown): void {
+    this.#controller.error(err);
+  }
+}
+
 export const denoRuntime: Runtime = {
   name: 'deno',
   serve,
@@ -132,6 +160,7 @@ export const denoRuntime: Runtime = {
   postPlain: (url, headers, body, abort) =>
     fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: abort.signal }).then(answerOf),
   tlsInit,
+  pushedBody: (source) => new ReadableStream<Uint8Array>(new QueuedBody(source)),
   fileResponse,
   unsupportedServerTls,
   unsupportedClientTls,

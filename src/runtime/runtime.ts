@@ -99,6 +99,23 @@ export interface BodySink {
   fail(err: unknown): void;
 }
 
+/** Where a pushed body's chunks go (Runtime.pushedBody): each call at most once the body is closed or failed. */
+export interface BodyOut {
+  write(chunk: Uint8Array): void;
+  /** Ends the body once what was written has gone. */
+  close(): void;
+  /** Fails the body: its reader gets `err`, an HTTP client a cut connection. */
+  error(err: unknown): void;
+}
+
+/** A body that pushes its chunks as they come rather than being asked for each (Runtime.pushedBody). */
+export interface PushedSource {
+  /** Called once, when the body is first wanted: from then on, chunks go to `out`. */
+  start(out: BodyOut): void;
+  /** The body's reader went away (an HTTP client that disconnected). */
+  cancel(reason: unknown): void;
+}
+
 /**
  * An engine's answer to a leg as the proxy reads it: fetch's `Response` (through `answerOf`) or the
  * socket client's own, which needs no `Response` and no JS stream per leg.
@@ -158,6 +175,12 @@ export interface Runtime {
   postPlain(url: string, headers: Readonly<Record<string, string>>, body: string, abort: AbortSource): Promise<LegAnswer>;
   /** The `fetch` init fields that make an https call verify with `tls.ca` and present `tls.cert`. */
   tlsInit(tls: ClientTlsOptions): RequestInit;
+  /**
+   * A response body fed by `source` as its chunks come (the proxy's relay of D's stream). Bun's is a
+   * direct stream, which Bun.serve writes out as written: no queue, no reader and no promise per
+   * chunk, and no lock released (with two errors made) per response. Deno's is a standard stream.
+   */
+  pushedBody(source: PushedSource): ReadableStream<Uint8Array>;
   /** The file at `url` as a response body with `headers`, or undefined when there is no such file. */
   fileResponse(url: URL, headers: Record<string, string>): Promise<Response | undefined>;
   /** Server TLS settings this runtime cannot enforce; a listener asking for one must not start. */
