@@ -84,8 +84,12 @@ export function hostOf(proc: Proc, listener: string): Host {
   };
 }
 
-/** pdlink's Coordinator in front of `engines`; `script` may name another checkout's host script (an A/B of two versions). */
-export async function startPdlink(engines: Proc, script = 'proxy-pdlink-host.ts'): Promise<Host> {
+/**
+ * pdlink's Coordinator in front of `engines`; `script` may name another checkout's host script (an
+ * A/B of two versions). `gcLog` turns on JSC's GC log, for the garbage measurement only: the log is
+ * written a few bytes per call, a hundred calls or so per collection, and counts as the process's CPU.
+ */
+export async function startPdlink(engines: Proc, script = 'proxy-pdlink-host.ts', gcLog = false): Promise<Host> {
   const config = join(dir, 'ms_coordinator.json');
   writeFileSync(config, '{}');
   const proc = await startBun(
@@ -94,7 +98,7 @@ export async function startPdlink(engines: Proc, script = 'proxy-pdlink-host.ts'
     ['--config', config, '--manage_ip', '127.0.0.1', '--manage_port', '0', '--predict_ip', '127.0.0.1', '--predict_port', '0'],
     ['management', 'inference', 'control'],
     // The Coordinator runs with the settings its launcher gives it (bin/pdlink); the bare proxies with Bun's own.
-    { ...launchEnv(), ...GC_LOG },
+    { ...launchEnv(), ...(gcLog ? GC_LOG : {}) },
   );
   const instance = (id: number, url: string, role: number, label: number, peers: number[]) => ({
     id,

@@ -12,7 +12,8 @@
  *   - added latency p50/p99 at concurrency 1 over the direct client, warm (goal p99 ≤ 0.3 ms) and in
  *     a young process (the first requests of a freshly started Coordinator; goal ≤ 0.6 ms);
  *   - garbage per request: JS heap allocated per request, from JSC's GC log (BUN_JSC_logGC) between
- *     two forced collections, with the GCs and their longest pause;
+ *     two forced collections, with the GCs and their longest pause, in processes of their own (the
+ *     log's writes are CPU: the processes measured for CPU and latency run without it);
  *   - context switches per request at 250 requests a second (voluntary + involuntary, every thread
  *     of the proxy process, from /proc/<pid>/task/<tid>/status).
  *
@@ -103,7 +104,8 @@ try {
   stops.push(() => engines.stop());
   const pEngine = engines.urls['prefill']!;
   const dEngine = engines.urls['decode']!;
-  const bareFetch = hostOf(await startBun('bare-fetch', 'proxy-bare-fetch.ts', [pEngine, dEngine], ['proxy', 'control'], GC_LOG), 'proxy');
+  // The processes measured for CPU run without the GC log (see the garbage measurement below).
+  const bareFetch = hostOf(await startBun('bare-fetch', 'proxy-bare-fetch.ts', [pEngine, dEngine], ['proxy', 'control']), 'proxy');
   stops.push(() => bareFetch.proc.stop());
   const bareRelay = hostOf(
     await startBun('bare-relay', 'proxy-bare-fetch.ts', ['--relay', pEngine, dEngine], ['proxy', 'control']),
@@ -111,7 +113,7 @@ try {
   );
   stops.push(() => bareRelay.proc.stop());
   const bareSocket = hostOf(
-    await startBun('bare-socket', 'proxy-bare-socket.ts', [pEngine, dEngine], ['proxy', 'control'], GC_LOG),
+    await startBun('bare-socket', 'proxy-bare-socket.ts', [pEngine, dEngine], ['proxy', 'control']),
     'proxy',
   );
   stops.push(() => bareSocket.proc.stop());
@@ -190,13 +192,22 @@ try {
     );
   }
 
-  // Garbage per request: pdlink and the two bare proxies, alternating.
+  // Garbage per request: pdlink and the two bare proxies, alternating, each a process of its own
+  // with JSC's GC log on. The log is written a few bytes per call, about a hundred calls per
+  // collection: in the processes measured above it would have counted as CPU, the more so for the
+  // proxy that collects more often.
   const garbageModes: Mode[] = ['bareFetch', 'bareSocket', 'pdlink'];
-  const hosts: Partial<Record<Mode, Host>> = { bareFetch, bareSocket, pdlink };
+  const hosts: Partial<Record<Mode, Host>> = {
+    bareFetch: hostOf(await startBun('bare-fetch-gc', 'proxy-bare-fetch.ts', [pEngine, dEngine], ['proxy', 'control'], GC_LOG), 'proxy'),
+    bareSocket: hostOf(await startBun('bare-socket-gc', 'proxy-bare-socket.ts', [pEngine, dEngine], ['proxy', 'control'], GC_LOG), 'proxy'),
+    pdlink: await startPdlink(engines, undefined, true),
+  };
+  for (const host of Object.values(hosts)) stops.push(() => host.proc.stop());
   const garbage: Partial<Record<Mode, Garbage[]>> = {};
+  for (const mode of garbageModes) await warmUntilCompiled(viaProxy(hosts[mode]!.url), hosts[mode]!.proc.pid);
   for (let round = 0; round < 3; round++) {
     const order = round % 2 === 0 ? garbageModes : [...garbageModes].reverse();
-    for (const mode of order) (garbage[mode] ??= []).push(await garbagePerRequest(hosts[mode]!, senders[mode]!));
+    for (const mode of order) (garbage[mode] ??= []).push(await garbagePerRequest(hosts[mode]!, viaProxy(hosts[mode]!.url)));
   }
 
   // Context switches per request at 250 req/s.
