@@ -112,10 +112,7 @@ try {
     'proxy',
   );
   stops.push(() => bareRelay.proc.stop());
-  const bareSocket = hostOf(
-    await startBun('bare-socket', 'proxy-bare-socket.ts', [pEngine, dEngine], ['proxy', 'control']),
-    'proxy',
-  );
+  const bareSocket = hostOf(await startBun('bare-socket', 'proxy-bare-socket.ts', [pEngine, dEngine], ['proxy', 'control']), 'proxy');
   stops.push(() => bareSocket.proc.stop());
   const pdlink = await startPdlink(engines);
   stops.push(() => pdlink.proc.stop());
