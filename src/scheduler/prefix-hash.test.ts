@@ -44,6 +44,25 @@ describe('prefixHashes', () => {
     expect(prefixHashes({ promptText: `X${text}` }, 8)[0]).not.toBe(hashes[0]);
   });
 
+  test('text hashes are its UTF-8 bytes read as little-endian 32-bit words, whatever came before', () => {
+    // The words as token ids give the same chain: an encoding of its own, independent of the one kept between calls.
+    const asWords = (text: string) => {
+      const bytes = new TextEncoder().encode(text);
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      return Array.from({ length: Math.floor(bytes.length / 4) }, (_, w) => view.getUint32(w * 4, true));
+    };
+    const long = 'a long system prompt, with ünïcödé and 🙂 in it; '.repeat(400); // past the first buffer
+    const texts = [long, 'short', 'x'.repeat(33), 'x'.repeat(31), 'é'.repeat(11), '🙂'.repeat(4), long.slice(0, 700), ''];
+    for (const text of texts) {
+      const expected = prefixHashes({ promptTokens: asWords(text) }, 8);
+      expect(prefixHashes({ promptText: text }, 8)).toEqual(expected);
+    }
+    expect(prefixHashes({ promptText: long }, 8).length).toBeGreaterThan(100);
+    // Under one block of bytes: nothing to hash (8 words are 32 bytes; 15 two-byte characters are 30).
+    expect(prefixHashes({ promptText: 'ä'.repeat(15) }, 8)).toEqual([]);
+    expect(prefixHashes({ promptText: 'ä'.repeat(16) }, 8)).toHaveLength(1);
+  });
+
   test('token ids win over text when both are given', () => {
     expect(prefixHashes({ promptTokens: tokens(4), promptText: 'a'.repeat(64) }, 4)).toEqual(prefixHashes({ promptTokens: tokens(4) }, 4));
   });

@@ -51,10 +51,24 @@ function hashTokens(tokens: readonly number[], blockSize: number): number[] {
 
 const encoder = new TextEncoder();
 
+/**
+ * The text's UTF-8 bytes are written into one buffer kept between calls (grown as needed) and read
+ * through one view of it: encoding to a new array per prompt and viewing its buffer made an
+ * ArrayBuffer object and a DataView per request.
+ */
+let scratch = new Uint8Array(4096);
+let scratchView = new DataView(scratch.buffer);
+
 function hashText(text: string, blockSize: number): number[] {
-  const bytes = encoder.encode(text);
-  const words = Math.floor(bytes.length / 4);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: a text this short has no full block to hash.
+  if (text.length * 3 < blockSize * 4) return [];
+  if (scratch.length < text.length * 3) {
+    scratch = new Uint8Array(Math.max(text.length * 3, 2 * scratch.length));
+    scratchView = new DataView(scratch.buffer);
+  }
+  const length = encoder.encodeInto(text, scratch).written;
+  const words = Math.floor(length / 4);
+  const view = scratchView;
   const hashes: number[] = [];
   let a = SEED_A;
   let b = SEED_B;
