@@ -2,6 +2,10 @@ import { describe, expect, test } from 'bun:test';
 import { runtime } from './index.ts';
 import { bunRuntime } from './bun.ts';
 import type { ServeEnv } from './runtime.ts';
+import { recordingSource } from '../../test/doubles/pushed-source.ts';
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
 
 describe('the runtime seam on Bun', () => {
   test('index.ts picks it under Bun', () => {
@@ -87,5 +91,64 @@ describe('the runtime seam on Bun', () => {
     const request = new Request('http://x/');
     expect(runtime.peerAddress(request, undefined)).toBeUndefined();
     expect(() => runtime.keepOpen(request, {})).not.toThrow();
+  });
+
+  test('pushedBody: the source starts at the first read, once, and what it writes is read in order', async () => {
+    const source = recordingSource('a');
+    const reader = runtime.pushedBody(source).getReader();
+    expect(source.starts).toBe(0);
+    expect(dec.decode((await reader.read()).value)).toBe('a');
+    expect(source.starts).toBe(1);
+    source.out!.write(enc.encode('b'));
+    source.out!.write(enc.encode('c'));
+    source.out!.close();
+    let rest = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += dec.decode(r.value);
+    expect(rest).toBe('bc');
+    // Later reads pulled again: the source was not started twice.
+    expect(source.starts).toBe(1);
+  });
+
+  test('pushedBody: a failure reaches the reader; a reader that cancels reaches the source', async () => {
+    const failing = recordingSource('a');
+    const broken = runtime.pushedBody(failing).getReader();
+    expect(dec.decode((await broken.read()).value)).toBe('a');
+    // Not an Error: made one, so the reader still learns what went wrong.
+    failing.out!.error('engine gone');
+    await expect(broken.read()).rejects.toThrow('engine gone');
+
+    const left = recordingSource('a');
+    const reader = runtime.pushedBody(left).getReader();
+    await reader.read();
+    await reader.cancel('client left');
+    expect(await left.cancelled).toBe('client left');
+  });
+
+  test("pushedBody as Bun.serve's response: each write reaches the client before the end, and a client that leaves cancels it", async () => {
+    const sources = [recordingSource('first\n'), recordingSource('first\n')];
+    let served = 0;
+    const server = runtime.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      idleTimeoutSeconds: 10,
+      fetch: () => new Response(runtime.pushedBody(sources[served++]!)),
+    });
+    try {
+      const base = `http://127.0.0.1:${server.port}`;
+      const reader = (await fetch(base)).body!.getReader();
+      expect(dec.decode((await reader.read()).value)).toBe('first\n');
+      sources[0]!.out!.write(enc.encode('second\n'));
+      expect(dec.decode((await reader.read()).value)).toBe('second\n');
+      sources[0]!.out!.close();
+      expect((await reader.read()).done).toBe(true);
+
+      const leaving = new AbortController();
+      const other = (await fetch(base, { signal: leaving.signal })).body!.getReader();
+      expect(dec.decode((await other.read()).value)).toBe('first\n');
+      leaving.abort();
+      expect(await sources[1]!.cancelled).toBeInstanceOf(Error);
+    } finally {
+      await server.stop();
+    }
   });
 });

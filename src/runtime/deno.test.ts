@@ -1,5 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { denoRuntime, unsupportedClientTls, unsupportedServerTls } from './deno.ts';
+import { recordingSource } from '../../test/doubles/pushed-source.ts';
+
+const dec = new TextDecoder();
 
 // The Deno seam's behaviour on Deno is in test/deno/runtime.deno.ts; here, what holds on any runtime.
 describe("the Deno seam's rules", () => {
@@ -25,5 +28,24 @@ describe("the Deno seam's rules", () => {
     expect(() => denoRuntime.serve({ hostname: '127.0.0.1', port: 0, idleTimeoutSeconds: 1, fetch: () => new Response() })).toThrow(
       'the Deno runtime seam was used outside Deno',
     );
+  });
+
+  test('pushedBody is a standard stream: the source starts with it, writes queue until read, close and failure end it', async () => {
+    const source = recordingSource('a');
+    const body = denoRuntime.pushedBody(source);
+    expect(source.starts).toBe(1);
+    source.out!.write(new TextEncoder().encode('b'));
+    source.out!.close();
+    expect(await new Response(body).text()).toBe('ab');
+
+    const failing = recordingSource('a');
+    const reader = denoRuntime.pushedBody(failing).getReader();
+    expect(dec.decode((await reader.read()).value)).toBe('a');
+    failing.out!.error(new Error('engine gone'));
+    await expect(reader.read()).rejects.toThrow('engine gone');
+
+    const left = recordingSource();
+    await denoRuntime.pushedBody(left).cancel('client left');
+    expect(await left.cancelled).toBe('client left');
   });
 });

@@ -1,7 +1,7 @@
 /**
  * What differs between Bun and Deno for pdlink, as one interface: serving a fetch handler, reading
  * a request's peer address, lifting a request's idle timeout, posting to an engine over plain HTTP,
- * fetching with a client TLS config and answering with a file. `bun.ts` and `deno.ts` implement it; `index.ts` picks one at start, so
+ * fetching with a client TLS config, a response body its source pushes into, and answering with a file. `bun.ts` and `deno.ts` implement it; `index.ts` picks one at start, so
  * nothing above this folder names a runtime.
  */
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';

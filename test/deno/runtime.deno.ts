@@ -10,6 +10,7 @@ import { ConfigError } from '../../src/core/errors.ts';
 import { runtime } from '../../src/runtime/index.ts';
 import type { ServeEnv } from '../../src/runtime/index.ts';
 import { makeTestPki } from '../support/tls-certs.ts';
+import { recordingSource } from '../doubles/pushed-source.ts';
 
 Deno.test('index.ts picks the Deno seam under Deno', () => {
   assert.equal(runtime.name, 'deno');
@@ -100,4 +101,25 @@ Deno.test('fileResponse: a file as a body with its headers, undefined when there
   assert.equal(res!.headers.get('content-type'), 'application/json');
   assert.equal(JSON.parse(await res!.text()).name, 'pdlink');
   assert.equal(await runtime.fileResponse(new URL('./no-such-file', import.meta.url), {}), undefined);
+});
+
+Deno.test("pushedBody as Deno.serve's response: each write reaches the client before the end", async () => {
+  const source = recordingSource('first\n');
+  const server = runtime.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    idleTimeoutSeconds: 10,
+    fetch: () => new Response(runtime.pushedBody(source)),
+  });
+  try {
+    const dec = new TextDecoder();
+    const reader = (await fetch(`http://127.0.0.1:${server.port}`)).body!.getReader();
+    assert.equal(dec.decode((await reader.read()).value), 'first\n');
+    source.out!.write(new TextEncoder().encode('second\n'));
+    assert.equal(dec.decode((await reader.read()).value), 'second\n');
+    source.out!.close();
+    assert.equal((await reader.read()).done, true);
+  } finally {
+    await server.stop();
+  }
 });
