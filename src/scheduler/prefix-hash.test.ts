@@ -52,7 +52,8 @@ describe('prefixHashes', () => {
       return Array.from({ length: Math.floor(bytes.length / 4) }, (_, w) => view.getUint32(w * 4, true));
     };
     const long = 'a long system prompt, with ünïcödé and 🙂 in it; '.repeat(400); // past the first buffer
-    const texts = [long, 'short', 'x'.repeat(33), 'x'.repeat(31), 'é'.repeat(11), '🙂'.repeat(4), long.slice(0, 700), ''];
+    const huge = 'a prompt longer than the buffer kept between calls may grow to; '.repeat(6_000);
+    const texts = [long, 'short', 'x'.repeat(33), 'x'.repeat(31), 'é'.repeat(11), '🙂'.repeat(4), long.slice(0, 700), huge, long, ''];
     for (const text of texts) {
       const expected = prefixHashes({ promptTokens: asWords(text) }, 8);
       expect(prefixHashes({ promptText: text }, 8)).toEqual(expected);

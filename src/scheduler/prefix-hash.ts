@@ -52,23 +52,34 @@ function hashTokens(tokens: readonly number[], blockSize: number): number[] {
 const encoder = new TextEncoder();
 
 /**
- * The text's UTF-8 bytes are written into one buffer kept between calls (grown as needed) and read
- * through one view of it: encoding to a new array per prompt and viewing its buffer made an
- * ArrayBuffer object and a DataView per request.
+ * The text's UTF-8 bytes are written into one buffer kept between calls (grown as needed, up to
+ * SCRATCH_MAX) and read through one view of it: encoding to a new array per prompt and viewing its
+ * buffer made an ArrayBuffer object and a DataView per request. A longer prompt gets arrays of its
+ * own, so one huge prompt does not stay in memory for good.
  */
+const SCRATCH_MAX = 1 << 20;
 let scratch = new Uint8Array(4096);
 let scratchView = new DataView(scratch.buffer);
 
 function hashText(text: string, blockSize: number): number[] {
   // UTF-8 takes at most 3 bytes per UTF-16 unit: a text this short has no full block to hash.
-  if (text.length * 3 < blockSize * 4) return [];
-  if (scratch.length < text.length * 3) {
-    scratch = new Uint8Array(Math.max(text.length * 3, 2 * scratch.length));
-    scratchView = new DataView(scratch.buffer);
+  const most = text.length * 3;
+  if (most < blockSize * 4) return [];
+  let length: number;
+  let view: DataView;
+  if (most > SCRATCH_MAX) {
+    const bytes = encoder.encode(text);
+    length = bytes.length;
+    view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  } else {
+    if (scratch.length < most) {
+      scratch = new Uint8Array(Math.min(SCRATCH_MAX, Math.max(most, 2 * scratch.length)));
+      scratchView = new DataView(scratch.buffer);
+    }
+    length = encoder.encodeInto(text, scratch).written;
+    view = scratchView;
   }
-  const length = encoder.encodeInto(text, scratch).written;
   const words = Math.floor(length / 4);
-  const view = scratchView;
   const hashes: number[] = [];
   let a = SEED_A;
   let b = SEED_B;
