@@ -1,8 +1,9 @@
 /**
  * What differs between Bun and Deno for pdlink, as one interface: serving a fetch handler, reading
  * a request's peer address, lifting a request's idle timeout, posting to an engine over plain HTTP,
- * fetching with a client TLS config, a response body its source pushes into, and answering with a file. `bun.ts` and `deno.ts` implement it; `index.ts` picks one at start, so
- * nothing above this folder names a runtime.
+ * fetching with a client TLS config, a response body its source pushes into, and answering with a
+ * file. `bun.ts` and `deno.ts` implement it; `index.ts` picks one at start, so nothing above this
+ * folder names a runtime.
  */
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
 
@@ -99,7 +100,7 @@ export interface BodySink {
   fail(err: unknown): void;
 }
 
-/** Where a pushed body's chunks go (Runtime.pushedBody): each call at most once the body is closed or failed. */
+/** Where a pushed body's chunks go (Runtime.pushedBody); nothing is called after close() or error(). */
 export interface BodyOut {
   write(chunk: Uint8Array): void;
   /** Ends the body once what was written has gone. */
