@@ -10,7 +10,8 @@
  *   - throughput at concurrency 32 against the direct client, which calls P then D itself with no
  *     proxy (goal ≥ 0.45×);
  *   - added latency p50/p99 at concurrency 1 over the direct client, warm (goal p99 ≤ 0.3 ms) and in
- *     a young process (the first requests of a freshly started Coordinator; goal ≤ 0.6 ms);
+ *     a young process (the first requests of a freshly started Coordinator; goal ≤ 0.6 ms), each
+ *     beside what the bare fetch proxy adds, warm and young, in the same run;
  *   - garbage per request: JS heap allocated per request, from JSC's GC log (BUN_JSC_logGC) between
  *     two forced collections, with the GCs and their longest pause, in processes of their own (the
  *     log's writes are CPU: the processes measured for CPU and latency run without it);
@@ -221,19 +222,29 @@ try {
     }
   }
 
-  // A young process: the first requests of a freshly started Coordinator, against the direct client in the same round.
+  // A young process: the first requests of a freshly started Coordinator, and of a freshly started
+  // bare fetch proxy (the runtime's own floor: its first requests run young code too), each against
+  // the direct client in the same round, the two in alternating order.
   const young: { p50: number; p99: number }[] = [];
-  for (let round = 0; round < YOUNG_ROUNDS; round++) {
-    const fresh = await startPdlink(engines);
+  const youngBare: { p50: number; p99: number }[] = [];
+  const youngRun = async (kind: 'pdlink' | 'bareFetch'): Promise<{ p50: number; p99: number }> => {
+    const fresh =
+      kind === 'pdlink'
+        ? await startPdlink(engines)
+        : hostOf(await startBun('bare-fetch-young', 'proxy-bare-fetch.ts', [pEngine, dEngine], ['proxy', 'control']), 'proxy');
     for (const pid of [fresh.proc.pid, engines.pid]) setAffinity(pid, ALL_CPUS);
     try {
       const ms = await sequential(viaProxy(fresh.url), YOUNG_REQUESTS);
       const floor = await sequential(senders.direct!, YOUNG_REQUESTS);
-      young.push({ p50: percentile(ms, 50) - percentile(floor, 50), p99: percentile(ms, 99) - percentile(floor, 99) });
+      return { p50: percentile(ms, 50) - percentile(floor, 50), p99: percentile(ms, 99) - percentile(floor, 99) };
     } finally {
       await fresh.proc.stop();
       setAffinity(engines.pid, ENGINE_CPU);
     }
+  };
+  for (let round = 0; round < YOUNG_ROUNDS; round++) {
+    const order: ('pdlink' | 'bareFetch')[] = round % 2 === 0 ? ['pdlink', 'bareFetch'] : ['bareFetch', 'pdlink'];
+    for (const kind of order) (kind === 'pdlink' ? young : youngBare).push(await youngRun(kind));
   }
 
   // ---------------------------------------------------------------- figures
@@ -253,6 +264,10 @@ try {
   const addedP99 = spread(added('pdlink', 'p99'));
   const youngP50 = spread(young.map((y) => y.p50));
   const youngP99 = spread(young.map((y) => y.p99));
+  const bareP50 = spread(added('bareFetch', 'p50'));
+  const bareP99 = spread(added('bareFetch', 'p99'));
+  const youngBareP50 = spread(youngBare.map((y) => y.p50));
+  const youngBareP99 = spread(youngBare.map((y) => y.p99));
   const kb = (mode: Mode) => spread(garbage[mode]!.map((g) => g.bytes / 1024));
   const met = (ok: boolean) => (ok ? 'met' : 'NOT MET');
 
@@ -280,7 +295,9 @@ try {
     `The bare Bun.connect proxy spends ${fmtX(socketVsFetch)} the CPU of the bare fetch proxy. Relaying D's stream through a JS ReadableStream costs the bare fetch proxy ${fmtX(relayVsFetch)} its CPU; pdlink, which must relay so (to end a failed stream with an SSE error event and to settle the request at its end), spends ${fmtX(cpuVsRelay)} the CPU of that bare relaying proxy.`,
     `Throughput at concurrency ${CONCURRENCY}: ${fmtX(rpsVsDirect)} the direct client's (goal ≥ 0.45×: ${met(rpsVsDirect.median >= 0.45)}).`,
     `Added latency at concurrency 1, warm: p50 ${fmt(addedP50, 3)} ms, p99 ${fmt(addedP99, 3)} ms (goal p99 ≤ 0.3 ms: ${met(addedP99.median <= 0.3)}); ` +
-      `young process (first ${YOUNG_REQUESTS} requests of a fresh Coordinator, ${YOUNG_ROUNDS} processes): p50 ${fmt(youngP50, 3)} ms, p99 ${fmt(youngP99, 3)} ms (goal ≤ 0.6 ms: ${met(youngP99.median <= 0.6)}).`,
+      `the bare fetch proxy adds p50 ${fmt(bareP50, 3)} ms, p99 ${fmt(bareP99, 3)} ms in the same rounds. ` +
+      `Young process (first ${YOUNG_REQUESTS} requests of a fresh process, ${YOUNG_ROUNDS} of each, alternating): pdlink adds p50 ${fmt(youngP50, 3)} ms, p99 ${fmt(youngP99, 3)} ms (goal ≤ 0.6 ms: ${met(youngP99.median <= 0.6)}); ` +
+      `a young bare fetch proxy adds p50 ${fmt(youngBareP50, 3)} ms, p99 ${fmt(youngBareP99, 3)} ms.`,
     `CPU per request by thread (median µs): ${THREAD_MODES.map((m) => `${m} ${THREAD_KINDS.map((k) => `${k} ${med(threads[m]?.[k]).toFixed(1)}`).join(', ')}`).join('; ')}.`,
     `Garbage per request (JS heap allocated, JSC's GC log over ${GARBAGE_REQUESTS} requests, 3 rounds): pdlink ${fmt(kb('pdlink'), 1)} KB, bare fetch proxy ${fmt(kb('bareFetch'), 1)} KB, bare Bun.connect proxy ${fmt(kb('bareSocket'), 1)} KB.`,
     `Context switches per request at ${PACED_RATE} req/s (every thread, 3 rounds of ${PACED_REQUESTS}): ${switchModes.map((m) => `${m} ${med(switches[m]).toFixed(2)}`).join(', ')}.`,
@@ -304,6 +321,7 @@ try {
       requestsPerSecond: rps,
       latencyMs: latency,
       young,
+      youngBareFetch: youngBare,
       garbage,
       contextSwitchesPerRequest: switches,
       ratios: {
@@ -316,6 +334,7 @@ try {
         throughputVsDirect: rpsVsDirect,
       },
       addedMs: { warmP50: addedP50, warmP99: addedP99, youngP50, youngP99 },
+      bareFetchAddedMs: { warmP50: bareP50, warmP99: bareP99, youngP50: youngBareP50, youngP99: youngBareP99 },
     },
     markdownTable: markdownTable(
       [
