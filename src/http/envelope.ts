@@ -15,17 +15,17 @@ export { errorBody, type ErrorBody } from '../core/error-body.ts';
  * @example app.onError(onError)
  */
 export function onError(err: Error, c: Context): Response {
-  const known = logged(err, c.req.raw, c.req.path);
+  const known = logged(err, c.req.method, c.req.path);
   return c.json(errorBody(known), known.status);
 }
 
 /**
  * The envelope of `err` as `onError` renders it, for a handler reached without Hono (the proxy's
  * OpenAI-shaped answers are proxy/errors.ts's errorResponse).
- * @example return envelopeResponse(error, request, '/v1/instances/refresh');
+ * @example return envelopeResponse(error, 'POST', '/v1/instances/refresh');
  */
-export function envelopeResponse(err: Error, request: Request, path: string): Response {
-  const known = logged(err, request, path);
+export function envelopeResponse(err: Error, method: string, path: string): Response {
+  const known = logged(err, method, path);
   return new Response(JSON.stringify(errorBody(known)), { status: known.status, headers: JSON_HEADERS });
 }
 
@@ -33,9 +33,9 @@ export function envelopeResponse(err: Error, request: Request, path: string): Re
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
 /** `err` as a PdlinkError, logged as the envelope's contract says. */
-function logged(err: Error, request: Request, path: string): PdlinkError {
+function logged(err: Error, method: string, path: string): PdlinkError {
   const known = asPdlinkError(err);
-  if (known.code === 'client_closed') console.warn(`pdlink: ${request.method} ${path}: ${known.message}`);
+  if (known.code === 'client_closed') console.warn(`pdlink: ${method} ${path}: ${known.message}`);
   if (known.status >= 500 && known.code === 'internal') {
     console.error('pdlink: unhandled error', err);
   }

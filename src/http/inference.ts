@@ -5,7 +5,7 @@
  */
 import { Hono } from 'hono';
 import { errors, PdlinkError } from '../core/errors.ts';
-import { readJsonRequest } from '../core/json-request.ts';
+import { jsonRequestReader } from '../core/json-request.ts';
 import { runtime } from '../runtime/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';
@@ -78,7 +78,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const traced = deps.tracing !== undefined;
   const hopToken = `pdlink-${crypto.randomUUID().slice(0, 8)}`;
 
-  const readOptions = { limitBytes: settings.bodyLimitBytes };
+  const readBody = jsonRequestReader({ limitBytes: settings.bodyLimitBytes });
   const serve = async (request: Request, env: unknown, kind: CompletionKind): Promise<Response> => {
     const api = API_OF[kind];
     const headers = request.headers;
@@ -105,7 +105,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     metrics.requestStarted();
     let body;
     try {
-      body = parseCompletionBody(kind, await readJsonRequest(request, readOptions));
+      body = parseCompletionBody(kind, await readBody(request));
     } catch (err) {
       limit.release();
       // Counted as client_abort in pdlink_pd_requests_total, never logged: clients leave all the time.

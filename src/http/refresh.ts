@@ -12,7 +12,7 @@ import type { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { errors, type FieldIssue, optionErrors, PdlinkError } from '../core/errors.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import { parseRefreshText } from '../schema/refresh-plain.ts';
-import { readJsonRequest } from '../core/json-request.ts';
+import { jsonRequestReader } from '../core/json-request.ts';
 import { envelopeResponse, onError } from './envelope.ts';
 
 /** A body's text and the value it parsed to. */
@@ -120,15 +120,19 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
 
   // One handler that renders its own errors, not a validation middleware and a handler under the
   // app's onError: Hono wraps every route of a sub-app with an error handler in a composition of its
-  // own, built on each call, which for a 2-instance refresh cost as much as validating it.
-  const readOptions = { limitBytes: bodyLimitBytes, parse };
-  const refresh = async (request: Request): Promise<Response> => {
+  // own, built on each call, which for a 2-instance refresh cost as much as validating it. Its steps
+  // are made once: a body read, then one function that answers.
+  const read = jsonRequestReader({ limitBytes: bodyLimitBytes, parse });
+  const refused = (error: unknown): Response => {
+    onRefused(error);
+    return envelopeResponse(error as Error, 'POST', REFRESH_PATH);
+  };
+  const answer = (body: unknown): Response => {
     let checked: ReturnType<typeof check>;
     try {
-      checked = check(await readJsonRequest(request, readOptions));
+      checked = check(body);
     } catch (error) {
-      onRefused(error);
-      return envelopeResponse(error as Error, request, REFRESH_PATH);
+      return refused(error);
     }
     try {
       const { snapshot, started, checkedAt } = checked;
@@ -147,9 +151,10 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
       // The answer is always the same: built without Hono's header merging.
       return new Response(null, OK);
     } catch (error) {
-      return envelopeResponse(error as Error, request, REFRESH_PATH);
+      return envelopeResponse(error as Error, 'POST', REFRESH_PATH);
     }
   };
+  const refresh = (request: Request): Promise<Response> => read(request).then(answer, refused);
   app.post(REFRESH_PATH, (c) => refresh(c.req.raw));
 
   app.get('/v1/instances', (c) => {
