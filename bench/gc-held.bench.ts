@@ -37,7 +37,7 @@ async function child(mode: Mode): Promise<void> {
   const coordinator = createCoordinator({ bodyLimitBytes: 8 * 1024 * 1024 });
   let kept: unknown;
   if (mode !== 'empty') {
-    const texts = refreshBodies(4096, true);
+    const texts = refreshBodies(4096, 'loads');
     if (mode === 'parsed') kept = JSON.parse(texts[0]!);
     else {
       for (const text of mode === 'held' ? texts : [...texts, '{"ids":[],"instances":[]}']) {

@@ -181,18 +181,32 @@ export async function load(
 }
 
 /**
- * The snapshots a case sends in turn: one (same) or two differing in every instance's free slots
- * (all changed), of 2 instances (the seed's example) or `size` generated ones.
- * @example refreshBodies(4096, true).length // 2
+ * How the snapshots of a case differ from one request to the next: not at all (`same`: the
+ * Controller resending), in every instance's free slots alone (`loads`: its usual refresh while the
+ * topology holds), or in every instance beyond its loads too (`whole`: a model name and the loads,
+ * so every instance is replaced).
  */
-export function refreshBodies(size: number, changed: boolean): string[] {
+export type RefreshChange = 'same' | 'loads' | 'whole';
+
+/**
+ * The snapshots a case sends in turn: one (same) or two, of 2 instances (the seed's example, as its
+ * text is written: a Controller writes its snapshots the same way each time) or `size` generated
+ * ones (compact).
+ * @example refreshBodies(4096, 'loads').length // 2
+ */
+export function refreshBodies(size: number, change: RefreshChange): string[] {
   if (size === 2) {
-    const other = JSON.parse(SEED_REFRESH_BODY) as { instances: { dynamic_info: { avail_slots_num: number } }[] };
-    for (const instance of other.instances) instance.dynamic_info.avail_slots_num -= 1;
-    return changed ? [SEED_REFRESH_BODY, JSON.stringify(other)] : [SEED_REFRESH_BODY];
+    if (change === 'same') return [SEED_REFRESH_BODY];
+    let other = SEED_REFRESH_BODY.replace(/("avail_slots_num":\s*)(\d+)/g, (_, key: string, n: string) => `${key}${Number(n) - 1}`);
+    if (change === 'whole') other = other.replaceAll('"your_model_name"', '"another_model_name"');
+    if (other === SEED_REFRESH_BODY) throw new Error('the seed example has nothing to change');
+    return [SEED_REFRESH_BODY, other];
   }
   const first = JSON.stringify(exampleSnapshot(size));
-  return changed ? [first, JSON.stringify(exampleSnapshot(size, { load: 1 }))] : [first];
+  if (change === 'same') return [first];
+  const other = exampleSnapshot(size, { load: 1 });
+  if (change === 'whole') for (const instance of other.instances) instance.model_name = 'another-model';
+  return [first, JSON.stringify(other)];
 }
 
 /**

@@ -144,10 +144,19 @@ export class HeldInstance implements Instance {
    */
   takeLoadsOf(wire: RefreshInstance): boolean {
     if (!this.#sameBesideLoads(wire)) return false;
-    this.availSlots = wire.dynamic_info.avail_slots_num;
-    this.availBlocks = wire.dynamic_info.avail_block_num;
-    this.#wire = undefined;
+    this.takeLoads(wire.dynamic_info.avail_slots_num, wire.dynamic_info.avail_block_num);
     return true;
+  }
+
+  /**
+   * Takes new free slots and blocks, validated by the caller, and drops the rebuilt wire object.
+   * Only for an instance of a plain snapshot, whose wire object the fields rebuild.
+   * @example held.takeLoads(60, 900)
+   */
+  takeLoads(slots: number, blocks: number): void {
+    this.availSlots = slots;
+    this.availBlocks = blocks;
+    this.#wire = undefined;
   }
 
   #sameBesideLoads(wire: RefreshInstance): boolean {

@@ -525,6 +525,89 @@ describe('repeat', () => {
   });
 });
 
+describe('applyLoads', () => {
+  /** Each instance's free slots and blocks, in the layout applyLoads takes. */
+  const loadsOf = (body: ExampleBody) => body.instances.flatMap((i) => [i.dynamic_info.avail_slots_num, i.dynamic_info.avail_block_num]);
+
+  test('gives the diff, instances and view that applying the snapshot with those loads gives', () => {
+    const body = exampleSnapshot(6);
+    const next = structuredClone(body);
+    next.instances[1]!.dynamic_info.avail_slots_num = 5;
+    next.instances[4]!.dynamic_info.avail_block_num = 0;
+    const byLoads = new ClusterRegistry({ now: () => 7 });
+    const bySnapshot = new ClusterRegistry({ now: () => 7 });
+    applyAsRouted(byLoads, body);
+    applyAsRouted(bySnapshot, body);
+    const heard: RegistryDiff[] = [];
+    const refreshes: number[] = [];
+    byLoads.onChange((d) => heard.push(d));
+    byLoads.onRefresh((g) => refreshes.push(g));
+    const held = byLoads.all();
+    const diff = byLoads.applyLoads(new Uint32Array(loadsOf(next)));
+    const expected = applyAsRouted(bySnapshot, next);
+    expect(diff.generation).toBe(2);
+    expect(diff.updated.map((u) => [u.before.id, u.after.id, u.before === u.after])).toEqual([
+      [1, 1, true],
+      [4, 4, true],
+    ]);
+    expect(diff.updated.map((u) => u.after.id)).toEqual(expected.updated.map((u) => u.after.id));
+    expect([diff.added, diff.removed]).toEqual([[], []]);
+    expect(heard).toEqual([diff]);
+    expect(refreshes).toEqual([2]);
+    // The same objects, taking the loads in place; the view and the wire follow.
+    expect(byLoads.all()).toBe(held);
+    expect(byLoads.get(1)!.availSlots).toBe(5);
+    expect(byLoads.view()).toEqual(bySnapshot.view());
+    expect(byLoads.get(4)!.wire).toEqual(plainInstances(next)[4] as never);
+  });
+
+  test('the same loads again change nothing but the generation', () => {
+    const registry = new ClusterRegistry();
+    const body = exampleSnapshot(3);
+    applyAsRouted(registry, body);
+    const heard: RegistryDiff[] = [];
+    registry.onChange((d) => heard.push(d));
+    expect(registry.applyLoads(loadsOf(body))).toEqual({ generation: 2, added: [], updated: [], removed: [] });
+    expect(heard).toEqual([]);
+  });
+
+  test('refuses loads out of range or of the wrong count, a held snapshot that is not plain, and a call from a listener; nothing changes', () => {
+    const registry = new ClusterRegistry({ onListenerError: () => {} });
+    const body = exampleSnapshot(2);
+    applyAsRouted(registry, body);
+    const good = loadsOf(body);
+    const refusals: [number[], RegExp][] = [
+      [[201, ...good.slice(1)], /loads\[0\]: free slots of instance 0 must be in \[0, 200\]/],
+      [[...good.slice(0, 3), 1025], /loads\[3\]: free blocks of instance 1 must be in \[0, 1024\]/],
+      [[1.5, ...good.slice(1)], /loads\[0\]/],
+      [[-1, ...good.slice(1)], /loads\[0\]/],
+      [good.slice(1), /loads: expected 4 values \(2 per instance\), got 3/],
+    ];
+    for (const [loads, message] of refusals) {
+      expect(() => registry.applyLoads(loads)).toThrow(message);
+      expect(registry.generation).toBe(1);
+      expect(registry.get(0)!.availSlots).toBe(200);
+    }
+    let thrown: unknown;
+    registry.onRefresh(() => {
+      try {
+        registry.applyLoads(good);
+      } catch (error) {
+        thrown = error;
+      }
+    });
+    registry.repeat();
+    expect(thrown).toBeInstanceOf(PdlinkError);
+    expect(registry.generation).toBe(2);
+
+    const withExtras = new ClusterRegistry();
+    const extra = seedWith((b) => (b.instances[0]!.note = 'kept'));
+    withExtras.apply(parseRefresh(parseRefreshText(JSON.stringify(extra))));
+    expect(() => withExtras.applyLoads(loadsOf(extra))).toThrow(/needs the last snapshot to be plain/);
+    expect(withExtras.generation).toBe(1);
+  });
+});
+
 /** Turns instance `id` into role 85 and drops it from the peers of the others. */
 function makeUndefined(body: ExampleBody, id: number): void {
   for (const instance of body.instances) {

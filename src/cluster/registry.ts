@@ -3,11 +3,12 @@
  * snapshot replaces the whole picture and is turned into a diff (added / updated / removed) that
  * subscribers receive synchronously.
  */
-import { errors } from '../core/errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 import { isMeasuredJson } from '../core/exact-json.ts';
 import { IdMap } from '../core/id-map.ts';
 import type { RefreshSnapshot } from '../schema/refresh.ts';
 import { isPlainSnapshot } from '../schema/refresh-plain.ts';
+import { isUintIn } from '../schema/refresh-limits.ts';
 import { HeldInstance } from './held-instance.ts';
 import { checkDepth, wireEqual } from './wire-compare.ts';
 import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE } from './instance.ts';
@@ -156,6 +157,46 @@ export class ClusterRegistry implements ClusterView {
     }
     this.#lastPlain = plain;
     return this.#accepted(added, updated, removed);
+  }
+
+  /**
+   * Accepts the snapshot the registry holds once more with only free slots and blocks moved, as
+   * apply would a snapshot equal to it but for those: `loads` holds the i-th instance's (in
+   * snapshot order) free slots at 2i and free blocks at 2i + 1. Only for a registry that holds a
+   * plain snapshot (see isPlainSnapshot); a load that is not an integer within its instance's total
+   * is refused (a PdlinkError naming it) and nothing changes.
+   * @example const loads = template.read(text); if (loads) registry.applyLoads(loads);
+   */
+  applyLoads(loads: ArrayLike<number>): RegistryDiff {
+    if (this.#notifying) throw errors.reentrantApply();
+    const held = this.#all;
+    if (!this.#lastPlain)
+      throw new PdlinkError('internal', "ClusterRegistry.applyLoads needs the last snapshot to be plain (only the schema's keys)");
+    if (loads.length !== 2 * held.length) {
+      throw errors.invalidArgument('loads', `expected ${2 * held.length} values (2 per instance), got ${loads.length}`);
+    }
+    for (let i = 0; i < held.length; i++) {
+      const instance = held[i]!;
+      if (!isUintIn(loads[2 * i], 0, instance.totalSlots)) {
+        throw errors.invalidArgument(`loads[${2 * i}]`, `free slots of instance ${instance.id} must be in [0, ${instance.totalSlots}]`);
+      }
+      if (!isUintIn(loads[2 * i + 1], 0, instance.totalBlocks)) {
+        throw errors.invalidArgument(
+          `loads[${2 * i + 1}]`,
+          `free blocks of instance ${instance.id} must be in [0, ${instance.totalBlocks}]`,
+        );
+      }
+    }
+    const updated: { before: HeldInstance; after: HeldInstance }[] = [];
+    for (let i = 0; i < held.length; i++) {
+      const instance = held[i]!;
+      const slots = loads[2 * i]!;
+      const blocks = loads[2 * i + 1]!;
+      if (instance.availSlots === slots && instance.availBlocks === blocks) continue;
+      instance.takeLoads(slots, blocks);
+      updated.push({ before: instance, after: instance });
+    }
+    return this.#accepted(EMPTY, updated, EMPTY);
   }
 
   /**

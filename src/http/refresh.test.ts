@@ -6,7 +6,7 @@ import { createRegistry, type Registry } from '../core/metrics.ts';
 import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { MAX_INSTANCES, parseRefresh } from '../schema/refresh.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
-import { refreshRoutes } from './refresh.ts';
+import { refreshEndpoint, refreshRoutes } from './refresh.ts';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -409,23 +409,23 @@ describe('metrics', () => {
   });
 });
 
-describe('a body resent unchanged', () => {
-  /** How many times `fn` called JSON.parse. */
-  async function parsesIn(fn: () => Promise<unknown>): Promise<number> {
-    const original = JSON.parse;
-    let calls = 0;
-    JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
-      calls++;
-      return original(...args);
-    }) as typeof JSON.parse;
-    try {
-      await fn();
-    } finally {
-      JSON.parse = original;
-    }
-    return calls;
+/** How many times `fn` called JSON.parse. */
+async function parsesIn(fn: () => Promise<unknown>): Promise<number> {
+  const original = JSON.parse;
+  let calls = 0;
+  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
+    calls++;
+    return original(...args);
+  }) as typeof JSON.parse;
+  try {
+    await fn();
+  } finally {
+    JSON.parse = original;
   }
+  return calls;
+}
 
+describe('a body resent unchanged', () => {
   test('is applied again without parsing it again; another body in between is parsed', async () => {
     const { app, registry, metrics } = setup();
     const text = JSON.stringify(exampleSnapshot(8));
@@ -438,8 +438,9 @@ describe('a body resent unchanged', () => {
     const other = JSON.stringify(exampleSnapshot(8, { load: 1 }));
     expect(await parsesIn(async () => expect((await refresh(app, other)).status).toBe(200))).toBe(1);
     expect(registry.get(0)!.availSlots).toBe(199);
-    // The first text again is not the last accepted one: parsed, and applied as a change.
-    expect(await parsesIn(async () => expect((await refresh(app, text)).status).toBe(200))).toBe(1);
+    // The first text again is not the last accepted one, but differs from it only in loads: read
+    // by the template of the last one, not parsed, and applied as a change.
+    expect(await parsesIn(async () => expect((await refresh(app, text)).status).toBe(200))).toBe(0);
     expect(registry.get(0)!.availSlots).toBe(200);
     expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(4);
   });
@@ -507,3 +508,166 @@ describe('a body resent unchanged', () => {
     expect(registry.generation).toBe(0);
   });
 });
+
+describe('a body that moved only loads', () => {
+  /** Sends `text`, expecting 200, and says how many parses it took. */
+  const accepted = async (app: Hono, text: string) => parsesIn(async () => expect((await refresh(app, text)).status).toBe(200));
+  const view = async (app: Hono) => (await (await app.request('/v1/instances')).json()) as { instances: unknown[]; generation: number };
+
+  test('after one apply that moved only loads, the next are read without a parse; each gives what a parse would', async () => {
+    const { app, registry, metrics } = setup();
+    const parsed = setup();
+    const heard: [number, number, boolean][] = [];
+    registry.onChange((d) => heard.push([d.added.length, d.updated.length, d.updated.every((u) => u.before === u.after)]));
+    const bodies = [0, 1, 2, 3].map((load) => exampleSnapshot(8, { load }));
+    bodies[3]!.instances[5]!.dynamic_info.avail_block_num = 0;
+    // The first adds, the second moves loads (and makes the template): both parsed.
+    const costs: number[] = [];
+    for (const body of bodies) {
+      costs.push(await accepted(app, pretty(body)));
+      // The same bodies through a route whose template never matches (a new line each time).
+      expect((await refresh(parsed.app, `${pretty(body)}${'\n'.repeat(costs.length)}`)).status).toBe(200);
+      const { generation: _mine, ...mine } = { ...(await view(app)), refreshed_at: 0 };
+      const { generation: _theirs, ...theirs } = { ...(await view(parsed.app)), refreshed_at: 0 };
+      expect(mine).toEqual(theirs);
+    }
+    expect(costs).toEqual([1, 1, 0, 0]);
+    expect(registry.get(5)!.availBlocks).toBe(0);
+    expect((await view(app)).instances).toEqual(JSON.parse(JSON.stringify(bodies[3]!.instances)));
+    // All added, then every instance's free slots moved each time: all updated, in place.
+    expect(heard).toEqual([
+      [8, 0, true],
+      [0, 8, true],
+      [0, 8, true],
+      [0, 8, true],
+    ]);
+    expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(4);
+  });
+
+  test('a load beyond its total, or written otherwise, goes the whole way: refused naming the field, or applied as parsed', async () => {
+    const { app, registry } = setup();
+    const text = JSON.stringify(exampleSnapshot(4));
+    await accepted(app, text);
+    expect(await accepted(app, JSON.stringify(exampleSnapshot(4, { load: 1 })))).toBe(1);
+    const beyond = text.replace('"avail_slots_num":200', '"avail_slots_num":201');
+    expect(await rejectedPaths(await refresh(app, beyond))).toEqual(['instances[0].dynamic_info.avail_slots_num']);
+    const zeroLed = text.replace('"avail_slots_num":200', '"avail_slots_num":0200');
+    expect((await refresh(app, zeroLed)).status).toBe(400);
+    expect(registry.generation).toBe(2);
+    expect(registry.get(0)!.availSlots).toBe(199);
+    // Written as 150.0: the parse says 150, the registry takes it; the template stays (loads moved only).
+    expect(await accepted(app, text.replace('"avail_slots_num":200', '"avail_slots_num":150.0'))).toBe(1);
+    expect(registry.get(0)!.availSlots).toBe(150);
+    expect(await accepted(app, text)).toBe(0);
+    expect(registry.get(0)!.availSlots).toBe(200);
+  });
+
+  test('a change beyond loads is parsed and drops the template; a new one is made at the next apply of loads alone', async () => {
+    const { app, registry } = setup();
+    const body = exampleSnapshot(4);
+    await accepted(app, JSON.stringify(body));
+    expect(await accepted(app, JSON.stringify(exampleSnapshot(4, { load: 1 })))).toBe(1);
+    body.instances[2]!.model_name = 'renamed';
+    expect(await accepted(app, JSON.stringify(body))).toBe(1);
+    expect(registry.get(2)!.modelName).toBe('renamed');
+    const next = structuredClone(body);
+    next.instances[0]!.dynamic_info.avail_slots_num = 3;
+    expect(await accepted(app, JSON.stringify(next))).toBe(1);
+    next.instances[0]!.dynamic_info.avail_slots_num = 4;
+    expect(await accepted(app, JSON.stringify(next))).toBe(0);
+    expect(registry.get(0)!.availSlots).toBe(4);
+    // An instance fewer: parsed, applied, and the template is gone with the topology it described.
+    const fewer = structuredClone(next);
+    fewer.instances.pop();
+    fewer.ids.pop();
+    for (const instance of fewer.instances) instance.dynamic_info.peers = instance.dynamic_info.peers.filter((p: number) => p !== 3);
+    expect(await accepted(app, JSON.stringify(fewer))).toBe(1);
+    fewer.instances[0]!.dynamic_info.avail_slots_num = 5;
+    expect(await accepted(app, JSON.stringify(fewer))).toBe(1);
+    expect(registry.all().map((i) => i.id)).toEqual([0, 1, 2]);
+    expect(registry.get(0)!.availSlots).toBe(5);
+  });
+
+  test('a text in a new layout with loads moved makes the template anew; the old layout is parsed after that', async () => {
+    const { app } = setup();
+    await accepted(app, JSON.stringify(exampleSnapshot(4)));
+    expect(await accepted(app, JSON.stringify(exampleSnapshot(4, { load: 1 })))).toBe(1);
+    expect(await accepted(app, pretty(exampleSnapshot(4, { load: 2 })))).toBe(1);
+    expect(await accepted(app, pretty(exampleSnapshot(4, { load: 3 })))).toBe(0);
+    expect(await accepted(app, JSON.stringify(exampleSnapshot(4, { load: 4 })))).toBe(1);
+  });
+
+  test('is parsed when something else applied a snapshot since, and when the text holds an escape', async () => {
+    const { app, registry } = setup();
+    await accepted(app, JSON.stringify(exampleSnapshot(4)));
+    expect(await accepted(app, JSON.stringify(exampleSnapshot(4, { load: 1 })))).toBe(1);
+    registry.apply(parseRefresh(exampleSnapshot(4, { load: 7 })));
+    expect(await accepted(app, JSON.stringify(exampleSnapshot(4, { load: 2 })))).toBe(1);
+    expect(registry.get(0)!.availSlots).toBe(198);
+
+    const escaped = setup();
+    const body = exampleSnapshot(2);
+    body.instances[0]!.model_name = 'a"b';
+    for (let load = 0; load < 3; load++) {
+      for (const instance of body.instances) instance.dynamic_info.avail_slots_num = 100 + load;
+      expect(await accepted(escaped.app, JSON.stringify(body))).toBe(1);
+    }
+    expect(escaped.registry.get(1)!.availSlots).toBe(102);
+  });
+
+  test('read before another refresh changed the topology, and answered after it: parsed, and applied whole', async () => {
+    const registry = new ClusterRegistry();
+    const { refresh: handle } = refreshEndpoint({ registry, bodyLimitBytes: 64 * 1024, metrics: createRegistry() });
+    /** A request whose body arrives when the test says. */
+    const held = (text: string) => {
+      let arrive!: () => void;
+      const body = new Promise<string>((resolve) => (arrive = () => resolve(text)));
+      const headers = new Headers({ 'content-type': 'application/json', 'content-length': String(text.length) });
+      const request = { headers, signal: new AbortController().signal, text: () => body } as unknown as Request;
+      return { request, arrive };
+    };
+    const send = (text: string) => {
+      const { request, arrive } = held(text);
+      arrive();
+      return handle(request);
+    };
+    expect((await send(JSON.stringify(exampleSnapshot(4)))).status).toBe(200);
+    expect((await send(JSON.stringify(exampleSnapshot(4, { load: 1 })))).status).toBe(200);
+    const loads = held(JSON.stringify(exampleSnapshot(4, { load: 2 })));
+    const fewer = held(JSON.stringify(exampleSnapshot(3)));
+    const answers = [handle(loads.request), handle(fewer.request)];
+    // Both are read (loads by the template) before either is answered; the three instances are applied first.
+    const parses = await parsesIn(async () => {
+      fewer.arrive();
+      loads.arrive();
+      expect((await Promise.all(answers)).map((r) => r.status)).toEqual([200, 200]);
+    });
+    // The three-instance body, then the loads body once the template it was read by was gone.
+    expect(parses).toBe(2);
+    expect(registry.all().map((i) => [i.id, i.availSlots])).toEqual([
+      [0, 198],
+      [1, 198],
+      [2, 198],
+      [3, 198],
+    ]);
+  });
+
+  test('still has its addresses checked against a policy that changed since', async () => {
+    const registry = new ClusterRegistry();
+    const policy = new InstanceAddressPolicy(undefined);
+    const app = refreshRoutes({ registry, bodyLimitBytes: 64 * 1024, metrics: createRegistry(), addressPolicy: policy });
+    await accepted(app, JSON.stringify(exampleSnapshot(4)));
+    expect(await accepted(app, JSON.stringify(exampleSnapshot(4, { load: 1 })))).toBe(1);
+    policy.addOwn([{ ip: '10.0.0.2', port: 1025 }]);
+    const response = await parsesIn(async () =>
+      expect(await rejectedPaths(await refresh(app, JSON.stringify(exampleSnapshot(4, { load: 2 }))))).toEqual(['instances[2].ip']),
+    );
+    expect(response).toBe(0);
+    expect(registry.get(0)!.availSlots).toBe(199);
+  });
+});
+
+/** A body as a Controller that indents would write it. */
+function pretty(body: unknown): string {
+  return JSON.stringify(body, null, 2);
+}

@@ -6,19 +6,22 @@
  */
 import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
+import type { RegistryDiff } from '../cluster/instance.ts';
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import { refreshMetrics } from '../cluster/registry-metrics.ts';
 import type { InstanceAddressPolicy } from '../core/address-policy.ts';
 import { errors, type FieldIssue, optionErrors, PdlinkError } from '../core/errors.ts';
 import { parseRefresh } from '../schema/refresh.ts';
-import { parseRefreshText } from '../schema/refresh-plain.ts';
+import { isPlainSnapshot, parseRefreshText } from '../schema/refresh-plain.ts';
+import { LoadsTemplate } from '../schema/refresh-loads.ts';
 import { jsonRequestReader } from '../core/json-request.ts';
 import { envelopeResponse, onError } from './envelope.ts';
 
-/** A body's text and the value it parsed to. */
+/** A body's text, the value it parsed to, and whether the loads template was tried on it and missed. */
 interface ParsedBody {
   readonly text: string;
   readonly value: unknown;
+  readonly missed: boolean;
 }
 
 /** The Controller's refresh path. */
@@ -79,11 +82,23 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
   let heldGeneration = -1;
   let heldPolicy = -1;
   const holdsAccepted = () => registry.generation === heldGeneration;
+  // Between two changes of the topology, the Controller's snapshots move only loads: a body that is
+  // the last accepted text with only loads changed is read by the template of that text (see
+  // refresh-loads.ts) and applied as loads alone. The template is made after an apply that moved
+  // only loads (the topology held still), from that body's text, and kept while this route's
+  // applies move only loads; any other apply drops it.
+  let template: LoadsTemplate | undefined;
   let parsed: ParsedBody | undefined;
   const parse = (text: string): unknown => {
-    if (text === acceptedText && holdsAccepted()) return new Resent(text);
+    if (text === acceptedText && holdsAccepted()) return new Resent(text, undefined, undefined);
+    let missed = false;
+    if (template !== undefined && holdsAccepted()) {
+      const loads = template.read(text);
+      if (loads !== undefined) return new Resent(text, loads, template);
+      missed = true;
+    }
     const value = parseRefreshText(text);
-    parsed = { text, value };
+    parsed = { text, value, missed };
     return value;
   };
 
@@ -94,13 +109,15 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
     const policy = deps.addressPolicy;
     const checkedAt = policy?.generation ?? -1;
     if (body instanceof Resent) {
-      if (holdsAccepted()) {
+      // Loads read by a template only count while that template is the one kept: an apply between
+      // the read and now that changed more than loads dropped it.
+      if (holdsAccepted() && (body.loads === undefined || body.template === template)) {
         if (policy !== undefined && policy.generation !== heldPolicy) refuseAddresses(policy, registry.all(), undefined);
-        return { snapshot: undefined, started, checkedAt };
+        return { snapshot: undefined, resent: body, started, checkedAt };
       }
       // Another refresh was applied since this body was read: it is parsed after all.
       const value = parseRefreshText(body.text);
-      parsed = { text: body.text, value };
+      parsed = { text: body.text, value, missed: true };
       body = value;
     }
     const snapshot = parseRefresh(body);
@@ -111,7 +128,7 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
       refuseAddresses(policy, snapshot.instances, holdsAccepted() && policy.generation === heldPolicy ? registry : undefined);
     }
     // The policy as the addresses were found acceptable (checked now, or unchanged since they were).
-    return { snapshot, started, checkedAt };
+    return { snapshot, resent: undefined, started, checkedAt };
   };
   const onRefused = (error: unknown) => {
     parsed = undefined;
@@ -135,13 +152,27 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
       return refused(error);
     }
     try {
-      const { snapshot, started, checkedAt } = checked;
+      const { snapshot, resent, started, checkedAt } = checked;
       if (snapshot === undefined) {
-        registry.repeat();
+        const loads = resent!.loads;
+        if (loads === undefined) {
+          registry.repeat();
+        } else {
+          registry.applyLoads(loads);
+          acceptedText = resent!.text;
+        }
       } else {
-        registry.apply(snapshot);
+        // `valid`: the template describes what the registry holds (nothing else applied a snapshot
+        // since this route's last apply).
+        const ours = parsed !== undefined && parsed.value === snapshot ? parsed : undefined;
+        const valid = template !== undefined && holdsAccepted();
+        const diff = registry.apply(snapshot);
         // Another request may have been parsed since this one was: then no text is kept.
-        acceptedText = parsed !== undefined && parsed.value === snapshot ? parsed.text : undefined;
+        acceptedText = ours?.text;
+        if (!movedOnlyLoads(diff) || ours === undefined || !isPlainSnapshot(snapshot)) template = undefined;
+        // Made anew when there was none, or this text missed it (the Controller writes another
+        // way now); a text that cannot be templated leaves a valid one as it was.
+        else if (!valid || ours.missed) template = LoadsTemplate.of(ours.text, snapshot) ?? (valid ? template : undefined);
       }
       heldGeneration = registry.generation;
       heldPolicy = checkedAt;
@@ -168,9 +199,23 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
   return { routes: app, refresh };
 }
 
-/** A body equal to the last one accepted, not parsed again. */
+/**
+ * A body not parsed: equal to the last one accepted (no loads), or that text with only loads
+ * changed, read by `template`.
+ */
 class Resent {
-  constructor(readonly text: string) {}
+  constructor(
+    readonly text: string,
+    readonly loads: Uint32Array | undefined,
+    readonly template: LoadsTemplate | undefined,
+  ) {}
+}
+
+/** Whether an apply changed nothing but free slots and blocks, in place (see ClusterRegistry.apply). */
+function movedOnlyLoads(diff: RegistryDiff): boolean {
+  if (diff.added.length > 0 || diff.removed.length > 0) return false;
+  for (const { before, after } of diff.updated) if (before !== after) return false;
+  return true;
 }
 
 /**
