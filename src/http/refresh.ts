@@ -88,6 +88,10 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
   // only loads (the topology held still), from that body's text, and kept while this route's
   // applies move only loads; any other apply drops it.
   let template: LoadsTemplate | undefined;
+  // Bodies in a row that moved only loads but missed the template (written another way). It is made
+  // anew from the second: a Controller that now writes its snapshots another way gets a template
+  // of that way, while one that alternates two ways does not have one made at every refresh.
+  let missesInRow = 0;
   let parsed: ParsedBody | undefined;
   const parse = (text: string): unknown => {
     if (text === acceptedText && holdsAccepted()) return new Resent(text, undefined, undefined);
@@ -160,6 +164,7 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
         } else {
           registry.applyLoads(loads);
           acceptedText = resent!.text;
+          missesInRow = 0;
         }
       } else {
         // `valid`: the template describes what the registry holds (nothing else applied a snapshot
@@ -169,10 +174,15 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
         const diff = registry.apply(snapshot);
         // Another request may have been parsed since this one was: then no text is kept.
         acceptedText = ours?.text;
-        if (!movedOnlyLoads(diff) || ours === undefined || !isPlainSnapshot(snapshot)) template = undefined;
-        // Made anew when there was none, or this text missed it (the Controller writes another
-        // way now); a text that cannot be templated leaves a valid one as it was.
-        else if (!valid || ours.missed) template = LoadsTemplate.of(ours.text, snapshot) ?? (valid ? template : undefined);
+        if (!movedOnlyLoads(diff) || ours === undefined || !isPlainSnapshot(snapshot)) {
+          template = undefined;
+          missesInRow = 0;
+        } else if (!valid || (ours.missed && ++missesInRow >= 2)) {
+          // Made when there was none, or anew after misses in a row; a text that cannot be
+          // templated leaves a valid one as it was.
+          template = LoadsTemplate.of(ours.text, snapshot) ?? (valid ? template : undefined);
+          missesInRow = 0;
+        }
       }
       heldGeneration = registry.generation;
       heldPolicy = checkedAt;
