@@ -1,7 +1,8 @@
 /**
  * Question: how close do links through the LinkManager (worker threads, batcher, production 1 ms
  * window) come to calling the runtime directly over bun:ffi on one thread, in the same run?
- * (1) a lone link+unlink pair, one after the other — goal ≤ 1.5× direct; (2) 10,000 pairs from
+ * (1) a lone link+unlink pair, one after the other — goal ≤ 1.5× direct — and the same pair sent
+ * through the link threads without the manager, the floor of a lone call across one thread hop; (2) 10,000 pairs from
  * 16 concurrent single-cluster callers, batched — goal ≥ 0.9× the direct 16-clusters-per-call rate.
  * Also, to say where the rest goes: the hop alone (an unlink of a cluster the context never linked,
  * which the runtime answers NOT_YET_LINK without touching the network) on the main thread, through
@@ -208,6 +209,23 @@ async function threadCall(op: 'link' | 'unlink', clusters: typeof threadBatches.
 }
 
 /**
+ * Median µs of a lone pair through the link threads without the manager: one link task and one
+ * unlink task of one cluster each, awaited one after the other. The floor of any lone call that
+ * crosses a thread hop with these threads; the manager's lone pair is measured against it too.
+ */
+async function loneThreads(): Promise<number> {
+  const us: number[] = [];
+  for (let i = 0; i < LONE; i++) {
+    const one = [threadBatches.whole[i % threadBatches.whole.length]!];
+    const start = performance.now();
+    await threadCall('link', one);
+    await threadCall('unlink', one);
+    us.push((performance.now() - start) * 1000);
+  }
+  return percentile(us, 50);
+}
+
+/**
  * Pairs/s through the link threads without the manager: 16 clusters per call (`split` false), or
  * the same 16 as two calls of 8 on both link threads at once. The first is the floor of any design
  * that sends a batch across one thread hop; the second asks whether spreading a batch over the idle
@@ -247,7 +265,10 @@ try {
   await batchedManager(16 * 20);
   await batchedThreads(16 * 20, false);
   await batchedThreads(16 * 20, true);
+  await loneThreads();
   const lone = await alternate(ROUNDS, loneDirect, loneManager);
+  const loneHop = await alternate(ROUNDS, loneDirect, loneThreads);
+  const loneOverHop = await alternate(ROUNDS, loneThreads, loneManager);
   const hops = { main: [] as number[], linkThreads: [] as number[], piscina: [] as number[] };
   const own = { lone: [] as number[], batched: [] as number[] };
   const inThread = await alternate(ROUNDS, loneDirect, loneInThread);
@@ -274,6 +295,8 @@ try {
     () => batchedThreads(PAIRS, true),
   );
   const loneRatio = spread(lone.ratios);
+  const loneHopRatio = spread(loneHop.ratios);
+  const loneOverHopRatio = spread(loneOverHop.ratios);
   // Rate ratio: manager / direct (higher is better).
   const rateRatio = spread(batched.ratios);
   const wholeRatio = spread(threadsWhole.ratios);
@@ -305,6 +328,10 @@ try {
     `lone pair: manager ${us(loneM)} µs vs direct ${us(loneD)} µs → ${times(loneRatio.median)} (${range(loneRatio)}; rounds ${lone.ratios.map(times).join(', ')})`,
   );
   console.log(
+    `lone pair through the link threads without the manager: ${us(percentile(loneHop.subject, 50))} µs, ${times(loneHopRatio.median)} direct (${range(loneHopRatio)}); ` +
+      `the manager's lone pair ${times(loneOverHopRatio.median)} of it (${range(loneOverHopRatio)})`,
+  );
+  console.log(
     `no-op call: main ${hopMain.toFixed(1)} µs, link threads ${hopLink.toFixed(1)} µs, piscina (trivial task) ${hopPiscina.toFixed(1)} µs`,
   );
   console.log(`manager's own work per pair: lone ${ownLone.toFixed(1)} µs, batched ${ownBatched.toFixed(1)} µs`);
@@ -322,7 +349,10 @@ try {
   const summary = [
     `Lone link+unlink pair through the LinkManager (${DEFAULT_POOL_THREADS} link threads, ${WINDOW_MS} ms batch window): ${us(loneM)} µs median, ` +
       `${times(loneRatio.median)} a direct bun:ffi pair on the main thread (${us(loneD)} µs); ${range(loneRatio)} over ${ROUNDS} alternating rounds of ${LONE} pairs; ` +
-      `goal ≤ 1.5×: ${loneRatio.median <= 1.5 ? 'met' : 'not met'}.`,
+      `goal ≤ 1.5×: ${loneRatio.median <= 1.5 ? 'met' : 'not met'}. ` +
+      `The same pair sent through the link threads without the manager (one link task, one unlink task) takes ${us(percentile(loneHop.subject, 50))} µs, ` +
+      `${times(loneHopRatio.median)} direct (${range(loneHopRatio)}, ${ROUNDS} alternating rounds): that is the floor of a lone call that crosses one thread hop with these threads, ` +
+      `and the manager's lone pair takes ${times(loneOverHopRatio.median)} of it (${range(loneOverHopRatio)}, ${ROUNDS} alternating rounds).`,
     `Where the ${us(added)} µs the manager adds per pair go (median of the differences within a round): a runtime call that stays in the process (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
       `and ${hopLink.toFixed(1)} µs through the link threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
       `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); ` +
@@ -334,7 +364,12 @@ try {
       `(${range(rateRatio)}, ${BATCHED_ROUNDS} alternating rounds); goal ≥ 0.9×: ${rateRatio.median >= 0.9 ? 'met' : 'not met'}. ` +
       `The same 16 clusters per call sent through the link threads without the manager reach ${times(wholeRatio.median)} the direct rate (${range(wholeRatio)}): ` +
       `that is the floor of any batch that crosses one thread hop, and the manager's 16 single-cluster callers keep ${times(rateRatio.median / wholeRatio.median)} of it. ` +
-      `Splitting each batch into two calls of 8 on both link threads at once reaches ${times(splitRatio.median)} (${range(splitRatio)}): on two cores shared with the server process, spreading a batch over the idle threads does not pay.`,
+      `Splitting each batch into two calls of 8 on both link threads at once reaches ${times(splitRatio.median)} (${range(splitRatio)}): ` +
+      (splitRatio.p10 > wholeRatio.p90
+        ? 'in this run spreading a batch over the idle threads beat one call of 16 beyond both spreads.'
+        : splitRatio.p90 < wholeRatio.p10
+          ? 'on two cores shared with the server process, spreading a batch over the idle threads did worse than one call of 16 beyond both spreads.'
+          : 'within the spread of one call of 16: on two cores shared with the server process, spreading a batch over the idle threads did not tell apart from it in this run.'),
     `${pinned ? 'Client pinned to core 0 and the server process to core 1 (taskset)' : 'Not pinned (pinning the client to one core starved its runtime threads and slowed the direct floor 2.8×; see the bench header)'}; the machine is a 2-core VM shared with other test runs while this ran (1-minute load average ${load.start.toFixed(1)} at the start, ${load.end.toFixed(1)} at the end).`,
   ].join('\n\n');
   writeResults('links-floor', {
@@ -350,6 +385,15 @@ try {
       pinned,
       loadAverage: load,
       lone: { directUs: lone.baseline, managerUs: lone.subject, ratios: lone.ratios, ratio: loneRatio },
+      loneThreads: {
+        vsDirect: { directUs: loneHop.baseline, threadsUs: loneHop.subject, ratios: loneHop.ratios, ratio: loneHopRatio },
+        managerVsThreads: {
+          threadsUs: loneOverHop.baseline,
+          managerUs: loneOverHop.subject,
+          ratios: loneOverHop.ratios,
+          ratio: loneOverHopRatio,
+        },
+      },
       noOpCallUs: hops,
       managerOwnUsPerPair: own,
       loneInThread: { directUs: inThread.baseline, threadUs: inThread.subject, ratios: inThread.ratios, ratio: threadRatio },
@@ -378,6 +422,12 @@ try {
           us(loneD),
           us(loneM),
           `${times(loneRatio.median)} (${times(loneRatio.p10)}–${times(loneRatio.p90)}) / ≤ 1.5×`,
+        ],
+        [
+          'lone link+unlink through the link threads without the manager, µs (median) and ratio to direct; the manager over it',
+          us(percentile(loneHop.baseline, 50)),
+          us(percentile(loneHop.subject, 50)),
+          `${times(loneHopRatio.median)} (${times(loneHopRatio.p10)}–${times(loneHopRatio.p90)}); manager ${times(loneOverHopRatio.median)} (${times(loneOverHopRatio.p10)}–${times(loneOverHopRatio.p90)})`,
         ],
         ['no-op runtime call, µs (main thread / link threads)', hopMain.toFixed(1), hopLink.toFixed(1), '—'],
         ['trivial task through the piscina threads (old path), µs', '—', hopPiscina.toFixed(1), '—'],
