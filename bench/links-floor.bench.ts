@@ -2,7 +2,8 @@
  * Question: how close do links through the LinkManager (worker threads, batcher, production 1 ms
  * window) come to calling the runtime directly over bun:ffi on one thread, in the same run?
  * (1) a lone link+unlink pair, one after the other — goal ≤ 1.5× direct — and the same pair sent
- * through the link threads without the manager, the floor of a lone call across one thread hop; (2) 10,000 pairs from
+ * through the link threads without the manager, the floor of a lone call across one thread hop,
+ * and on a native thread answering through a thread-safe callback (native/bench/thread_hop.c); (2) 10,000 pairs from
  * 16 concurrent single-cluster callers, batched — goal ≥ 0.9× the direct 16-clusters-per-call rate.
  * Also, to say where the rest goes: the hop alone (an unlink of a cluster the context never linked,
  * which the runtime answers NOT_YET_LINK without touching the network) on the main thread, through
@@ -20,15 +21,16 @@
  *
  * Run: bun bench/links-floor.bench.ts   → bench/results/links-floor.{json,md}
  */
+import { dlopen, FFIType, JSCallback, ptr } from 'bun:ffi';
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { LLM_STATUS } from '../src/core/llm-status.ts';
-import { create, destroy, link, unlink } from '../src/ffi/runtime.ts';
+import { asPointer, create, destroy, link, unlink } from '../src/ffi/runtime.ts';
 import { LinkManager } from '../src/links/manager.ts';
 import type { LinkExecutor } from '../src/links/types.ts';
 import type { ClusterSpec } from '../src/ffi/layout.ts';
-import { encodeClusters } from '../src/workers/encoding.ts';
+import { CLUSTER_RECORD_BYTES, encodeClusters } from '../src/workers/encoding.ts';
 import { DEFAULT_POOL_THREADS } from '../src/workers/pool.ts';
 import { startClientStack, startServerSide, type ClientStack, type ServerSide } from '../test/fixtures/links/stack.ts';
 import { alternate, markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
@@ -66,6 +68,64 @@ const specs: ClusterSpec[] = server.targets.map((t) => ({
 }));
 const direct = create({ clusterId: BigInt(Date.now()) * 1000n + 7n, role: 'decoder' });
 const stack: ClientStack = await startClientStack({ threads: DEFAULT_POOL_THREADS, maxBatch: 16, batchWindowMs: WINDOW_MS });
+
+/**
+ * A native thread that makes the same runtime calls and answers through a thread-safe callback
+ * (native/bench/thread_hop.c, built here with make): the floor of a design that keeps link calls
+ * off the JavaScript thread without a worker thread.
+ */
+const NATIVE_DIR = new URL('../native/', import.meta.url).pathname;
+const made = spawnSync('make', ['-s', '-C', NATIVE_DIR, 'build/libthread_hop.so'], { stdio: 'inherit' });
+if (made.status !== 0) throw new Error('make build/libthread_hop.so failed');
+const hopLib = dlopen(`${NATIVE_DIR}build/libthread_hop.so`, {
+  hop_start: { args: [FFIType.function], returns: FFIType.i32 },
+  hop_call: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr, FFIType.u32, FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+});
+let nativeAnswer: ((ret: number) => void) | undefined;
+const nativeCallback = new JSCallback(
+  (ret: number) => {
+    const settle = nativeAnswer;
+    nativeAnswer = undefined;
+    settle?.(ret);
+  },
+  { args: [FFIType.i32], returns: FFIType.void, threadsafe: true },
+);
+if (hopLib.symbols.hop_start(nativeCallback) !== 0) throw new Error('hop_start failed');
+const HOP_NOTHING = 0;
+const HOP_LINK = 1;
+const HOP_UNLINK = 2;
+/** Each target's record, and a code slot, in shared memory the native thread reads while JS waits. */
+const nativeRecords = server.targets.map((t) => {
+  const { batch } = encodeClusters('shared', [
+    { id: t.remoteClusterId, ip: t.remote.ip, port: t.remote.port, localIp: '127.0.0.3', localPort: 0 },
+  ]);
+  if (batch.enc !== 'shared') throw new Error('expected a shared batch');
+  return new Uint8Array(batch.buffer, 0, CLUSTER_RECORD_BYTES);
+});
+const nativeRets = new Int32Array(new SharedArrayBuffer(4));
+
+/** One call on the native thread, answered through the thread-safe callback. */
+function nativeCall(op: number, records: Uint8Array): Promise<void> {
+  nativeRets[0] = LLM_STATUS.LLM_SUCCESS;
+  return new Promise((resolve, reject) => {
+    nativeAnswer = (ret) =>
+      ret === LLM_STATUS.LLM_SUCCESS && nativeRets[0] === LLM_STATUS.LLM_SUCCESS ? resolve() : reject(new Error(`native call: ${ret}`));
+    if (hopLib.symbols.hop_call(op, asPointer(direct), ptr(records), 1, 3000, ptr(nativeRets)) !== 0) reject(new Error('hop_call refused'));
+  });
+}
+
+/** Median µs of a lone pair made on the native thread, answered by the thread-safe callback. */
+async function loneNative(): Promise<number> {
+  const us: number[] = [];
+  for (let i = 0; i < LONE; i++) {
+    const records = nativeRecords[i % nativeRecords.length]!;
+    const start = performance.now();
+    await nativeCall(HOP_LINK, records);
+    await nativeCall(HOP_UNLINK, records);
+    us.push((performance.now() - start) * 1000);
+  }
+  return percentile(us, 50);
+}
 
 const pairThread = new Worker(new URL('./links-floor-thread.ts', import.meta.url));
 await new Promise((resolve) => pairThread.once('message', resolve));
@@ -118,14 +178,19 @@ const NOBODY: ClusterSpec = { remoteClusterId: 1n, remoteIp: '127.0.0.2', remote
 const nobodyBatch = () =>
   encodeClusters('clone', [{ id: NOBODY.remoteClusterId, ip: NOBODY.remoteIp, port: NOBODY.remotePort, localIp: '', localPort: 0 }]).batch;
 
-/** Median µs of the no-op unlink: `where` = this thread, the link threads, or a trivial task on the piscina threads. */
-async function hop(where: 'main' | 'link threads' | 'piscina'): Promise<number> {
+/**
+ * Median µs of the no-op unlink: `where` = this thread, the link threads, or a trivial task on the
+ * piscina threads; on the native thread, a call that makes no runtime call at all.
+ */
+async function hop(where: 'main' | 'link threads' | 'native thread' | 'piscina'): Promise<number> {
   const us: number[] = [];
   for (let i = 0; i < LONE; i++) {
     const start = performance.now();
     if (where === 'main') {
       if (unlink(direct, [NOBODY], 3000).rets[0] !== LLM_STATUS.LLM_NOT_YET_LINK)
         throw new Error('no-op unlink did not answer NOT_YET_LINK');
+    } else if (where === 'native thread') {
+      await nativeCall(HOP_NOTHING, nativeRecords[0]!);
     } else if (where === 'link threads') {
       const reply = await stack.pool.run<{ rets: number[] }>({
         op: 'unlink',
@@ -261,20 +326,23 @@ try {
   // Warm every path.
   loneDirect();
   await loneManager();
-  for (const where of ['main', 'link threads', 'piscina'] as const) await hop(where);
+  for (const where of ['main', 'link threads', 'native thread', 'piscina'] as const) await hop(where);
   await batchedManager(16 * 20);
   await batchedThreads(16 * 20, false);
   await batchedThreads(16 * 20, true);
   await loneThreads();
+  await loneNative();
   const lone = await alternate(ROUNDS, loneDirect, loneManager);
+  const loneNativeRun = await alternate(ROUNDS, loneDirect, loneNative);
   const loneHop = await alternate(ROUNDS, loneDirect, loneThreads);
   const loneOverHop = await alternate(ROUNDS, loneThreads, loneManager);
-  const hops = { main: [] as number[], linkThreads: [] as number[], piscina: [] as number[] };
+  const hops = { main: [] as number[], linkThreads: [] as number[], nativeThread: [] as number[], piscina: [] as number[] };
   const own = { lone: [] as number[], batched: [] as number[] };
   const inThread = await alternate(ROUNDS, loneDirect, loneInThread);
   for (let r = 0; r < ROUNDS; r++) {
     hops.main.push(await hop('main'));
     hops.linkThreads.push(await hop('link threads'));
+    hops.nativeThread.push(await hop('native thread'));
     hops.piscina.push(await hop('piscina'));
     own.lone.push(await bookkeeping(false));
     own.batched.push(await bookkeeping(true));
@@ -296,6 +364,7 @@ try {
   );
   const loneRatio = spread(lone.ratios);
   const loneHopRatio = spread(loneHop.ratios);
+  const loneNativeRatio = spread(loneNativeRun.ratios);
   const loneOverHopRatio = spread(loneOverHop.ratios);
   // Rate ratio: manager / direct (higher is better).
   const rateRatio = spread(batched.ratios);
@@ -306,6 +375,9 @@ try {
   const hopMain = percentile(hops.main, 50);
   const hopLink = percentile(hops.linkThreads, 50);
   const hopPiscina = percentile(hops.piscina, 50);
+  const hopNative = percentile(hops.nativeThread, 50);
+  /** Each round's median round trip to the link threads and to the native thread, in round order. */
+  const hopRounds = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
   // What a round trip adds over the same call on this thread; a pair makes two.
   const perHop = hopLink - hopMain;
   const ownLone = percentile(own.lone, 50);
@@ -332,7 +404,11 @@ try {
       `the manager's lone pair ${times(loneOverHopRatio.median)} of it (${range(loneOverHopRatio)})`,
   );
   console.log(
-    `no-op call: main ${hopMain.toFixed(1)} µs, link threads ${hopLink.toFixed(1)} µs, piscina (trivial task) ${hopPiscina.toFixed(1)} µs`,
+    `lone pair on a native thread answered by a thread-safe callback: ${us(percentile(loneNativeRun.subject, 50))} µs, ${times(loneNativeRatio.median)} direct (${range(loneNativeRatio)})`,
+  );
+  console.log(
+    `no-op call: main ${hopMain.toFixed(1)} µs, link threads ${hopLink.toFixed(1)} µs (rounds ${hopRounds(hops.linkThreads)}), ` +
+      `native thread with nothing to call ${hopNative.toFixed(1)} µs (rounds ${hopRounds(hops.nativeThread)}), piscina (trivial task) ${hopPiscina.toFixed(1)} µs`,
   );
   console.log(`manager's own work per pair: lone ${ownLone.toFixed(1)} µs, batched ${ownBatched.toFixed(1)} µs`);
   console.log(
@@ -352,7 +428,11 @@ try {
       `goal ≤ 1.5×: ${loneRatio.median <= 1.5 ? 'met' : 'not met'}. ` +
       `The same pair sent through the link threads without the manager (one link task, one unlink task) takes ${us(percentile(loneHop.subject, 50))} µs, ` +
       `${times(loneHopRatio.median)} direct (${range(loneHopRatio)}, ${ROUNDS} alternating rounds): that is the floor of a lone call that crosses one thread hop with these threads, ` +
-      `and the manager's lone pair takes ${times(loneOverHopRatio.median)} of it (${range(loneOverHopRatio)}, ${ROUNDS} alternating rounds).`,
+      `and the manager's lone pair takes ${times(loneOverHopRatio.median)} of it (${range(loneOverHopRatio)}, ${ROUNDS} alternating rounds). ` +
+      `Made instead on a native thread that answers through a thread-safe callback (native/bench/thread_hop.c), the pair takes ${us(percentile(loneNativeRun.subject, 50))} µs, ` +
+      `${times(loneNativeRatio.median)} direct (${range(loneNativeRatio)}, ${ROUNDS} alternating rounds): the floor of a design without a worker thread. ` +
+      `A round trip to the link threads (the no-op unlink below) took ${hopLink.toFixed(1)} µs (round medians ${hopRounds(hops.linkThreads)} µs), ` +
+      `one to the native thread with nothing to call ${hopNative.toFixed(1)} µs (${hopRounds(hops.nativeThread)} µs).`,
     `Where the ${us(added)} µs the manager adds per pair go (median of the differences within a round): a runtime call that stays in the process (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
       `and ${hopLink.toFixed(1)} µs through the link threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
       `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); ` +
@@ -385,6 +465,12 @@ try {
       pinned,
       loadAverage: load,
       lone: { directUs: lone.baseline, managerUs: lone.subject, ratios: lone.ratios, ratio: loneRatio },
+      loneNative: {
+        directUs: loneNativeRun.baseline,
+        nativeUs: loneNativeRun.subject,
+        ratios: loneNativeRun.ratios,
+        ratio: loneNativeRatio,
+      },
       loneThreads: {
         vsDirect: { directUs: loneHop.baseline, threadsUs: loneHop.subject, ratios: loneHop.ratios, ratio: loneHopRatio },
         managerVsThreads: {
@@ -429,7 +515,14 @@ try {
           us(percentile(loneHop.subject, 50)),
           `${times(loneHopRatio.median)} (${times(loneHopRatio.p10)}–${times(loneHopRatio.p90)}); manager ${times(loneOverHopRatio.median)} (${times(loneOverHopRatio.p10)}–${times(loneOverHopRatio.p90)})`,
         ],
+        [
+          'lone link+unlink on a native thread answered by a thread-safe callback, µs (median)',
+          us(percentile(loneNativeRun.baseline, 50)),
+          us(percentile(loneNativeRun.subject, 50)),
+          `${times(loneNativeRatio.median)} (${times(loneNativeRatio.p10)}–${times(loneNativeRatio.p90)})`,
+        ],
         ['no-op runtime call, µs (main thread / link threads)', hopMain.toFixed(1), hopLink.toFixed(1), '—'],
+        ['round trip to the native thread with nothing to call, µs', '—', hopNative.toFixed(1), '—'],
         ['trivial task through the piscina threads (old path), µs', '—', hopPiscina.toFixed(1), '—'],
         [
           'lone pair back to back on a worker thread of its own, µs (median)',
