@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import fc from 'fast-check';
 import { Hono } from 'hono';
 import { ClusterRegistry } from '../cluster/registry.ts';
 import { OptionError } from '../core/errors.ts';
@@ -673,6 +674,88 @@ describe('a body that moved only loads', () => {
     );
     expect(response).toBe(0);
     expect(registry.get(0)!.availSlots).toBe(199);
+  });
+});
+
+describe('the loads template against the whole path', () => {
+  /** One step of a Controller's life: what the next body is, from the last one sent. */
+  type Step =
+    | { kind: 'loads'; instance: number; slots: number; blocks: number }
+    | { kind: 'edit'; at: number; cut: number; put: string }
+    | { kind: 'model'; instance: number }
+    | { kind: 'resend' }
+    | { kind: 'layout' };
+  const N = 6;
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        kind: fc.constant('loads' as const),
+        instance: fc.nat({ max: N - 1 }),
+        slots: fc.nat({ max: 210 }),
+        blocks: fc.nat({ max: 1030 }),
+      }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('edit' as const),
+        at: fc.nat(),
+        cut: fc.nat({ max: 2 }),
+        put: fc.string({ unit: fc.constantFrom(...'0123456789-.e ,:{}[]"\\a'), maxLength: 2 }),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('model' as const), instance: fc.nat({ max: N - 1 }) }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'resend' as const }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'layout' as const }) },
+  );
+
+  /** What a route answered and holds, without what differs by design (generation, time). */
+  async function outcome(app: Hono, res: Response) {
+    const answer =
+      res.status === 200
+        ? { status: 200 }
+        : { status: res.status, paths: ((await res.json()) as ErrorEnvelope).issues?.map((i) => i.path) };
+    const { instances, groups, peers, counts } = (await (await app.request('/v1/instances')).json()) as Record<string, unknown>;
+    return { answer, view: { instances, groups, peers, counts } };
+  }
+
+  test('every body gets the answer and leaves the state that parsing it would', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 25 }), fc.boolean(), async (steps, indented) => {
+        const fast = setup();
+        // The reference route never reads by template: something else applied before each of its bodies.
+        const whole = setup();
+        const body = exampleSnapshot(N);
+        let write = indented ? pretty : (b: unknown) => JSON.stringify(b);
+        let text = write(body);
+        const sent: string[] = [];
+        for (const s of [{ kind: 'resend' } as Step, ...steps]) {
+          if (s.kind === 'loads') {
+            body.instances[s.instance]!.dynamic_info.avail_slots_num = s.slots;
+            body.instances[s.instance]!.dynamic_info.avail_block_num = s.blocks;
+            text = write(body);
+          } else if (s.kind === 'model') {
+            body.instances[s.instance]!.model_name = `${body.instances[s.instance]!.model_name}x`;
+            text = write(body);
+          } else if (s.kind === 'layout') {
+            write = write === pretty ? (b: unknown) => JSON.stringify(b) : pretty;
+            text = write(body);
+          } else if (s.kind === 'edit') {
+            const at = s.at % (text.length + 1);
+            text = text.slice(0, at) + s.put + text.slice(at + s.cut);
+          }
+          sent.push(text);
+          whole.registry.repeat();
+          const mine = await outcome(fast.app, await refresh(fast.app, text));
+          const theirs = await outcome(whole.app, await refresh(whole.app, text));
+          expect([sent.length, mine]).toEqual([sent.length, theirs]);
+          // An edited text that was refused leaves the Controller's next body to be built from its snapshot.
+          if (mine.answer.status !== 200) text = write(body);
+        }
+      }),
+      { numRuns: 150 },
+    );
   });
 });
 
