@@ -10,31 +10,11 @@ import type { RefreshSnapshot } from '../schema/refresh.ts';
 import { isPlainSnapshot } from '../schema/refresh-plain.ts';
 import { isUintIn } from '../schema/refresh-limits.ts';
 import { HeldInstance } from './held-instance.ts';
+import { type InstancesView, instancesView, type RoleCounts } from './registry-view.ts';
 import { checkDepth, wireEqual } from './wire-compare.ts';
 import { type ClusterView, type Instance, type InstanceRole, type RegistryDiff, ROLE_BY_CODE } from './instance.ts';
 
-export interface RoleCounts {
-  prefill: number;
-  decode: number;
-  undefined: number;
-}
-
-/**
- * The body of `GET /v1/instances`, for operators:
- * - `generation`: accepted refreshes so far; `refreshed_at`: ISO time of the last one (null before any);
- * - `counts`: registered instances per role;
- * - `instances`: the instance objects exactly as last accepted, unknown fields included, in snapshot order;
- * - `groups`: per `static_info.group_id` (ascending), the ids of each role (ascending);
- * - `peers`: per instance, its role name and the peer ids it reported (P ids for D, D ids for P).
- */
-export interface InstancesView {
-  generation: number;
-  refreshed_at: string | null;
-  counts: RoleCounts;
-  instances: readonly Readonly<Record<string, unknown>>[];
-  groups: { group_id: number; prefill: number[]; decode: number[]; undefined: number[] }[];
-  peers: { id: number; role: InstanceRole; peers: number[] }[];
-}
+export type { InstancesView, RoleCounts } from './registry-view.ts';
 
 export type RegistryListener = (diff: RegistryDiff) => void;
 
@@ -277,33 +257,8 @@ export class ClusterRegistry implements ClusterView {
    * @example const { generation, groups } = registry.view();
    */
   view(): InstancesView {
-    this.#view ??= this.#buildView();
+    this.#view ??= instancesView(this.#all, this.#generation, this.#lastRefreshAt, this.counts());
     return this.#view;
-  }
-
-  #buildView(): InstancesView {
-    const groups = new Map<number, Record<InstanceRole, number[]>>();
-    for (const instance of this.#all) {
-      let group = groups.get(instance.groupId);
-      if (group === undefined) groups.set(instance.groupId, (group = { prefill: [], decode: [], undefined: [] }));
-      group[instance.role].push(instance.id);
-    }
-    const ascending = (a: number, b: number) => a - b;
-    return {
-      generation: this.#generation,
-      refreshed_at: this.#lastRefreshAt === undefined ? null : new Date(this.#lastRefreshAt).toISOString(),
-      counts: this.counts(),
-      instances: this.#all.map((i) => i.wire),
-      groups: [...groups]
-        .sort(([a], [b]) => a - b)
-        .map(([groupId, g]) => ({
-          group_id: groupId,
-          prefill: g.prefill.sort(ascending),
-          decode: g.decode.sort(ascending),
-          undefined: g.undefined.sort(ascending),
-        })),
-      peers: this.#all.map((i) => ({ id: i.id, role: i.role, peers: [...i.peers] })),
-    };
   }
 
   #notifyRefresh(): void {

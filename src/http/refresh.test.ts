@@ -4,6 +4,7 @@ import { Hono } from 'hono';
 import { ClusterRegistry } from '../cluster/registry.ts';
 import { OptionError } from '../core/errors.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
+import { parsesIn } from '../../test/doubles/json-parse-count.ts';
 import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { MAX_INSTANCES, parseRefresh } from '../schema/refresh.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
@@ -409,22 +410,6 @@ describe('metrics', () => {
     expect(() => refreshRoutes({ registry: new ClusterRegistry(), bodyLimitBytes: 1024, metrics })).toThrow(/already been registered/);
   });
 });
-
-/** How many times `fn` called JSON.parse. */
-async function parsesIn(fn: () => Promise<unknown>): Promise<number> {
-  const original = JSON.parse;
-  let calls = 0;
-  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
-    calls++;
-    return original(...args);
-  }) as typeof JSON.parse;
-  try {
-    await fn();
-  } finally {
-    JSON.parse = original;
-  }
-  return calls;
-}
 
 describe('a body resent unchanged', () => {
   test('is applied again without parsing it again; another body in between is parsed', async () => {

@@ -1,25 +1,10 @@
 import { describe, expect, test } from 'bun:test';
 import { isMeasuredJson, parseJsonExact, UnsafeInteger } from '../core/exact-json.ts';
 import { MAX_JSON_DEPTH } from '../core/limits.ts';
+import { parsesIn } from '../../test/doubles/json-parse-count.ts';
 import { exampleSnapshot, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { isPlainSnapshot, parseRefreshText } from './refresh-plain.ts';
 import { validateRefresh } from './refresh.ts';
-
-/** How many times `fn` called JSON.parse (the exact parse calls it too). */
-function parsesIn(fn: () => unknown): number {
-  const original = JSON.parse;
-  let calls = 0;
-  JSON.parse = ((...args: Parameters<typeof JSON.parse>) => {
-    calls++;
-    return original(...args);
-  }) as typeof JSON.parse;
-  try {
-    fn();
-  } finally {
-    JSON.parse = original;
-  }
-  return calls;
-}
 
 /** The seed with `extra` set at one of the places a snapshot may carry keys of its own. */
 const PLACES: readonly [string, number, (b: ReturnType<typeof seedExample>) => Record<string, unknown>][] = [
@@ -86,14 +71,14 @@ describe('parseRefreshText', () => {
     }
   });
 
-  test('a valid snapshot with other keys holding plain values is parsed once, not the exact way again', () => {
+  test('a valid snapshot with other keys holding plain values is parsed once, not the exact way again', async () => {
     for (const [, , place] of PLACES) {
       const body = seedExample();
       place(body).bootstrap_port = 8998;
       place(body).note = { tags: ['a', 1.5, -3, null, true], big: 9007199254740991 };
       const text = JSON.stringify(body);
       let value: unknown;
-      expect(parsesIn(() => (value = parseRefreshText(text)))).toBe(1);
+      expect(await parsesIn(() => (value = parseRefreshText(text)))).toBe(1);
       expect(value).toEqual(parseJsonExact(text) as never);
       expect(isPlainSnapshot(value)).toBe(false);
       expect(isMeasuredJson(value)).toBe(true);
@@ -115,22 +100,22 @@ describe('parseRefreshText', () => {
     }
   });
 
-  test('a number beyond 2^53-1 among other keys, even written as a float, gets the exact parse', () => {
+  test('a number beyond 2^53-1 among other keys, even written as a float, gets the exact parse', async () => {
     const body = seedExample() as unknown as Record<string, unknown>;
     body.extra = 0;
     const huge = JSON.stringify(body).replace('"extra":0', '"extra":[1e300]');
-    expect(parsesIn(() => parseRefreshText(huge))).toBe(2);
+    expect(await parsesIn(() => parseRefreshText(huge))).toBe(2);
     expect(parseRefreshText(huge)).toEqual(parseJsonExact(huge) as never);
   });
 
-  test('an invalid snapshot is parsed once unless its text holds a long integer', () => {
+  test('an invalid snapshot is parsed once unless its text holds a long integer', async () => {
     const body = seedExample();
     body.instances[0]!.static_info.role = 1;
     const text = JSON.stringify(body);
-    expect(parsesIn(() => parseRefreshText(text))).toBe(1);
+    expect(await parsesIn(() => parseRefreshText(text))).toBe(1);
     expect(isMeasuredJson(parseRefreshText(text))).toBe(true);
     const long = text.replace('"role":1', '"role":18446744073709551615');
-    expect(parsesIn(() => parseRefreshText(long))).toBe(2);
+    expect(await parsesIn(() => parseRefreshText(long))).toBe(2);
     const exact = parseRefreshText(long) as ReturnType<typeof seedExample>;
     expect(exact.instances[0]!.static_info.role).toBeInstanceOf(UnsafeInteger);
     expect(validateRefresh(exact)).toMatchObject({ ok: false });
