@@ -40,6 +40,22 @@ describe('pdlink controller on a simulated cluster', () => {
     expect(view.instances.map((i) => i.state)).toEqual(['serving', 'serving', 'serving', 'serving']);
     const load = new SteadyLoad(cluster, 2, 'wired');
     await load.more(20);
+    // The Controller resends its snapshot every synchronization period, the engines' free slots
+    // moving under the load: the Coordinator reads those bodies by its loads template, not parsing them.
+    let reads = '';
+    await until(
+      async () => {
+        const text = await (await fetch(`${cluster.coordinatorUrl}/metrics`, { headers: cluster.authorization() })).text();
+        reads = text
+          .split('\n')
+          .filter((l) => l.startsWith('pdlink_refresh_read_total'))
+          .join('; ');
+        const loads = /pdlink_refresh_read_total\{read="loads"\} (\d+)/.exec(text);
+        return loads !== null && Number(loads[1]) > 0 ? true : undefined;
+      },
+      20_000,
+      () => `no refresh read by the loads template: ${reads}`,
+    );
     const outcomes = await load.stop();
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
     // Both decoders took requests: the snapshot's peers let the Coordinator use every pair.

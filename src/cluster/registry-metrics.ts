@@ -8,21 +8,28 @@ import type { InstanceRole } from './instance.ts';
 import type { ClusterRegistry } from './registry.ts';
 
 export type RefreshOutcome = 'ok' | 'invalid' | 'too_large';
+/**
+ * How an accepted refresh's body was read: parsed and checked whole, recognised as the last
+ * accepted text resent, or as that text with only loads changed (read by the loads template).
+ */
+export type RefreshRead = 'parsed' | 'resent' | 'loads';
 
 export interface RefreshMetrics {
   /** Counts one refresh request by outcome. */
   refreshed(outcome: RefreshOutcome): void;
-  /** Records the validate + apply time of an accepted refresh. */
-  applied(seconds: number): void;
+  /** Records the validate + apply time of an accepted refresh, and how its body was read. */
+  applied(seconds: number, read: RefreshRead): void;
 }
 
 const OUTCOMES: readonly RefreshOutcome[] = ['ok', 'invalid', 'too_large'];
+const READS: readonly RefreshRead[] = ['parsed', 'resent', 'loads'];
 const ROLES: readonly InstanceRole[] = ['prefill', 'decode', 'undefined'];
 /** From a 2-instance snapshot (tens of µs) to a 4096-instance one on a slow machine (tens of ms). */
 const APPLY_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
 
 /**
- * Registers `pdlink_refresh_total{outcome}`, `pdlink_refresh_apply_seconds` and `pdlink_instances{role}`.
+ * Registers `pdlink_refresh_total{outcome}`, `pdlink_refresh_read_total{read}`,
+ * `pdlink_refresh_apply_seconds` and `pdlink_instances{role}`.
  * @example const m = refreshMetrics(metrics, registry); m.refreshed('ok');
  */
 export function refreshMetrics(metrics: Registry, registry: ClusterRegistry): RefreshMetrics {
@@ -45,6 +52,21 @@ export function refreshMetrics(metrics: Registry, registry: ClusterRegistry): Re
   });
   // Every outcome is exported from the start, so a rate() over "invalid" works before the first one.
   for (const outcome of OUTCOMES) total.inc({ outcome }, 0);
+  const pendingReads: Record<RefreshRead, number> = { parsed: 0, resent: 0, loads: 0 };
+  const reads = new Counter({
+    name: 'pdlink_refresh_read_total',
+    help: 'Accepted refreshes by how the body was read (parsed whole; resent: equal to the last accepted text; loads: that text with only free slots and blocks changed)',
+    labelNames: ['read'] as const,
+    registers,
+    collect() {
+      for (const read of READS) {
+        if (pendingReads[read] === 0) continue;
+        this.inc({ read }, pendingReads[read]);
+        pendingReads[read] = 0;
+      }
+    },
+  });
+  for (const read of READS) reads.inc({ read }, 0);
   // A plain cell: prom-client's observe (label object, hash, bucket search) was a tenth of a small
   // changed refresh's own work.
   const apply = new FastHistogram({
@@ -65,6 +87,9 @@ export function refreshMetrics(metrics: Registry, registry: ClusterRegistry): Re
   });
   return {
     refreshed: (outcome) => void pending[outcome]++,
-    applied: (seconds) => apply.observe(seconds),
+    applied: (seconds, read) => {
+      apply.observe(seconds);
+      pendingReads[read]++;
+    },
   };
 }

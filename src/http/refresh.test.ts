@@ -530,6 +530,24 @@ describe('a body that moved only loads', () => {
     expect(await metricValue(metrics, 'pdlink_refresh_total{outcome="ok"}')).toBe(4);
   });
 
+  test('pdlink_refresh_read_total counts each accepted body by how it was read; a refused one is not counted', async () => {
+    const { app, metrics } = setup();
+    const read = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          (['parsed', 'resent', 'loads'] as const).map(async (how) => [
+            how,
+            await metricValue(metrics, `pdlink_refresh_read_total{read="${how}"}`),
+          ]),
+        ),
+      );
+    expect(await read()).toEqual({ parsed: 0, resent: 0, loads: 0 });
+    const texts = [0, 1, 2].map((load) => JSON.stringify(exampleSnapshot(4, { load })));
+    for (const text of [texts[0]!, texts[1]!, texts[1]!, texts[2]!, texts[0]!]) await accepted(app, text);
+    expect((await refresh(app, texts[1]!.replace('"avail_slots_num":199', '"avail_slots_num":201'))).status).toBe(400);
+    expect(await read()).toEqual({ parsed: 2, resent: 1, loads: 2 });
+  });
+
   test('a load beyond its total, or written otherwise, goes the whole way: refused naming the field, or applied as parsed', async () => {
     const { app, registry } = setup();
     const text = JSON.stringify(exampleSnapshot(4));

@@ -187,7 +187,10 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
       heldGeneration = registry.generation;
       heldPolicy = checkedAt;
       parsed = undefined;
-      metrics.applied((performance.now() - started) / 1000);
+      metrics.applied(
+        (performance.now() - started) / 1000,
+        snapshot !== undefined ? 'parsed' : resent!.loads === undefined ? 'resent' : 'loads',
+      );
       metrics.refreshed('ok');
       // The answer is always the same: built without Hono's header merging.
       return new Response(null, OK);
