@@ -2,8 +2,8 @@
  * Prometheus metrics of the refresh path: outcomes, time to validate and apply, and instances per
  * role (read from the registry at scrape time, so it can never drift from it).
  */
-import { FastHistogram } from '../core/fast-metrics.ts';
-import { Counter, Gauge, type Registry } from '../core/metrics.ts';
+import { type CounterCell, FastCounter, FastHistogram } from '../core/fast-metrics.ts';
+import { Gauge, type Registry } from '../core/metrics.ts';
 import type { InstanceRole } from './instance.ts';
 import type { ClusterRegistry } from './registry.ts';
 
@@ -34,39 +34,27 @@ const APPLY_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0
  */
 export function refreshMetrics(metrics: Registry, registry: ClusterRegistry): RefreshMetrics {
   const registers = [metrics];
-  // Counted in plain numbers and handed to prom-client when scraped: an increment through its label
-  // machinery cost as much as the rest of a small refresh's bookkeeping.
-  const pending: Record<RefreshOutcome, number> = { ok: 0, invalid: 0, too_large: 0 };
-  const total = new Counter({
-    name: 'pdlink_refresh_total',
-    help: 'POST /v1/instances/refresh requests by outcome (ok, invalid, too_large)',
-    labelNames: ['outcome'] as const,
-    registers,
-    collect() {
-      for (const outcome of OUTCOMES) {
-        if (pending[outcome] === 0) continue;
-        this.inc({ outcome }, pending[outcome]);
-        pending[outcome] = 0;
-      }
-    },
-  });
-  // Every outcome is exported from the start, so a rate() over "invalid" works before the first one.
-  for (const outcome of OUTCOMES) total.inc({ outcome }, 0);
-  const pendingReads: Record<RefreshRead, number> = { parsed: 0, resent: 0, loads: 0 };
-  const reads = new Counter({
-    name: 'pdlink_refresh_read_total',
-    help: 'Accepted refreshes by how the body was read (parsed whole; resent: equal to the last accepted text; loads: that text with only free slots and blocks changed)',
-    labelNames: ['read'] as const,
-    registers,
-    collect() {
-      for (const read of READS) {
-        if (pendingReads[read] === 0) continue;
-        this.inc({ read }, pendingReads[read]);
-        pendingReads[read] = 0;
-      }
-    },
-  });
-  for (const read of READS) reads.inc({ read }, 0);
+  // Cells bound once per label value (fast-metrics.ts): an increment through prom-client's label
+  // machinery cost as much as the rest of a small refresh's bookkeeping. Every series is shown from
+  // the start, so a rate() over "invalid" works before the first one.
+  const outcomes = cellsOf(
+    new FastCounter({
+      name: 'pdlink_refresh_total',
+      help: 'POST /v1/instances/refresh requests by outcome (ok, invalid, too_large)',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    OUTCOMES,
+  );
+  const reads = cellsOf(
+    new FastCounter({
+      name: 'pdlink_refresh_read_total',
+      help: 'Accepted refreshes by how the body was read (parsed whole; resent: equal to the last accepted text; loads: that text with only free slots and blocks changed)',
+      labelNames: ['read'],
+      registers,
+    }),
+    READS,
+  );
   // A plain cell: prom-client's observe (label object, hash, bucket search) was a tenth of a small
   // changed refresh's own work.
   const apply = new FastHistogram({
@@ -86,10 +74,20 @@ export function refreshMetrics(metrics: Registry, registry: ClusterRegistry): Re
     },
   });
   return {
-    refreshed: (outcome) => void pending[outcome]++,
+    refreshed: (outcome) => outcomes[outcome].inc(),
     applied: (seconds, read) => {
       apply.observe(seconds);
-      pendingReads[read]++;
+      reads[read].inc();
     },
   };
+}
+
+/** One cell per label value of a one-label counter, each shown at 0 from the start. */
+function cellsOf<V extends string>(counter: FastCounter, values: readonly V[]): Record<V, CounterCell> {
+  const cells = {} as Record<V, CounterCell>;
+  for (const value of values) {
+    cells[value] = counter.labels(value);
+    cells[value].inc(0);
+  }
+  return cells;
 }

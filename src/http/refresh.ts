@@ -94,11 +94,11 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
   let missesInRow = 0;
   let parsed: ParsedBody | undefined;
   const parse = (text: string): unknown => {
-    if (text === acceptedText && holdsAccepted()) return new Resent(text, undefined, undefined);
+    if (text === acceptedText && holdsAccepted()) return new Unparsed(text, undefined, undefined);
     let missed = false;
     if (template !== undefined && holdsAccepted()) {
       const loads = template.read(text);
-      if (loads !== undefined) return new Resent(text, loads, template);
+      if (loads !== undefined) return new Unparsed(text, loads, template);
       missed = true;
     }
     const value = parseRefreshText(text);
@@ -112,7 +112,7 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
     const started = performance.now();
     const policy = deps.addressPolicy;
     const checkedAt = policy?.generation ?? -1;
-    if (body instanceof Resent) {
+    if (body instanceof Unparsed) {
       // Loads read by a template only count while that template is the one kept: an apply between
       // the read and now that changed more than loads dropped it.
       if (holdsAccepted() && (body.loads === undefined || body.template === template)) {
@@ -216,7 +216,7 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
  * A body not parsed: equal to the last one accepted (no loads), or that text with only loads
  * changed, read by `template`.
  */
-class Resent {
+class Unparsed {
   constructor(
     readonly text: string,
     readonly loads: Uint32Array | undefined,
