@@ -1,6 +1,7 @@
 /**
  * A worker killed in the middle of a runtime call fails only the items of its batch (LLM_FAILED,
- * "worker died"), while a batch on another worker completes and the pool goes on serving.
+ * "worker died"), while a batch on another worker completes and the pool goes on serving. The pool
+ * links on worker threads here: the runtime's own threads (its default) cannot be killed.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { LLM_STATUS as S } from '../src/core/llm-status.ts';
@@ -16,7 +17,7 @@ let hole: Awaited<ReturnType<typeof startBlackhole>>;
 beforeAll(async () => {
   [server, stack, hole] = await Promise.all([
     startServerSide('127.0.0.2', 2, '127.0.0.3'),
-    startClientStack({ threads: 2, maxBatch: 16 }),
+    startClientStack({ threads: 2, maxBatch: 16, linkThreads: 'workers' }),
     startBlackhole('127.0.0.5'),
   ]);
 }, TEST_TIMEOUT_MS);

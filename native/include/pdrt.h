@@ -249,6 +249,61 @@ int32_t pdrt_push_blocks(pdrt_ctx *ctx, uint64_t remote_cluster_id, uint64_t src
                          const uint32_t *src, uint64_t remote_cache_id, const uint32_t *dst,
                          uint32_t n, int32_t timeout_ms);
 
+/* ---- Call queue (optional) ----
+ *
+ * Threads of the runtime that make link and unlink calls handed to them, and say each one is done
+ * through a callback, so a caller with an event loop (JavaScript over FFI) makes those calls
+ * without a thread of its own waiting in them. A runtime may leave this part out: pdlink looks the
+ * four symbols up apart from the others and, without them, makes link calls on worker threads.
+ *
+ * The caller owns an array of call slots (pdrt_call, fixed layout) for the queue's life and fills
+ * one before submitting it; the runtime writes the outcome into the slot, then calls done(slot)
+ * from one of its threads. A slot is the caller's again once done has been called for it.
+ */
+#define PDRT_CALL_LINK   1u
+#define PDRT_CALL_UNLINK 2u
+#define PDRT_CALLS_MAX_THREADS 64u
+
+/* Fixed layout: 2496 bytes, 8-byte aligned. */
+typedef struct pdrt_call {
+    /* in */
+    uint64_t ctx;                       /* the pdrt_ctx pointer */
+    int64_t  deadline_ms;               /* CLOCK_REALTIME ms: the timeout is cut to what is left of it when the
+                                           call starts; a call that starts after it is not made (ret
+                                           PDRT_FAILED, every rets[i] PDRT_TIMEOUT) */
+    uint32_t op;                        /* PDRT_CALL_LINK or PDRT_CALL_UNLINK */
+    uint32_t n;                         /* clusters, as for pdrt_link */
+    int32_t  timeout_ms;
+    int32_t  force;                     /* unlink only */
+    /* out */
+    int32_t  ret;                       /* what pdrt_link / pdrt_unlink returned */
+    uint32_t holders_known;             /* 1 when holders[] was filled (see below) */
+    uint8_t  reserved[24];
+    pdrt_cluster clusters[PDRT_MAX_CLUSTERS_PER_CALL];
+    int32_t  rets[PDRT_MAX_CLUSTERS_PER_CALL];
+    /* After a link with some rets[i] == PDRT_ALREADY_LINK: 1 + PDRT_SIDE_* of this context on the
+     * link to clusters[i] when the context holds it linked right after the call, 0 when it does not
+     * (the peer alone holds it, or it is unusable). Read on the same thread just after the call. */
+    uint32_t holders[PDRT_MAX_CLUSTERS_PER_CALL];
+} pdrt_call;
+
+typedef struct pdrt_calls pdrt_calls;
+typedef void (*pdrt_calls_done)(uint32_t slot);
+
+/* Starts `threads` (1..PDRT_CALLS_MAX_THREADS) threads serving calls in slots[0..nslots). Calls
+ * start in the order they were submitted. PDRT_PARAM_INVALID for a bad argument;
+ * PDRT_OUT_OF_MEMORY, or PDRT_FAILED when a thread cannot be started. */
+int32_t pdrt_calls_create(uint32_t threads, pdrt_call *slots, uint32_t nslots, pdrt_calls_done done,
+                          pdrt_calls **out);
+
+/* Queues the call in slots[slot] and returns at once. PDRT_PARAM_INVALID for a slot out of range
+ * or one already queued or running; PDRT_FAILED once pdrt_calls_destroy has begun. */
+int32_t pdrt_calls_submit(pdrt_calls *q, uint32_t slot);
+
+/* Refuses new calls, lets the queued and running ones finish (each by its deadline) and answer,
+ * stops the threads and frees the queue. The caller keeps the slots and the callback until then. */
+int32_t pdrt_calls_destroy(pdrt_calls *q);
+
 #ifdef __cplusplus
 }
 #endif

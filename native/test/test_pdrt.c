@@ -19,6 +19,7 @@ int main(void) {
     test_lifecycle();
     test_auth();
     test_caps();
+    test_calls();
     test_faults(ch);
     if (failures == 0) printf("test_pdrt: all checks passed\n");
     else printf("test_pdrt: %d check(s) failed\n", failures);

@@ -70,5 +70,6 @@ void test_faults(child_t ch);
 void test_lifecycle(void);
 void test_auth(void);
 void test_caps(void);
+void test_calls(void);
 
 #endif /* PDRT_TESTING_H */

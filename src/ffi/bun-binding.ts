@@ -3,13 +3,19 @@
  * and a typed array as its data, so a context handle and a buffer both map to `ptr` as they are.
  * Loaded only on Bun (see binding.ts): no other runtime can resolve `bun:ffi`.
  */
-import { dlopen, ptr, type FFIFunction } from 'bun:ffi';
-import type { Callable, FfiBinding, NativeType, OpenLibrary, SymbolSpec } from './symbols.ts';
+import { dlopen, JSCallback, ptr, type FFIFunction } from 'bun:ffi';
+import type { Callable, FfiBinding, NativeCallback, NativeType, OpenLibrary, SymbolSpec } from './symbols.ts';
 
-const BUN_TYPE = { ctx: 'ptr', buf: 'ptr', i32: 'i32', u16: 'u16', u32: 'u32', i64: 'i64', u64: 'u64' } as const satisfies Record<
-  NativeType,
-  string
->;
+const BUN_TYPE = {
+  ctx: 'ptr',
+  buf: 'ptr',
+  fn: 'function',
+  i32: 'i32',
+  u16: 'u16',
+  u32: 'u32',
+  i64: 'i64',
+  u64: 'u64',
+} as const satisfies Record<NativeType, string>;
 
 function open<T extends Record<string, SymbolSpec>>(path: string, symbols: T): OpenLibrary<T> {
   const table: Record<string, FFIFunction> = {};
@@ -20,8 +26,33 @@ function open<T extends Record<string, SymbolSpec>>(path: string, symbols: T): O
   return { symbols: library.symbols as unknown as Callable<T>, close: () => library.close() };
 }
 
+/**
+ * A JSCallback registered as thread-safe: a call from another thread is queued on this thread's
+ * event loop. Such a callback does not keep the loop alive, so `ref` holds an idle timer instead.
+ */
+function callback(arity: number, call: (...args: number[]) => void): NativeCallback {
+  const native = new JSCallback(call, { args: Array.from({ length: arity }, () => 'u32' as const), returns: 'void', threadsafe: true });
+  let refs = 0;
+  const keepAlive = setInterval(() => {}, 0x7fffffff);
+  keepAlive.unref();
+  return {
+    pointer: native,
+    ref() {
+      if (refs++ === 0) keepAlive.ref();
+    },
+    unref() {
+      if (refs > 0 && --refs === 0) keepAlive.unref();
+    },
+    close() {
+      clearInterval(keepAlive);
+      native.close();
+    },
+  };
+}
+
 export const bunBinding: FfiBinding = {
   runtime: 'bun',
   open,
   addressOf: (bytes) => BigInt(ptr(bytes)),
+  callback,
 };

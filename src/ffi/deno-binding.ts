@@ -4,7 +4,7 @@
  * threads as such) becomes a pointer object at the call; those objects are kept per handle, since
  * a link storm calls with the same few handles all the time. Loaded only on Deno (see binding.ts).
  */
-import type { Callable, FfiBinding, NativeType, OpenLibrary, SymbolSpec } from './symbols.ts';
+import type { Callable, FfiBinding, NativeCallback, NativeType, OpenLibrary, SymbolSpec } from './symbols.ts';
 
 /** The part of Deno's FFI that pdlink uses; Deno's own types are not in this project's type check. */
 interface DenoFfi {
@@ -12,6 +12,12 @@ interface DenoFfi {
     path: string,
     symbols: Record<string, { parameters: string[]; result: string }>,
   ): { symbols: Record<string, (...args: unknown[]) => number>; close(): void };
+  UnsafeCallback: {
+    threadSafe(
+      definition: { parameters: string[]; result: string },
+      call: (...args: number[]) => void,
+    ): { pointer: object; ref(): number; unref(): number; close(): void };
+  };
   UnsafePointer: {
     create(value: bigint): object | null;
     of(value: ArrayBufferView): object | null;
@@ -19,10 +25,16 @@ interface DenoFfi {
   };
 }
 
-const DENO_TYPE = { ctx: 'pointer', buf: 'buffer', i32: 'i32', u16: 'u16', u32: 'u32', i64: 'i64', u64: 'u64' } as const satisfies Record<
-  NativeType,
-  string
->;
+const DENO_TYPE = {
+  ctx: 'pointer',
+  buf: 'buffer',
+  fn: 'function',
+  i32: 'i32',
+  u16: 'u16',
+  u32: 'u32',
+  i64: 'i64',
+  u64: 'u64',
+} as const satisfies Record<NativeType, string>;
 
 const deno = (globalThis as unknown as { Deno: DenoFfi }).Deno;
 
@@ -60,8 +72,24 @@ function open<T extends Record<string, SymbolSpec>>(path: string, symbols: T): O
   return { symbols: out as unknown as Callable<T>, close: () => library.close() };
 }
 
+/**
+ * Deno's thread-safe callback, which wakes the event loop from any thread. It starts referenced
+ * once; that reference is dropped so an idle callback does not keep the process alive.
+ */
+function callback(arity: number, call: (...args: number[]) => void): NativeCallback {
+  const native = deno.UnsafeCallback.threadSafe({ parameters: Array.from({ length: arity }, () => 'u32'), result: 'void' }, call);
+  native.unref();
+  return {
+    pointer: native.pointer,
+    ref: () => void native.ref(),
+    unref: () => void native.unref(),
+    close: () => native.close(),
+  };
+}
+
 export const denoBinding: FfiBinding = {
   runtime: 'deno',
   open,
   addressOf: (bytes) => deno.UnsafePointer.value(deno.UnsafePointer.of(bytes)),
+  callback,
 };

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errors } from '../core/errors.ts';
 import { binding } from './binding.ts';
-import { SYMBOLS, type OpenLibrary, type RuntimeSymbols } from './symbols.ts';
+import { CALL_SYMBOLS, SYMBOLS, type Callable, type OpenLibrary, type RuntimeSymbols } from './symbols.ts';
 
 /** PDRT_ABI_VERSION of the header this binding was written against. */
 export const PDRT_ABI_VERSION = 2;
@@ -71,4 +71,27 @@ let current: RuntimeSymbols | undefined;
 export function runtimeSymbols(): RuntimeSymbols {
   current ??= loadRuntime().symbols;
   return current;
+}
+
+export type CallQueueSymbols = Callable<typeof CALL_SYMBOLS>;
+
+const callQueues = new Map<string, CallQueueSymbols | null>();
+
+/**
+ * The call queue's symbols of the runtime at `path` (loaded as `loadRuntime` does), or undefined
+ * when that runtime leaves this optional part of pdrt.h out.
+ * @example const calls = loadCallQueue(); if (calls === undefined) useWorkerThreads();
+ */
+export function loadCallQueue(path: string = runtimeLibraryPath()): CallQueueSymbols | undefined {
+  const cached = callQueues.get(path);
+  if (cached !== undefined) return cached ?? undefined;
+  loadRuntime(path);
+  let symbols: CallQueueSymbols | null;
+  try {
+    symbols = binding.open(path, CALL_SYMBOLS).symbols;
+  } catch {
+    symbols = null;
+  }
+  callQueues.set(path, symbols);
+  return symbols ?? undefined;
 }

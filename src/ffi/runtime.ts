@@ -132,7 +132,8 @@ export function setOption(handle: RuntimeHandle, option: keyof typeof OPTION, en
   check(runtimeSymbols().pdrt_set_option(asPointer(handle), id, enabled ? 1 : 0), `pdrt_set_option(${option})`);
 }
 
-function checkBatch(op: string, n: number, timeoutMs: number): void {
+/** Refuses a batch the C call cannot take: more than 16 clusters, none, or a timeout out of range. */
+export function checkBatch(op: string, n: number, timeoutMs: number): void {
   if (n > MAX_CLUSTERS_PER_CALL) {
     throw new LlmStatusError(LLM_STATUS.LLM_CLUSTER_NUM_EXCEED_LIMIT, `pdrt_${op}: ${n} clusters, at most ${MAX_CLUSTERS_PER_CALL}`);
   }

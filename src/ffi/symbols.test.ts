@@ -1,12 +1,15 @@
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
-import { SYMBOLS, type NativeType } from './symbols.ts';
+import { CALL_SYMBOLS, SYMBOLS, type NativeType } from './symbols.ts';
 
 const header = readFileSync(new URL('../../native/include/pdrt.h', import.meta.url), 'utf8');
 
-/** The neutral type of one C parameter: the context handle, any other pointer, or a fixed-width integer. */
+const TABLE = { ...SYMBOLS, ...CALL_SYMBOLS };
+
+/** The neutral type of one C parameter: an opaque handle, a callback, any other pointer, or a fixed-width integer. */
 function neutral(param: string): NativeType | string {
-  if (/^pdrt_ctx\s*\*\s*\w+$/.test(param)) return 'ctx'; // not `pdrt_ctx **out`, a buffer the handle is written to
+  if (/^pdrt_(ctx|calls)\s*\*\s*\w+$/.test(param)) return 'ctx'; // not `pdrt_ctx **out`, a buffer the handle is written to
+  if (/^pdrt_calls_done\s+\w+$/.test(param)) return 'fn';
   if (param.includes('*')) return 'buf';
   const scalar = { int32_t: 'i32', uint16_t: 'u16', uint32_t: 'u32', int64_t: 'i64', uint64_t: 'u64' }[param.split(/\s+/)[0]!];
   return scalar ?? `unmapped C type: ${param}`;
@@ -23,23 +26,31 @@ function prototypes(): Record<string, string[]> {
 }
 
 describe('the one symbol table', () => {
-  test('names every pdrt.h function with its arguments, in order: handles, buffers and integer widths as the header has them', () => {
+  test('names every pdrt.h function with its arguments, in order: handles, callbacks, buffers and integer widths as the header has them', () => {
     const fromHeader = prototypes();
     expect(Object.keys(fromHeader).length).toBeGreaterThan(10);
-    const fromTable: Record<string, string[]> = Object.fromEntries(Object.entries(SYMBOLS).map(([name, spec]) => [name, [...spec.args]]));
+    const fromTable: Record<string, string[]> = Object.fromEntries(Object.entries(TABLE).map(([name, spec]) => [name, [...spec.args]]));
     expect(fromTable).toEqual(fromHeader);
   });
 
+  test("the optional call queue is the header's pdrt_calls_* functions, and only those", () => {
+    expect(Object.keys(CALL_SYMBOLS).sort()).toEqual(
+      Object.keys(prototypes())
+        .filter((name) => name.startsWith('pdrt_calls_'))
+        .sort(),
+    );
+  });
+
   test('a context handle is only ever the first argument (the Deno binding converts that one to a pointer)', () => {
-    for (const [name, spec] of Object.entries(SYMBOLS)) {
+    for (const [name, spec] of Object.entries(TABLE)) {
       expect([name, (spec.args as readonly NativeType[]).lastIndexOf('ctx')]).toEqual([
         name,
-        name === 'pdrt_abi_version' || name === 'pdrt_create' ? -1 : 0,
+        name === 'pdrt_abi_version' || name === 'pdrt_create' || name === 'pdrt_calls_create' ? -1 : 0,
       ]);
     }
   });
 
   test('every function returns an int32 status', () => {
-    expect(new Set(Object.values(SYMBOLS).map((s) => s.returns))).toEqual(new Set(['i32']));
+    expect(new Set(Object.values(TABLE).map((s) => s.returns))).toEqual(new Set(['i32']));
   });
 });

@@ -2,11 +2,12 @@
  * The one symbol table of the device runtime (native/include/pdrt.h), written once in neutral type
  * names that each runtime's binding maps to its own FFI types, so Bun and Deno call the same C
  * functions with the same arguments. Every status-returning function is declared `i32`; ids are
- * `u64` (bigint); `ctx` is the opaque context handle, carried as a number; `buf` a caller buffer.
+ * `u64` (bigint); `ctx` is an opaque handle (a pdrt_ctx or a pdrt_calls), carried as a number;
+ * `buf` a caller buffer; `fn` a C function pointer made by the binding's `callback`.
  */
 
-/** Neutral argument types: `ctx` is a pdrt_ctx handle (a number), `buf` a typed array (or null). */
-export type NativeType = 'ctx' | 'buf' | 'i32' | 'u16' | 'u32' | 'i64' | 'u64';
+/** Neutral argument types: `ctx` is an opaque handle (a number), `buf` a typed array (or null), `fn` a NativeCallback's pointer. */
+export type NativeType = 'ctx' | 'buf' | 'fn' | 'i32' | 'u16' | 'u32' | 'i64' | 'u64';
 
 export interface SymbolSpec {
   readonly args: readonly NativeType[];
@@ -32,13 +33,25 @@ export const SYMBOLS = {
   pdrt_push_blocks: { args: ['ctx', 'u64', 'u64', 'buf', 'u64', 'buf', 'u32', 'i32'], returns: 'i32' },
 } as const satisfies Record<string, SymbolSpec>;
 
+/**
+ * The call queue of pdrt.h, an optional part of the ABI: looked up apart from SYMBOLS, so a
+ * runtime without it still loads (pdlink then makes link calls on worker threads).
+ */
+export const CALL_SYMBOLS = {
+  pdrt_calls_create: { args: ['u32', 'buf', 'u32', 'fn', 'buf'], returns: 'i32' },
+  pdrt_calls_submit: { args: ['ctx', 'u32'], returns: 'i32' },
+  pdrt_calls_destroy: { args: ['ctx'], returns: 'i32' },
+} as const satisfies Record<string, SymbolSpec>;
+
 type JsArg<T extends NativeType> = T extends 'ctx'
   ? number
   : T extends 'buf'
     ? ArrayBufferView | null
-    : T extends 'i64' | 'u64'
-      ? bigint | number
-      : number;
+    : T extends 'fn'
+      ? NativeCallback['pointer']
+      : T extends 'i64' | 'u64'
+        ? bigint | number
+        : number;
 
 type JsArgs<A extends readonly NativeType[]> = { -readonly [K in keyof A]: JsArg<A[K]> };
 
@@ -55,6 +68,20 @@ export interface OpenLibrary<T extends Record<string, SymbolSpec>> {
   close(): void;
 }
 
+/**
+ * A C function pointer that runs a JavaScript function on the event loop of the thread that made it,
+ * whichever thread calls it. While not referenced (the default), it does not keep the process alive.
+ */
+export interface NativeCallback {
+  /** What a `fn` argument takes. */
+  readonly pointer: unknown;
+  /** Keeps the process alive until `unref` (counted: one `unref` per `ref`). */
+  ref(): void;
+  unref(): void;
+  /** Frees the function pointer; no thread may call it afterwards. */
+  close(): void;
+}
+
 /** What each runtime's binding provides: dlopen over the neutral table, and a buffer's address. */
 export interface FfiBinding {
   /** `bun` or `deno`, for messages and benchmarks. */
@@ -62,4 +89,6 @@ export interface FfiBinding {
   open<T extends Record<string, SymbolSpec>>(path: string, symbols: T): OpenLibrary<T>;
   /** The address of a buffer's first byte, to be stored in a C struct (it must stay referenced). */
   addressOf(bytes: Uint8Array): bigint;
+  /** A thread-safe callback taking 32-bit unsigned integers, returning nothing. */
+  callback(arity: number, call: (...args: number[]) => void): NativeCallback;
 }

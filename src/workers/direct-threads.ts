@@ -189,11 +189,13 @@ export class DirectThreads {
   }
 }
 
-function closedReply(): TaskReply<never> {
+/** The answer of a task whose pool closed before it ended. */
+export function closedReply(): TaskReply<never> {
   return { ok: false, code: LLM_STATUS.LLM_FAILED, message: 'worker pool is closed' };
 }
 
-function abortedReply(signal: AbortSignal | undefined): TaskReply<never> {
+/** The answer of a task aborted by its caller's signal. */
+export function abortedReply(signal: AbortSignal | undefined): TaskReply<never> {
   const reason = signal?.reason;
   const message = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
   return { ok: false, code: LLM_STATUS.LLM_FAILED, message: `task aborted: ${message}` };

@@ -2,14 +2,17 @@
  * The worker pool: piscina threads that run device-runtime calls so the main thread never blocks.
  * Replies are plain data; a task whose worker dies or that is aborted resolves as a failure with
  * a code and a message, and the pool replaces the thread and goes on. Link and unlink calls, whose
- * latency is the pool's hot path, run on direct threads of their own (direct-threads.ts), started
- * with the first such call so pools that never link do not carry them.
+ * latency is the pool's hot path, run apart, started with the first such call so pools that never
+ * link do not carry them: on the runtime's own threads through its call queue (native-calls.ts)
+ * when the pool runs the FFI link worker and the runtime has that queue, else on direct worker
+ * threads (direct-threads.ts).
  */
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { optionErrors } from '../core/errors.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
 import { DirectThreads } from './direct-threads.ts';
+import { NativeLinkCalls } from './native-calls.ts';
 import type { TaskReply, WorkerTask } from './protocol.ts';
 import { BOARD_SLOTS } from './tasks.ts';
 
@@ -38,7 +41,15 @@ export interface WorkerPoolOptions {
   readonly filename?: string | { readonly href: string };
   /** Passed to every worker as `workerData.config`. */
   readonly workerConfig?: unknown;
+  /**
+   * Where link and unlink calls run: `native` (default) on the runtime's threads when the pool runs
+   * the default worker module and the runtime has a call queue, else on worker threads; `workers`
+   * always on worker threads (which `terminateThreadOf` can kill mid-call).
+   */
+  readonly linkThreads?: LinkThreads;
 }
+
+export type LinkThreads = 'native' | 'workers';
 
 export interface RunOptions {
   readonly signal?: AbortSignal;
@@ -56,7 +67,9 @@ export class WorkerPool {
   readonly #threads: number;
   readonly #filename: string;
   readonly #workerConfig: unknown;
+  readonly #nativeLinks: boolean;
   #direct: DirectThreads | undefined;
+  #native: NativeLinkCalls | null | undefined;
   #nextTaskId = 1;
   #closed = false;
 
@@ -64,6 +77,7 @@ export class WorkerPool {
     const threads = options.threads ?? DEFAULT_POOL_THREADS;
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be a positive integer');
     const filename = options.filename ?? new URL('./link-worker.ts', import.meta.url);
+    this.#nativeLinks = options.filename === undefined && (options.linkThreads ?? 'native') === 'native';
     this.#threads = threads;
     this.#filename = typeof filename === 'string' ? filename : filename.href;
     this.#workerConfig = options.workerConfig;
@@ -85,9 +99,15 @@ export class WorkerPool {
     return this.#piscina.threads.length;
   }
 
+  /** Where link calls run: known once the first one came. */
+  get linkThreads(): LinkThreads | undefined {
+    if (this.#native !== undefined && this.#native !== null) return 'native';
+    return this.#direct !== undefined ? 'workers' : undefined;
+  }
+
   /** Tasks queued and not yet started. */
   get queued(): number {
-    return this.#piscina.queueSize + (this.#direct?.queued ?? 0);
+    return this.#piscina.queueSize + (this.#direct?.queued ?? 0) + (this.#native?.queued ?? 0);
   }
 
   /**
@@ -107,6 +127,8 @@ export class WorkerPool {
     if (this.#closed)
       return { taskId, reply: Promise.resolve({ ok: false, code: LLM_STATUS.LLM_FAILED, message: 'worker pool is closed' }) };
     if (task.op === 'link' || task.op === 'unlink') {
+      const native = this.#nativeCalls();
+      if (native !== undefined) return { taskId, reply: native.run<T>(task, options) };
       const reply = this.#directThreads()
         .run<T>({ ...task, taskId }, options)
         .then((r) => {
@@ -151,7 +173,22 @@ export class WorkerPool {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.all([this.#piscina.destroy(), this.#direct?.close()]);
+    await Promise.all([this.#piscina.destroy(), this.#direct?.close(), this.#native?.close()]);
+  }
+
+  /** Where link calls run, once the first one comes: the runtime's threads if it can, else undefined. */
+  #nativeCalls(): NativeLinkCalls | undefined {
+    if (this.#native === undefined) {
+      let calls: NativeLinkCalls | undefined;
+      try {
+        calls = this.#nativeLinks ? NativeLinkCalls.open(this.#threads) : undefined;
+      } catch {
+        // The runtime does not load on this thread: the worker threads will say why, task by task.
+        calls = undefined;
+      }
+      this.#native = calls ?? null;
+    }
+    return this.#native ?? undefined;
   }
 
   #directThreads(): DirectThreads {

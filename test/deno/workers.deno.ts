@@ -96,6 +96,7 @@ Deno.test('the FFI worker: contexts, a link, a pull and a push through the pool,
     const { batch } = encodeClusters('clone', [cluster]);
     const linked = await ok<LinkReply>(pool, { op: 'link', handle: d, timeoutMs: 3000, deadline: Date.now() + 3000, force: false, batch });
     assert.deepEqual(linked.rets, [S.LLM_SUCCESS]);
+    assert.equal(pool.linkThreads, 'native', "the link was made by the runtime's threads, answered through Deno's thread-safe callback");
     await until(
       () => events.some(([endpoint, e]) => endpoint === 'p' && e.kind === 'peer-linked' && e.remoteClusterId === dId),
       'P hears of the link',
