@@ -1,13 +1,14 @@
 /**
- * Question: how close do links through the LinkManager (worker threads, batcher, production 1 ms
- * window) come to calling the runtime directly over bun:ffi on one thread, in the same run?
- * (1) a lone link+unlink pair, one after the other — goal ≤ 1.5× direct — and the same pair sent
- * through the link threads without the manager, the floor of a lone call across one thread hop,
- * and on a native thread answering through a thread-safe callback (native/bench/thread_hop.c); (2) 10,000 pairs from
- * 16 concurrent single-cluster callers, batched — goal ≥ 0.9× the direct 16-clusters-per-call rate.
+ * Question: how close do links through the LinkManager (the runtime's call-queue threads, batcher,
+ * production 1 ms window) come to calling the runtime directly over bun:ffi on one thread, in the
+ * same run? (1) a lone link+unlink pair, one after the other — goal ≤ 1.5× direct — and the same
+ * pair sent through the runtime's threads without the manager, the floor of a lone call that leaves
+ * the main thread; the manager and the bare hop again on worker threads (the pool's other path, and
+ * the only one for a runtime without a call queue); (2) 10,000 pairs from 16 concurrent
+ * single-cluster callers, batched — goal ≥ 0.9× the direct 16-clusters-per-call rate — on both paths.
  * Also, to say where the rest goes: the hop alone (an unlink of a cluster the context never linked,
  * which the runtime answers NOT_YET_LINK without touching the network) on the main thread, through
- * the link threads every link call takes, and through the pool's piscina threads (the old path);
+ * the runtime's threads, through worker threads, and through the pool's piscina threads;
  * and the manager's own work per pair, with an executor that answers at once (no thread, no runtime);
  * and lone pairs run back to back on a worker thread of their own (links-floor-thread.ts), which
  * tells a runtime call slower off the main thread apart from the wake-ups of threads that sleep
@@ -21,16 +22,15 @@
  *
  * Run: bun bench/links-floor.bench.ts   → bench/results/links-floor.{json,md}
  */
-import { dlopen, FFIType, JSCallback, ptr } from 'bun:ffi';
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { LLM_STATUS } from '../src/core/llm-status.ts';
-import { asPointer, create, destroy, link, unlink } from '../src/ffi/runtime.ts';
+import { create, destroy, link, unlink } from '../src/ffi/runtime.ts';
 import { LinkManager } from '../src/links/manager.ts';
 import type { LinkExecutor } from '../src/links/types.ts';
 import type { ClusterSpec } from '../src/ffi/layout.ts';
-import { CLUSTER_RECORD_BYTES, encodeClusters } from '../src/workers/encoding.ts';
+import { encodeClusters } from '../src/workers/encoding.ts';
 import { DEFAULT_POOL_THREADS } from '../src/workers/pool.ts';
 import { startClientStack, startServerSide, type ClientStack, type ServerSide } from '../test/fixtures/links/stack.ts';
 import { alternate, markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
@@ -67,65 +67,21 @@ const specs: ClusterSpec[] = server.targets.map((t) => ({
   localIp: '127.0.0.3',
 }));
 const direct = create({ clusterId: BigInt(Date.now()) * 1000n + 7n, role: 'decoder' });
-const stack: ClientStack = await startClientStack({ threads: DEFAULT_POOL_THREADS, maxBatch: 16, batchWindowMs: WINDOW_MS });
-
-/**
- * A native thread that makes the same runtime calls and answers through a thread-safe callback
- * (native/bench/thread_hop.c, built here with make): the floor of a design that keeps link calls
- * off the JavaScript thread without a worker thread.
- */
-const NATIVE_DIR = new URL('../native/', import.meta.url).pathname;
-const made = spawnSync('make', ['-s', '-C', NATIVE_DIR, 'build/libthread_hop.so'], { stdio: 'inherit' });
-if (made.status !== 0) throw new Error('make build/libthread_hop.so failed');
-const hopLib = dlopen(`${NATIVE_DIR}build/libthread_hop.so`, {
-  hop_start: { args: [FFIType.function], returns: FFIType.i32 },
-  hop_call: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr, FFIType.u32, FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+/** As an instance agent builds it: batches may be split over the pool's threads. */
+const stack: ClientStack = await startClientStack({
+  threads: DEFAULT_POOL_THREADS,
+  maxBatch: 16,
+  batchWindowMs: WINDOW_MS,
+  parallelCalls: DEFAULT_POOL_THREADS,
 });
-let nativeAnswer: ((ret: number) => void) | undefined;
-const nativeCallback = new JSCallback(
-  (ret: number) => {
-    const settle = nativeAnswer;
-    nativeAnswer = undefined;
-    settle?.(ret);
-  },
-  { args: [FFIType.i32], returns: FFIType.void, threadsafe: true },
-);
-if (hopLib.symbols.hop_start(nativeCallback) !== 0) throw new Error('hop_start failed');
-const HOP_NOTHING = 0;
-const HOP_LINK = 1;
-const HOP_UNLINK = 2;
-/** Each target's record, and a code slot, in shared memory the native thread reads while JS waits. */
-const nativeRecords = server.targets.map((t) => {
-  const { batch } = encodeClusters('shared', [
-    { id: t.remoteClusterId, ip: t.remote.ip, port: t.remote.port, localIp: '127.0.0.3', localPort: 0 },
-  ]);
-  if (batch.enc !== 'shared') throw new Error('expected a shared batch');
-  return new Uint8Array(batch.buffer, 0, CLUSTER_RECORD_BYTES);
+/** The same stack linking on worker threads. */
+const workers: ClientStack = await startClientStack({
+  threads: DEFAULT_POOL_THREADS,
+  maxBatch: 16,
+  batchWindowMs: WINDOW_MS,
+  parallelCalls: DEFAULT_POOL_THREADS,
+  linkThreads: 'workers',
 });
-const nativeRets = new Int32Array(new SharedArrayBuffer(4));
-
-/** One call on the native thread, answered through the thread-safe callback. */
-function nativeCall(op: number, records: Uint8Array): Promise<void> {
-  nativeRets[0] = LLM_STATUS.LLM_SUCCESS;
-  return new Promise((resolve, reject) => {
-    nativeAnswer = (ret) =>
-      ret === LLM_STATUS.LLM_SUCCESS && nativeRets[0] === LLM_STATUS.LLM_SUCCESS ? resolve() : reject(new Error(`native call: ${ret}`));
-    if (hopLib.symbols.hop_call(op, asPointer(direct), ptr(records), 1, 3000, ptr(nativeRets)) !== 0) reject(new Error('hop_call refused'));
-  });
-}
-
-/** Median µs of a lone pair made on the native thread, answered by the thread-safe callback. */
-async function loneNative(): Promise<number> {
-  const us: number[] = [];
-  for (let i = 0; i < LONE; i++) {
-    const records = nativeRecords[i % nativeRecords.length]!;
-    const start = performance.now();
-    await nativeCall(HOP_LINK, records);
-    await nativeCall(HOP_UNLINK, records);
-    us.push((performance.now() - start) * 1000);
-  }
-  return percentile(us, 50);
-}
 
 const pairThread = new Worker(new URL('./links-floor-thread.ts', import.meta.url));
 await new Promise((resolve) => pairThread.once('message', resolve));
@@ -160,14 +116,14 @@ function loneDirect(): number {
   return percentile(us, 50);
 }
 
-/** Median µs of a lone pair through the manager. */
-async function loneManager(): Promise<number> {
+/** Median µs of a lone pair through the manager of `on` (the runtime's threads by default). */
+async function loneManager(on: ClientStack = stack): Promise<number> {
   const us: number[] = [];
   for (let i = 0; i < LONE; i++) {
     const t = server.targets[i % server.targets.length]!;
     const start = performance.now();
-    ok((await stack.manager.linkClusters([t])).rets);
-    ok((await stack.manager.unlinkClusters([t])).rets);
+    ok((await on.manager.linkClusters([t])).rets);
+    ok((await on.manager.unlinkClusters([t])).rets);
     us.push((performance.now() - start) * 1000);
   }
   return percentile(us, 50);
@@ -178,23 +134,19 @@ const NOBODY: ClusterSpec = { remoteClusterId: 1n, remoteIp: '127.0.0.2', remote
 const nobodyBatch = () =>
   encodeClusters('clone', [{ id: NOBODY.remoteClusterId, ip: NOBODY.remoteIp, port: NOBODY.remotePort, localIp: '', localPort: 0 }]).batch;
 
-/**
- * Median µs of the no-op unlink: `where` = this thread, the link threads, or a trivial task on the
- * piscina threads; on the native thread, a call that makes no runtime call at all.
- */
-async function hop(where: 'main' | 'link threads' | 'native thread' | 'piscina'): Promise<number> {
+/** Median µs of the no-op unlink: `where` = this thread, the runtime's threads, worker threads, or a trivial task on the piscina threads. */
+async function hop(where: 'main' | 'runtime threads' | 'worker threads' | 'piscina'): Promise<number> {
   const us: number[] = [];
   for (let i = 0; i < LONE; i++) {
     const start = performance.now();
     if (where === 'main') {
       if (unlink(direct, [NOBODY], 3000).rets[0] !== LLM_STATUS.LLM_NOT_YET_LINK)
         throw new Error('no-op unlink did not answer NOT_YET_LINK');
-    } else if (where === 'native thread') {
-      await nativeCall(HOP_NOTHING, nativeRecords[0]!);
-    } else if (where === 'link threads') {
-      const reply = await stack.pool.run<{ rets: number[] }>({
+    } else if (where !== 'piscina') {
+      const on = where === 'runtime threads' ? stack : workers;
+      const reply = await on.pool.run<{ rets: number[] }>({
         op: 'unlink',
-        handle: stack.handle,
+        handle: on.handle,
         timeoutMs: 3000,
         deadline: Date.now() + 3000,
         force: false,
@@ -259,11 +211,11 @@ const threadBatches = (() => {
   return { whole: all, halves: [all.slice(0, all.length / 2), all.slice(all.length / 2)] };
 })();
 
-/** One link or unlink task of `clusters` through the link threads, without the manager. */
-async function threadCall(op: 'link' | 'unlink', clusters: typeof threadBatches.whole): Promise<void> {
-  const reply = await stack.pool.run<{ rets: number[] }>({
+/** One link or unlink task of `clusters` through the link threads of `on`, without the manager. */
+async function threadCall(op: 'link' | 'unlink', clusters: typeof threadBatches.whole, on: ClientStack = stack): Promise<void> {
+  const reply = await on.pool.run<{ rets: number[] }>({
     op,
-    handle: stack.handle,
+    handle: on.handle,
     timeoutMs: 3000,
     deadline: Date.now() + 3000,
     force: false,
@@ -278,13 +230,13 @@ async function threadCall(op: 'link' | 'unlink', clusters: typeof threadBatches.
  * unlink task of one cluster each, awaited one after the other. The floor of any lone call that
  * crosses a thread hop with these threads; the manager's lone pair is measured against it too.
  */
-async function loneThreads(): Promise<number> {
+async function loneThreads(on: ClientStack = stack): Promise<number> {
   const us: number[] = [];
   for (let i = 0; i < LONE; i++) {
     const one = [threadBatches.whole[i % threadBatches.whole.length]!];
     const start = performance.now();
-    await threadCall('link', one);
-    await threadCall('unlink', one);
+    await threadCall('link', one, on);
+    await threadCall('unlink', one, on);
     us.push((performance.now() - start) * 1000);
   }
   return percentile(us, 50);
@@ -308,13 +260,13 @@ async function batchedThreads(pairs: number, split: boolean): Promise<number> {
   return (calls * specs.length) / ((performance.now() - start) / 1000);
 }
 
-/** Pairs/s through the manager, 16 concurrent single-cluster callers. */
-async function batchedManager(pairs: number): Promise<number> {
+/** Pairs/s through the manager of `on`, 16 concurrent single-cluster callers. */
+async function batchedManager(pairs: number, on: ClientStack = stack): Promise<number> {
   const cycles = Math.ceil(pairs / server.targets.length);
   const start = performance.now();
   for (let i = 0; i < cycles; i++) {
-    for (const r of await Promise.all(server.targets.map((t) => stack.manager.linkClusters([t])))) ok(r.rets);
-    for (const r of await Promise.all(server.targets.map((t) => stack.manager.unlinkClusters([t])))) ok(r.rets);
+    for (const r of await Promise.all(server.targets.map((t) => on.manager.linkClusters([t])))) ok(r.rets);
+    for (const r of await Promise.all(server.targets.map((t) => on.manager.unlinkClusters([t])))) ok(r.rets);
   }
   return (cycles * server.targets.length) / ((performance.now() - start) / 1000);
 }
@@ -326,23 +278,30 @@ try {
   // Warm every path.
   loneDirect();
   await loneManager();
-  for (const where of ['main', 'link threads', 'native thread', 'piscina'] as const) await hop(where);
+  await loneManager(workers);
+  for (const where of ['main', 'runtime threads', 'worker threads', 'piscina'] as const) await hop(where);
   await batchedManager(16 * 20);
+  await batchedManager(16 * 20, workers);
   await batchedThreads(16 * 20, false);
   await batchedThreads(16 * 20, true);
   await loneThreads();
-  await loneNative();
-  const lone = await alternate(ROUNDS, loneDirect, loneManager);
-  const loneNativeRun = await alternate(ROUNDS, loneDirect, loneNative);
-  const loneHop = await alternate(ROUNDS, loneDirect, loneThreads);
-  const loneOverHop = await alternate(ROUNDS, loneThreads, loneManager);
-  const hops = { main: [] as number[], linkThreads: [] as number[], nativeThread: [] as number[], piscina: [] as number[] };
+  await loneThreads(workers);
+  const lone = await alternate(ROUNDS, loneDirect, () => loneManager());
+  const loneOnWorkers = await alternate(ROUNDS, loneDirect, () => loneManager(workers));
+  const loneHop = await alternate(ROUNDS, loneDirect, () => loneThreads());
+  const loneWorkerHop = await alternate(ROUNDS, loneDirect, () => loneThreads(workers));
+  const loneOverHop = await alternate(
+    ROUNDS,
+    () => loneThreads(),
+    () => loneManager(),
+  );
+  const hops = { main: [] as number[], runtimeThreads: [] as number[], workerThreads: [] as number[], piscina: [] as number[] };
   const own = { lone: [] as number[], batched: [] as number[] };
   const inThread = await alternate(ROUNDS, loneDirect, loneInThread);
   for (let r = 0; r < ROUNDS; r++) {
     hops.main.push(await hop('main'));
-    hops.linkThreads.push(await hop('link threads'));
-    hops.nativeThread.push(await hop('native thread'));
+    hops.runtimeThreads.push(await hop('runtime threads'));
+    hops.workerThreads.push(await hop('worker threads'));
     hops.piscina.push(await hop('piscina'));
     own.lone.push(await bookkeeping(false));
     own.batched.push(await bookkeeping(true));
@@ -351,6 +310,11 @@ try {
     BATCHED_ROUNDS,
     () => batchedDirect(PAIRS),
     () => batchedManager(PAIRS),
+  );
+  const batchedOnWorkers = await alternate(
+    BATCHED_ROUNDS,
+    () => batchedDirect(PAIRS),
+    () => batchedManager(PAIRS, workers),
   );
   const threadsWhole = await alternate(
     BATCHED_ROUNDS,
@@ -363,23 +327,25 @@ try {
     () => batchedThreads(PAIRS, true),
   );
   const loneRatio = spread(lone.ratios);
+  const loneWorkersRatio = spread(loneOnWorkers.ratios);
   const loneHopRatio = spread(loneHop.ratios);
-  const loneNativeRatio = spread(loneNativeRun.ratios);
+  const loneWorkerHopRatio = spread(loneWorkerHop.ratios);
   const loneOverHopRatio = spread(loneOverHop.ratios);
   // Rate ratio: manager / direct (higher is better).
   const rateRatio = spread(batched.ratios);
+  const rateWorkersRatio = spread(batchedOnWorkers.ratios);
   const wholeRatio = spread(threadsWhole.ratios);
   const splitRatio = spread(threadsSplit.ratios);
   const loneD = percentile(lone.baseline, 50);
   const loneM = percentile(lone.subject, 50);
   const hopMain = percentile(hops.main, 50);
-  const hopLink = percentile(hops.linkThreads, 50);
+  const hopRuntime = percentile(hops.runtimeThreads, 50);
+  const hopWorkers = percentile(hops.workerThreads, 50);
   const hopPiscina = percentile(hops.piscina, 50);
-  const hopNative = percentile(hops.nativeThread, 50);
-  /** Each round's median round trip to the link threads and to the native thread, in round order. */
+  /** Each round's median round trip, in round order. */
   const hopRounds = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(', ');
   // What a round trip adds over the same call on this thread; a pair makes two.
-  const perHop = hopLink - hopMain;
+  const perHop = hopRuntime - hopMain;
   const ownLone = percentile(own.lone, 50);
   const ownBatched = percentile(own.batched, 50);
   // Differences taken within each round (both sides ran back to back) and then their median: on a
@@ -391,71 +357,86 @@ try {
     );
   const added = pairedDiff(lone);
   const threadRatio = spread(inThread.ratios);
-  // What a call costs more on a thread of its own, with nobody waking it, per pair.
+  // What a call costs more off the main thread, with nobody waking its thread, per pair.
   const offMain = pairedDiff(inThread);
-  // The rest of what the manager adds: the waits for a sleeping thread to run again (the link
-  // thread on a task, the main thread on its answer), twice per call beyond what a hot hop costs.
+  // The rest of what the manager adds: the waits for a sleeping thread to run again (the runtime's
+  // thread on a call, the main thread on its answer), twice per call beyond what a hot hop costs.
   const wakeUps = added - 2 * perHop - ownLone - offMain;
+  const row = (r: Spread) => `${times(r.median)} (${times(r.p10)}–${times(r.p90)})`;
   console.log(
     `lone pair: manager ${us(loneM)} µs vs direct ${us(loneD)} µs → ${times(loneRatio.median)} (${range(loneRatio)}; rounds ${lone.ratios.map(times).join(', ')})`,
   );
   console.log(
-    `lone pair through the link threads without the manager: ${us(percentile(loneHop.subject, 50))} µs, ${times(loneHopRatio.median)} direct (${range(loneHopRatio)}); ` +
+    `lone pair through the runtime's threads without the manager: ${us(percentile(loneHop.subject, 50))} µs, ${times(loneHopRatio.median)} direct (${range(loneHopRatio)}); ` +
       `the manager's lone pair ${times(loneOverHopRatio.median)} of it (${range(loneOverHopRatio)})`,
   );
   console.log(
-    `lone pair on a native thread answered by a thread-safe callback: ${us(percentile(loneNativeRun.subject, 50))} µs, ${times(loneNativeRatio.median)} direct (${range(loneNativeRatio)})`,
+    `on worker threads: manager ${us(percentile(loneOnWorkers.subject, 50))} µs, ${times(loneWorkersRatio.median)} direct (${range(loneWorkersRatio)}); ` +
+      `without the manager ${us(percentile(loneWorkerHop.subject, 50))} µs, ${times(loneWorkerHopRatio.median)} (${range(loneWorkerHopRatio)})`,
   );
   console.log(
-    `no-op call: main ${hopMain.toFixed(1)} µs, link threads ${hopLink.toFixed(1)} µs (rounds ${hopRounds(hops.linkThreads)}), ` +
-      `native thread with nothing to call ${hopNative.toFixed(1)} µs (rounds ${hopRounds(hops.nativeThread)}), piscina (trivial task) ${hopPiscina.toFixed(1)} µs`,
+    `no-op call: main ${hopMain.toFixed(1)} µs, runtime threads ${hopRuntime.toFixed(1)} µs (rounds ${hopRounds(hops.runtimeThreads)}), ` +
+      `worker threads ${hopWorkers.toFixed(1)} µs (rounds ${hopRounds(hops.workerThreads)}), piscina (trivial task) ${hopPiscina.toFixed(1)} µs`,
   );
   console.log(`manager's own work per pair: lone ${ownLone.toFixed(1)} µs, batched ${ownBatched.toFixed(1)} µs`);
   console.log(
     `lone pair back to back on a thread of its own: ${us(percentile(inThread.subject, 50))} µs, ${times(threadRatio.median)} direct (${range(threadRatio)})`,
   );
   console.log(
-    `batched: ${times(rateRatio.median)} of the direct 16-per-call rate (${range(rateRatio)}; rounds ${batched.ratios.map(times).join(', ')})`,
+    `batched: ${times(rateRatio.median)} of the direct 16-per-call rate (${range(rateRatio)}; rounds ${batched.ratios.map(times).join(', ')}); ` +
+      `on worker threads ${times(rateWorkersRatio.median)} (${range(rateWorkersRatio)})`,
   );
   console.log(
-    `batched through the link threads without the manager: 16 per call ${times(wholeRatio.median)} (${range(wholeRatio)}), ` +
+    `batched through the runtime's threads without the manager: 16 per call ${times(wholeRatio.median)} (${range(wholeRatio)}), ` +
       `two calls of 8 on both threads at once ${times(splitRatio.median)} (${range(splitRatio)}) of the direct rate`,
   );
   load.end = loadavg()[0]!;
   const summary = [
-    `Lone link+unlink pair through the LinkManager (${DEFAULT_POOL_THREADS} link threads, ${WINDOW_MS} ms batch window): ${us(loneM)} µs median, ` +
+    `Lone link+unlink pair through the LinkManager (${DEFAULT_POOL_THREADS} of the runtime's call-queue threads, ${WINDOW_MS} ms batch window): ${us(loneM)} µs median, ` +
       `${times(loneRatio.median)} a direct bun:ffi pair on the main thread (${us(loneD)} µs); ${range(loneRatio)} over ${ROUNDS} alternating rounds of ${LONE} pairs; ` +
       `goal ≤ 1.5×: ${loneRatio.median <= 1.5 ? 'met' : 'not met'}. ` +
-      `The same pair sent through the link threads without the manager (one link task, one unlink task) takes ${us(percentile(loneHop.subject, 50))} µs, ` +
-      `${times(loneHopRatio.median)} direct (${range(loneHopRatio)}, ${ROUNDS} alternating rounds): that is the floor of a lone call that crosses one thread hop with these threads, ` +
-      `and the manager's lone pair takes ${times(loneOverHopRatio.median)} of it (${range(loneOverHopRatio)}, ${ROUNDS} alternating rounds). ` +
-      `Made instead on a native thread that answers through a thread-safe callback (native/bench/thread_hop.c), the pair takes ${us(percentile(loneNativeRun.subject, 50))} µs, ` +
-      `${times(loneNativeRatio.median)} direct (${range(loneNativeRatio)}, ${ROUNDS} alternating rounds): the floor of a design without a worker thread. ` +
-      `A round trip to the link threads (the no-op unlink below) took ${hopLink.toFixed(1)} µs (round medians ${hopRounds(hops.linkThreads)} µs), ` +
-      `one to the native thread with nothing to call ${hopNative.toFixed(1)} µs (${hopRounds(hops.nativeThread)} µs).`,
-    `Where the ${us(added)} µs the manager adds per pair go (median of the differences within a round): a runtime call that stays in the process (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
-      `and ${hopLink.toFixed(1)} µs through the link threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
+      `The same pair sent to the runtime's threads without the manager (one link task, one unlink task) takes ${us(percentile(loneHop.subject, 50))} µs, ` +
+      `${times(loneHopRatio.median)} direct (${range(loneHopRatio)}): the floor of a lone call made off the main thread this way, ` +
+      `and the manager's lone pair takes ${times(loneOverHopRatio.median)} of it (${range(loneOverHopRatio)}). ` +
+      `On worker threads (the pool's path for a runtime without a call queue) the manager's pair is ${times(loneWorkersRatio.median)} direct (${range(loneWorkersRatio)}) ` +
+      `and the bare hop ${times(loneWorkerHopRatio.median)} (${range(loneWorkerHopRatio)}). Every figure here: ${ROUNDS} alternating rounds against direct calls. ` +
+      `A round trip with a runtime call that stays in the process took ${hopRuntime.toFixed(1)} µs through the runtime's threads (round medians ${hopRounds(hops.runtimeThreads)} µs) ` +
+      `and ${hopWorkers.toFixed(1)} µs through worker threads (${hopRounds(hops.workerThreads)} µs).`,
+    `Where the ${us(added)} µs the manager adds per pair go (median of the differences within a round): that call (unlinking a cluster never linked) takes ${hopMain.toFixed(1)} µs on the main thread ` +
+      `and ${hopRuntime.toFixed(1)} µs through the runtime's threads, so one round trip costs ${perHop.toFixed(1)} µs and the pair's two ${(2 * perHop).toFixed(0)} µs ` +
       `(${Math.min(100, (200 * perHop) / Math.max(1, added)).toFixed(0)}% of what the manager adds); the manager's own work, measured apart with an executor that answers at once, is ${ownLone.toFixed(1)} µs per lone pair (${ownBatched.toFixed(1)} µs per pair in 16-caller batches); ` +
       `the same pairs run back to back on a worker thread of their own take ${us(percentile(inThread.subject, 50))} µs, ${times(threadRatio.median)} direct (${range(threadRatio)}, ${ROUNDS} alternating rounds), ` +
       `so off the main thread a runtime call itself costs ${Math.abs(offMain) < 1 ? 'the same to within 1 µs per pair' : `${Math.abs(offMain).toFixed(0)} µs per pair ${offMain >= 0 ? 'more' : 'less'} (within the spread)`}; ` +
-      `the remaining ${wakeUps.toFixed(0)} µs${wakeUps < 0 ? ' (below zero: the split is lost in the spread of this run)' : ''} are the waits for a sleeping thread to run again (the link thread when a task arrives, the main thread when the answer does), which a hop between two busy threads does not pay. ` +
-      `A trivial task through the pool's piscina threads, the path link calls took before, costs ${hopPiscina.toFixed(1)} µs.`,
+      `the remaining ${wakeUps.toFixed(0)} µs${wakeUps < 0 ? ' (below zero: the split is lost in the spread of this run)' : ''} are the waits for a sleeping thread to run again (the runtime's thread when a call arrives, the main thread when the answer does), which a hop between two busy threads does not pay. ` +
+      `A trivial task through the pool's piscina threads costs ${hopPiscina.toFixed(1)} µs.`,
     `${PAIRS.toLocaleString('en')} link+unlink pairs per round from 16 concurrent single-cluster callers, batched: ${times(rateRatio.median)} the rate of direct calls with 16 clusters each ` +
-      `(${range(rateRatio)}, ${BATCHED_ROUNDS} alternating rounds); goal ≥ 0.9×: ${rateRatio.median >= 0.9 ? 'met' : 'not met'}. ` +
-      `The same 16 clusters per call sent through the link threads without the manager reach ${times(wholeRatio.median)} the direct rate (${range(wholeRatio)}): ` +
-      `that is the floor of any batch that crosses one thread hop, and the manager's 16 single-cluster callers keep ${times(rateRatio.median / wholeRatio.median)} of it. ` +
-      `Splitting each batch into two calls of 8 on both link threads at once reaches ${times(splitRatio.median)} (${range(splitRatio)}): ` +
+      `(${range(rateRatio)}, ${BATCHED_ROUNDS} alternating rounds); goal ≥ 0.9×: ${rateRatio.median >= 0.9 ? 'met' : 'not met'}; on worker threads ${times(rateWorkersRatio.median)} (${range(rateWorkersRatio)}). ` +
+      `The manager splits what leaves together over the idle threads (parallelCalls = the pool's threads, as the instance agent sets it), so 16 callers make two calls of 8 at once. ` +
+      `Sent to the runtime's threads without the manager, two calls of 8 at once reach ${times(splitRatio.median)} the direct rate (${range(splitRatio)}), and the manager keeps ${times(rateRatio.median / splitRatio.median)} of that; ` +
+      `one call of 16 reaches ${times(wholeRatio.median)} (${range(wholeRatio)}): ` +
       (splitRatio.p10 > wholeRatio.p90
-        ? 'in this run spreading a batch over the idle threads beat one call of 16 beyond both spreads.'
+        ? 'in this run the split beat one call of 16 beyond both spreads.'
         : splitRatio.p90 < wholeRatio.p10
-          ? 'on two cores shared with the server process, spreading a batch over the idle threads did worse than one call of 16 beyond both spreads.'
-          : 'within the spread of one call of 16: on two cores shared with the server process, spreading a batch over the idle threads did not tell apart from it in this run.'),
+          ? 'in this run the split did worse than one call of 16 beyond both spreads.'
+          : `the split's median is ${splitRatio.median >= wholeRatio.median ? 'above' : 'below'} it, within both spreads in this run.`),
     `${pinned ? 'Client pinned to core 0 and the server process to core 1 (taskset)' : 'Not pinned (pinning the client to one core starved its runtime threads and slowed the direct floor 2.8×; see the bench header)'}; the machine is a 2-core VM shared with other test runs while this ran (1-minute load average ${load.start.toFixed(1)} at the start, ${load.end.toFixed(1)} at the end).`,
   ].join('\n\n');
+  const pairOf = (a: { baseline: number[]; subject: number[]; ratios: number[] }, r: Spread) => ({
+    directUs: a.baseline,
+    subjectUs: a.subject,
+    ratios: a.ratios,
+    ratio: r,
+  });
+  const rateOf = (a: { baseline: number[]; subject: number[]; ratios: number[] }, r: Spread) => ({
+    directPairsPerS: a.baseline,
+    subjectPairsPerS: a.subject,
+    ratios: a.ratios,
+    ratio: r,
+  });
   writeResults('links-floor', {
     json: {
       question:
-        'LinkManager vs direct bun:ffi on one thread: lone pair latency, batched pair rate; what one round trip to the threads costs',
+        'LinkManager vs direct bun:ffi on one thread: lone pair latency, batched pair rate; on the runtime threads and on worker threads; what one round trip costs',
       rounds: ROUNDS,
       lonePairsPerRound: LONE,
       batchedRounds: BATCHED_ROUNDS,
@@ -464,71 +445,54 @@ try {
       threads: DEFAULT_POOL_THREADS,
       pinned,
       loadAverage: load,
-      lone: { directUs: lone.baseline, managerUs: lone.subject, ratios: lone.ratios, ratio: loneRatio },
-      loneNative: {
-        directUs: loneNativeRun.baseline,
-        nativeUs: loneNativeRun.subject,
-        ratios: loneNativeRun.ratios,
-        ratio: loneNativeRatio,
-      },
-      loneThreads: {
-        vsDirect: { directUs: loneHop.baseline, threadsUs: loneHop.subject, ratios: loneHop.ratios, ratio: loneHopRatio },
-        managerVsThreads: {
-          threadsUs: loneOverHop.baseline,
-          managerUs: loneOverHop.subject,
-          ratios: loneOverHop.ratios,
-          ratio: loneOverHopRatio,
-        },
+      lone: pairOf(lone, loneRatio),
+      loneOnWorkerThreads: pairOf(loneOnWorkers, loneWorkersRatio),
+      loneRuntimeThreadsNoManager: pairOf(loneHop, loneHopRatio),
+      loneWorkerThreadsNoManager: pairOf(loneWorkerHop, loneWorkerHopRatio),
+      managerOverRuntimeThreads: {
+        threadsUs: loneOverHop.baseline,
+        managerUs: loneOverHop.subject,
+        ratios: loneOverHop.ratios,
+        ratio: loneOverHopRatio,
       },
       noOpCallUs: hops,
       managerOwnUsPerPair: own,
-      loneInThread: { directUs: inThread.baseline, threadUs: inThread.subject, ratios: inThread.ratios, ratio: threadRatio },
+      loneInThread: pairOf(inThread, threadRatio),
       wakeUpsUsPerPair: wakeUps,
-      batched: { directPairsPerS: batched.baseline, managerPairsPerS: batched.subject, ratios: batched.ratios, ratio: rateRatio },
-      batchedThreads: {
-        whole: {
-          directPairsPerS: threadsWhole.baseline,
-          threadsPairsPerS: threadsWhole.subject,
-          ratios: threadsWhole.ratios,
-          ratio: wholeRatio,
-        },
-        split: {
-          directPairsPerS: threadsSplit.baseline,
-          threadsPairsPerS: threadsSplit.subject,
-          ratios: threadsSplit.ratios,
-          ratio: splitRatio,
-        },
-      },
+      batched: rateOf(batched, rateRatio),
+      batchedOnWorkerThreads: rateOf(batchedOnWorkers, rateWorkersRatio),
+      batchedRuntimeThreadsNoManager: { whole: rateOf(threadsWhole, wholeRatio), split: rateOf(threadsSplit, splitRatio) },
     },
     markdownTable: markdownTable(
-      ['measure', 'direct bun:ffi, one thread', 'LinkManager', 'ratio (p10–p90) / goal'],
+      ['measure', 'direct bun:ffi, one thread', 'subject', 'ratio (p10–p90) / goal'],
       [
+        ['lone link+unlink through the LinkManager, µs (median)', us(loneD), us(loneM), `${row(loneRatio)} / ≤ 1.5×`],
         [
-          'lone link+unlink, µs (median)',
-          us(loneD),
-          us(loneM),
-          `${times(loneRatio.median)} (${times(loneRatio.p10)}–${times(loneRatio.p90)}) / ≤ 1.5×`,
-        ],
-        [
-          'lone link+unlink through the link threads without the manager, µs (median) and ratio to direct; the manager over it',
+          "lone link+unlink through the runtime's threads without the manager, µs (median); the manager over it",
           us(percentile(loneHop.baseline, 50)),
           us(percentile(loneHop.subject, 50)),
-          `${times(loneHopRatio.median)} (${times(loneHopRatio.p10)}–${times(loneHopRatio.p90)}); manager ${times(loneOverHopRatio.median)} (${times(loneOverHopRatio.p10)}–${times(loneOverHopRatio.p90)})`,
+          `${row(loneHopRatio)}; manager ${row(loneOverHopRatio)}`,
         ],
         [
-          'lone link+unlink on a native thread answered by a thread-safe callback, µs (median)',
-          us(percentile(loneNativeRun.baseline, 50)),
-          us(percentile(loneNativeRun.subject, 50)),
-          `${times(loneNativeRatio.median)} (${times(loneNativeRatio.p10)}–${times(loneNativeRatio.p90)})`,
+          'lone link+unlink through the LinkManager on worker threads, µs (median)',
+          us(percentile(loneOnWorkers.baseline, 50)),
+          us(percentile(loneOnWorkers.subject, 50)),
+          row(loneWorkersRatio),
         ],
-        ['no-op runtime call, µs (main thread / link threads)', hopMain.toFixed(1), hopLink.toFixed(1), '—'],
-        ['round trip to the native thread with nothing to call, µs', '—', hopNative.toFixed(1), '—'],
-        ['trivial task through the piscina threads (old path), µs', '—', hopPiscina.toFixed(1), '—'],
+        [
+          'lone link+unlink through worker threads without the manager, µs (median)',
+          us(percentile(loneWorkerHop.baseline, 50)),
+          us(percentile(loneWorkerHop.subject, 50)),
+          row(loneWorkerHopRatio),
+        ],
+        ["no-op runtime call, µs (main thread / runtime's threads)", hopMain.toFixed(1), hopRuntime.toFixed(1), '—'],
+        ['no-op runtime call through worker threads, µs', '—', hopWorkers.toFixed(1), '—'],
+        ['trivial task through the piscina threads, µs', '—', hopPiscina.toFixed(1), '—'],
         [
           'lone pair back to back on a worker thread of its own, µs (median)',
           us(percentile(inThread.baseline, 50)),
           us(percentile(inThread.subject, 50)),
-          `${times(threadRatio.median)} (${times(threadRatio.p10)}–${times(threadRatio.p90)})`,
+          row(threadRatio),
         ],
         ['waits for sleeping threads per lone pair (the rest of what the manager adds), µs', '—', wakeUps.toFixed(0), '—'],
         [
@@ -538,22 +502,28 @@ try {
           '—',
         ],
         [
-          `pairs/s, 16 clusters, ${PAIRS.toLocaleString('en')} pairs (median)`,
+          `pairs/s through the LinkManager, 16 callers, ${PAIRS.toLocaleString('en')} pairs (median)`,
           Math.round(percentile(batched.baseline, 50)),
           Math.round(percentile(batched.subject, 50)),
-          `${times(rateRatio.median)} (${times(rateRatio.p10)}–${times(rateRatio.p90)}) / ≥ 0.9×`,
+          `${row(rateRatio)} / ≥ 0.9×`,
         ],
         [
-          'pairs/s, 16 clusters per call through the link threads, no manager (median)',
+          'pairs/s through the LinkManager on worker threads (median)',
+          Math.round(percentile(batchedOnWorkers.baseline, 50)),
+          Math.round(percentile(batchedOnWorkers.subject, 50)),
+          row(rateWorkersRatio),
+        ],
+        [
+          "pairs/s, 16 clusters per call through the runtime's threads, no manager (median)",
           Math.round(percentile(threadsWhole.baseline, 50)),
           Math.round(percentile(threadsWhole.subject, 50)),
-          `${times(wholeRatio.median)} (${times(wholeRatio.p10)}–${times(wholeRatio.p90)})`,
+          row(wholeRatio),
         ],
         [
-          'pairs/s, the same as two calls of 8 on both link threads at once (median)',
+          "pairs/s, the same as two calls of 8 on both threads at once, no manager (the manager's split) (median)",
           Math.round(percentile(threadsSplit.baseline, 50)),
           Math.round(percentile(threadsSplit.subject, 50)),
-          `${times(splitRatio.median)} (${times(splitRatio.p10)}–${times(splitRatio.p90)})`,
+          row(splitRatio),
         ],
       ],
     ),
@@ -564,6 +534,7 @@ try {
   pairThread.postMessage(end);
   await new Promise((resolve) => pairThread.once('exit', resolve));
   await stack.close();
+  await workers.close();
   destroy(direct);
   await server.close();
 }

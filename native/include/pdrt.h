@@ -2,7 +2,8 @@
  * pdrt: the device runtime C ABI that pdlink drives over bun:ffi.
  *
  * Shape: an opaque context per device endpoint (one LLM-DataDist cluster id), int32_t status
- * returns carrying LLMStatusCode values, caller-provided buffers, no callbacks, no exceptions.
+ * returns carrying LLMStatusCode values, caller-provided buffers, no exceptions, and no callbacks
+ * but the completion callback of the optional call queue at the end.
  * Every call that can wait takes a deadline and returns by it. All functions are thread-safe:
  * several threads may call into one context at once.
  *

@@ -157,5 +157,6 @@ function createLinkManager(options: AgentOptions, pool: WorkerPool, handles: Rea
     localAddresses: new Map(options.devices.map((d) => [d.endpoint, { ip: d.ip, port: 0 }])),
     ...(options.batchWindowMs === undefined ? {} : { batchWindowMs: options.batchWindowMs }),
     ...(options.maxBatch === undefined ? {} : { maxBatch: options.maxBatch }),
+    parallelCalls: pool.threads,
   });
 }

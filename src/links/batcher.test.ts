@@ -22,6 +22,38 @@ async function until(condition: () => boolean): Promise<void> {
 }
 
 describe('Batcher', () => {
+  test('items leaving together while calls could run at once are split evenly over the idle ones; none while all are busy', async () => {
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, parallelCalls: 3, run });
+    const ids = (from: number, n: number) => Array.from({ length: n }, (_, i) => BigInt(from + i));
+    // Three idle: 7 items as calls of 3, 3 and 1.
+    const first = Array.from({ length: 7 }, (_, i) => batcher.push(key, target(i)));
+    await Promise.resolve();
+    expect(calls.map((c) => c.ids)).toEqual([ids(0, 3), ids(3, 3), ids(6, 1)]);
+    // Items behind busy calls gather; when the calls out have answered they leave split again.
+    const second = Array.from({ length: 5 }, (_, i) => batcher.push(key, target(10 + i)));
+    await turn();
+    expect(calls).toHaveLength(3);
+    for (const c of calls) c.answer();
+    await until(() => calls.length === 6);
+    expect(calls.slice(3).map((c) => c.ids)).toEqual([ids(10, 2), ids(12, 2), ids(14, 1)]);
+    await Promise.all(first);
+    // All three busy: a full batch leaves at once, whole.
+    const third = Array.from({ length: 16 }, (_, i) => batcher.push(key, target(20 + i)));
+    expect(calls.slice(6).map((c) => c.ids)).toEqual([ids(20, 16)]);
+    for (const c of calls.slice(3)) c.answer();
+    expect((await Promise.all([...second, ...third])).every((o) => o.code === 0)).toBe(true);
+  });
+
+  test('without parallelCalls a batch is never split', async () => {
+    const { calls, run } = heldRunner();
+    const batcher = new Batcher({ maxBatch: 16, windowMs: 3_600_000, run });
+    const outcomes = Array.from({ length: 16 }, (_, i) => batcher.push(key, target(i)));
+    expect(calls.map((c) => c.ids.length)).toEqual([16]);
+    calls[0]!.answer();
+    await Promise.all(outcomes);
+  });
+
   test('with nothing in flight a lone item is sent at the end of its turn, not after the window', async () => {
     // A window far longer than the test's timeout: only an immediate send can pass.
     const { calls, run } = heldRunner();

@@ -6,7 +6,9 @@
  * together), so a lone call pays neither the window nor a turn of the event loop (a turn is a
  * syscall, 4–35 µs on the loaded 2-core machine of bench/results/links-floor.md, twice per
  * link+unlink pair); while one is in flight, items gather for up to `windowMs` or until the calls
- * out have answered, whichever comes first; a full batch leaves at once.
+ * out have answered, whichever comes first; a full batch leaves at once. Items that leave together
+ * while fewer than `parallelCalls` calls are out are split evenly over the idle ones: on the
+ * runtime's threads two calls of 8 made at once beat one call of 16 (bench/results/links-floor.md).
  */
 import { LLM_STATUS } from '../core/llm-status.ts';
 import type { BatchOutcome, ClusterTarget, LinkSide } from './types.ts';
@@ -31,6 +33,8 @@ export interface BatcherOptions {
   readonly maxBatch: number;
   /** 0 = behind a call in flight, coalesce only what arrives in the same turn of the event loop. */
   readonly windowMs: number;
+  /** Calls the executor runs at once (default 1: never split). */
+  readonly parallelCalls?: number;
   readonly run: (key: BatchKey, clusters: readonly ClusterTarget[]) => Promise<BatchOutcome>;
 }
 
@@ -110,8 +114,10 @@ export class Batcher {
       clearImmediate(queue.timer as ReturnType<typeof setImmediate>);
     }
     queue.timer = undefined;
+    const idle = Math.max(1, (this.#options.parallelCalls ?? 1) - this.#inFlight);
+    const size = Math.min(this.#options.maxBatch, Math.ceil(queue.items.length / idle));
     while (queue.items.length > 0) {
-      const batch = queue.items.splice(0, this.#options.maxBatch);
+      const batch = queue.items.splice(0, size);
       void this.#runBatch(queue.key, batch);
     }
     this.#queues.delete(id);

@@ -26,6 +26,11 @@ export interface LinkManagerOptions {
   /** Clusters per runtime call, 1..16 (default 16). */
   readonly maxBatch?: number;
   readonly batchWindowMs?: number;
+  /**
+   * Runtime calls the executor runs at once (its threads; default 1): clusters that leave together
+   * while fewer calls are out are split evenly over the idle ones.
+   */
+  readonly parallelCalls?: number;
   readonly registry?: Registry;
   /** Wall clock in epoch ms (default Date.now): entry times, and call starts compared with the runtime's event stamps. */
   readonly now?: () => number;

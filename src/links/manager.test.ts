@@ -287,6 +287,9 @@ describe('coalescing', () => {
     expect(() => new LinkManager({ executor, endpoints: ['0'], maxBatch: 17 })).toThrow(RangeError);
     expect(() => new LinkManager({ executor, endpoints: [] })).toThrow(RangeError);
     expect(() => new LinkManager({ executor, endpoints: ['0'], batchWindowMs: -1 })).toThrow(RangeError);
+    for (const parallelCalls of [0, 1.5, -1]) {
+      expect(() => new LinkManager({ executor, endpoints: ['0'], parallelCalls })).toThrow('parallelCalls must be a positive integer');
+    }
   });
 });
 

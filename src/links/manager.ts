@@ -54,6 +54,8 @@ export class LinkManager {
     }
     const windowMs = options.batchWindowMs ?? DEFAULT_BATCH_WINDOW_MS;
     if (!Number.isFinite(windowMs) || windowMs < 0) throw new RangeError('batchWindowMs must be a non-negative number');
+    const parallelCalls = options.parallelCalls ?? 1;
+    if (!Number.isInteger(parallelCalls) || parallelCalls < 1) throw new RangeError('parallelCalls must be a positive integer');
     const first = options.endpoints[0];
     if (first === undefined) throw new RangeError('endpoints must name at least one local endpoint');
     this.#executor = options.executor;
@@ -63,7 +65,7 @@ export class LinkManager {
     this.#table = new LinkTable(this.#now);
     this.#localAddresses = options.localAddresses ?? new Map();
     this.#metrics = createLinkMetrics(options.registry, this.#table);
-    this.#batcher = new Batcher({ maxBatch, windowMs, run: (key, clusters) => this.#runBatch(key, clusters) });
+    this.#batcher = new Batcher({ maxBatch, windowMs, parallelCalls, run: (key, clusters) => this.#runBatch(key, clusters) });
   }
 
   /** Local endpoint names, default first. */
