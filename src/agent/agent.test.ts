@@ -29,6 +29,27 @@ test('the agent core links, finds its devices and closes, with no HTTP of its ow
   }
 });
 
+test('links run on the runtime threads by default, on worker threads when the settings say so', async () => {
+  for (const linkThreads of [undefined, 'native', 'workers'] as const) {
+    const agent = await openAgent({
+      devices: [{ endpoint: '0', ip: '127.0.0.3', port: 0, clusterId: 3n }],
+      threads: 1,
+      eventWaitMs: 20,
+      metrics: createRegistry(),
+      ...(linkThreads === undefined ? {} : { linkThreads }),
+    });
+    try {
+      expect(agent.linkThreads).toBeUndefined();
+      // Nobody listens on port 1: the call is made and refused.
+      const result = await agent.linkManager.linkClusters([{ endpoint: '0', remoteClusterId: 9n, remote: { ip: '127.0.0.2', port: 1 } }]);
+      expect(result).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_LINK_FAILED] });
+      expect(agent.linkThreads).toBe(linkThreads ?? 'native');
+    } finally {
+      await agent.close();
+    }
+  }
+});
+
 test('no devices is refused before anything opens', async () => {
   await expect(openAgent({ devices: [], metrics: createRegistry() })).rejects.toThrow('devices must name at least one local device');
 });

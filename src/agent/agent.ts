@@ -9,7 +9,7 @@ import type { Registry } from '../core/metrics.ts';
 import { LinkManager } from '../links/manager.ts';
 import { EventPump } from '../workers/event-pump.ts';
 import { PoolLinkExecutor } from '../workers/pool-executor.ts';
-import { WorkerPool, type PoolAtomics } from '../workers/pool.ts';
+import { WorkerPool, type LinkThreads, type PoolAtomics } from '../workers/pool.ts';
 import type { ContextSecurity, Encoding, RuntimeRole } from '../workers/protocol.ts';
 import { openContexts, type ContextDevice } from './contexts.ts';
 import { endpointAt } from './device-lookup.ts';
@@ -31,6 +31,8 @@ export interface AgentOptions {
   readonly threads?: number;
   readonly atomics?: PoolAtomics;
   readonly encoding?: Encoding;
+  /** Where link calls run (see WorkerPoolOptions.linkThreads). */
+  readonly linkThreads?: LinkThreads;
   readonly batchWindowMs?: number;
   readonly maxBatch?: number;
   /** Registry for pdlink's metrics. */
@@ -59,6 +61,8 @@ export interface Agent {
   readonly role: RoleController;
   readonly metrics: Registry;
   readonly devices: readonly AgentDevice[];
+  /** Where link calls run, once the first one has come: the runtime's threads or worker threads. */
+  readonly linkThreads: LinkThreads | undefined;
   /** The endpoint of the local device at `local` (see device-lookup.ts); undefined when none is there. */
   endpointFor(local: IpPort | undefined): string | undefined;
   /**
@@ -82,6 +86,7 @@ export async function openAgent(options: AgentOptions): Promise<Agent> {
   const pool = new WorkerPool({
     ...(options.threads === undefined ? {} : { threads: options.threads }),
     ...(options.atomics === undefined ? {} : { atomics: options.atomics }),
+    ...(options.linkThreads === undefined ? {} : { linkThreads: options.linkThreads }),
     ...(filename === undefined ? {} : { filename }),
   });
   // Event waits get a thread of their own so they never delay a link call.
@@ -130,6 +135,9 @@ export async function openAgent(options: AgentOptions): Promise<Agent> {
     role,
     metrics,
     devices: options.devices,
+    get linkThreads() {
+      return pool.linkThreads;
+    },
     endpointFor: (local) => endpointAt(options.devices, local),
     reportResources: (source) => role.reportResources(source),
     close() {

@@ -60,7 +60,7 @@ describe('resolveInstanceSettings', () => {
           { device_logical_id: '1', device_ip: '127.0.0.2' },
           { device_logical_id: 3, device_ip: '::1', cluster_id: '18446744073709551615' },
         ],
-        pool: { threads: 2, batch_window_ms: 0, max_batch: 8, encoding: 'shared' },
+        pool: { threads: 2, batch_window_ms: 0, max_batch: 8, encoding: 'shared', link_threads: 'workers' },
       },
     });
     const s = resolveInstanceSettings({ config }, {});
@@ -68,7 +68,7 @@ describe('resolveInstanceSettings', () => {
       ['1', '127.0.0.2', 27001, 0x7f000002n * 65536n + 27001n],
       ['3', '::1', 27003, 18446744073709551615n],
     ]);
-    expect(s.pool).toEqual({ threads: 2, batchWindowMs: 0, maxBatch: 8, encoding: 'shared' });
+    expect(s.pool).toEqual({ threads: 2, batchWindowMs: 0, maxBatch: 8, encoding: 'shared', linkThreads: 'workers' });
     expect(resolveInstanceSettings({ config: file({ pdlink: { cluster_id: 5 } }) }, {}).devices[0]?.clusterId).toBe(5n);
   });
 
@@ -132,6 +132,7 @@ describe('resolveInstanceSettings', () => {
       ],
       [{ pdlink: { link_base_port: 65535, devices: [{ device_logical_id: 1, device_ip: '127.0.0.1' }] } }, 'exceeds 65535'],
       [{ pdlink: { pool: { encoding: 'json' } } }, 'pdlink.pool.encoding'],
+      [{ pdlink: { pool: { link_threads: 'fibers' } } }, 'pdlink.pool.link_threads'],
       ['{', 'not valid JSON'],
       ['', 'size must be'],
     ];

@@ -21,6 +21,7 @@ import type { ContextSecurity } from '../workers/protocol.ts';
 import { clusterIdFor } from '../links/endpoint.ts';
 import { DEFAULT_LINK_BASE_PORT, InstanceConfigFile, type InstanceConfig } from '../schema/instance-config.ts';
 import type { Encoding } from '../workers/protocol.ts';
+import type { LinkThreads } from '../workers/pool.ts';
 import { loadConfigFile } from './load.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
@@ -56,6 +57,8 @@ export interface PoolSettings {
   readonly batchWindowMs?: number;
   readonly maxBatch?: number;
   readonly encoding?: Encoding;
+  /** Where link calls run: the runtime's threads (default, when it has a call queue) or worker threads. */
+  readonly linkThreads?: LinkThreads;
 }
 
 export interface InstanceSettings {
@@ -177,6 +180,7 @@ export function resolveInstanceSettings(args: InstanceArgs, env: Record<string, 
     ...(p.batch_window_ms === undefined ? {} : { batchWindowMs: p.batch_window_ms }),
     ...(p.max_batch === undefined ? {} : { maxBatch: p.max_batch }),
     ...(p.encoding === undefined ? {} : { encoding: p.encoding }),
+    ...(p.link_threads === undefined ? {} : { linkThreads: p.link_threads }),
   };
   const t = pd.transfers ?? {};
   const transfers: TransferSettings = {

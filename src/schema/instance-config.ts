@@ -143,6 +143,7 @@ export const InstanceConfigFile = v.pipe(
             batch_window_ms: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1000))),
             max_batch: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(16))),
             encoding: v.optional(v.picklist(['clone', 'msgpack', 'shared'])),
+            link_threads: v.optional(v.picklist(['native', 'workers'])),
           }),
         ),
       }),
