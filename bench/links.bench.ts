@@ -19,7 +19,7 @@ const DEAD_TIMEOUT_MS = 3000;
 
 /** Link+unlink pairs per second of `pairs` pairs, 16 concurrent single-cluster callers at a time. */
 async function pairsPerSecond(server: ServerSide, maxBatch: number, pairs: number): Promise<number> {
-  const stack = await startClientStack({ threads: DEFAULT_POOL_THREADS, maxBatch });
+  const stack = await startClientStack({ threads: DEFAULT_POOL_THREADS, maxBatch, parallelCalls: DEFAULT_POOL_THREADS });
   try {
     const cycle = async () => {
       const linked = await Promise.all(server.targets.map((t) => stack.manager.linkClusters([t])));
@@ -89,7 +89,7 @@ try {
 
   // (2) Event-loop lag while 1,000 links to a peer that never answers wait on their timeouts.
   const hole = await startBlackhole('127.0.0.4');
-  const stack = await startClientStack({ threads: DEFAULT_POOL_THREADS, maxBatch: 16 });
+  const stack = await startClientStack({ threads: DEFAULT_POOL_THREADS, maxBatch: 16, parallelCalls: DEFAULT_POOL_THREADS });
   let codes: number[] = [];
   let waitMs = 0;
   let idleLags: number[] = [];
