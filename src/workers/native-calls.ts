@@ -83,6 +83,8 @@ export class NativeLinkCalls {
       for (const job of this.#running.values()) this.#answer(job, closedReply());
     }
     if (this.#running.size > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
+    // Not from within the last answer's callback: its runtime thread may still be in it (see #dropHold).
+    await new Promise<void>((resolve) => setTimeout(resolve, 0));
     this.#queue.destroy();
   }
 
@@ -138,7 +140,7 @@ export class NativeLinkCalls {
     const job = this.#running.get(slot);
     if (job === undefined) return;
     this.#running.delete(slot);
-    if (this.#running.size === 0) this.#queue.unref();
+    if (this.#running.size === 0) setTimeout(this.#dropHold, 0);
     if (!job.answered) {
       job.answered = true;
       job.resolve({ ok: true, value: this.#outcome(slot, job.task) });
@@ -146,6 +148,14 @@ export class NativeLinkCalls {
     this.#release(slot);
     if (this.#running.size === 0) this.#drained?.();
   }
+
+  /**
+   * Drops the process hold taken when the first call went out, one turn after the last call's
+   * answer. Deno's thread-safe callback keeps the calling runtime thread until the callback's
+   * native frame has returned: a process that ended, or a queue destroyed, within that callback
+   * would leave the thread in it (a crash at exit, a join that never returns).
+   */
+  readonly #dropHold = (): void => this.#queue.unref();
 
   #outcome(slot: number, task: LinkTask): LinkReply {
     const n = task.batch.enc === 'shared' ? task.batch.n : task.batch.enc === 'clone' ? task.batch.clusters.length : undefined;
