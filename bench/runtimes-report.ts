@@ -102,8 +102,9 @@ export function report(
       `the same C code under both.`,
     `Link storm through the LinkManager: a lone pair, µs: ${r('managerLoneUs')}; pairs per second from 16 concurrent callers: ` +
       `${r('managerStormPairsPerS')}. Within each runtime the manager's lone pair is ${within('bun', 'managerLoneUs', 'directLoneUs')} ` +
-      `the direct pair on Bun and ${within('deno', 'managerLoneUs', 'directLoneUs')} on Deno: what differs is the two hops through the piscina ` +
-      `pool (Deno's worker_threads), which batching hides once 16 callers share them.`,
+      `the direct pair on Bun and ${within('deno', 'managerLoneUs', 'directLoneUs')} on Deno: the manager's calls go to the runtime's ` +
+      `call-queue threads and come back through each runtime's thread-safe callback (Bun's JSCallback, Deno's UnsafeCallback, which holds ` +
+      `the runtime's thread until the callback has run), two hops per pair that batching spreads once 16 callers share them.`,
     `Refresh over HTTP, requests per second: 2 instances ${r('refresh2PerS')}; 4096 instances (1.5 MB bodies, every instance ` +
       `changed) ${r('refresh4096PerS')}, where reading, parsing and validating the body dominate.`,
     `Proxy against fast fake engines: added latency at c=1, ms, p50 ${r('proxyAddedP50Ms')}; p99 ${r('proxyAddedP99Ms')} ` +

@@ -46,7 +46,7 @@ async function side(): Promise<void> {
   const created = await pool.run<number>({ op: 'create', clusterId: idBase + 1n, role: 'decoder', listenIp: null, listenPort: 0 });
   if (!created.ok) throw new Error(created.message);
   const executor = new PoolLinkExecutor({ pool, handles: new Map([['0', created.value]]) });
-  const manager = new LinkManager({ executor, endpoints: ['0'], maxBatch: 16, batchWindowMs: 1 });
+  const manager = new LinkManager({ executor, endpoints: ['0'], maxBatch: 16, batchWindowMs: 1, parallelCalls: DEFAULT_POOL_THREADS });
 
   const refresh = createCoordinator({ bodyLimitBytes: 8 * 1024 * 1024 });
   const proxy = createCoordinator();

@@ -3,7 +3,7 @@
  * runs as a "side" process on each runtime, and this process (Bun) drives both in one run, as the
  * same client, against the same prefill contexts and fake engines, measure by measure with the two
  * runtimes back to back (the first of them swapped every round):
- * (1) a link storm through the LinkManager (worker pool, 1 ms window): lone link+unlink pairs and
+ * (1) a link storm through the LinkManager (the runtime's threads, 1 ms window): lone link+unlink pairs and
  *     pairs from 16 concurrent callers; beside it each runtime's floor: direct FFI calls per second
  *     (pdrt_listen_port), direct pairs on the main thread (lone, and 16 clusters per call);
  * (2) POST /v1/instances/refresh over HTTP with 2 and 4096 instances (every instance changed from
