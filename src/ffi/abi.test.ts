@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PdlinkError } from '../core/errors.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
+import { CALL_BYTES, CALL_LAYOUT, CALLS_MAX_THREADS, CALL_OP } from './calls.ts';
 import { CONFIG_BYTES, SECRET_MAX, SECRET_MIN } from './config.ts';
 import {
   CLUSTER_BYTES,
@@ -17,7 +18,8 @@ import {
   ROLE,
   SIDE,
 } from './layout.ts';
-import { DEFAULT_RUNTIME_PATH, PDRT_ABI_VERSION, loadRuntime, runtimeLibraryPath } from './library.ts';
+import { DEFAULT_RUNTIME_PATH, PDRT_ABI_VERSION, loadCallQueue, loadRuntime, runtimeLibraryPath } from './library.ts';
+import { SYMBOLS } from './symbols.ts';
 import { abiVersion } from './runtime.ts';
 
 const header = readFileSync(join(import.meta.dir, '..', '..', 'native', 'include', 'pdrt.h'), 'utf8');
@@ -70,10 +72,35 @@ describe('pdrt.h against the TypeScript tables', () => {
     expect(layout('pdrt_event')).toBe(EVENT_BYTES);
     expect(layout('pdrt_link_info')).toBe(LINK_INFO_BYTES);
     expect(layout('pdrt_config')).toBe(CONFIG_BYTES);
+    expect(layout('pdrt_call')).toBe(CALL_BYTES);
+    expect(headerDefine('PDRT_CALLS_MAX_THREADS')).toBe(CALLS_MAX_THREADS);
+    expect([headerDefine('PDRT_CALL_LINK'), headerDefine('PDRT_CALL_UNLINK')]).toEqual([CALL_OP.link, CALL_OP.unlink]);
     expect(headerDefine('PDRT_SECRET_MIN')).toBe(SECRET_MIN);
     expect(headerDefine('PDRT_SECRET_MAX')).toBe(SECRET_MAX);
     expect(headerDefine('PDRT_MAX_BLOCKS_PER_TRANSFER')).toBe(MAX_BLOCKS_PER_TRANSFER);
     expect(headerDefine('PDRT_MAX_CLUSTERS_PER_CALL')).toBe(MAX_CLUSTERS_PER_CALL);
+  });
+
+  test("pdrt_call's field offsets, as the C compiler lays the header out, are the ones the queue writes and reads", () => {
+    const source = join(scratch, 'call-layout.c');
+    const program = join(scratch, 'call-layout');
+    const fields = Object.keys(CALL_LAYOUT);
+    writeFileSync(
+      source,
+      `#include <stddef.h>\n#include <stdio.h>\n#include "pdrt.h"\nint main(void) {\n` +
+        fields.map((f) => `  printf("%s %zu\\n", "${f}", offsetof(pdrt_call, ${f}));\n`).join('') +
+        `  printf("size %zu\\n", sizeof(pdrt_call));\n  return 0;\n}\n`,
+    );
+    const include = join(import.meta.dir, '..', '..', 'native', 'include');
+    const cc = spawnSync('cc', ['-I', include, '-o', program, source], { encoding: 'utf8' });
+    expect(cc.stderr).toBe('');
+    const printed = Object.fromEntries(
+      spawnSync(program, { encoding: 'utf8' })
+        .stdout.trim()
+        .split('\n')
+        .map((line) => [line.split(' ')[0]!, Number(line.split(' ')[1])]),
+    );
+    expect(printed).toEqual({ ...CALL_LAYOUT, size: CALL_BYTES });
   });
 
   test('the role, event, side and link-state numbers the workers decode match the header', () => {
@@ -110,6 +137,25 @@ describe('loading the runtime', () => {
     expect(error.message).toContain(path);
     expect(error.message).toContain('ABI version 99');
     expect(error.message).toContain(`ABI version ${PDRT_ABI_VERSION}`);
+  });
+
+  test('a runtime without the optional call queue loads, and says it has none', () => {
+    const source = join(scratch, 'noqueue.c');
+    const path = join(scratch, 'libnoqueue.so');
+    // Every required symbol, each refusing its call; the call queue's symbols left out.
+    const stubs = Object.keys(SYMBOLS)
+      .map((name) =>
+        name === 'pdrt_abi_version'
+          ? `int pdrt_abi_version(void) { return ${PDRT_ABI_VERSION}; }`
+          : `int ${name}(void) { return 0x5010B005; }`,
+      )
+      .join('\n');
+    writeFileSync(source, `${stubs}\n`);
+    const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', path, source], { encoding: 'utf8' });
+    expect(cc.status).toBe(0);
+    expect(loadRuntime(path).symbols.pdrt_abi_version()).toBe(PDRT_ABI_VERSION);
+    expect(loadCallQueue(path)).toBeUndefined();
+    expect(loadCallQueue()).toBeDefined();
   });
 
   test('a file that is not a library is a clear error naming the path', () => {

@@ -14,21 +14,22 @@ import { asPointer, checkBatch } from './runtime.ts';
 import type { CallQueueSymbols } from './library.ts';
 import type { NativeCallback } from './symbols.ts';
 
-/** sizeof(pdrt_call) and its field offsets in native/include/pdrt.h. */
+/** sizeof(pdrt_call) and its fields' offsets in native/include/pdrt.h (named as there). */
 export const CALL_BYTES = 2496;
-const AT = {
+export const CALL_LAYOUT = {
   ctx: 0,
-  deadline: 8,
+  deadline_ms: 8,
   op: 16,
   n: 20,
-  timeout: 24,
+  timeout_ms: 24,
   force: 28,
   ret: 32,
-  holdersKnown: 36,
+  holders_known: 36,
   clusters: 64,
   rets: 2368,
   holders: 2432,
-};
+} as const;
+const AT = CALL_LAYOUT;
 export const CALL_OP = { link: 1, unlink: 2 } as const;
 /** PDRT_CALLS_MAX_THREADS. */
 export const CALLS_MAX_THREADS = 64;
@@ -108,13 +109,13 @@ export class CallQueue {
     const base = slot * CALL_BYTES;
     const view = this.#view;
     view.setBigUint64(base + AT.ctx, BigInt(ctx), true);
-    view.setBigInt64(base + AT.deadline, BigInt(Math.floor(call.deadline)), true);
+    view.setBigInt64(base + AT.deadline_ms, BigInt(Math.floor(call.deadline)), true);
     view.setUint32(base + AT.op, CALL_OP[call.op], true);
     view.setUint32(base + AT.n, call.n, true);
-    view.setInt32(base + AT.timeout, call.timeoutMs, true);
+    view.setInt32(base + AT.timeout_ms, call.timeoutMs, true);
     view.setInt32(base + AT.force, call.force ? 1 : 0, true);
     view.setInt32(base + AT.ret, LLM_STATUS.LLM_FAILED, true);
-    view.setUint32(base + AT.holdersKnown, 0, true);
+    view.setUint32(base + AT.holders_known, 0, true);
   }
 
   /** Hands a filled slot to the runtime's threads; the runtime's status (non-zero: not queued). */
@@ -138,7 +139,7 @@ export class CallQueue {
    */
   holder(slot: number, i: number): 'client' | 'server' | null | undefined {
     const base = slot * CALL_BYTES;
-    if (this.#view.getUint32(base + AT.holdersKnown, true) !== 1) return undefined;
+    if (this.#view.getUint32(base + AT.holders_known, true) !== 1) return undefined;
     const held = this.#view.getUint32(base + AT.holders + 4 * i, true);
     return held === 1 ? 'client' : held === 2 ? 'server' : null;
   }

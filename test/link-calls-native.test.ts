@@ -2,10 +2,17 @@
  * Link calls on the runtime's threads and the life of the process: a call nobody awaits keeps the
  * process alive until its answer, which then lets it end by itself; a process that exits with calls
  * still running exits with its own status. On Bun and on Deno (their thread-safe callbacks differ).
+ * And a runtime without the call queue: link calls fall back to worker threads.
  */
-import { describe, expect, test } from 'bun:test';
+import { afterAll, describe, expect, test } from 'bun:test';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LLM_STATUS as S } from '../src/core/llm-status.ts';
+import { PDRT_ABI_VERSION } from '../src/ffi/library.ts';
+import { SYMBOLS } from '../src/ffi/symbols.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURE = 'test/fixtures/links/unawaited-link.ts';
@@ -45,4 +52,43 @@ describe('a link call nobody awaits', () => {
       expect(code).toBe(3);
     }, 30_000);
   }
+});
+
+describe('a runtime without the call queue', () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'pdlink-noqueue-'));
+  afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+  test('link calls run on worker threads, and the runtime answers them', async () => {
+    // Every required symbol, each refusing its call with PARAM_INVALID; no pdrt_calls_*.
+    const source = join(scratch, 'noqueue.c');
+    const library = join(scratch, 'libnoqueue.so');
+    const stubs = Object.keys(SYMBOLS).map((name) =>
+      name === 'pdrt_abi_version'
+        ? `int pdrt_abi_version(void) { return ${PDRT_ABI_VERSION}; }`
+        : `int ${name}(void) { return 0x5010B005; }`,
+    );
+    writeFileSync(source, `${stubs.join('\n')}\n`);
+    expect(spawnSync('cc', ['-shared', '-fPIC', '-o', library, source], { encoding: 'utf8' }).status).toBe(0);
+    const script = [
+      `import { encodeClusters } from './src/workers/encoding.ts';`,
+      `import { WorkerPool } from './src/workers/pool.ts';`,
+      `const pool = new WorkerPool({ threads: 1 });`,
+      `const { batch } = encodeClusters('clone', [{ id: 5n, ip: '127.0.0.2', port: 1, localIp: '', localPort: 0 }]);`,
+      `const reply = await pool.run({ op: 'link', handle: 4096, timeoutMs: 1000, deadline: Date.now() + 1000, force: false, batch });`,
+      `console.log(JSON.stringify({ reply, linkThreads: pool.linkThreads }));`,
+      `await pool.close();`,
+    ].join('\n');
+    const child = Bun.spawn([process.execPath, '-e', script], {
+      cwd: ROOT,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: { ...process.env, PDLINK_RUNTIME: library },
+    });
+    const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toEqual({
+      reply: { ok: true, value: { rc: S.LLM_PARAM_INVALID, rets: [S.LLM_PARAM_INVALID] } },
+      linkThreads: 'workers',
+    });
+  }, 30_000);
 });
