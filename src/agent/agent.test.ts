@@ -40,10 +40,12 @@ test('links run on the runtime threads by default, on worker threads when the se
     });
     try {
       expect(agent.linkThreads).toBeUndefined();
+      expect(await agent.metrics.metrics()).not.toMatch(/^pdlink_link_threads\{/m);
       // Nobody listens on port 1: the call is made and refused.
       const result = await agent.linkManager.linkClusters([{ endpoint: '0', remoteClusterId: 9n, remote: { ip: '127.0.0.2', port: 1 } }]);
       expect(result).toEqual({ ret: S.LLM_FAILED, rets: [S.LLM_LINK_FAILED] });
       expect(agent.linkThreads).toBe(linkThreads ?? 'native');
+      expect(await agent.metrics.metrics()).toContain(`pdlink_link_threads{path="${linkThreads ?? 'native'}"} 1`);
     } finally {
       await agent.close();
     }

@@ -5,7 +5,7 @@
  * plugin API uses the same objects.
  */
 import { optionErrors } from '../core/errors.ts';
-import type { Registry } from '../core/metrics.ts';
+import { Gauge, METRIC_PREFIX, type Registry } from '../core/metrics.ts';
 import { LinkManager } from '../links/manager.ts';
 import { EventPump } from '../workers/event-pump.ts';
 import { PoolLinkExecutor } from '../workers/pool-executor.ts';
@@ -88,6 +88,17 @@ export async function openAgent(options: AgentOptions): Promise<Agent> {
     ...(options.atomics === undefined ? {} : { atomics: options.atomics }),
     ...(options.linkThreads === undefined ? {} : { linkThreads: options.linkThreads }),
     ...(filename === undefined ? {} : { filename }),
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}link_threads`,
+    help: "Where link calls run, 1 on the path in use once the first call has come: the runtime's call-queue threads (native) or worker threads (workers)",
+    labelNames: ['path'],
+    registers: [metrics],
+    collect() {
+      this.reset();
+      const path = pool.linkThreads;
+      if (path !== undefined) this.set({ path }, 1);
+    },
   });
   // Event waits get a thread of their own so they never delay a link call.
   const eventPool = new WorkerPool({ threads: 1, ...(filename === undefined ? {} : { filename }) });
