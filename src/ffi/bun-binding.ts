@@ -37,6 +37,7 @@ function callback(arity: number, call: (...args: number[]) => void): NativeCallb
   keepAlive.unref();
   return {
     pointer: native,
+    holdsCaller: false,
     ref() {
       if (refs++ === 0) keepAlive.ref();
     },

@@ -144,6 +144,11 @@ export class CallQueue {
     return held === 1 ? 'client' : held === 2 ? 'server' : null;
   }
 
+  /** True when a runtime thread that answers waits until the callback has run (see NativeCallback). */
+  get holdsCaller(): boolean {
+    return this.#callback.holdsCaller;
+  }
+
   /** Keeps the process alive while calls are out (counted). */
   ref(): void {
     this.#callback.ref();

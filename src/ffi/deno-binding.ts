@@ -81,6 +81,7 @@ function callback(arity: number, call: (...args: number[]) => void): NativeCallb
   native.unref();
   return {
     pointer: native.pointer,
+    holdsCaller: true,
     ref: () => void native.ref(),
     unref: () => void native.unref(),
     close: () => native.close(),

@@ -75,6 +75,11 @@ export interface OpenLibrary<T extends Record<string, SymbolSpec>> {
 export interface NativeCallback {
   /** What a `fn` argument takes. */
   readonly pointer: unknown;
+  /**
+   * True when a call from another thread waits until the JavaScript function has run (Deno's):
+   * that thread is then not free before the callback's turn of the event loop has ended.
+   */
+  readonly holdsCaller: boolean;
   /** Keeps the process alive until `unref` (counted: one `unref` per `ref`). */
   ref(): void;
   unref(): void;

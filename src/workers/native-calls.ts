@@ -140,7 +140,10 @@ export class NativeLinkCalls {
     const job = this.#running.get(slot);
     if (job === undefined) return;
     this.#running.delete(slot);
-    if (this.#running.size === 0) setTimeout(this.#dropHold, 0);
+    if (this.#running.size === 0) {
+      if (this.#queue.holdsCaller) setTimeout(this.#dropHold, 0);
+      else this.#queue.unref();
+    }
     if (!job.answered) {
       job.answered = true;
       job.resolve({ ok: true, value: this.#outcome(slot, job.task) });
@@ -151,9 +154,9 @@ export class NativeLinkCalls {
 
   /**
    * Drops the process hold taken when the first call went out, one turn after the last call's
-   * answer. Deno's thread-safe callback keeps the calling runtime thread until the callback's
-   * native frame has returned: a process that ended, or a queue destroyed, within that callback
-   * would leave the thread in it (a crash at exit, a join that never returns).
+   * answer where the callback holds its caller (Deno): the runtime thread stays in the callback
+   * until the callback's native frame has returned, so a process that ended, or a queue destroyed,
+   * within that callback would leave the thread in it (a crash at exit, a join that never returns).
    */
   readonly #dropHold = (): void => this.#queue.unref();
 
