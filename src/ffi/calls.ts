@@ -133,14 +133,18 @@ export class CallQueue {
     return this.#view.getInt32(slot * CALL_BYTES + AT.rets + 4 * i, true);
   }
 
+  /** True when the runtime filled the holders of the call in `slot` (see `holder`). */
+  holdersKnown(slot: number): boolean {
+    return this.#view.getUint32(slot * CALL_BYTES + AT.holders_known, true) === 1;
+  }
+
   /**
    * After a link answered LLM_ALREADY_LINK for cluster i: 'client' or 'server' when this context
    * holds that link linked, null when it does not, undefined when the runtime could not tell.
    */
   holder(slot: number, i: number): 'client' | 'server' | null | undefined {
-    const base = slot * CALL_BYTES;
-    if (this.#view.getUint32(base + AT.holders_known, true) !== 1) return undefined;
-    const held = this.#view.getUint32(base + AT.holders + 4 * i, true);
+    if (!this.holdersKnown(slot)) return undefined;
+    const held = this.#view.getUint32(slot * CALL_BYTES + AT.holders + 4 * i, true);
     return held === 1 ? 'client' : held === 2 ? 'server' : null;
   }
 

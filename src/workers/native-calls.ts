@@ -24,6 +24,8 @@ interface Job {
   readonly signal: AbortSignal | undefined;
   /** Set once the caller has its answer (aborted or closed) before the call ended. */
   answered: boolean;
+  /** Clusters of the batch, known once it is written into its slot. */
+  count: number;
 }
 
 export class NativeLinkCalls {
@@ -67,7 +69,7 @@ export class NativeLinkCalls {
     const signal = options.signal;
     if (signal?.aborted === true) return Promise.resolve(abortedReply(signal));
     return new Promise<TaskReply<T>>((resolve) => {
-      const job: Job = { task, resolve: resolve as Job['resolve'], signal, answered: false };
+      const job: Job = { task, resolve: resolve as Job['resolve'], signal, answered: false, count: 0 };
       signal?.addEventListener('abort', () => this.#abort(job), { once: true });
       const slot = this.#free.pop();
       if (slot === undefined) this.#waiting.push(job);
@@ -89,40 +91,30 @@ export class NativeLinkCalls {
   }
 
   #start(slot: number, job: Job): void {
-    const task = job.task;
-    const n = task.batch.enc === 'shared' ? task.batch.n : undefined;
-    let clusters: WorkerCluster[] | undefined;
+    const { task } = job;
+    const batch = task.batch;
     try {
-      const records = task.batch.enc === 'shared' ? sharedRecords(task.batch.buffer, task.batch.n) : undefined;
-      clusters = records === undefined ? decodeClusters(task.batch) : undefined;
-      this.#queue.fill(slot, {
-        op: task.op,
-        handle: task.handle,
-        clusters: records ?? clusters!.map(toSpec),
-        n: n ?? clusters!.length,
-        timeoutMs: task.timeoutMs,
-        deadline: task.deadline,
-        force: task.force,
-      });
+      let clusters: readonly ClusterSpec[] | Uint8Array;
+      if (batch.enc === 'shared') {
+        clusters = sharedRecords(batch.buffer, batch.n);
+        job.count = batch.n;
+      } else {
+        const decoded = decodeClusters(batch);
+        clusters = decoded.map(toSpec);
+        job.count = decoded.length;
+      }
+      const { op, handle, timeoutMs, deadline, force } = task;
+      this.#queue.fill(slot, { op, handle, clusters, n: job.count, timeoutMs, deadline, force });
     } catch (cause) {
       this.#release(slot);
       // A batch the runtime would refuse as a whole gets that code for every cluster, as from a worker.
       if (cause instanceof LlmStatusError) {
-        const count = n ?? clusters?.length ?? 0;
-        job.resolve({
-          ok: true,
-          value: this.#reply(
-            task,
-            normalizeStatus(cause.code),
-            Array.from({ length: count }, () => normalizeStatus(cause.code)),
-          ),
-        });
-      } else
-        job.resolve({
-          ok: false,
-          code: LLM_STATUS.LLM_FAILED,
-          message: `worker failed: ${cause instanceof Error ? cause.message : String(cause)}`,
-        });
+        const code = normalizeStatus(cause.code);
+        job.resolve({ ok: true, value: this.#reply(task, code, new Array<number>(job.count).fill(code)) });
+      } else {
+        const message = `worker failed: ${cause instanceof Error ? cause.message : String(cause)}`;
+        job.resolve({ ok: false, code: LLM_STATUS.LLM_FAILED, message });
+      }
       return;
     }
     const rc = this.#queue.submit(slot);
@@ -146,7 +138,7 @@ export class NativeLinkCalls {
     }
     if (!job.answered) {
       job.answered = true;
-      job.resolve({ ok: true, value: this.#outcome(slot, job.task) });
+      job.resolve({ ok: true, value: this.#outcome(slot, job) });
     }
     this.#release(slot);
     if (this.#running.size === 0) this.#drained?.();
@@ -160,9 +152,7 @@ export class NativeLinkCalls {
    */
   readonly #dropHold = (): void => this.#queue.unref();
 
-  #outcome(slot: number, task: LinkTask): LinkReply {
-    const n = task.batch.enc === 'shared' ? task.batch.n : task.batch.enc === 'clone' ? task.batch.clusters.length : undefined;
-    const count = n ?? decodeClusters(task.batch).length;
+  #outcome(slot: number, { task, count }: Job): LinkReply {
     const rc = normalizeStatus(this.#queue.ret(slot));
     // A call refused as a whole leaves rets untouched: every cluster gets the call's code.
     const whole = rc !== LLM_STATUS.LLM_SUCCESS && rc !== LLM_STATUS.LLM_FAILED;
@@ -170,7 +160,7 @@ export class NativeLinkCalls {
     for (let i = 0; i < count; i++) rets.push(whole ? rc : normalizeStatus(this.#queue.code(slot, i)));
     const reply = this.#reply(task, rc, rets);
     if (task.op !== 'link' || !rets.includes(LLM_STATUS.LLM_ALREADY_LINK)) return reply;
-    if (this.#queue.holder(slot, 0) === undefined) return reply; // unknown: the refusal stands as a failure
+    if (!this.#queue.holdersKnown(slot)) return reply; // unknown: the refusal stands as a failure
     const holders = rets.map((r, i): LinkSide | undefined =>
       r === LLM_STATUS.LLM_ALREADY_LINK ? (this.#queue.holder(slot, i) ?? undefined) : undefined,
     );
