@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import fc from 'fast-check';
 import { createServer, type Server, type Socket } from 'node:net';
 import { LLM_STATUS as S } from '../core/llm-status.ts';
 import * as rt from '../ffi/index.ts';
@@ -198,4 +199,59 @@ describe('link calls on the runtime threads', () => {
       await Promise.all([own.close(), told.close()]);
     }
   });
+
+  test('random histories of calls, aborts and a close: every task is answered once, and no thread or slot is lost', async () => {
+    const step = fc.record({
+      slow: fc.boolean(),
+      abort: fc.constantFrom('never', 'at once', 'after a turn'),
+      turns: fc.nat({ max: 2 }),
+    });
+    let histories = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(step, { minLength: 1, maxLength: 12 }),
+        fc.nat({ max: 12 }),
+        fc.integer({ min: 1, max: 3 }),
+        async (steps, closeAt, threads) => {
+          const pool = new WorkerPool({ threads });
+          const d = rt.create({ clusterId: 600n + BigInt(++histories), role: 'decoder' });
+          const answers: TaskReply<LinkReply>[][] = steps.map(() => []);
+          const replies: Promise<void>[] = [];
+          let closing: Promise<void> | undefined;
+          try {
+            for (const [i, s] of steps.entries()) {
+              if (i === closeAt) closing = pool.close();
+              const controller = new AbortController();
+              const target = s.slow ? to(BigInt(700 + i), holePort) : to(BigInt(700 + i), 1);
+              const reply = call(pool, 'link', d, [target], { timeoutMs: s.slow ? 60 : 1000, signal: controller.signal });
+              replies.push(reply.then((r) => void answers[i]!.push(r)));
+              if (s.abort === 'at once') controller.abort(new Error('gave up'));
+              else if (s.abort === 'after a turn') setImmediate(() => controller.abort(new Error('gave up')));
+              for (let t = 0; t < s.turns; t++) await new Promise((r) => setImmediate(r));
+            }
+            await Promise.all(replies);
+            // One answer each, and a known one: the call's codes, an abort, or the pool closing.
+            for (const [i, got] of answers.entries()) {
+              expect(got).toHaveLength(1);
+              const r = got[0]!;
+              if (r.ok) expect(r.value.rets).toEqual([steps[i]!.slow ? S.LLM_TIMEOUT : S.LLM_LINK_FAILED]);
+              else expect(['task aborted: gave up', 'worker pool is closed']).toContain(r.message);
+            }
+            if (closing === undefined) {
+              // Every slot came back: as many calls as threads run at once again, and answer.
+              const again = await Promise.all(
+                Array.from({ length: threads + 1 }, (_, k) => call(pool, 'link', d, [to(BigInt(800 + k), 1)])),
+              );
+              for (const r of again) expect(r).toEqual({ ok: true, value: { rc: S.LLM_FAILED, rets: [S.LLM_LINK_FAILED] } });
+              expect(pool.queued).toBe(0);
+            }
+          } finally {
+            await (closing ?? pool.close());
+            rt.destroy(d);
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+  }, 60_000);
 });
