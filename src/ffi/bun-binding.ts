@@ -4,18 +4,17 @@
  * Loaded only on Bun (see binding.ts): no other runtime can resolve `bun:ffi`.
  */
 import { dlopen, JSCallback, ptr, type FFIFunction } from 'bun:ffi';
-import type { Callable, FfiBinding, NativeCallback, NativeType, OpenLibrary, SymbolSpec } from './symbols.ts';
+import {
+  INTEGER_TYPES,
+  type Callable,
+  type FfiBinding,
+  type NativeCallback,
+  type NativeType,
+  type OpenLibrary,
+  type SymbolSpec,
+} from './symbols.ts';
 
-const BUN_TYPE = {
-  ctx: 'ptr',
-  buf: 'ptr',
-  fn: 'function',
-  i32: 'i32',
-  u16: 'u16',
-  u32: 'u32',
-  i64: 'i64',
-  u64: 'u64',
-} as const satisfies Record<NativeType, string>;
+const BUN_TYPE = { ctx: 'ptr', buf: 'ptr', fn: 'function', ...INTEGER_TYPES } as const satisfies Record<NativeType, string>;
 
 function open<T extends Record<string, SymbolSpec>>(path: string, symbols: T): OpenLibrary<T> {
   const table: Record<string, FFIFunction> = {};

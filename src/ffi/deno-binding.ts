@@ -4,7 +4,15 @@
  * threads as such) becomes a pointer object at the call; those objects are kept per handle, since
  * a link storm calls with the same few handles all the time. Loaded only on Deno (see binding.ts).
  */
-import type { Callable, FfiBinding, NativeCallback, NativeType, OpenLibrary, SymbolSpec } from './symbols.ts';
+import {
+  INTEGER_TYPES,
+  type Callable,
+  type FfiBinding,
+  type NativeCallback,
+  type NativeType,
+  type OpenLibrary,
+  type SymbolSpec,
+} from './symbols.ts';
 
 /** The part of Deno's FFI that pdlink uses; Deno's own types are not in this project's type check. */
 interface DenoFfi {
@@ -25,16 +33,7 @@ interface DenoFfi {
   };
 }
 
-const DENO_TYPE = {
-  ctx: 'pointer',
-  buf: 'buffer',
-  fn: 'function',
-  i32: 'i32',
-  u16: 'u16',
-  u32: 'u32',
-  i64: 'i64',
-  u64: 'u64',
-} as const satisfies Record<NativeType, string>;
+const DENO_TYPE = { ctx: 'pointer', buf: 'buffer', fn: 'function', ...INTEGER_TYPES } as const satisfies Record<NativeType, string>;
 
 const deno = (globalThis as unknown as { Deno: DenoFfi }).Deno;
 

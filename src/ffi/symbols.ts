@@ -9,6 +9,9 @@
 /** Neutral argument types: `ctx` is an opaque handle (a number), `buf` a typed array (or null), `fn` a NativeCallback's pointer. */
 export type NativeType = 'ctx' | 'buf' | 'fn' | 'i32' | 'u16' | 'u32' | 'i64' | 'u64';
 
+/** The fixed-width integer types, which both runtimes' FFIs spell as the neutral table does. */
+export const INTEGER_TYPES = { i32: 'i32', u16: 'u16', u32: 'u32', i64: 'i64', u64: 'u64' } as const;
+
 export interface SymbolSpec {
   readonly args: readonly NativeType[];
   readonly returns: 'i32';
