@@ -5,14 +5,12 @@
  * And a runtime without the call queue: link calls fall back to worker threads.
  */
 import { afterAll, describe, expect, test } from 'bun:test';
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LLM_STATUS as S } from '../src/core/llm-status.ts';
-import { PDRT_ABI_VERSION } from '../src/ffi/library.ts';
-import { SYMBOLS } from '../src/ffi/symbols.ts';
+import { buildNoQueueRuntime } from './doubles/no-queue-runtime.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const FIXTURE = 'test/fixtures/links/unawaited-link.ts';
@@ -60,15 +58,7 @@ describe('a runtime without the call queue', () => {
 
   test('link calls run on worker threads, and the runtime answers them', async () => {
     // Every required symbol, each refusing its call with PARAM_INVALID; no pdrt_calls_*.
-    const source = join(scratch, 'noqueue.c');
-    const library = join(scratch, 'libnoqueue.so');
-    const stubs = Object.keys(SYMBOLS).map((name) =>
-      name === 'pdrt_abi_version'
-        ? `int pdrt_abi_version(void) { return ${PDRT_ABI_VERSION}; }`
-        : `int ${name}(void) { return 0x5010B005; }`,
-    );
-    writeFileSync(source, `${stubs.join('\n')}\n`);
-    expect(spawnSync('cc', ['-shared', '-fPIC', '-o', library, source], { encoding: 'utf8' }).status).toBe(0);
+    const library = buildNoQueueRuntime(scratch);
     const script = [
       `import { encodeClusters } from './src/workers/encoding.ts';`,
       `import { WorkerPool } from './src/workers/pool.ts';`,

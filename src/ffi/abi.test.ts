@@ -19,7 +19,7 @@ import {
   SIDE,
 } from './layout.ts';
 import { DEFAULT_RUNTIME_PATH, PDRT_ABI_VERSION, loadCallQueue, loadRuntime, runtimeLibraryPath } from './library.ts';
-import { SYMBOLS } from './symbols.ts';
+import { buildNoQueueRuntime } from '../../test/doubles/no-queue-runtime.ts';
 import { abiVersion } from './runtime.ts';
 
 const header = readFileSync(join(import.meta.dir, '..', '..', 'native', 'include', 'pdrt.h'), 'utf8');
@@ -140,19 +140,7 @@ describe('loading the runtime', () => {
   });
 
   test('a runtime without the optional call queue loads, and says it has none', () => {
-    const source = join(scratch, 'noqueue.c');
-    const path = join(scratch, 'libnoqueue.so');
-    // Every required symbol, each refusing its call; the call queue's symbols left out.
-    const stubs = Object.keys(SYMBOLS)
-      .map((name) =>
-        name === 'pdrt_abi_version'
-          ? `int pdrt_abi_version(void) { return ${PDRT_ABI_VERSION}; }`
-          : `int ${name}(void) { return 0x5010B005; }`,
-      )
-      .join('\n');
-    writeFileSync(source, `${stubs}\n`);
-    const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', path, source], { encoding: 'utf8' });
-    expect(cc.status).toBe(0);
+    const path = buildNoQueueRuntime(scratch);
     expect(loadRuntime(path).symbols.pdrt_abi_version()).toBe(PDRT_ABI_VERSION);
     expect(loadCallQueue(path)).toBeUndefined();
     expect(loadCallQueue()).toBeDefined();
