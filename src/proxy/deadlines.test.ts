@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { Deadlines } from './deadlines.ts';
+import { Deadlines, type Deadline } from './deadlines.ts';
 
 /** Waits, with a bound, until `condition` holds. */
 async function until(condition: () => boolean): Promise<void> {
@@ -111,5 +111,87 @@ describe('Deadlines on a clock the test moves', () => {
     expect(deadlines.size).toBe(1);
     deadlines.cancel(other);
     expect(deadlines.size).toBe(0);
+  });
+});
+
+describe('Deadlines let go of what their callbacks hold', () => {
+  /**
+   * Arms a deadline whose callback alone holds an object, as an exchange's clock holds its request;
+   * the WeakRef tells whether the object is still held. Made here, so no scope of the test holds it.
+   */
+  function armHolding(
+    deadlines: Deadlines,
+    ms: number,
+    fired?: { count: number },
+  ): { deadline: Deadline | undefined; held: WeakRef<object> } {
+    const request = { body: new Uint8Array(1024) };
+    const deadline = deadlines.arm(ms, () => {
+      request.body.fill(1);
+      if (fired !== undefined) fired.count++;
+    });
+    return { deadline, held: new WeakRef(request) };
+  }
+
+  /** A full collection a turn later: a WeakRef made in this turn keeps its object until the turn ends. */
+  async function collected(held: WeakRef<object>): Promise<boolean> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    Bun.gc(true);
+    return held.deref() === undefined;
+  }
+
+  test('a cancelled deadline, behind a live one of its lane', async () => {
+    const deadlines = new Deadlines();
+    const live = deadlines.arm(60_000, () => {});
+    const { deadline, held } = armHolding(deadlines, 60_000);
+    deadlines.cancel(deadline);
+    expect(await collected(held)).toBe(true);
+    expect(deadlines.size).toBe(1);
+    deadlines.cancel(live);
+  });
+
+  test('a cancelled deadline ahead of a live one, and one of a lane of its own', async () => {
+    const deadlines = new Deadlines();
+    const first = armHolding(deadlines, 60_000);
+    deadlines.cancel(first.deadline);
+    const live = deadlines.arm(60_000, () => {});
+    const other = armHolding(deadlines, 30_000);
+    deadlines.cancel(other.deadline);
+    expect(await collected(first.held)).toBe(true);
+    expect(await collected(other.held)).toBe(true);
+    deadlines.cancel(live);
+  });
+
+  test('a deadline that fired', async () => {
+    let now = 0;
+    const deadlines = new Deadlines(() => now);
+    const live = deadlines.arm(60_000, () => {});
+    const fired = { count: 0 };
+    const { held } = armHolding(deadlines, 10, fired);
+    now = 20;
+    await new Promise<void>((resolve) => deadlines.arm(0, resolve));
+    expect(fired.count).toBe(1);
+    expect(await collected(held)).toBe(true);
+    deadlines.cancel(live);
+  });
+
+  test('compaction keeps the live ones in order, and a cancel after it still empties the right slot', async () => {
+    let now = 0;
+    const deadlines = new Deadlines(() => now);
+    const fired: number[] = [];
+    const kept = [deadlines.arm(20, () => fired.push(0))];
+    for (let i = 0; i < 300; i++) deadlines.cancel(deadlines.arm(20, () => fired.push(-1)));
+    kept.push(
+      deadlines.arm(20, () => fired.push(1)),
+      deadlines.arm(20, () => fired.push(2)),
+    );
+    for (let i = 0; i < 300; i++) deadlines.cancel(deadlines.arm(20, () => fired.push(-1)));
+    deadlines.cancel(kept[1]);
+    const { deadline, held } = armHolding(deadlines, 20);
+    deadlines.cancel(deadline);
+    expect(deadlines.size).toBe(2);
+    expect(await collected(held)).toBe(true);
+    now = 100;
+    await new Promise<void>((resolve) => deadlines.arm(0, resolve));
+    expect(fired).toEqual([0, 2]);
   });
 });

@@ -10,20 +10,31 @@
  * head of each lane can be next. Both are O(1), where an ordered heap paid O(log n) on each. A lane
  * drops marked entries as they reach its head, and compacts itself when they pile up behind a live
  * one (a long request holding the head of a lane of long deadlines).
+ *
+ * A cancelled deadline lets go of its callback and of its slot at once. Its callback holds the whole
+ * request (the exchange, the client's request, the legs), and a lane's queue lives on across many
+ * requests: the JS engine's minor collections treat everything an old array points at as live, so
+ * every request that ended since the last one was kept, moved into the old generation, and freed
+ * only by a major collection.
  */
 
 /** One armed deadline; pass it back to cancel(). */
 export interface Deadline {
+  /** When it falls due, on the clock of its Deadlines. */
   readonly at: number;
-  readonly seq: number;
-  readonly fire: () => void;
 }
 
 interface Entry extends Deadline {
+  readonly seq: number;
+  /** What runs when it falls due; dropped once it is cancelled or has fired. */
+  fire: (() => void) | undefined;
+  /** Its lane while armed; undefined once cancelled or fired. */
   lane: Lane | undefined;
+  /** Its slot in the lane's queue. */
+  index: number;
 }
 
-/** The deadlines of one length, in arming order. */
+/** The deadlines of one length, in arming order; a slot is emptied when its deadline is cancelled or fires. */
 interface Lane {
   readonly ms: number;
   queue: (Entry | undefined)[];
@@ -69,7 +80,7 @@ export class Deadlines {
     if (!Number.isFinite(ms)) return undefined;
     let lane = this.#lanes.get(ms);
     if (lane === undefined) this.#lanes.set(ms, (lane = { ms, queue: [], head: 0, live: 0 }));
-    const entry: Entry = { at: this.#now() + ms, seq: this.#seq++, fire, lane };
+    const entry: Entry = { at: this.#now() + ms, seq: this.#seq++, fire, lane, index: lane.queue.length };
     lane.queue.push(entry);
     lane.live++;
     this.#size++;
@@ -87,6 +98,8 @@ export class Deadlines {
     const lane = entry.lane;
     if (lane === undefined) return;
     entry.lane = undefined;
+    entry.fire = undefined;
+    lane.queue[entry.index] = undefined;
     lane.live--;
     this.#size--;
     // Nothing left: no timer may keep the process alive. Otherwise the timer stays and, if it
@@ -99,13 +112,13 @@ export class Deadlines {
     if (lane.queue.length - lane.head - lane.live > 2 * lane.live + COMPACT_SLACK) this.#compact(lane);
   }
 
-  /** The lane's earliest live entry, dropping cancelled ones at its head. */
+  /** The lane's earliest live entry, moving its head past the emptied slots. */
   #first(lane: Lane): Entry | undefined {
     const queue = lane.queue;
     while (lane.head < queue.length) {
-      const entry = queue[lane.head]!;
-      if (entry.lane !== undefined) return entry;
-      queue[lane.head++] = undefined;
+      const entry = queue[lane.head];
+      if (entry !== undefined) return entry;
+      lane.head++;
     }
     // An empty lane goes: a silence clock re-arms for what is left of its wait, any length.
     this.#lanes.delete(lane.ms);
@@ -126,7 +139,9 @@ export class Deadlines {
     const kept: Entry[] = [];
     for (let i = lane.head; i < lane.queue.length; i++) {
       const entry = lane.queue[i];
-      if (entry !== undefined && entry.lane !== undefined) kept.push(entry);
+      if (entry === undefined) continue;
+      entry.index = kept.length;
+      kept.push(entry);
     }
     lane.queue = kept;
     lane.head = 0;
@@ -151,9 +166,10 @@ export class Deadlines {
     this.#timerAt = Infinity;
     const now = this.#now();
     for (let first = this.#earliest(); first !== undefined && first.at <= now; first = this.#earliest()) {
+      const fire = first.fire!;
       this.cancel(first);
       try {
-        first.fire();
+        fire();
       } catch (err) {
         console.error('pdlink: a request deadline failed', err);
       }
