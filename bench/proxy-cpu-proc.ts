@@ -94,23 +94,40 @@ export function setAffinity(pid: number, cpus: string): void {
 export interface Garbage {
   bytes: number;
   gcs: number;
+  /** Of `gcs`, the full (major) collections. */
+  fullGcs: number;
+  /** The longest collection's pause: the sum of its stop-the-world pieces. */
   maxPauseMs: number;
+  /** Every collection's pauses, summed: time the JS thread stood still for the collector. */
+  pauseMs: number;
 }
 
-/** Reads JSC's GC log lines (`START … <before>kb => … => <after>kb, p=<pause>ms`) printed since `from`. */
+/**
+ * Reads JSC's GC log (BUN_JSC_logGC) printed since `from`. A collection is logged from its
+ * `START <before>kb => <kind>` to its `cycle <ms>ms END]`: one line when it ran in one pause, one
+ * line per pause when parts ran concurrently. Its heap after is the last `=> <after>kb` and its
+ * pauses are every `p=<ms>ms` in between.
+ */
 export function garbageIn(log: string): Garbage {
-  const cycles = [...log.matchAll(/START \S+ (\d+)kb => \w+,.*=> (\d+)kb, p=([\d.]+)ms/g)].map((m) => ({
-    before: Number(m[1]) * 1024,
-    after: Number(m[2]) * 1024,
-    pause: Number(m[3]),
-  }));
+  const cycles = [...log.matchAll(/START \S+ (\d+)kb => (\w+),([\s\S]*?)cycle [\d.]+ms END\]/g)].map((m) => {
+    const body = m[3]!;
+    const after = [...body.matchAll(/=> (\d+)kb/g)].at(-1)?.[1] ?? m[1]!;
+    let pause = 0;
+    for (const p of body.matchAll(/p=([\d.]+)ms/g)) pause += Number(p[1]);
+    return { before: Number(m[1]) * 1024, after: Number(after) * 1024, full: m[2] === 'FullCollection', pause };
+  });
   // The first cycle is the forced one before the run, the last the forced one after it: what was
   // allocated in between is what each cycle found on top of what the previous one left.
   let bytes = 0;
   let maxPauseMs = 0;
+  let pauseMs = 0;
+  let fullGcs = 0;
   for (let i = 1; i < cycles.length; i++) {
     bytes += Math.max(0, cycles[i]!.before - cycles[i - 1]!.after);
-    if (i < cycles.length - 1) maxPauseMs = Math.max(maxPauseMs, cycles[i]!.pause);
+    if (i === cycles.length - 1) continue;
+    maxPauseMs = Math.max(maxPauseMs, cycles[i]!.pause);
+    pauseMs += cycles[i]!.pause;
+    if (cycles[i]!.full) fullGcs++;
   }
-  return { bytes, gcs: Math.max(0, cycles.length - 2), maxPauseMs };
+  return { bytes, gcs: Math.max(0, cycles.length - 2), fullGcs, maxPauseMs, pauseMs };
 }

@@ -64,7 +64,7 @@ const LABELS: Record<Mode, string> = {
 
 // ---------------------------------------------------------------- the processes
 
-/** JS heap allocated, GCs and the longest pause in one stretch of a process's GC log. */
+/** Per request, JS heap allocated and the collector's pauses (µs, in `pauseMs`); the GCs and the longest pause of one stretch of a process's GC log. */
 async function garbagePerRequest(host: Host, send: Send): Promise<Garbage> {
   await host.gc();
   // The forced collection's line is written before its answer: the run's log starts with it.
@@ -73,7 +73,8 @@ async function garbagePerRequest(host: Host, send: Send): Promise<Garbage> {
   await concurrent(send, GARBAGE_REQUESTS);
   await host.gc();
   const g = garbageIn(host.proc.stderr().slice(from - 1));
-  return { bytes: g.bytes / GARBAGE_REQUESTS, gcs: g.gcs, maxPauseMs: g.maxPauseMs };
+  // Per request: the bytes allocated, and the collector's pauses in µs.
+  return { ...g, bytes: g.bytes / GARBAGE_REQUESTS, pauseMs: (g.pauseMs * 1000) / GARBAGE_REQUESTS };
 }
 
 /**
@@ -269,6 +270,7 @@ try {
   const youngBareP50 = spread(youngBare.map((y) => y.p50));
   const youngBareP99 = spread(youngBare.map((y) => y.p99));
   const kb = (mode: Mode) => spread(garbage[mode]!.map((g) => g.bytes / 1024));
+  const gcUs = (mode: Mode) => spread(garbage[mode]!.map((g) => g.pauseMs));
   const met = (ok: boolean) => (ok ? 'met' : 'NOT MET');
 
   const rows: (string | number)[][] = modes.map((mode) => [
@@ -282,7 +284,7 @@ try {
       : `${med(latency[mode]!.map((l) => l.p50)).toFixed(3)} / ${med(latency[mode]!.map((l) => l.p99)).toFixed(3)}`,
     garbage[mode] === undefined
       ? '—'
-      : `${kb(mode).median.toFixed(1)} KB, ${med(garbage[mode]!.map((g) => g.gcs))} GCs, max pause ${med(garbage[mode]!.map((g) => g.maxPauseMs)).toFixed(1)} ms`,
+      : `${kb(mode).median.toFixed(1)} KB, ${med(garbage[mode]!.map((g) => g.gcs))} GCs (${med(garbage[mode]!.map((g) => g.fullGcs))} full), pauses ${gcUs(mode).median.toFixed(1)} µs/request, max ${med(garbage[mode]!.map((g) => g.maxPauseMs)).toFixed(1)} ms`,
     switches[mode] === undefined ? '—' : med(switches[mode]).toFixed(2),
   ]);
   const lines = [
@@ -299,7 +301,8 @@ try {
       `Young process (first ${YOUNG_REQUESTS} requests of a fresh process, ${YOUNG_ROUNDS} of each, alternating): pdlink adds p50 ${fmt(youngP50, 3)} ms, p99 ${fmt(youngP99, 3)} ms (goal ≤ 0.6 ms: ${met(youngP99.median <= 0.6)}); ` +
       `a young bare fetch proxy adds p50 ${fmt(youngBareP50, 3)} ms, p99 ${fmt(youngBareP99, 3)} ms.`,
     `CPU per request by thread (median µs): ${THREAD_MODES.map((m) => `${m} ${THREAD_KINDS.map((k) => `${k} ${med(threads[m]?.[k]).toFixed(1)}`).join(', ')}`).join('; ')}.`,
-    `Garbage per request (JS heap allocated, JSC's GC log over ${GARBAGE_REQUESTS} requests, 3 rounds): pdlink ${fmt(kb('pdlink'), 1)} KB, bare fetch proxy ${fmt(kb('bareFetch'), 1)} KB, bare Bun.connect proxy ${fmt(kb('bareSocket'), 1)} KB.`,
+    `Garbage per request (JS heap allocated, JSC's GC log over ${GARBAGE_REQUESTS} requests at concurrency ${CONCURRENCY}, 3 rounds): pdlink ${fmt(kb('pdlink'), 1)} KB, bare fetch proxy ${fmt(kb('bareFetch'), 1)} KB, bare Bun.connect proxy ${fmt(kb('bareSocket'), 1)} KB. ` +
+      `The JS thread stood still for the collector ${fmt(gcUs('pdlink'), 1)} µs per request in pdlink, ${fmt(gcUs('bareFetch'), 1)} µs in the bare fetch proxy, ${fmt(gcUs('bareSocket'), 1)} µs in the bare Bun.connect proxy.`,
     `Context switches per request at ${PACED_RATE} req/s (every thread, 3 rounds of ${PACED_REQUESTS}): ${switchModes.map((m) => `${m} ${med(switches[m]).toFixed(2)}`).join(', ')}.`,
     'Under load, proxies pinned to CPU 1 and engines to CPU 0, the client unpinned; latency at concurrency 1 with nothing pinned. The machine is a 2-core VM shared with other test and benchmark runs while this ran.',
   ];
