@@ -6,10 +6,10 @@
  *
  * The proxy arms deadlines of a handful of lengths (its configured timeouts), and deadlines of one
  * length fall due in the order they were armed, since the clock only moves forward. So each length
- * has a lane, a queue in arming order: arming appends, cancelling marks the entry, and only the
- * head of each lane can be next. Both are O(1), where an ordered heap paid O(log n) on each. A lane
- * drops marked entries as they reach its head, and compacts itself when they pile up behind a live
- * one (a long request holding the head of a lane of long deadlines).
+ * has a lane, a queue in arming order: arming appends, cancelling empties the entry's slot, and
+ * only the head of each lane can be next. Both are O(1), where an ordered heap paid O(log n) on
+ * each. A lane moves its head past emptied slots, and compacts itself when they pile up behind a
+ * live one (a long request holding the head of a lane of long deadlines).
  *
  * A cancelled deadline lets go of its callback and of its slot at once. Its callback holds the whole
  * request (the exchange, the client's request, the legs), and a lane's queue lives on across many
