@@ -4,7 +4,7 @@
  */
 import { errors } from '../core/errors.ts';
 import { INT32_MAX } from '../core/limits.ts';
-import { RELEASE_REASONS, type ReleaseReason } from './records.ts';
+import { RELEASE_REASONS, type ReleaseReason, type TransferPhase } from './records.ts';
 
 /** Longest accepted request id (X-Request-Id values are UUIDs or similar; this leaves ample room). */
 export const MAX_REQUEST_ID_LENGTH = 512;
@@ -65,4 +65,13 @@ export function reasonArg(value: unknown, path: string): ReleaseReason {
     throw errors.invalidArgument(path, `must be one of ${RELEASE_REASONS.join(', ')}`);
   }
   return value as ReleaseReason;
+}
+
+/**
+ * Returns `value` if it is a phase a record may begin.
+ * @example phaseArg('prefilling', 'phase')
+ */
+export function phaseArg(value: unknown, path: string): TransferPhase {
+  if (value !== 'prefilling' && value !== 'transferring') throw errors.invalidArgument(path, 'must be prefilling or transferring');
+  return value;
 }

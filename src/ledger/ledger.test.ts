@@ -3,6 +3,33 @@ import type { KvLedger } from './ledger.ts';
 import { ledgerFixture, PAIR, thrownBy } from '../../test/doubles/ledger.ts';
 
 describe('reserve', () => {
+  test('a phase given with the reservation is begun at once: one change for the listeners', () => {
+    const { ledger, clock } = ledgerFixture();
+    const seen: string[] = [];
+    ledger.onRecord(({ record, from }) => seen.push(`${from}→${record.state}`));
+    const record = ledger.reserve({ requestId: 'r1', ...PAIR, pBlocks: 10, dBlocks: 12, phase: 'prefilling' });
+    expect(record).toMatchObject({ state: 'prefilling', prefillingAt: clock.now(), transferringAt: null, reservedAt: clock.now() });
+    expect(ledger.totals()).toMatchObject({ active: 1, reservedSlots: 2, reservedBlocks: 22 });
+    // The phases go on from there as after begin(): forward only.
+    expect(thrownBy(() => ledger.begin('r1', 'prefilling')).code).toBe('conflict');
+    clock.advance(5);
+    expect(ledger.begin('r1', 'transferring').transferringAt).toBe(clock.now());
+    ledger.complete('r1');
+    const skipped = ledger.reserve({ requestId: 'r2', ...PAIR, pBlocks: 1, dBlocks: 1, phase: 'transferring' });
+    expect([skipped.state, skipped.prefillingAt, skipped.transferringAt]).toEqual(['transferring', null, clock.now()]);
+    expect(seen).toEqual(['null→prefilling', 'prefilling→transferring', 'transferring→done', 'null→transferring']);
+  });
+
+  test('an unknown phase is refused naming the field, and nothing is reserved', () => {
+    const { ledger } = ledgerFixture();
+    for (const phase of ['reserved', 'done', 1]) {
+      const err = thrownBy(() => ledger.reserve({ requestId: 'r1', ...PAIR, pBlocks: 1, dBlocks: 1, phase: phase as 'prefilling' }));
+      expect([err.code, err.message]).toEqual(['bad_request', 'phase: must be prefilling or transferring']);
+    }
+    expect(ledger.totals()).toMatchObject({ active: 0, reservedSlots: 0, reservedBlocks: 0 });
+    expect(ledger.isActive('r1')).toBe(false);
+  });
+
   test('takes slots and blocks on both instances and returns the record', () => {
     const { ledger, clock } = ledgerFixture();
     const record = ledger.reserve({ requestId: 'r1', ...PAIR, pBlocks: 10, dBlocks: 12 });

@@ -10,7 +10,7 @@
 import type { RegistryDiff } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
 import type { InstanceLoad } from './accounts.ts';
-import { codeArg, countArg, leaseArg, reasonArg, requestIdArg } from './arguments.ts';
+import { codeArg, countArg, leaseArg, phaseArg, reasonArg, requestIdArg } from './arguments.ts';
 import { systemClock, type LeaseClock } from '../core/lease-clock.ts';
 import { CapacityBook } from './capacity.ts';
 import { LeaseSchedule } from './lease-schedule.ts';
@@ -78,6 +78,7 @@ export class KvLedger {
    * @throws PdlinkError `conflict` for an id that is still active (an ended id may be reserved again), `unavailable` for an unknown instance,
    *   `insufficient_capacity` naming the instance and resource that fell short, `bad_request` for bad arguments.
    * @example const record = ledger.reserve({ requestId: 'r1', p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
+   * @example ledger.reserve({ requestId: 'r2', p: 0, d: 1, pBlocks: 16, dBlocks: 16, phase: 'prefilling' }); // reserved and begun at once
    */
   reserve(request: ReserveRequest): TransferRecord {
     if (this.#closed) throw errors.unavailable('the KV ledger is closed');
@@ -89,14 +90,19 @@ export class KvLedger {
     const pBlocks = countArg(request.pBlocks, 'pBlocks');
     const dBlocks = countArg(request.dBlocks, 'dBlocks');
     const leaseMs = leaseArg(request.leaseMs ?? this.#defaultLeaseMs, 'leaseMs');
+    const phase = request.phase;
+    if (phase !== undefined) phaseArg(phase, 'phase');
     this.#expireDue();
     if (this.#active.has(requestId)) throw errors.transferExists(requestId);
     this.#capacity.require(p, d, slots, pBlocks, dBlocks);
     const now = this.#clock.now();
     const record = new LiveRecord(requestId, p, d, slots, pBlocks, dBlocks, leaseMs, now + leaseMs, now, clientRequestId);
+    if (phase === 'prefilling') record.prefillingAt = now;
+    else if (phase === 'transferring') record.transferringAt = now;
+    if (phase !== undefined) record.state = phase;
     this.#capacity.take(record);
     this.#active.set(requestId, record);
-    this.#activeCounts.reserved++;
+    this.#activeCounts[record.state as ActiveState]++;
     this.#leases.set(record, record.deadline);
     const view = record.view();
     this.#emit(view, null);
@@ -109,7 +115,7 @@ export class KvLedger {
    * @example ledger.begin('r1', 'transferring');
    */
   begin(requestId: string, phase: TransferPhase): TransferRecord {
-    if (phase !== 'prefilling' && phase !== 'transferring') throw errors.invalidArgument('phase', 'must be prefilling or transferring');
+    phaseArg(phase, 'phase');
     const action = `begin ${phase}`;
     const record = this.#live(requestId, action);
     const from = record.state as ActiveState;

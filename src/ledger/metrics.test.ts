@@ -28,14 +28,18 @@ test('reserved gauges per instance and in-flight by state follow the ledger', as
   ledger.reserve({ requestId: 'a', p: 0, d: 1, pBlocks: 10, dBlocks: 12 });
   ledger.reserve({ requestId: 'b', p: 0, d: 1, slots: 2, pBlocks: 5, dBlocks: 5 });
   ledger.begin('b', 'transferring');
-  expect(await sample(metrics, 'pdlink_ledger_reserved_blocks{instance="0"}')).toBe(15);
-  expect(await sample(metrics, 'pdlink_ledger_reserved_blocks{instance="1"}')).toBe(17);
-  expect(await sample(metrics, 'pdlink_ledger_reserved_slots{instance="0"}')).toBe(3);
+  // Reserved and begun in one call: counted as prefilling only.
+  ledger.reserve({ requestId: 'c', p: 0, d: 1, pBlocks: 1, dBlocks: 1, phase: 'prefilling' });
+  expect(await sample(metrics, 'pdlink_ledger_reserved_blocks{instance="0"}')).toBe(16);
+  expect(await sample(metrics, 'pdlink_ledger_reserved_blocks{instance="1"}')).toBe(18);
+  expect(await sample(metrics, 'pdlink_ledger_reserved_slots{instance="0"}')).toBe(4);
   expect(await sample(metrics, 'pdlink_kv_transfers_in_flight{state="reserved"}')).toBe(1);
-  expect(await sample(metrics, 'pdlink_kv_transfers_in_flight{state="prefilling"}')).toBe(0);
+  expect(await sample(metrics, 'pdlink_kv_transfers_in_flight{state="prefilling"}')).toBe(1);
   expect(await sample(metrics, 'pdlink_kv_transfers_in_flight{state="transferring"}')).toBe(1);
   ledger.release('a', 'client_abort');
   ledger.fail('b', 'LLM_TIMEOUT');
+  ledger.complete('c');
+  expect(await sample(metrics, 'pdlink_kv_transfers_in_flight{state="prefilling"}')).toBe(0);
   expect(await sample(metrics, 'pdlink_ledger_reserved_blocks{instance="0"}')).toBe(0);
   expect(await sample(metrics, 'pdlink_kv_transfers_in_flight{state="transferring"}')).toBe(0);
   expect(await sample(metrics, 'pdlink_ledger_records_ended_total{outcome="released"}')).toBe(1);

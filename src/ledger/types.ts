@@ -5,7 +5,7 @@ import type { ClusterView } from '../cluster/instance.ts';
 import type { Registry } from '../core/metrics.ts';
 import type { InstanceLoad } from './accounts.ts';
 import type { LeaseClock } from '../core/lease-clock.ts';
-import type { TransferRecord, TransferState } from './records.ts';
+import type { TransferPhase, TransferRecord, TransferState } from './records.ts';
 
 /** P's own lease on prefilled blocks is 30 s in vLLM-style engines; ours matches it by default. */
 export const DEFAULT_LEASE_MS = 30_000;
@@ -37,6 +37,11 @@ export interface ReserveRequest {
   pBlocks: number;
   dBlocks: number;
   leaseMs?: number;
+  /**
+   * A phase the record begins at once, as a `begin` right after would (the proxy's records start
+   * prefilling): one change for the listeners instead of two. Default: none, the record is `reserved`.
+   */
+  phase?: TransferPhase;
 }
 
 export interface CompleteReport {

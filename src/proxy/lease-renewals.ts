@@ -4,7 +4,8 @@
  * armed and cleared an interval, almost always long before it first fired. Here a running
  * reservation is a member of a set, and one interval renews every member: each is renewed at
  * least every half lease, as before (the first renewal may come sooner, which costs nothing). The
- * timer runs only while the set has members, and never keeps the process alive.
+ * timer stops at the first tick that finds the set empty, not when the last member leaves: one
+ * request at a time would otherwise arm and clear it for each request. It never keeps the process alive.
  */
 
 /** What a renewal calls on each running reservation. */
@@ -48,18 +49,19 @@ export class LeaseRenewals {
   }
 
   /**
-   * Stops renewing `member`; the timer stops with the last one.
+   * Stops renewing `member`; the timer stops at its next tick if no member is left then.
    * @example renewals.remove(reservation);
    */
   remove(member: Renewable): void {
     this.#members.delete(member);
-    if (this.#members.size === 0 && this.#timer !== undefined) {
-      clearInterval(this.#timer);
-      this.#timer = undefined;
-    }
   }
 
   #renewAll(): void {
+    if (this.#members.size === 0) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+      return;
+    }
     for (const member of this.#members) {
       try {
         member.renew();

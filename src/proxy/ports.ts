@@ -45,17 +45,22 @@ export interface PairPicker {
   pickDecode?(pId: number, request: PlacementRequest): PickedPair | NoPair;
 }
 
+/** What the proxy reserves for a request (the ledger's ReserveRequest, src/ledger/types.ts). */
+export interface ReserveRequest {
+  requestId: string;
+  clientRequestId?: string;
+  p: number;
+  d: number;
+  pBlocks: number;
+  dBlocks: number;
+  leaseMs?: number;
+  /** The phase the record starts in, begun with the reservation; without it the record is `reserved`. */
+  phase?: 'prefilling' | 'transferring';
+}
+
 /** The KV ledger's request-facing calls (see src/ledger/ledger.ts): reserve, move through the phases, end. */
 export interface ReservationLedger {
-  reserve(request: {
-    requestId: string;
-    clientRequestId?: string;
-    p: number;
-    d: number;
-    pBlocks: number;
-    dBlocks: number;
-    leaseMs?: number;
-  }): unknown;
+  reserve(request: ReserveRequest): unknown;
   begin(requestId: string, phase: 'prefilling' | 'transferring'): unknown;
   complete(requestId: string, report?: { bytes?: number; blocks?: number }): unknown;
   fail(requestId: string, code: string, detail?: string): unknown;

@@ -11,7 +11,7 @@
  */
 import type { Instance } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
-import type { PickedPair, ReservationLedger } from './ports.ts';
+import type { PickedPair, ReservationLedger, ReserveRequest } from './ports.ts';
 import type { KvMoved } from '../core/kv-report.ts';
 import { leaseRenewals, type LeaseRenewals, type Renewable } from './lease-renewals.ts';
 import { blocksFor } from './prompt.ts';
@@ -48,17 +48,18 @@ export class RequestReservation implements Renewable {
   take(pair: PickedPair, promptTokens: number): void {
     // A request D prefills itself holds nothing on P: the record names D on both sides, P's blocks 0.
     const local = pair.path === 'local';
-    this.#ledger.reserve({
+    const request: ReserveRequest = {
       requestId: this.#requestId,
-      ...(this.#clientRequestId === undefined ? {} : { clientRequestId: this.#clientRequestId }),
       p: local ? pair.d.id : pair.p.id,
       d: pair.d.id,
       pBlocks: local ? 0 : blocksFor(promptTokens, pair.p.blockSize),
       dBlocks: blocksFor(promptTokens, pair.d.blockSize),
       leaseMs: this.#leaseMs,
-    });
+      phase: 'prefilling',
+    };
+    if (this.#clientRequestId !== undefined) request.clientRequestId = this.#clientRequestId;
+    this.#ledger.reserve(request);
     this.#owned = true;
-    this.#ledger.begin(this.#requestId, 'prefilling');
     if (this.#renewals === undefined) {
       // Renewing while the request runs keeps a long request's capacity held; a record the proxy
       // lost track of still expires.
@@ -72,7 +73,12 @@ export class RequestReservation implements Renewable {
    * @example reservation.transferring();
    */
   transferring(): void {
-    this.#guard('advance', () => this.#ledger.begin(this.#requestId, 'transferring'));
+    if (!this.#owned) return;
+    try {
+      if (this.#ledger.isActive(this.#requestId)) this.#ledger.begin(this.#requestId, 'transferring');
+    } catch (err) {
+      logFailure('advance', err);
+    }
   }
 
   /**
@@ -98,15 +104,15 @@ export class RequestReservation implements Renewable {
     if (how.kind === 'none' || !this.#owned) return;
     this.#owned = false;
     const id = this.#requestId;
-    this.#guard(
-      'settle',
-      () => {
-        if (how.kind === 'complete') this.#ledger.complete(id, movedOf(how));
-        else if (how.kind === 'release') this.#ledger.release(id, 'client_abort');
-        else this.#ledger.fail(id, how.code, how.detail);
-      },
-      true,
-    );
+    const ledger = this.#ledger;
+    try {
+      if (!ledger.isActive(id)) return;
+      if (how.kind === 'complete') ledger.complete(id, movedOf(how));
+      else if (how.kind === 'release') ledger.release(id, 'client_abort');
+      else ledger.fail(id, how.code, how.detail);
+    } catch (err) {
+      logFailure('settle', err);
+    }
   }
 
   /**
@@ -120,16 +126,21 @@ export class RequestReservation implements Renewable {
 
   /** Extends the record's lease while it is still this request's; the lease renewals call it. */
   renew(): void {
-    if (this.#owned) this.#guard('renew the lease of', () => this.#ledger.extend(this.#requestId));
-  }
-
-  #guard(action: string, fn: () => unknown, ended = false): void {
+    if (!this.#owned) return;
     try {
-      if ((ended || this.#owned) && this.#ledger.isActive(this.#requestId)) fn();
+      if (this.#ledger.isActive(this.#requestId)) this.#ledger.extend(this.#requestId);
     } catch (err) {
-      console.error(`pdlink: could not ${action} a KV reservation`, err);
+      logFailure('renew the lease of', err);
     }
   }
+}
+
+/**
+ * A ledger call the request could not make (its record gone under it, a ledger that threw): the
+ * request goes on, the operator hears of it.
+ */
+function logFailure(action: string, err: unknown): void {
+  console.error(`pdlink: could not ${action} a KV reservation`, err);
 }
 
 /** The bytes and blocks D reported, without the `kind` tag (the ledger takes only what is set). */

@@ -33,6 +33,8 @@ export function checkPickRequest(request: PickRequest): CheckedRequest {
   }
   if (excludeP !== undefined && !isIdSet(excludeP)) throw errors.invalidArgument('excludeP', 'must be a Set of instance ids');
   if (excludeD !== undefined && !isIdSet(excludeD)) throw errors.invalidArgument('excludeD', 'must be a Set of instance ids');
+  // A request with both sets (the proxy's, every time) is already what a checked one looks like.
+  if (excludeP !== undefined && excludeD !== undefined) return request as CheckedRequest;
   return { ...request, excludeP: excludeP ?? NO_IDS, excludeD: excludeD ?? NO_IDS };
 }
 

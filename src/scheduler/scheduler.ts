@@ -33,6 +33,7 @@ import {
   type Pair,
   type PickFailure,
   type PickFailureReason,
+  type PickReason,
   type PickRequest,
   type PickResult,
   type PolicyChoice,
@@ -116,8 +117,8 @@ export class PdScheduler {
     }
     if (typeof result === 'string')
       return this.#fail(result === 'no_capacity' && this.#topology.capsBlock() ? 'instance_cap' : result, checked);
-    const pair = this.#chosen(result.p, result.d, result.reason, result.matchedBlocks);
-    const path = this.#pathOf(checked, result.matchedBlocks);
+    const pair = this.#chosen(result.p!, result.d!, result.pickedReason, result.pickedBlocks);
+    const path = this.#pathOf(checked, result.pickedBlocks);
     return path === 'local' ? { ...pair, path } : pair;
   }
 
@@ -141,38 +142,26 @@ export class PdScheduler {
     return choosePath(rule, uncached, queues);
   }
 
-  #walk(
-    checked: CheckedRequest,
-    request: PickRequest,
-  ): { p: SchedulerNode; d: SchedulerNode; reason: Pair['reason']; matchedBlocks: number } | PickFailureReason {
+  /** The walk that chose a pair (its p and d set), or why there is none. */
+  #walk(checked: CheckedRequest, request: PickRequest): PairWalk | PickFailureReason {
     const prefills = this.#topology.prefills;
     if (prefills.size === 0) return diagnose(this.#topology.counts());
     const hashes = this.#prefix === undefined ? NO_HASHES : this.#hashesOf(checked, request);
-    let excluded = false;
-    let lackedRoom = false;
-    const fits = (node: SchedulerNode, exclude: ReadonlySet<number>): boolean => {
-      if (exclude.has(node.id)) {
-        excluded = true;
-        return false;
-      }
-      if (node.freeBlocks < blocksNeeded(checked, node.instance)) {
-        lackedRoom = true;
-        return false;
-      }
-      return true;
-    };
-    const pContext = context(this.#rng, hashes, checked.excludeP, fits);
-    const dContext = context(this.#rng, NO_HASHES, checked.excludeD, fits);
-    for (const p of this.#prefill.order(prefills, pContext)) {
-      if (!fits(p, checked.excludeP)) continue;
-      const reason = pContext.reason;
-      const matchedBlocks = pContext.matchedBlocks;
-      for (const d of this.#decode.order(p.decodes, dContext)) {
-        if (!fits(d, checked.excludeD)) continue;
-        return { p, d, reason, matchedBlocks };
-      }
+    const pWalk = new PairWalk(this.#rng, hashes, checked, checked.excludeP, undefined);
+    const dWalk = new PairWalk(this.#rng, NO_HASHES, checked, checked.excludeD, pWalk);
+    // The usual pick: the first P of the order fits, and so does the first of its D's. The walk
+    // below would end at the same pair, after two generators each.
+    const first = this.#prefill.first?.(prefills, pWalk);
+    if (first !== undefined && pWalk.fits(first)) {
+      const d = this.#decode.first?.(first.decodes, dWalk);
+      if (d !== undefined && dWalk.fits(d)) return pWalk.chose(first, d);
     }
-    return excluded && !lackedRoom ? 'excluded' : 'no_capacity';
+    for (const p of this.#prefill.order(prefills, pWalk)) {
+      if (!pWalk.fits(p)) continue;
+      // What the P policy said of p stays as it is while p's D's are walked (on the D side).
+      for (const d of this.#decode.order(p.decodes, dWalk)) if (dWalk.fits(d)) return pWalk.chose(p, d);
+    }
+    return pWalk.excludedAny && !pWalk.lackedRoom ? 'excluded' : 'no_capacity';
   }
 
   /**
@@ -295,6 +284,61 @@ const SIMPLE_POLICIES: Record<DecodePolicyName, Policy> = {
   round_robin: roundRobin,
   power_of_two: powerOfTwo,
 };
+
+/**
+ * One side of a pick's walk, as its policy sees it: whether a member may take the request (not
+ * excluded, room for the prompt's blocks), what the policy said of the member it offered, and, on
+ * the P side, what the walk met (the D side reports there too) and the pair it chose. One object
+ * per side with its methods on the prototype: a closure each was most of a pick's garbage.
+ */
+class PairWalk implements PolicyContext {
+  reason: PickReason = 'least_load';
+  matchedBlocks = 0;
+  /** Some member was passed over because the request excluded it. */
+  excludedAny = false;
+  /** Some member was passed over for too few free blocks. */
+  lackedRoom = false;
+  p: SchedulerNode | undefined = undefined;
+  d: SchedulerNode | undefined = undefined;
+  pickedReason: PickReason = 'least_load';
+  pickedBlocks = 0;
+  readonly #report: PairWalk;
+
+  constructor(
+    readonly rng: () => number,
+    readonly hashes: readonly number[],
+    readonly request: CheckedRequest,
+    readonly exclude: ReadonlySet<number>,
+    report: PairWalk | undefined,
+  ) {
+    this.#report = report ?? this;
+  }
+
+  fits(node: SchedulerNode): boolean {
+    if (this.exclude.has(node.id)) {
+      this.#report.excludedAny = true;
+      return false;
+    }
+    if (node.freeBlocks < blocksNeeded(this.request, node.instance)) {
+      this.#report.lackedRoom = true;
+      return false;
+    }
+    return true;
+  }
+
+  excluded(node: SchedulerNode): boolean {
+    return this.exclude.has(node.id);
+  }
+
+  /** The pair chosen, with what the policy said of P when it offered it. */
+  chose(p: SchedulerNode, d: SchedulerNode): this {
+    this.p = p;
+    this.d = d;
+    this.pickedReason = this.reason;
+    this.pickedBlocks = this.matchedBlocks;
+    return this;
+  }
+}
 
 function context(
   rng: () => number,

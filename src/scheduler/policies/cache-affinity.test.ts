@@ -1,9 +1,15 @@
 import { describe, expect, test } from 'bun:test';
-import { TestCluster, type TestInstanceSpec } from '../../../test/doubles/cluster.ts';
+import * as fc from 'fast-check';
+import { TestCluster, testInstance, type TestInstanceSpec } from '../../../test/doubles/cluster.ts';
 import { createHealth } from '../breakers.ts';
 import { createScheduler } from '../scheduler.ts';
 import { TestLoads } from '../../../test/doubles/scheduler.ts';
 import type { Pair, PickRequest } from '../types.ts';
+import { SchedulerNode } from '../node.ts';
+import { Pool } from '../pool.ts';
+import { PrefixIndex } from '../prefix-index.ts';
+import { cacheAffinity } from './cache-affinity.ts';
+import type { PolicyContext } from './policy.ts';
 
 const BLOCK = 4;
 const P = (id: number, extra: Partial<TestInstanceSpec> = {}): TestInstanceSpec => ({ id, role: 'prefill', group: 0, ...extra });
@@ -147,5 +153,70 @@ describe('cache_affinity', () => {
   test('a bad token id is rejected with its index', () => {
     const { scheduler } = setup(cluster3());
     expect(() => scheduler.pick({ promptTokens: [1, 2, -3] })).toThrow('promptTokens[2]: must be an integer in [0, 4294967295]');
+  });
+});
+
+describe('cache_affinity first()', () => {
+  /** A context whose fits() refuses the ids in `unfit` and records what it was asked. */
+  const contextOf = (hashes: readonly number[], unfit: ReadonlySet<number>, excluded: ReadonlySet<number>) => {
+    const asked: number[] = [];
+    const context: PolicyContext = {
+      rng: () => 0,
+      hashes,
+      fits: (node) => {
+        asked.push(node.id);
+        return !unfit.has(node.id);
+      },
+      excluded: (node) => excluded.has(node.id),
+      reason: 'least_load',
+      matchedBlocks: 0,
+    };
+    return { context, asked };
+  };
+
+  test('is the member order offers first, with the same reason and matched blocks, and the same members asked', () => {
+    // Mostly usable holders, so that several compete at one level; each way of being unusable still comes up.
+    const mostly = fc.integer({ min: 0, max: 5 }).map((n) => n > 0);
+    const node = fc.record({
+      load: fc.integer({ min: 0, max: 9 }),
+      admissible: mostly,
+      healthyLinks: mostly.map(Number),
+      inPool: mostly,
+      fits: mostly,
+      excluded: mostly.map((usable) => !usable),
+    });
+    const scenario = fc.record({
+      nodes: fc.array(node, { minLength: 0, maxLength: 7 }),
+      // Each record: a P index and how many of the prompt's 4 blocks it prefilled.
+      records: fc.array(fc.tuple(fc.nat(6), fc.integer({ min: 1, max: 4 })), { maxLength: 10 }),
+    });
+    fc.assert(
+      fc.property(scenario, ({ nodes: specs, records }) => {
+        const hashes = [11, 12, 13, 14];
+        const nodes = specs.map((spec, id) => {
+          const n = new SchedulerNode(testInstance({ id, role: 'prefill' }), 'prefill');
+          Object.assign(n, { load: spec.load / 10, admissible: spec.admissible, healthyLinks: spec.healthyLinks });
+          return n;
+        });
+        const pool = new Pool<SchedulerNode>();
+        nodes.forEach((n, i) => specs[i]!.inPool && pool.add(n));
+        const prefix = new PrefixIndex();
+        for (const [index, blocks] of records) if (index < nodes.length) prefix.record(index, hashes.slice(0, blocks));
+        const policy = cacheAffinity(prefix, (id) => nodes[id]);
+        const unfit = new Set(specs.flatMap((s, id) => (s.fits ? [] : [id])));
+        const excluded = new Set(specs.flatMap((s, id) => (s.excluded ? [id] : [])));
+        const viaFirst = contextOf(hashes, unfit, excluded);
+        const viaOrder = contextOf(hashes, unfit, excluded);
+        const first = policy.first!(pool, viaFirst.context);
+        const ordered = policy.order(pool, viaOrder.context)[Symbol.iterator]().next();
+        expect(first?.id).toBe(ordered.done === true ? undefined : ordered.value.id);
+        expect([viaFirst.context.reason, viaFirst.context.matchedBlocks]).toEqual([
+          viaOrder.context.reason,
+          viaOrder.context.matchedBlocks,
+        ]);
+        expect(viaFirst.asked).toEqual(viaOrder.asked);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

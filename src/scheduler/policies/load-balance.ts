@@ -14,4 +14,8 @@ export const loadBalance: Policy = {
     context.reason = 'least_load';
     yield* pool.ascending();
   },
+  first(pool, context) {
+    context.reason = 'least_load';
+    return pool.min();
+  },
 };

@@ -40,6 +40,15 @@ describe('load_balance', () => {
   test('an empty pool yields nothing', () => {
     expect(firstN(loadBalance, poolOf([]), context(), 1)).toEqual([]);
   });
+
+  test('first() is the member the order offers first, small pool or large', () => {
+    for (const loads of [[0.5, 0.2, 0.2, 0.9], Array.from({ length: 40 }, (_, i) => ((i * 7) % 11) / 11), []]) {
+      const pool = poolOf(loads);
+      const ctx: PolicyContext = { ...context(), reason: 'cache_hit' };
+      expect(loadBalance.first!(pool, ctx)?.id).toBe(firstN(loadBalance, pool, context(), 1)[0]);
+      expect(ctx.reason).toBe('least_load');
+    }
+  });
 });
 
 describe('round_robin', () => {

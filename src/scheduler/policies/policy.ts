@@ -30,4 +30,12 @@ export interface Policy {
    * not change while the order is walked.
    */
   order(pool: Pool<SchedulerNode>, context: PolicyContext): Iterable<SchedulerNode>;
+  /**
+   * The member `order` yields first, with the context set as `order` sets it for that member,
+   * without a generator: almost every pick takes the first P and its first D, and the walk's
+   * generators and their scopes were most of what a pick allocated. Only a policy whose order
+   * changes nothing (no cursor moved, no random draw) may have it: the scheduler walks `order`
+   * after it when the first member does not fit.
+   */
+  first?(pool: Pool<SchedulerNode>, context: PolicyContext): SchedulerNode | undefined;
 }
