@@ -97,9 +97,7 @@ export class KvLedger {
     this.#capacity.require(p, d, slots, pBlocks, dBlocks);
     const now = this.#clock.now();
     const record = new LiveRecord(requestId, p, d, slots, pBlocks, dBlocks, leaseMs, now + leaseMs, now, clientRequestId);
-    if (phase === 'prefilling') record.prefillingAt = now;
-    else if (phase === 'transferring') record.transferringAt = now;
-    if (phase !== undefined) record.state = phase;
+    if (phase !== undefined) record.enter(phase, now);
     this.#capacity.take(record);
     this.#active.set(requestId, record);
     this.#activeCounts[record.state as ActiveState]++;
@@ -121,9 +119,7 @@ export class KvLedger {
     const from = record.state as ActiveState;
     if (!canBegin(from, phase)) throw errors.illegalTransition(requestId, from, action);
     const now = this.#clock.now();
-    record.state = phase;
-    if (phase === 'prefilling') record.prefillingAt = now;
-    else record.transferringAt = now;
+    record.enter(phase, now);
     this.#activeCounts[from]--;
     this.#activeCounts[phase]++;
     this.#leases.set(record, now + record.leaseMs);

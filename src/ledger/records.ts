@@ -82,6 +82,16 @@ export class LiveRecord implements HeapItem {
   ) {}
 
   /**
+   * Enters `phase` at `now` (the caller checked that it may).
+   * @example live.enter('transferring', clock.now());
+   */
+  enter(phase: TransferPhase, now: number): void {
+    this.state = phase;
+    if (phase === 'prefilling') this.prefillingAt = now;
+    else this.transferringAt = now;
+  }
+
+  /**
    * A plain-data copy of the record.
    * @example const record = live.view(); record.state // 'reserved'
    */

@@ -21,11 +21,12 @@ import { choosePath, type LocalPrefillRule, type PdPath } from './pd-path.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import type { SchedulerNode } from './node.ts';
 import { blockSizeArg, policyName, type SchedulerOptions } from './options.ts';
-import { cacheAffinity, loadBalance, type Policy, type PolicyContext, powerOfTwo, roundRobin } from './policies/index.ts';
+import { cacheAffinity, loadBalance, type Policy, powerOfTwo, roundRobin } from './policies/index.ts';
 import { prefixHashes } from './prefix-hash.ts';
 import { PrefixIndex } from './prefix-index.ts';
 import { blocksNeeded, type CheckedRequest, checkPickRequest } from './request.ts';
 import { Topology, type TopologyCounts } from './topology.ts';
+import { decodeOnlyContext, NO_HASHES, PairWalk } from './walk.ts';
 import {
   DECODE_POLICY_NAMES,
   POLICY_NAMES,
@@ -33,7 +34,6 @@ import {
   type Pair,
   type PickFailure,
   type PickFailureReason,
-  type PickReason,
   type PickRequest,
   type PickResult,
   type PolicyChoice,
@@ -178,7 +178,7 @@ export class PdScheduler {
     if (p === undefined || p.role !== 'prefill') return this.#fail('no_prefill', checked);
     const walk = (): SchedulerNode | PickFailureReason => {
       let excluded = false;
-      const dContext = context(this.#rng, NO_HASHES, checked.excludeD, (node) => !checked.excludeD.has(node.id));
+      const dContext = decodeOnlyContext(this.#rng, checked.excludeD);
       for (const d of this.#decode.order(p.decodes, dContext)) {
         if (checked.excludeD.has(d.id)) {
           excluded = true;
@@ -275,7 +275,6 @@ export function createScheduler(options: SchedulerOptions): PdScheduler {
   return new PdScheduler(options);
 }
 
-const NO_HASHES: readonly number[] = Object.freeze([]);
 /** Failures an early trial of an open circuit may turn into a pair. */
 const TRIAL_REASONS: ReadonlySet<PickFailureReason> = new Set(['no_healthy_prefill', 'no_healthy_decode', 'excluded']);
 
@@ -284,74 +283,3 @@ const SIMPLE_POLICIES: Record<DecodePolicyName, Policy> = {
   round_robin: roundRobin,
   power_of_two: powerOfTwo,
 };
-
-/**
- * One side of a pick's walk, as its policy sees it: whether a member may take the request (not
- * excluded, room for the prompt's blocks), what the policy said of the member it offered, and, on
- * the P side, what the walk met (the D side reports there too) and the pair it chose. One object
- * per side with its methods on the prototype: a closure each was most of a pick's garbage.
- */
-class PairWalk implements PolicyContext {
-  reason: PickReason = 'least_load';
-  matchedBlocks = 0;
-  /** Some member was passed over because the request excluded it. */
-  excludedAny = false;
-  /** Some member was passed over for too few free blocks. */
-  lackedRoom = false;
-  p: SchedulerNode | undefined = undefined;
-  d: SchedulerNode | undefined = undefined;
-  pickedReason: PickReason = 'least_load';
-  pickedBlocks = 0;
-  readonly #report: PairWalk;
-
-  constructor(
-    readonly rng: () => number,
-    readonly hashes: readonly number[],
-    readonly request: CheckedRequest,
-    readonly exclude: ReadonlySet<number>,
-    report: PairWalk | undefined,
-  ) {
-    this.#report = report ?? this;
-  }
-
-  fits(node: SchedulerNode): boolean {
-    if (this.exclude.has(node.id)) {
-      this.#report.excludedAny = true;
-      return false;
-    }
-    if (node.freeBlocks < blocksNeeded(this.request, node.instance)) {
-      this.#report.lackedRoom = true;
-      return false;
-    }
-    return true;
-  }
-
-  excluded(node: SchedulerNode): boolean {
-    return this.exclude.has(node.id);
-  }
-
-  /** The pair chosen, with what the policy said of P when it offered it. */
-  chose(p: SchedulerNode, d: SchedulerNode): this {
-    this.p = p;
-    this.d = d;
-    this.pickedReason = this.reason;
-    this.pickedBlocks = this.matchedBlocks;
-    return this;
-  }
-}
-
-function context(
-  rng: () => number,
-  hashes: readonly number[],
-  exclude: ReadonlySet<number>,
-  fits: (node: SchedulerNode, exclude: ReadonlySet<number>) => boolean,
-): PolicyContext {
-  return {
-    rng,
-    hashes,
-    fits: (node) => fits(node, exclude),
-    excluded: (node) => exclude.has(node.id),
-    reason: 'least_load',
-    matchedBlocks: 0,
-  };
-}
