@@ -151,10 +151,15 @@ export class PdScheduler {
     const dWalk = new PairWalk(this.#rng, NO_HASHES, checked, checked.excludeD, pWalk);
     // The usual pick: the first P of the order fits, and so does the first of its D's. The walk
     // below would end at the same pair, after two generators each.
-    const first = this.#prefill.first?.(prefills, pWalk);
-    if (first !== undefined && pWalk.fits(first)) {
-      const d = this.#decode.first?.(first.decodes, dWalk);
-      if (d !== undefined && dWalk.fits(d)) return pWalk.chose(first, d);
+    // Only when both policies can say their first member: otherwise P's would be worked out twice.
+    const prefill = this.#prefill;
+    const decode = this.#decode;
+    if (prefill.first !== undefined && decode.first !== undefined) {
+      const p = prefill.first(prefills, pWalk);
+      if (p !== undefined && pWalk.fits(p)) {
+        const d = decode.first(p.decodes, dWalk);
+        if (d !== undefined && dWalk.fits(d)) return pWalk.chose(p, d);
+      }
     }
     for (const p of this.#prefill.order(prefills, pWalk)) {
       if (!pWalk.fits(p)) continue;
