@@ -8,7 +8,10 @@
  * several threads may call into one context at once.
  *
  * Another runtime (an NPU transfer library, say) plugs in by implementing this header in a
- * shared library and pointing PDLINK_RUNTIME at it.
+ * shared library and pointing PDLINK_RUNTIME at it. A runtime whose threads outlive its calls (an
+ * I/O thread, the call queue's threads) must never be unmapped while they run: link it with
+ * `-Wl,-z,nodelete` as the reference runtime is (Deno closes the libraries a program opened when
+ * the program or one of its workers ends; pdlink also pins the library it loads, where it can).
  */
 #ifndef PDRT_H
 #define PDRT_H

@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { errors } from '../core/errors.ts';
 import { binding } from './binding.ts';
-import { CALL_SYMBOLS, SYMBOLS, type Callable, type OpenLibrary, type RuntimeSymbols } from './symbols.ts';
+import { CALL_SYMBOLS, LIBC_SYMBOLS, SYMBOLS, type Callable, type OpenLibrary, type RuntimeSymbols } from './symbols.ts';
 
 /** PDRT_ABI_VERSION of the header this binding was written against. */
 export const PDRT_ABI_VERSION = 2;
@@ -58,8 +58,32 @@ export function loadRuntime(path: string = runtimeLibraryPath()): RuntimeLibrary
   } catch (cause) {
     throw errors.runtimeLoadFailed(path, `missing pdrt symbols: ${String(cause)}`, cause);
   }
+  pinLibrary(path);
   loaded.set(path, library);
   return library;
+}
+
+/** glibc's RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE: take one more reference, never unmap, load nothing new. */
+const PIN_FLAGS = 0x1 | 0x4 | 0x1000;
+
+/**
+ * Makes a loaded runtime library impossible to unmap for the rest of the process. A runtime runs
+ * threads of its own (its I/O thread, its call queue) that outlive any call; Deno closes the
+ * libraries a program opened when the program ends (and when a worker ends), and a thread still
+ * inside the unmapped code then crashes the process (a SIGSEGV at exit). The reference runtime is
+ * linked with `-z nodelete` for the same reason; this covers a runtime built without it. Best
+ * effort: where libc's dlopen cannot be reached, the library's own flags decide.
+ * @example pinLibrary('/opt/npu/libpdrt.so') // true
+ */
+export function pinLibrary(path: string): boolean {
+  try {
+    const libc = binding.open('libc.so.6', LIBC_SYMBOLS);
+    const name = new TextEncoder().encode(`${path}\0`);
+    // libc stays open: closing it would only drop a reference to a library that never unloads.
+    return BigInt(libc.symbols.dlopen(name, PIN_FLAGS)) !== 0n;
+  } catch {
+    return false;
+  }
 }
 
 let current: RuntimeSymbols | undefined;

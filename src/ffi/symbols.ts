@@ -14,7 +14,8 @@ export const INTEGER_TYPES = { i32: 'i32', u16: 'u16', u32: 'u32', i64: 'i64', u
 
 export interface SymbolSpec {
   readonly args: readonly NativeType[];
-  readonly returns: 'i32';
+  /** `i32` for every pdrt function; `u64` only for a pointer that is compared with null (libc's dlopen). */
+  readonly returns: 'i32' | 'u64';
 }
 
 export const SYMBOLS = {
@@ -34,6 +35,14 @@ export const SYMBOLS = {
   pdrt_read_blocks: { args: ['ctx', 'u64', 'buf', 'u32', 'buf', 'u64'], returns: 'i32' },
   pdrt_pull_blocks: { args: ['ctx', 'u64', 'u64', 'buf', 'u64', 'buf', 'u32', 'i32'], returns: 'i32' },
   pdrt_push_blocks: { args: ['ctx', 'u64', 'u64', 'buf', 'u64', 'buf', 'u32', 'i32'], returns: 'i32' },
+} as const satisfies Record<string, SymbolSpec>;
+
+/**
+ * libc's dlopen, to pin a loaded library (see library.ts `pinLibrary`); `buf` is the path as a
+ * NUL-terminated string, the result the handle (0 when the library is not loaded).
+ */
+export const LIBC_SYMBOLS = {
+  dlopen: { args: ['buf', 'i32'], returns: 'u64' },
 } as const satisfies Record<string, SymbolSpec>;
 
 /**
@@ -58,7 +67,7 @@ type JsArg<T extends NativeType> = T extends 'ctx'
 
 type JsArgs<A extends readonly NativeType[]> = { -readonly [K in keyof A]: JsArg<A[K]> };
 
-type JsFunction<S extends SymbolSpec> = (...args: JsArgs<S['args']>) => number;
+type JsFunction<S extends SymbolSpec> = (...args: JsArgs<S['args']>) => S['returns'] extends 'u64' ? bigint | number : number;
 
 /** A symbol table as callable functions, whichever runtime opened it. */
 export type Callable<T extends Record<string, SymbolSpec>> = { readonly [N in keyof T]: JsFunction<T[N]> };
