@@ -1,8 +1,8 @@
 /**
  * RFC 9110 on every listener of every process: a known path asked with a method it does not serve
  * is 405 with an `Allow` header naming the methods it does serve; an unknown path stays 404. Real
- * processes: the Coordinator (management and inference), `pdlink instance` (management) and
- * `pdlink sim-engine` (management and inference).
+ * processes: the Coordinator (management and inference), `pdlink instance` (management),
+ * `pdlink sim-engine` (management and inference) and `pdlink controller` (management).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,12 +16,20 @@ const children: PdlinkChild[] = [];
 let coordinator: PdlinkChild;
 let instance: PdlinkChild;
 let simEngine: PdlinkChild;
+let controller: PdlinkChild;
 
 /** A config with one device on `ip` at a random link port (the link port is not what is tested). */
 function deviceConfig(name: string, ip: string): string {
   const path = join(dir, `${name}.json`);
   const base = 20_000 + Math.floor(Math.random() * 40_000);
   writeFileSync(path, JSON.stringify({ pdlink: { link_base_port: base, devices: [{ device_logical_id: 0, device_ip: ip }] } }));
+  return path;
+}
+
+/** A topology file with no instance (the routes, not the cluster, are tested). */
+function topologyFile(): string {
+  const path = join(dir, 'topology.json');
+  writeFileSync(path, JSON.stringify({ coordinators: [], instances: [] }));
   return path;
 }
 
@@ -51,9 +59,10 @@ beforeAll(async () => {
       ],
       { listeners: ['management', 'inference'] },
     ),
+    startPdlink(['controller', '--config', topologyFile(), '--manage_port', '0'], { listeners: ['controller'] }),
   ]);
   children.push(...started);
-  [coordinator, instance, simEngine] = started as [PdlinkChild, PdlinkChild, PdlinkChild];
+  [coordinator, instance, simEngine, controller] = started as [PdlinkChild, PdlinkChild, PdlinkChild, PdlinkChild];
 }, TEST_TIMEOUT_MS);
 
 afterAll(async () => {
@@ -126,5 +135,16 @@ describe('405 with Allow on a known path, 404 on an unknown one', () => {
       await expect405(c);
     await expect404(manage(), '/sim/nothing');
     await expect404(inference(), '/v1/nothing');
+  });
+
+  test('controller management listener', async () => {
+    const url = () => controller.urls.controller!;
+    for (const c of [
+      [url, '/v1/cluster/instances', 'PUT', 'POST'],
+      [url, '/v1/cluster', 'POST', 'GET, HEAD'],
+      [url, '/v1/cluster/instances/7', 'GET', 'DELETE'],
+    ] as Case[])
+      await expect405(c);
+    await expect404(url(), '/v1/nothing');
   });
 });

@@ -17,7 +17,8 @@ import { controllerRoutes } from '../http/controller.ts';
 import { controllerSource } from '../http/dashboard-controller.ts';
 import { DashboardFeed } from '../http/dashboard-feed.ts';
 import { dashboardRoutes } from '../http/dashboard.ts';
-import { onError, onNotFound } from '../http/envelope.ts';
+import { onError } from '../http/envelope.ts';
+import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
@@ -100,7 +101,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
 
   const managementApp = new Hono();
   managementApp.onError(onError);
-  managementApp.notFound(onNotFound);
+  managementApp.notFound(notFoundOf(managementApp));
   managementApp.use('*', managementAuth(options.managementToken));
   managementApp.route(
     '/',

@@ -118,6 +118,22 @@ describe('controller API', () => {
     await a.close();
   });
 
+  test('a known path asked with a method it does not serve is 405 with Allow; an unknown path 404', async () => {
+    const a = app();
+    for (const [path, method, allow] of [
+      ['/v1/cluster/instances', 'PUT', 'POST'],
+      ['/v1/cluster', 'POST', 'GET, HEAD'],
+      ['/v1/cluster/instances/1', 'PATCH', 'DELETE'],
+      ['/v1/cluster/instances/1', 'GET', 'DELETE'],
+    ] as const) {
+      const res = await a.managementApp.request(path, { method, ...(method === 'GET' ? {} : { body: '{}' }) });
+      expect({ path, method, status: res.status, allow: res.headers.get('allow') }).toEqual({ path, method, status: 405, allow });
+      expect(((await res.json()) as { error: string }).error).toContain(`${method} is not served on ${path}`);
+    }
+    expect((await a.managementApp.request('/v1/nothing', { method: 'POST' })).status).toBe(404);
+    expect(await ids(a)).toEqual([1]);
+  });
+
   test('probes and metrics', async () => {
     const a = app();
     expect((await a.managementApp.request('/v1/readiness')).status).toBe(200);
