@@ -36,7 +36,19 @@ describe('pdlink controller as a child process', () => {
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect((await fetch(`${url}/v1/readiness`)).status).toBe(200);
       expect(await (await fetch(`${url}/metrics`)).text()).toContain('pdlink_controller_role_posts_total');
-      expect(((await (await fetch(`${url}/v1/cluster`)).json()) as { instances: unknown[] }).instances).toEqual([]);
+      const cluster = (await (await fetch(`${url}/v1/cluster`)).json()) as {
+        instances: unknown[];
+        desired: { timing: Record<string, number>; timing_defaults: string };
+      };
+      expect(cluster.instances).toEqual([]);
+      // pdlink's own file without ms_controller: the timings that take a dead instance out in about 1 s, and it says so.
+      expect(cluster.desired.timing_defaults).toBe('pdlink');
+      expect(cluster.desired.timing).toMatchObject({
+        cluster_synchronization_seconds: 0.2,
+        instance_heartbeat_timeout_seconds: 1,
+        status_poll_seconds: 0.1,
+      });
+      expect(child.output()).toContain("pdlink controller: timings: pdlink's defaults (the file reads no ms_controller.json)");
     } finally {
       expect(await child.kill('SIGTERM')).toBe(0);
     }

@@ -10,6 +10,7 @@ import { loadTopology } from '../config/controller.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
 import { ConfigError } from '../core/errors.ts';
 import { openStore } from '../store/open.ts';
+import { timingLine } from '../controller/spec.ts';
 import { parseStringOptions, startListeners, untilSignal } from './common.ts';
 
 /** Management listener defaults. */
@@ -71,6 +72,7 @@ export async function runController(argv: string[]): Promise<void> {
   const path = args.config;
   let loaded = loadTopology(path);
   const log = (line: string): void => console.log(`pdlink controller: ${line}`);
+  log(timingLine(loaded.spec));
   const { tls, ...topology } = loaded;
   const store = loaded.store;
   const ha = store === undefined ? undefined : { store: await openStore(store), ttlSeconds: store.leaseTtlSeconds };

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { timingLine } from '../controller/spec.ts';
 import { loadTopology } from './controller.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pdlink-topology-'));
@@ -23,7 +24,7 @@ const instance = (id: number, ip: string, extra: Record<string, unknown> = {}) =
 });
 
 describe('loadTopology', () => {
-  test('defaults: MindIE timings (1 s sync, 5 s retry and heartbeat), rates 0, static info of the seed example', () => {
+  test("defaults: pdlink's timings (0.2 s sync, 1 s heartbeat, 0.1 s polls), rates 0, static info of the seed example", () => {
     const { spec } = loadTopology(
       write('plain.json', {
         coordinators: ['http://127.0.0.1:1026/'],
@@ -31,7 +32,20 @@ describe('loadTopology', () => {
       }),
     );
     expect(spec.coordinators).toEqual(['http://127.0.0.1:1026']);
-    expect(spec.timing).toMatchObject({ syncMs: 1000, roleRetryMs: 5000, heartbeatTimeoutMs: 5000 });
+    // A dead instance leaves the snapshot about 1 s after it died: heartbeat 1 s, polls 0.1 s, pushes within 0.2 s.
+    expect(spec.timing).toEqual({
+      syncMs: 200,
+      roleRetryMs: 5000,
+      heartbeatTimeoutMs: 1000,
+      statusPollMs: 100,
+      httpTimeoutMs: 5000,
+      drainTimeoutMs: 30_000,
+    });
+    expect(spec.timingDefaults).toBe('pdlink');
+    expect(timingLine(spec)).toBe(
+      "timings: pdlink's defaults (the file reads no ms_controller.json), the file's timing keys win: synchronization 0.2 s, " +
+        'heartbeat timeout 1 s, status poll 0.1 s, role retry 5 s, HTTP timeout 5 s, drain timeout 30 s',
+    );
     expect(spec.rates).toEqual({ p: 0, d: 0 });
     expect(spec.instances[0]!).toMatchObject({ role: undefined, staticInfo: { maxSeqLen: 2048, totalSlots: 200, blockSize: 128 } });
   });
@@ -55,6 +69,21 @@ describe('loadTopology', () => {
     );
     expect(spec.timing).toMatchObject({ syncMs: 500, heartbeatTimeoutMs: 3000 });
     expect(spec.rates).toEqual({ p: 1, d: 2 });
+  });
+
+  test("with an ms_controller.json, the timings it leaves out are MindIE's (1 s sync, 5 s retry and heartbeat, 0.25 s polls)", () => {
+    write('ms_rates_only.json', { default_p_rate: 1, default_d_rate: 1 });
+    const { spec } = loadTopology(write('mindie.json', { coordinators: [], ms_controller: 'ms_rates_only.json', instances: [] }));
+    expect(spec.timing).toEqual({
+      syncMs: 1000,
+      roleRetryMs: 5000,
+      heartbeatTimeoutMs: 5000,
+      statusPollMs: 250,
+      httpTimeoutMs: 5000,
+      drainTimeoutMs: 30_000,
+    });
+    expect(spec.timingDefaults).toBe('mindie');
+    expect(timingLine(spec)).toStartWith("timings: MindIE's defaults (the file reads an ms_controller.json)");
   });
 
   test('the rank table gives each instance the devices of the server with its server_ip', () => {

@@ -6,7 +6,7 @@
 import type { AgentResources } from './agent-status.ts';
 import type { CoordinatorView } from './coordinators.ts';
 import type { Member, MemberState } from './member.ts';
-import type { ControllerTiming, DesiredInstance, PdRates } from './types.ts';
+import type { ControllerTiming, DesiredInstance, PdRates, TimingDefaults } from './types.ts';
 
 export interface MemberView {
   readonly id: number;
@@ -31,6 +31,8 @@ export interface MemberView {
 export interface ControllerView {
   readonly coordinators: readonly CoordinatorView[];
   readonly timing: ControllerTiming;
+  /** Where the timings the topology file leaves out come from (undefined: not from a file). */
+  readonly timingDefaults: TimingDefaults | undefined;
   readonly rates: PdRates;
   readonly desired: readonly DesiredInstance[];
   readonly snapshotIds: readonly number[];

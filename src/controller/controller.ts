@@ -21,13 +21,14 @@ import { AddressBook, snapshotCandidates } from './snapshot-candidates.ts';
 import { composeSnapshot, type RefreshBody } from './snapshot.ts';
 import type { StoredState } from './stored-state.ts';
 import { restoreMembers, storedStateOf } from './takeover.ts';
-import type { TopologySpec, ControllerTiming, DesiredInstance, PdRates } from './types.ts';
+import type { TopologySpec, ControllerTiming, DesiredInstance, PdRates, TimingDefaults } from './types.ts';
 
 export type { ControllerEvents, ControllerOptions } from './controller-options.ts';
 export type { ControllerView, MemberView } from './controller-view.ts';
 
 export class Controller {
   readonly #timing: ControllerTiming;
+  readonly #timingDefaults: TimingDefaults | undefined;
   readonly #rates: PdRates;
   readonly #client: Outgoing;
   readonly #now: () => number;
@@ -53,6 +54,7 @@ export class Controller {
   /** @example const controller = new Controller({ spec }); controller.start(); */
   constructor(options: ControllerOptions) {
     this.#timing = options.spec.timing;
+    this.#timingDefaults = options.spec.timingDefaults;
     this.#rates = options.spec.rates;
     this.#client = options.client ?? new ManagementClient(this.#timing.httpTimeoutMs, undefined, options.clientTls);
     this.#now = options.now ?? Date.now;
@@ -149,6 +151,7 @@ export class Controller {
     return {
       coordinators: this.#coordinators.views(),
       timing: this.#timing,
+      timingDefaults: this.#timingDefaults,
       rates: this.#rates,
       desired: [...this.#members.values()].filter((m) => m.drain === undefined).map((m) => m.spec),
       snapshotIds: this.#snapshot.ids,

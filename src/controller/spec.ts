@@ -1,12 +1,13 @@
 /**
  * From the topology file's wire shape (and MindIE's inputs) to the controller's TopologySpec:
- * timings in ms with precedence file > ms_controller.json > defaults, rates likewise, each
+ * timings in ms with precedence file > ms_controller.json > defaults (MindIE's with an
+ * ms_controller.json, pdlink's faster ones without), rates likewise, each
  * instance's devices from its entry or else the rank table's server of the same server_ip, and
  * static info from the entry, the file's defaults, then built-in ones.
  */
 import type { FieldIssue } from '../core/errors.ts';
 import type { InstanceEntry, MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
-import { DEFAULT_TIMING, type TopologySpec, type DesiredDevice, type DesiredInstance, type StaticDefaults } from './types.ts';
+import { MINDIE_TIMING, PDLINK_TIMING, type TopologySpec, type DesiredDevice, type DesiredInstance, type StaticDefaults } from './types.ts';
 
 /** Static info when neither the engine nor the file says (the seed's example values). */
 export const DEFAULT_STATIC: StaticDefaults = { maxSeqLen: 2048, maxOutputLen: 512, totalSlots: 200, totalBlocks: 1024, blockSize: 128 };
@@ -88,6 +89,9 @@ export function clusterSpec(
   table: RankTableFile | undefined,
 ): { ok: true; spec: TopologySpec } | { ok: false; issues: FieldIssue[] } {
   const t = file.timing ?? {};
+  // A MindIE deployment keeps MindIE's timings; pdlink's own file gets the ones that make a death short.
+  const timingDefaults = ms === undefined ? 'pdlink' : 'mindie';
+  const base = ms === undefined ? PDLINK_TIMING : MINDIE_TIMING;
   const ms1000 = (x: number | undefined, fallback: number): number => (x === undefined ? fallback : Math.round(x * 1000));
   const devices = rankDevices(table);
   const issues: FieldIssue[] = [];
@@ -102,21 +106,38 @@ export function clusterSpec(
     ok: true,
     spec: {
       coordinators: file.coordinators.map((u) => u.replace(/\/+$/, '')),
+      timingDefaults,
       timing: {
-        syncMs: ms1000(t.cluster_synchronization_seconds ?? ms?.cluster_synchronization_seconds, DEFAULT_TIMING.syncMs),
-        roleRetryMs: ms1000(t.role_retry_seconds ?? ms?.role_retry_seconds, DEFAULT_TIMING.roleRetryMs),
-        heartbeatTimeoutMs: ms1000(
-          t.instance_heartbeat_timeout_seconds ?? ms?.instance_heartbeat_timeout,
-          DEFAULT_TIMING.heartbeatTimeoutMs,
-        ),
-        statusPollMs: ms1000(t.status_poll_seconds, DEFAULT_TIMING.statusPollMs),
-        httpTimeoutMs: ms1000(t.http_timeout_seconds ?? ms?.http_timeout_seconds, DEFAULT_TIMING.httpTimeoutMs),
-        drainTimeoutMs: ms1000(t.drain_timeout_seconds, DEFAULT_TIMING.drainTimeoutMs),
+        syncMs: ms1000(t.cluster_synchronization_seconds ?? ms?.cluster_synchronization_seconds, base.syncMs),
+        roleRetryMs: ms1000(t.role_retry_seconds ?? ms?.role_retry_seconds, base.roleRetryMs),
+        heartbeatTimeoutMs: ms1000(t.instance_heartbeat_timeout_seconds ?? ms?.instance_heartbeat_timeout, base.heartbeatTimeoutMs),
+        statusPollMs: ms1000(t.status_poll_seconds, base.statusPollMs),
+        httpTimeoutMs: ms1000(t.http_timeout_seconds ?? ms?.http_timeout_seconds, base.httpTimeoutMs),
+        drainTimeoutMs: ms1000(t.drain_timeout_seconds, base.drainTimeoutMs),
       },
       rates: { p: file.default_p_rate ?? ms?.default_p_rate ?? 0, d: file.default_d_rate ?? ms?.default_d_rate ?? 0 },
       instances,
     },
   };
+}
+
+/**
+ * One line saying which timings apply and where their defaults come from, for the log at start.
+ * @example timingLine(spec) // 'timings: pdlink\'s defaults (no ms_controller file): synchronization 0.2 s, ...'
+ */
+export function timingLine(spec: TopologySpec): string {
+  const t = spec.timing;
+  const from =
+    spec.timingDefaults === 'mindie'
+      ? "MindIE's defaults (the file reads an ms_controller.json)"
+      : spec.timingDefaults === 'pdlink'
+        ? "pdlink's defaults (the file reads no ms_controller.json)"
+        : 'as given';
+  const s = (ms: number): string => `${ms / 1000} s`;
+  return (
+    `timings: ${from}, the file's timing keys win: synchronization ${s(t.syncMs)}, heartbeat timeout ${s(t.heartbeatTimeoutMs)}, ` +
+    `status poll ${s(t.statusPollMs)}, role retry ${s(t.roleRetryMs)}, HTTP timeout ${s(t.httpTimeoutMs)}, drain timeout ${s(t.drainTimeoutMs)}`
+  );
 }
 
 function join(path: string, key: string): string {

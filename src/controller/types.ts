@@ -48,7 +48,8 @@ export interface ControllerTiming {
   readonly drainTimeoutMs: number;
 }
 
-export const DEFAULT_TIMING: ControllerTiming = {
+/** MindIE's timings: what a topology file that reads an `ms_controller.json` starts from. */
+export const MINDIE_TIMING: ControllerTiming = {
   syncMs: 1000,
   roleRetryMs: 5000,
   heartbeatTimeoutMs: 5000,
@@ -56,6 +57,19 @@ export const DEFAULT_TIMING: ControllerTiming = {
   httpTimeoutMs: 5000,
   drainTimeoutMs: 30_000,
 };
+
+/**
+ * pdlink's own timings, for a topology file without `ms_controller`: a dead instance leaves the
+ * snapshot about 1 s after it died (1 s heartbeat, read by 0.1 s polls, pushed within 0.2 s)
+ * instead of MindIE's 5 to 6 s.
+ */
+export const PDLINK_TIMING: ControllerTiming = { ...MINDIE_TIMING, syncMs: 200, heartbeatTimeoutMs: 1000, statusPollMs: 100 };
+
+/** MindIE's timings, which the loop's own tests run on. */
+export const DEFAULT_TIMING: ControllerTiming = MINDIE_TIMING;
+
+/** Which defaults a spec's timings start from: pdlink's own, or MindIE's (an `ms_controller.json` is read). */
+export type TimingDefaults = 'pdlink' | 'mindie';
 
 /** MindIE's P:D rates (0..15 each); both 0 means one P per D. */
 export interface PdRates {
@@ -67,6 +81,8 @@ export interface PdRates {
 export interface TopologySpec {
   readonly coordinators: readonly string[];
   readonly timing: ControllerTiming;
+  /** Where the timings the file leaves out come from (absent: the spec was not read from a file). */
+  readonly timingDefaults?: TimingDefaults;
   readonly rates: PdRates;
   readonly instances: readonly DesiredInstance[];
 }

@@ -105,6 +105,7 @@ function clusterWire(view: ControllerView): Record<string, unknown> {
         http_timeout_seconds: t.httpTimeoutMs / 1000,
         drain_timeout_seconds: t.drainTimeoutMs / 1000,
       },
+      timing_defaults: view.timingDefaults ?? null,
       default_p_rate: view.rates.p,
       default_d_rate: view.rates.d,
       instances: view.desired.map((i) => ({
