@@ -23,6 +23,7 @@ import { InstanceTlsSection } from '../schema/instance-config.ts';
 import { shutdownSignals } from './shutdown.ts';
 import { runtime } from '../runtime/index.ts';
 import { launchEnv } from '../runtime/launch-env.ts';
+import { pdlinkModule } from '../core/module-path.ts';
 
 export const SIM_CLUSTER_DEFAULTS = { prefillIp: '127.0.0.11', decodeIp: '127.0.0.12', model: 'pdlink-sim' } as const;
 /** MindIE's engine ports and pdlink's first link port, the same on each engine's own address. */
@@ -136,7 +137,7 @@ async function startEngine(layout: EngineLayout, dir: string, model: string, tls
     name: layout.name,
     command: [
       process.execPath,
-      join(import.meta.dirname, 'sim-engine.ts'),
+      pdlinkModule('cli/sim-engine'),
       ...['--role', layout.role, '--model', model, '--config', config],
       ...['--manage_ip', layout.ip, '--manage_port', String(MANAGEMENT_PORT), '--ip', layout.ip, '--port', String(INFERENCE_PORT)],
       ...['--num_blocks', String(s.numBlocks), '--block_bytes', String(s.blockBytes), '--block_tokens', String(s.blockTokens)],

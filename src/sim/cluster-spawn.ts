@@ -13,14 +13,15 @@ import { runtime } from '../runtime/index.ts';
 import { withEngineTls } from './cluster-tls.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
 import { launchEnv } from '../runtime/launch-env.ts';
+import { MODULE_ROOT, pdlinkModule } from '../core/module-path.ts';
 
-const REPO_ROOT = join(import.meta.dirname, '..', '..');
+const REPO_ROOT = join(MODULE_ROOT, '..');
 
 /** The Coordinator's entry (`pdlink coordinator`). */
-const COORDINATOR_ENTRY = join(REPO_ROOT, 'src', 'main.ts');
+const COORDINATOR_ENTRY = pdlinkModule('main');
 
 /** A simulated engine's entry (`pdlink sim-engine`). */
-const SIM_ENGINE_ENTRY = join(REPO_ROOT, 'src', 'cli', 'sim-engine.ts');
+const SIM_ENGINE_ENTRY = pdlinkModule('cli/sim-engine');
 
 /**
  * The command that runs a pdlink entry on `name` (default: this process's runtime): the runtime

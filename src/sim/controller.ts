@@ -7,8 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SimCluster, SimEngineHandle } from './cluster.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
-
-const REPO_ROOT = join(import.meta.dirname, '..', '..');
+import { pdlinkModule } from '../core/module-path.ts';
 
 export interface SimController {
   readonly process: ManagedProcess;
@@ -59,7 +58,7 @@ export async function startSimController(
   writeTopology(cluster, topologyPath, engines, timing);
   const proc = await spawnListening({
     name: 'controller',
-    command: [process.execPath, join(REPO_ROOT, 'src', 'main.ts'), 'controller', '--config', topologyPath, '--manage_port', '0'],
+    command: [process.execPath, pdlinkModule('main'), 'controller', '--config', topologyPath, '--manage_port', '0'],
     listeners: ['controller'],
     ...(onLine === undefined ? {} : { onLine }),
   });

@@ -19,6 +19,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { LLM_STATUS } from '../core/llm-status.ts';
+import { MODULE_EXTENSION } from '../core/module-path.ts';
 import { packTask, unpackReply } from './link-wire.ts';
 import type { TaskReply } from './protocol.ts';
 
@@ -52,7 +53,7 @@ interface Thread {
   gone: boolean;
 }
 
-const ENTRY = new URL('./direct-entry.ts', import.meta.url);
+const ENTRY = new URL(`./direct-entry${MODULE_EXTENSION}`, import.meta.url);
 
 export class DirectThreads {
   readonly #options: DirectThreadsOptions;

@@ -11,6 +11,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { optionErrors } from '../core/errors.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
+import { MODULE_EXTENSION } from '../core/module-path.ts';
 import { DirectThreads } from './direct-threads.ts';
 import { NativeLinkCalls } from './native-calls.ts';
 import type { TaskReply, WorkerTask } from './protocol.ts';
@@ -76,7 +77,7 @@ export class WorkerPool {
   constructor(options: WorkerPoolOptions = {}) {
     const threads = options.threads ?? DEFAULT_POOL_THREADS;
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('threads must be a positive integer');
-    const filename = options.filename ?? new URL('./link-worker.ts', import.meta.url);
+    const filename = options.filename ?? new URL(`./link-worker${MODULE_EXTENSION}`, import.meta.url);
     this.#nativeLinks = options.filename === undefined && (options.linkThreads ?? 'native') === 'native';
     this.#threads = threads;
     this.#filename = typeof filename === 'string' ? filename : filename.href;
