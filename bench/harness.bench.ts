@@ -62,6 +62,8 @@ try {
     '20',
     '--out',
     join('bench', 'results', 'harness-synthetic'),
+    '--chart-library',
+    'beside',
   ];
   console.log(`$ pdlink ${args.slice(1).join(' ')}`);
   const child = spawn(process.execPath, args, { stdio: 'inherit', cwd: REPO });

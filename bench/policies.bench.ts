@@ -105,7 +105,7 @@ async function runOne(trace: (typeof TRACES)[number], config: (typeof CONFIGS)[n
       ...['--time-scale', trace.timeScale, '--length-scale', trace.lengthScale],
       ...['--max-requests', trace.requests, '--duration-s', '300'],
       ...['--slo-ttft-ms', String(SLO.ttftMs), '--slo-tpot-ms', String(SLO.tpotMs)],
-      ...['--out', out],
+      ...['--out', out, '--chart-library', 'beside'],
     ];
     // The per-request progress lines would drown the table: kept, and shown only on a failure.
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'], cwd: REPO });

@@ -4,7 +4,9 @@
  * writes a JSON report and an HTML page with charts. Ctrl-C writes the report of what was measured.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { runBench } from '../harness/bench-run.ts';
+import { writeChartLibrary } from '../harness/chart-library.ts';
 import { renderHtml } from '../harness/html.ts';
 import { progressFor } from '../harness/progress.ts';
 import { parseLength, type LengthDistribution } from '../harness/random.ts';
@@ -53,6 +55,8 @@ Report:
   --slo-ttft-ms MS          goodput counts requests with TTFT ≤ MS
   --slo-tpot-ms MS          …and TPOT ≤ MS
   --out PREFIX              output files PREFIX.json and PREFIX.html (default pdlink-bench-<time>)
+  --chart-library WHERE     inline (default: the page carries uPlot) | beside (the page references
+                            uPlot's two files, written once into its directory: for many reports)
   -h, --help                show this help
 `;
 
@@ -78,6 +82,7 @@ const OPTIONS = [
   'slo-ttft-ms',
   'slo-tpot-ms',
   'out',
+  'chart-library',
 ] as const;
 
 type Values = Partial<Record<(typeof OPTIONS)[number], string>>;
@@ -108,6 +113,9 @@ export async function runBenchCommand(argv: string[]): Promise<void> {
     ttftMs: values['slo-ttft-ms'] === undefined ? null : num(values, 'slo-ttft-ms', 0, { min: 0, exclusive: true }),
     tpotMs: values['slo-tpot-ms'] === undefined ? null : num(values, 'slo-tpot-ms', 0, { min: 0, exclusive: true }),
   };
+  const chartLibrary = values['chart-library'] ?? 'inline';
+  if (chartLibrary !== 'inline' && chartLibrary !== 'beside')
+    throw new ConfigError(`--chart-library: must be inline or beside, got ${JSON.stringify(chartLibrary)}`);
   const out = values.out ?? `pdlink-bench-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const model = values.model ?? (await firstModel(baseUrl));
   const target: Target = { baseUrl, endpoint: endpoint as Endpoint, model, requestTimeoutMs };
@@ -122,7 +130,8 @@ export async function runBenchCommand(argv: string[]): Promise<void> {
     progressFor(process.stderr),
   );
   writeFileSync(`${out}.json`, `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(`${out}.html`, renderHtml(report));
+  if (chartLibrary === 'beside') writeChartLibrary(dirname(out));
+  writeFileSync(`${out}.html`, renderHtml(report, { chartLibrary }));
   console.log(summaryText(report));
   console.log(`pdlink bench: ${report.partial ? 'partial ' : ''}report written to ${out}.json and ${out}.html`);
 }

@@ -2,7 +2,7 @@
  * The numbers the HTML page draws, reduced from the report so the page stays small on long runs:
  * a latency CDF per metric and run (at most CDF_POINTS points), and a timeline per run of load
  * (requests in flight, sends per second) and latency (mean TTFT and TPOT of the requests sent in
- * each time bin).
+ * each time bin). Numbers keep four significant digits, far finer than a chart can show.
  */
 import type { BenchReport } from './report.ts';
 
@@ -60,15 +60,26 @@ export function cdf(values: readonly number[]): CdfCurve {
 export function chartData(report: BenchReport): RunChartData[] {
   return report.runs.map((run) => {
     const ok = run.requests.filter((r) => r.outcome === 'ok');
+    const curve = (values: number[]): CdfCurve => {
+      const { x, y } = cdf(values);
+      return { x: x.map(drawn), y: y.map(drawn) };
+    };
+    const line = timeline(run.requests, run.durationMs);
     return {
       label: run.label,
       cdf: {
-        ttftMs: cdf(ok.flatMap((r) => (r.ttftMs === null ? [] : [r.ttftMs]))),
-        tpotMs: cdf(ok.flatMap((r) => (r.tpotMs === null ? [] : [r.tpotMs]))),
-        itlMs: cdf(ok.flatMap((r) => r.itlMs)),
-        e2eMs: cdf(ok.map((r) => r.e2eMs)),
+        ttftMs: curve(ok.flatMap((r) => (r.ttftMs === null ? [] : [r.ttftMs]))),
+        tpotMs: curve(ok.flatMap((r) => (r.tpotMs === null ? [] : [r.tpotMs]))),
+        itlMs: curve(ok.flatMap((r) => r.itlMs)),
+        e2eMs: curve(ok.map((r) => r.e2eMs)),
       },
-      timeline: timeline(run.requests, run.durationMs),
+      timeline: {
+        t: line.t.map(drawn),
+        inFlight: line.inFlight,
+        sentPerS: line.sentPerS.map(drawn),
+        ttftMs: line.ttftMs.map((v) => (v === null ? null : drawn(v))),
+        tpotMs: line.tpotMs.map((v) => (v === null ? null : drawn(v))),
+      },
     };
   });
 }
@@ -93,4 +104,12 @@ function timeline(requests: BenchReport['runs'][number]['requests'], durationMs:
     tpotMs.push(mean(sent.flatMap((r) => (r.outcome === 'ok' && r.tpotMs !== null ? [r.tpotMs] : []))));
   }
   return { t, inFlight, sentPerS, ttftMs, tpotMs };
+}
+
+/**
+ * A value as the page draws it: four significant digits.
+ * @example drawn(26.637382) // 26.64
+ */
+export function drawn(value: number): number {
+  return Number.isFinite(value) ? Number(value.toPrecision(4)) : value;
 }

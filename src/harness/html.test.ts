@@ -1,6 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { sampleReport } from '../../test/fixtures/bench-report.ts';
-import { chartLibrary } from './chart-library.ts';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CHART_LIBRARY_FILES, chartLibrary, writeChartLibrary } from './chart-library.ts';
 import { renderHtml } from './html.ts';
 
 /** HTML elements that never have an end tag. */
@@ -100,6 +103,29 @@ describe('the HTML report', () => {
     expect(ttft.x).toEqual(expected);
     expect(ttft.y[ttft.y.length - 1]).toBe(1);
     expect(parsed.runs[0]!.timeline.t.length).toBeGreaterThan(0);
+  });
+
+  test("beside: references the library's two files in its directory and carries no copy of it", async () => {
+    const page = await parse(renderHtml(report, { chartLibrary: 'beside' }));
+    expect(page.urlAttributes).toEqual([`href=${CHART_LIBRARY_FILES.style}`, `src=${CHART_LIBRARY_FILES.script}`]);
+    const library = chartLibrary();
+    expect(page.scripts.some((s) => s.text.includes(library.script.slice(0, 200)))).toBe(false);
+    expect(page.styles.some((s) => s.includes(library.style))).toBe(false);
+  });
+
+  test('writeChartLibrary writes the two files once, identical to the inline copy', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pdlink-chart-'));
+    try {
+      writeChartLibrary(dir);
+      const library = chartLibrary();
+      expect(readFileSync(join(dir, CHART_LIBRARY_FILES.script), 'utf8')).toBe(library.script);
+      expect(readFileSync(join(dir, CHART_LIBRARY_FILES.style), 'utf8')).toBe(library.style);
+      const written = statSync(join(dir, CHART_LIBRARY_FILES.script)).mtimeMs;
+      writeChartLibrary(dir);
+      expect(statSync(join(dir, CHART_LIBRARY_FILES.script)).mtimeMs).toBe(written);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('escapes what the report quotes: a hostile URL or source cannot open an element', () => {

@@ -1,19 +1,23 @@
 /**
  * The HTML page of a report: a summary table per run, latency CDFs (TTFT, TPOT, inter-token,
  * end to end) and a timeline of load and latency, drawn by uPlot. Everything — the library, its
- * style sheet and the data — is inline, so the file opens offline and can be mailed around.
+ * style sheet and the data — is inline by default, so the file opens offline and can be mailed
+ * around; or the page references the library's files beside it (chart-library.ts writes them once).
  */
 import { chartData } from './chart-data.ts';
-import { chartLibrary } from './chart-library.ts';
+import { CHART_LIBRARY_FILES, chartLibrary } from './chart-library.ts';
 import type { BenchReport } from './report.ts';
 import type { Percentiles } from './stats.ts';
+
+/** `inline`: the page carries the library; `beside`: it references the library's files in its directory. */
+export type ChartLibraryPlacement = 'inline' | 'beside';
 
 /**
  * Renders the page.
  * @example writeFileSync('bench.html', renderHtml(report));
  */
-export function renderHtml(report: BenchReport): string {
-  const library = chartLibrary();
+export function renderHtml(report: BenchReport, options: { readonly chartLibrary?: ChartLibraryPlacement } = {}): string {
+  const library = options.chartLibrary === 'beside' ? undefined : chartLibrary();
   const data = { runs: chartData(report) };
   return `<!DOCTYPE html>
 <html lang="en">
@@ -21,7 +25,7 @@ export function renderHtml(report: BenchReport): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>pdlink bench: ${escapeHtml(report.target.baseUrl)}</title>
-<style>${inlineText(library.style)}</style>
+${library === undefined ? `<link rel="stylesheet" href="${CHART_LIBRARY_FILES.style}">` : `<style>${inlineText(library.style)}</style>`}
 <style>${PAGE_STYLE}</style>
 </head>
 <body>
@@ -36,7 +40,7 @@ ${report.runs.map(runTable).join('\n')}
 <h2>Timeline: load and latency</h2>
 <div id="timelines" class="charts"></div>
 <script type="application/json" id="bench-data">${JSON.stringify(data).replace(/</g, '\\u003c')}</script>
-<script>${inlineText(library.script)}</script>
+${library === undefined ? `<script src="${CHART_LIBRARY_FILES.script}"></script>` : `<script>${inlineText(library.script)}</script>`}
 <script>${PAGE_SCRIPT}</script>
 </body>
 </html>
