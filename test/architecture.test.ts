@@ -18,8 +18,8 @@ const FLOORS: readonly (readonly string[])[] = [
   ['apps', 'config'],
   ['http'],
   ['proxy', 'agent', 'controller', 'sim', 'harness'],
-  ['scheduler', 'ledger', 'links', 'workers', 'store'],
-  ['cluster', 'schema', 'ffi'],
+  ['scheduler', 'ledger', 'links', 'workers', 'store', 'admission'],
+  ['cluster', 'schema', 'ffi', 'kv'],
   ['core', 'runtime'],
 ];
 
@@ -45,6 +45,7 @@ const STANDS_ON: Readonly<Record<string, readonly string[]>> = {
   core: [],
   schema: ['core'],
   ffi: ['core'],
+  kv: ['core'],
   runtime: ['core'],
 };
 

@@ -1,0 +1,109 @@
+/**
+ * The keys of a token sequence's KV blocks, as Mooncake's indexer standard defines them: each full
+ * block's token ids hashed as little-endian u32 with XXH3-64 (the block's local hash), chained with
+ * the key of the block before it (key = XXH3(previous key ‖ local hash), both as little-endian u64);
+ * the first block's key is its local hash, or chained with a parent's key when the sequence
+ * continues one. pdlink computes these itself from token ids, so the index never depends on an
+ * engine's own hash function or seed. Keys are written as (hi, lo) u32 pairs into a caller's array.
+ */
+import { errors } from '../core/errors.ts';
+import { xxh3Words } from './xxh3.ts';
+
+const MAX_TOKEN_ID = 0xffff_ffff;
+
+/** A 64-bit seed as two u32 halves (Mooncake's `S`; default 0). */
+export interface Seed {
+  readonly hi: number;
+  readonly lo: number;
+}
+
+export const ZERO_SEED: Seed = Object.freeze({ hi: 0, lo: 0 });
+
+/**
+ * Hashes token sequences into block keys; one instance per seed, reusing its scratch memory, so a
+ * prompt is keyed without allocating once its buffers have grown to the longest prompt seen
+ * (bounded: a prompt longer than SCRATCH_TOKENS tokens gets buffers of its own).
+ * @example const hasher = new BlockHasher(); const n = hasher.keys(tokens, 16, out); // out[2i], out[2i + 1]
+ */
+export class BlockHasher {
+  readonly seed: Seed;
+  #tokens = new Uint32Array(4096);
+  readonly #local = new Uint32Array(2);
+  readonly #chain = new Uint32Array(4);
+
+  constructor(seed: Seed = ZERO_SEED) {
+    this.seed = seed;
+  }
+
+  /**
+   * Writes the keys of the full blocks of `tokens` into `out` (two words per block, from 0) and
+   * returns how many blocks there are. `parent` (hi, lo) chains the first block to a preceding one.
+   * @throws PdlinkError `bad_request` naming `tokens[i]` for an id that is not an integer in [0, 2^32).
+   * @example hasher.keys([1, 2, 3, 4, 5], 2, out) // 2
+   */
+  keys(tokens: ArrayLike<number>, blockSize: number, out: Uint32Array, parent?: Seed, path = 'tokens'): number {
+    const blocks = Math.floor(tokens.length / blockSize);
+    if (blocks === 0) return 0;
+    if (out.length < 2 * blocks) throw errors.invalidArgument('out', `must hold ${2 * blocks} words`);
+    let words: Uint32Array;
+    if (tokens instanceof Uint32Array) words = tokens;
+    else {
+      const n = blocks * blockSize;
+      words = n <= SCRATCH_TOKENS ? this.#scratch(n) : new Uint32Array(n);
+      for (let i = 0; i < n; i++) {
+        const t = tokens[i] as number;
+        if (!Number.isInteger(t) || t < 0 || t > MAX_TOKEN_ID)
+          throw errors.invalidArgument(`${path}[${i}]`, `must be an integer in [0, ${MAX_TOKEN_ID}]`);
+        words[i] = t;
+      }
+    }
+    this.chain(words, 0, blocks, blockSize, out, 0, parent);
+    return blocks;
+  }
+
+  /**
+   * The keys of `blocks` blocks of `words` from index `start`, into out from `at` (two words each);
+   * `parent` chains the first one.
+   * @example hasher.chain(event.tokens, 0, 3, 16, keys, 0, parentKey);
+   */
+  chain(words: Uint32Array, start: number, blocks: number, blockSize: number, out: Uint32Array, at: number, parent?: Seed): void {
+    const { hi, lo } = this.seed;
+    const local = this.#local;
+    const chain = this.#chain;
+    let hasPrevious = parent !== undefined;
+    if (parent !== undefined) {
+      chain[0] = parent.lo;
+      chain[1] = parent.hi;
+    }
+    for (let b = 0; b < blocks; b++) {
+      const o = at + 2 * b;
+      if (!hasPrevious) {
+        xxh3Words(words, start + b * blockSize, blockSize, hi, lo, out, o);
+        hasPrevious = true;
+      } else {
+        xxh3Words(words, start + b * blockSize, blockSize, hi, lo, local, 0);
+        chain[2] = local[1]!;
+        chain[3] = local[0]!;
+        xxh3Words(chain, 0, 4, hi, lo, out, o);
+      }
+      chain[0] = out[o + 1]!;
+      chain[1] = out[o]!;
+    }
+  }
+
+  #scratch(n: number): Uint32Array {
+    if (this.#tokens.length < n) this.#tokens = new Uint32Array(Math.min(SCRATCH_TOKENS, Math.max(n, 2 * this.#tokens.length)));
+    return this.#tokens;
+  }
+}
+
+/** Longest prompt, in tokens, whose copy is kept between calls. */
+export const SCRATCH_TOKENS = 1 << 20;
+
+/**
+ * A key as 16 hex digits (the Conductor API's and the logs' spelling).
+ * @example keyHex(keys, 0) // '9f3c…'
+ */
+export function keyHex(words: Uint32Array, at: number): string {
+  return words[at]!.toString(16).padStart(8, '0') + words[at + 1]!.toString(16).padStart(8, '0');
+}
