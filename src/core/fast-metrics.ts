@@ -79,12 +79,15 @@ class Cells<C> {
 abstract class FastMetric<V extends { seen: boolean }, Cell> {
   readonly name: string;
   readonly help: string;
+  /** As prom-client's metrics name them (the reference pages read them there). */
+  readonly labelNames: readonly string[];
   readonly aggregator = 'sum';
   protected readonly cells: Cells<V & Cell>;
 
   constructor(options: MetricOptions<string>, make: () => V & Cell) {
     this.name = options.name;
     this.help = options.help;
+    this.labelNames = options.labelNames ?? [];
     this.cells = new Cells(options.labelNames ?? [], make);
     if (options.labelNames === undefined || options.labelNames.length === 0) this.cells.child([]).seen = true;
     for (const registry of options.registers) registry.registerMetric(this as never);
