@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 /**
- * Writes the generated reference pages (docs/reference/configuration.md and metrics.md) from the
- * schemas and the processes' metrics registries; with `--check`, writes nothing and exits 1 when a
+ * Writes the generated pages: docs/reference/configuration.md and metrics.md from the schemas and
+ * the processes' metrics registries, docs/performance.md from bench/results/*.json; with `--check`, writes nothing and exits 1 when a
  * committed page differs from what would be written, or a configuration key has no description.
  *   npm run docs:reference            # write
  *   npm run docs:reference -- --check # check
@@ -9,12 +9,14 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CONFIGURATION_PAGE, METRICS_PAGE, configurationPage, metricsPage, undocumented } from './reference/pages.ts';
+import { PERFORMANCE_PAGE, performancePage } from './reference/performance.ts';
 
 const root = join(import.meta.dirname, '..');
 const check = process.argv.includes('--check');
 const pages: [string, string][] = [
   [CONFIGURATION_PAGE, configurationPage()],
   [METRICS_PAGE, await metricsPage()],
+  [PERFORMANCE_PAGE, performancePage(root)],
 ];
 let stale = 0;
 for (const [page, text] of pages) {
