@@ -16,10 +16,24 @@ function show(state: DashboardState): void {
   const linked = state.links.filter((l) => l.state === 'ok').length;
   document.getElementById('summary')!.textContent =
     `${state.instances.length} instances · ${linked}/${state.links.length} links ok · updated ${new Date(state.at).toLocaleTimeString()}`;
+  renderNotices(state);
   renderTables(state);
   graph.update(state);
   charts.update(state);
   document.body.dataset['updatedAt'] = String(state.at);
+}
+
+/** Standing facts (the controller's topology file: applied, or refused and why) above the panels. */
+function renderNotices(state: DashboardState): void {
+  const box = document.getElementById('notices')!;
+  box.replaceChildren(
+    ...state.notices.map((n) => {
+      const line = document.createElement('p');
+      line.dataset['ok'] = String(n.ok);
+      line.textContent = `${n.subject}, read ${new Date(n.at).toLocaleTimeString()}: ${n.message}`;
+      return line;
+    }),
+  );
 }
 
 const events = new EventSource('dashboard/events');

@@ -12,6 +12,9 @@ import { controllerMetrics } from '../controller/metrics.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
 import type { TopologySpec } from '../controller/types.ts';
 import { ManagementClient } from '../controller/outgoing.ts';
+import type { ApplyOutcome } from '../controller/topology-change.ts';
+import { TopologyFileRecord, type TopologyFileStatus } from '../controller/topology-file.ts';
+import { errors } from '../core/errors.ts';
 import { managementAuth } from '../http/auth.ts';
 import { controllerRoutes } from '../http/controller.ts';
 import { controllerSource } from '../http/dashboard-controller.ts';
@@ -40,6 +43,8 @@ export interface ControllerAppOptions {
   readonly clientTls?: ClientTlsOptions;
   /** Bearer token this app requires (but on probes) and the controller sends to agents and Coordinators. */
   readonly managementToken?: string | undefined;
+  /** The topology file `spec` was read from and how to read it again (reloads, `POST /v1/cluster/reload`). */
+  readonly topologyFile?: { readonly path: string; readonly load: () => TopologySpec };
 }
 
 export interface ControllerApp {
@@ -47,10 +52,16 @@ export interface ControllerApp {
   readonly managementApp: Hono;
   readonly metrics: Registry;
   /**
-   * Applies a changed topology file as a diff against the one loaded before.
+   * Applies a changed topology file as a diff against the one applied before; a refused one
+   * (clashes, too many removals without `force`) changes nothing and stays the one to diff against.
    * @example app.applyFile(loadTopology(path).spec);
    */
-  applyFile(next: TopologySpec): void;
+  applyFile(next: TopologySpec, options?: { readonly force?: boolean }): ApplyOutcome;
+  /**
+   * Reads the topology file again and applies it; the outcome is also what `GET /v1/cluster` shows.
+   * @example app.reloadFile(); // the CLI's watcher
+   */
+  reloadFile(options?: { readonly force?: boolean }): TopologyFileStatus;
   /** With `ha`: runs for leader under this management URL (known once the listener is up). */
   campaign(url: string): void;
   /** Stops the loop; idempotent. */
@@ -65,7 +76,10 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const metrics = options.metrics ?? createRegistry();
   if (options.processMetrics === true) collectProcessMetrics(metrics, 'pdlink_process_');
   const m = controllerMetrics(metrics);
-  const source = controllerSource(() => controller);
+  const source = controllerSource(
+    () => controller,
+    () => fileRecord?.status,
+  );
   const ha = options.ha;
   let leadership: Leadership | undefined;
   let fileSpec = options.spec;
@@ -98,6 +112,30 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   m.watch(controller);
   const devices = rankDevices(options.rankTable);
   const defaults = options.staticDefaults ?? {};
+  const file = options.topologyFile;
+  const fileRecord = file === undefined ? undefined : new TopologyFileRecord(file.path, Date.now, options.spec.instances.length);
+  const applyFile = (next: TopologySpec, applyOptions: { readonly force?: boolean } = {}): ApplyOutcome => {
+    const outcome = controller.apply(fileSpec, next, applyOptions);
+    if (outcome.applied) {
+      fileSpec = next;
+      leadership?.fileApplied();
+    }
+    fileRecord?.record(outcome);
+    return outcome;
+  };
+  const reloadFile = (reloadOptions: { readonly force?: boolean } = {}): TopologyFileStatus => {
+    if (file === undefined || fileRecord === undefined) throw errors.conflictWith('this controller runs without a topology file', 'path');
+    let next: TopologySpec;
+    try {
+      next = file.load();
+    } catch (err) {
+      const status = fileRecord.unreadable(err instanceof Error ? err.message : String(err));
+      options.log?.(`topology change ignored: ${status.message}`);
+      return status;
+    }
+    applyFile(next, reloadOptions);
+    return fileRecord.status;
+  };
 
   const managementApp = new Hono();
   managementApp.onError(onError);
@@ -109,6 +147,8 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
       controller,
       resolve: (entry) => desiredInstance(entry, '', defaults, devices),
       leadership: () => leadership?.view(),
+      topologyFile: () => fileRecord?.status,
+      reload: reloadFile,
     }),
   );
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
@@ -118,11 +158,8 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
     controller,
     managementApp,
     metrics,
-    applyFile(next) {
-      controller.apply(fileSpec, next);
-      fileSpec = next;
-      leadership?.fileApplied();
-    },
+    applyFile,
+    reloadFile,
     campaign(url) {
       if (ha === undefined || leadership !== undefined) return;
       leadership = new Leadership({

@@ -1,7 +1,7 @@
 /**
  * `pdlink controller`: runs the control loop over a topology file and serves its management
- * listener until SIGINT/SIGTERM. The file is watched: a change applies as a diff; a broken change
- * is reported and the running topology kept.
+ * listener until SIGINT/SIGTERM. The file is watched: a change applies as a diff; a broken or
+ * refused change is reported (log, GET /v1/cluster, the topology page) and the running topology kept.
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -33,7 +33,7 @@ Options:
   -h, --help           show this help
 
 Management listener: GET /v1/cluster, POST /v1/cluster/instances, DELETE /v1/cluster/instances/{id},
-probes, /metrics.
+POST /v1/cluster/reload, probes, /metrics, /dashboard.
 
 With pdlink.store.etcd.endpoints in the file (or env PDLINK_ETCD_ENDPOINTS), several controllers
 share one etcd: the elected one leads, the others stand by (README, "High availability on etcd").
@@ -70,7 +70,7 @@ export async function runController(argv: string[]): Promise<void> {
     return;
   }
   const path = args.config;
-  let loaded = loadTopology(path);
+  const loaded = loadTopology(path);
   const log = (line: string): void => console.log(`pdlink controller: ${line}`);
   log(timingLine(loaded.spec));
   const { tls, ...topology } = loaded;
@@ -82,6 +82,7 @@ export async function runController(argv: string[]): Promise<void> {
     log,
     ha,
     ...(tls.client === undefined ? {} : { clientTls: tls.client }),
+    topologyFile: { path, load: () => loadTopology(path).spec },
   });
   const listeners = await startListeners([
     {
@@ -103,14 +104,8 @@ export async function runController(argv: string[]): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const reload = (): void => {
     timer = undefined;
-    try {
-      const next = loadTopology(path);
-      app.applyFile(next.spec);
-      loaded = next;
-      log(`topology reloaded from ${path}`);
-    } catch (err) {
-      log(`topology change ignored: ${err instanceof Error ? err.message : String(err)}`);
-    }
+    // The app logs what the change did or why it was refused; GET /v1/cluster shows it too.
+    if (app.reloadFile().outcome === 'applied') log(`topology reloaded from ${path}`);
   };
   // The directory is watched, not the file: an editor's save replaces the file under a new inode.
   let watcher: FSWatcher | undefined;

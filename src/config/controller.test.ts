@@ -137,10 +137,97 @@ describe('loadTopology', () => {
       ],
     });
     expect(() => loadTopology(dup)).toThrow(
-      /default_d_rate: default_p_rate \+ default_d_rate must be <= 16.*instances\[1\]\.id: duplicate id 1.*instances\[1\]\.server_ip: duplicate server_ip/,
+      /default_d_rate: default_p_rate \+ default_d_rate must be <= 16.*instances\[1\]\.id: duplicate id 1/,
     );
     expect(() => loadTopology(write('nodevices.json', { coordinators: [], instances: [instance(1, '10.0.0.7')] }))).toThrow(
       /instances\[0\]\.devices: is required/,
     );
+  });
+
+  /** The message of loading a file with `instances` (devices given), or '' when it loads. */
+  const refusal = (name: string, instances: unknown[], extra: Record<string, unknown> = {}): string => {
+    try {
+      loadTopology(write(name, { coordinators: [], instances, ...extra }));
+      return '';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  const dev = (ip: string, id = '0') => ({ device_logical_id: id, device_ip: ip });
+
+  test('what an agent would refuse is refused in the file, with the field path: device counts, shared addresses and devices', () => {
+    // Another device count: the agents pair devices by position.
+    expect(
+      refusal('count.json', [
+        instance(1, '10.0.0.1', { devices: [dev('10.1.0.1')] }),
+        instance(2, '10.0.0.2', { devices: [dev('10.1.0.2'), dev('10.1.0.2', '1')] }),
+      ]),
+    ).toContain("instances[1].devices: has 2 devices, the cluster's instances 1 (as instances[0])");
+    // The same server_ip spelt two ways is one server.
+    expect(
+      refusal('ip.json', [
+        instance(1, '10.0.0.1', { server_ip: '::1', devices: [dev('10.1.0.1')] }),
+        instance(2, '10.0.0.2', { server_ip: '0:0:0:0:0:0:0:1', devices: [dev('10.1.0.2')] }),
+      ]),
+    ).toContain("instances[1].server_ip: server_ip 0:0:0:0:0:0:0:1 is already instances[0]'s (written ::1 there)");
+    // One agent, one engine, one device: each belongs to one instance.
+    const shared = refusal('shared.json', [
+      instance(1, '10.0.0.1', { devices: [dev('10.1.0.1')] }),
+      instance(2, '10.0.0.2', {
+        manage_url: 'http://10.0.0.1:2000/',
+        inference_url: 'HTTP://10.0.0.1:3000',
+        devices: [dev('10.1.0.1', '00')],
+      }),
+    ]);
+    for (const expected of [
+      "instances[1].manage_url: manage_url http://10.0.0.1:2000 is already instances[0]'s;",
+      "instances[1].inference_url: inference_url HTTP://10.0.0.1:3000 is already instances[0]'s (written http://10.0.0.1:3000 there)",
+      "instances[1].devices[0]: device 10.1.0.1 #00 is already instances[0]'s (written 10.1.0.1 #0 there)",
+    ])
+      expect(shared).toContain(expected);
+    expect(refusal('twice.json', [instance(1, '10.0.0.1', { devices: [dev('10.1.0.1'), dev('10.1.0.1')] })])).toContain(
+      'instances[0].devices[1]: duplicates devices[0] (same device_ip and device_logical_id)',
+    );
+    // Devices from the rank table count as well.
+    write('rank2.json', {
+      server_list: [
+        {
+          server_ip: '10.0.0.1',
+          device: [
+            { device_id: '0', device_ip: '10.1.0.1' },
+            { device_id: '1', device_ip: '10.1.0.2' },
+          ],
+        },
+      ],
+    });
+    expect(
+      refusal('ranked.json', [instance(1, '10.0.0.1'), instance(2, '10.0.0.2', { devices: [dev('10.1.0.3')] })], {
+        rank_table: 'rank2.json',
+      }),
+    ).toContain('instances[1].devices: has 1 device,');
+    // Distinct addresses and devices of one count load.
+    expect(
+      refusal('fine.json', [
+        instance(1, '10.0.0.1', { devices: [dev('10.1.0.1')] }),
+        instance(2, '10.0.0.2', { devices: [dev('10.1.0.1', '1')] }),
+      ]),
+    ).toBe('');
+  });
+
+  test('an id of 2^53 is too large (not "not a number"), a bad URL is one issue, an unknown key is named plainly', () => {
+    const message = refusal('ids.json', [
+      instance(9007199254740992, '10.0.0.1', { devices: [dev('10.1.0.1')], inference_url: 'nope', colour: 'red' }),
+    ]);
+    expect(message).toContain('instances[0].id: must be at most 2^53-1 (9007199254740991): larger ids cannot be carried exactly');
+    expect(message.split('instances[0].inference_url').length - 1).toBe(1);
+    expect(message).toContain('instances[0].inference_url: must be an http(s) URL');
+    expect(message).toContain('instances[0].colour: is not a known key here (misspelt, or in the wrong place)');
+    expect(message).not.toContain('Expected never');
+  });
+
+  test('max_removed_fraction: 0.5 unless the file says, within [0, 1]', () => {
+    expect(loadTopology(write('guard-default.json', { coordinators: [], instances: [] })).spec.maxRemovedFraction).toBeUndefined();
+    expect(loadTopology(write('guard.json', { coordinators: [], max_removed_fraction: 1, instances: [] })).spec.maxRemovedFraction).toBe(1);
+    expect(refusal('guard-bad.json', [], { max_removed_fraction: 1.5 })).toContain('max_removed_fraction: must be <= 1');
   });
 });

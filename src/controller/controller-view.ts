@@ -6,7 +6,14 @@
 import type { AgentResources } from './agent-status.ts';
 import type { CoordinatorView } from './coordinators.ts';
 import type { Member, MemberState } from './member.ts';
-import type { ControllerTiming, DesiredInstance, PdRates, TimingDefaults } from './types.ts';
+import {
+  DEFAULT_MAX_REMOVED_FRACTION,
+  type ControllerTiming,
+  type DesiredInstance,
+  type PdRates,
+  type TimingDefaults,
+  type TopologySpec,
+} from './types.ts';
 
 export interface MemberView {
   readonly id: number;
@@ -27,13 +34,31 @@ export interface MemberView {
   readonly failedLinks: ReadonlyMap<number, string>;
 }
 
-/** What the Controller shows of itself (`GET /v1/cluster`): the desired state, the observed one, each member. */
-export interface ControllerView {
-  readonly coordinators: readonly CoordinatorView[];
-  readonly timing: ControllerTiming;
+/** The spec's settings an operator sees besides the timing. */
+export interface ClusterSettings {
   /** Where the timings the topology file leaves out come from (undefined: not from a file). */
   readonly timingDefaults: TimingDefaults | undefined;
   readonly rates: PdRates;
+  /** Largest share of the instances one change may remove unless forced. */
+  readonly maxRemovedFraction: number;
+}
+
+/**
+ * The settings of `spec`, defaults filled in.
+ * @example settingsOf(spec).maxRemovedFraction // 0.5
+ */
+export function settingsOf(spec: TopologySpec): ClusterSettings {
+  return {
+    timingDefaults: spec.timingDefaults,
+    rates: spec.rates,
+    maxRemovedFraction: spec.maxRemovedFraction ?? DEFAULT_MAX_REMOVED_FRACTION,
+  };
+}
+
+/** What the Controller shows of itself (`GET /v1/cluster`): the desired state, the observed one, each member. */
+export interface ControllerView extends ClusterSettings {
+  readonly coordinators: readonly CoordinatorView[];
+  readonly timing: ControllerTiming;
   readonly desired: readonly DesiredInstance[];
   readonly snapshotIds: readonly number[];
   readonly members: readonly MemberView[];
@@ -118,4 +143,26 @@ export function memberViews(
       resources: m.observation?.resources,
       failedLinks: failedLinks(m, members),
     }));
+}
+
+/**
+ * The whole view of a Controller from its parts.
+ * @example controllerView(members, snapshot.ids, now, timing, settings, coordinators.views());
+ */
+export function controllerView(
+  members: ReadonlyMap<number, Member>,
+  snapshotIds: readonly number[],
+  now: number,
+  timing: ControllerTiming,
+  settings: ClusterSettings,
+  coordinators: readonly CoordinatorView[],
+): ControllerView {
+  return {
+    ...settings,
+    coordinators,
+    timing,
+    desired: [...members.values()].filter((m) => m.drain === undefined).map((m) => m.spec),
+    snapshotIds,
+    members: memberViews(members, snapshotIds, now, timing),
+  };
 }

@@ -76,13 +76,23 @@ const instance = (id: number, ip: string, role?: 'prefill' | 'decode'): DesiredI
   staticInfo: { maxSeqLen: 4096, maxOutputLen: 1024, totalSlots: 8, totalBlocks: 64, blockSize: 16 },
 });
 
-function setup(instances: DesiredInstance[]): { controller: Controller; fake: FakeCluster; clock: { now: number } } {
+function setup(instances: DesiredInstance[]): {
+  controller: Controller;
+  fake: FakeCluster;
+  clock: { now: number };
+  logs: string[];
+  spec: TopologySpec;
+} {
   const fake = new FakeCluster();
   const clock = { now: 1_000_000 };
+  const logs: string[] = [];
   const spec: TopologySpec = { coordinators: ['http://127.0.0.1:1026'], timing: DEFAULT_TIMING, rates: { p: 0, d: 0 }, instances };
-  const controller = new Controller({ spec, client: fake, now: () => clock.now });
-  return { controller, fake, clock };
+  const controller = new Controller({ spec, client: fake, now: () => clock.now, log: (line) => logs.push(line) });
+  return { controller, fake, clock, logs, spec };
 }
+
+const busy = { totalSlotsNum: 8, availSlotsNum: 7, totalBlockNum: 64, availBlockNum: 60 };
+const idle = { totalSlotsNum: 8, availSlotsNum: 8, totalBlockNum: 64, availBlockNum: 64 };
 
 /** Runs poll rounds until the event loop has nothing left from them (no timers involved). */
 async function rounds(controller: Controller, n = 6): Promise<void> {
@@ -240,5 +250,85 @@ describe('Controller', () => {
     expect(() => controller.add(instance(2, P))).toThrow(/server_ip/);
     expect(controller.view().members.map((m) => m.id)).toEqual([1]);
     expect(() => controller.remove(9)).toThrow(/not found/);
+  });
+
+  test('instances put back in the topology while they drain stay: the drain is called off, and the change says so', async () => {
+    const P2 = '10.0.0.4';
+    const all = [instance(1, P, 'prefill'), instance(2, D, 'decode'), instance(3, D2, 'decode'), instance(4, P2, 'prefill')];
+    const { controller, fake, logs, spec } = setup(all);
+    for (const ip of [D2, P2]) fake.agent(ip).resource = busy;
+    await rounds(controller);
+    expect(fake.last.ids).toEqual([1, 2, 3, 4]);
+    const without = { ...spec, instances: all.slice(0, 2) };
+    expect(controller.apply(spec, without)).toEqual({
+      applied: true,
+      change: { added: [], removed: [3, 4], updated: [], drainsCancelled: [] },
+    });
+    await rounds(controller);
+    expect(fake.last.ids).toEqual([1, 2]);
+    expect(controller.view().members.map((m) => m.state)).toEqual(['serving', 'serving', 'draining', 'draining']);
+    // Back in the file while still busy, so still draining.
+    const drained = controller.remove(3, { force: true });
+    expect(controller.apply(without, spec)).toEqual({
+      applied: true,
+      change: { added: [], removed: [], updated: [], drainsCancelled: [3, 4] },
+    });
+    expect(await drained).toBe('cancelled');
+    expect(logs).toContain('topology change: back in the topology while draining, so kept: 3, 4');
+    // Idle now: a drain would have finished and removed them; they stay and serve.
+    for (const ip of [D2, P2]) fake.agent(ip).resource = idle;
+    await rounds(controller);
+    expect(controller.view().members.map((m) => [m.id, m.state])).toEqual([
+      [1, 'serving'],
+      [2, 'serving'],
+      [3, 'serving'],
+      [4, 'serving'],
+    ]);
+    expect(fake.last.ids).toEqual([1, 2, 3, 4]);
+    expect(fake.agent(P).peers).toEqual([D, D2]);
+  });
+
+  test('one change may not remove more than max_removed_fraction of the instances: refused whole, unless forced', async () => {
+    const all = [instance(1, P, 'prefill'), instance(2, D, 'decode'), instance(3, D2, 'decode'), instance(4, '10.0.0.4', 'prefill')];
+    const { controller, fake, logs, spec } = setup(all);
+    await rounds(controller);
+    const empty = { ...spec, instances: [] };
+    const refused = controller.apply(spec, empty);
+    expect(refused).toMatchObject({ applied: false, change: { removed: [1, 2, 3, 4] } });
+    expect(logs.at(-1)).toBe(
+      'topology change refused: it removes 4 of 4 instances (100%), more than max_removed_fraction 0.5 allows (instances 1, 2, 3, 4); ' +
+        'raise max_removed_fraction in the file, or apply it once with POST /v1/cluster/reload?force=true',
+    );
+    await rounds(controller);
+    expect(fake.last.ids).toEqual([1, 2, 3, 4]);
+    expect(controller.view().members.every((m) => m.state === 'serving')).toBe(true);
+    // Half is within the default guard; three of four is not, unless the file raises it or the change is forced.
+    expect(controller.apply(spec, { ...spec, instances: all.slice(0, 1) }).applied).toBe(false);
+    expect(controller.apply(spec, { ...spec, instances: all.slice(0, 1), maxRemovedFraction: 0.75 }).applied).toBe(true);
+    expect(
+      controller
+        .view()
+        .members.filter((m) => m.state === 'draining')
+        .map((m) => m.id),
+    ).toEqual([2, 3, 4]);
+    const two = setup(all.slice(0, 2));
+    await rounds(two.controller);
+    expect(two.controller.apply(two.spec, { ...two.spec, instances: [] }, { force: true })).toMatchObject({
+      applied: true,
+      change: { removed: [1, 2] },
+    });
+  });
+
+  test('a changed topology whose instances clash with running ones is refused whole', async () => {
+    const { controller, spec } = setup([instance(1, P, 'prefill'), instance(2, D, 'decode')]);
+    controller.add(instance(5, '10.0.0.5', 'decode'));
+    // The file adds an instance on the API-added one's agent.
+    const clash = { ...instance(6, '10.0.0.6', 'decode'), manageUrl: 'http://10.0.0.5:2000' };
+    const outcome = controller.apply(spec, { ...spec, instances: [...spec.instances, clash] });
+    expect(outcome).toMatchObject({
+      applied: false,
+      issues: [{ path: 'instances[2].manage_url', message: "manage_url http://10.0.0.5:2000 is already instance 5's" }],
+    });
+    expect(controller.view().members.map((m) => m.id)).toEqual([1, 2, 5]);
   });
 });

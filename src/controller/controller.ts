@@ -7,29 +7,31 @@
  * the peers it posts. No HTTP routes here: src/http/controller.ts serves this object.
  */
 import { errors } from '../core/errors.ts';
-import { fetchStatus, postRole, unlinkAll } from './agent-calls.ts';
+import { fetchStatus, postRole } from './agent-calls.ts';
 import { shapeChanged } from './agent-status.ts';
 import type { ControllerEvents, ControllerOptions } from './controller-options.ts';
-import { memberViews, type ControllerView } from './controller-view.ts';
+import { controllerView, settingsOf, type ClusterSettings, type ControllerView } from './controller-view.ts';
 import { CoordinatorSet } from './coordinators.ts';
-import { drainFinished } from './drain.ts';
-import { Member } from './member.ts';
-import { admit, applyInstances } from './membership.ts';
+import { drainFinished, finishDrain, startDrain } from './drain.ts';
+import { refuseClashes } from './conflicts.ts';
+import { Member, type DrainOutcome } from './member.ts';
+import { admit } from './membership.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
 import { aliveKey, planRoles } from './role-plan.ts';
 import { AddressBook, snapshotCandidates } from './snapshot-candidates.ts';
 import { composeSnapshot, type RefreshBody } from './snapshot.ts';
 import type { StoredState } from './stored-state.ts';
 import { restoreMembers, storedStateOf } from './takeover.ts';
-import type { TopologySpec, ControllerTiming, DesiredInstance, PdRates, TimingDefaults } from './types.ts';
+import { applyChange, describeChange, refuseRemoval, type ApplyOutcome } from './topology-change.ts';
+import type { TopologySpec, ControllerTiming, DesiredInstance } from './types.ts';
 
 export type { ControllerEvents, ControllerOptions } from './controller-options.ts';
 export type { ControllerView, MemberView } from './controller-view.ts';
 
 export class Controller {
   readonly #timing: ControllerTiming;
-  readonly #timingDefaults: TimingDefaults | undefined;
-  readonly #rates: PdRates;
+  /** The spec besides its timing; max_removed_fraction follows the topology. */
+  #settings: ClusterSettings;
   readonly #client: Outgoing;
   readonly #now: () => number;
   readonly #events: ControllerEvents;
@@ -54,8 +56,7 @@ export class Controller {
   /** @example const controller = new Controller({ spec }); controller.start(); */
   constructor(options: ControllerOptions) {
     this.#timing = options.spec.timing;
-    this.#timingDefaults = options.spec.timingDefaults;
-    this.#rates = options.spec.rates;
+    this.#settings = settingsOf(options.spec);
     this.#client = options.client ?? new ManagementClient(this.#timing.httpTimeoutMs, undefined, options.clientTls);
     this.#now = options.now ?? Date.now;
     this.#events = options.events ?? {};
@@ -89,42 +90,56 @@ export class Controller {
   }
 
   /**
-   * Adds an instance at run time; a conflict (id or server_ip taken) changes nothing.
+   * Adds an instance at run time; one its agent or its peers would refuse (an id, address or
+   * device taken, another device count) changes nothing.
    * @example controller.add(instance);
    */
   add(spec: DesiredInstance): void {
+    refuseClashes(this.#members, spec);
     admit(this.#members, spec);
-    this.#replan();
-    this.#dirty = true;
     this.#log(`instance ${spec.id} added`);
-    this.evaluate();
+    this.#changed();
   }
 
   /**
    * Removes an instance by draining it: it leaves the snapshot at once, its requests finish
    * (bounded by the drain timeout), then its peers get role posts without it. Resolves when done.
+   * Refused (409) past max_removed_fraction of the instances, unless `force`.
    * @example await controller.remove(201);
    */
-  remove(id: number): Promise<void> {
+  remove(id: number, options: { readonly force?: boolean } = {}): Promise<DrainOutcome> {
     const member = this.#members.get(id);
     if (member === undefined) throw errors.notFound(`instance ${id}`);
-    if (member.drain === undefined) {
-      member.drain = { requestedAt: this.#now(), pushed: false, snapshotMark: undefined, done: Promise.withResolvers<void>() };
-      this.#log(`instance ${id} draining`);
-      this.#dirty = true;
-      this.evaluate();
-    }
-    return member.drain.done.promise;
+    refuseRemoval(this.#members, member, this.#settings.maxRemovedFraction, options.force === true);
+    return this.#drain(member);
+  }
+
+  #drain(member: Member): Promise<DrainOutcome> {
+    if (member.drain !== undefined) return member.drain.done.promise;
+    const done = startDrain(member, this.#now());
+    this.#log(`instance ${member.id} draining`);
+    this.#changed();
+    return done;
   }
 
   /**
    * Applies a changed topology as a diff: new ids added, missing ones drained away, changed ones
-   * updated (a new role or devices means a new role post).
+   * updated (a new role or devices means a new role post), draining ones it lists again kept.
+   * Refused whole on a clash or past max_removed_fraction (unless `force`), changing nothing.
    * @example controller.apply(previousFileSpec, nextFileSpec);
    */
-  apply(previous: TopologySpec, next: TopologySpec): void {
+  apply(previous: TopologySpec, next: TopologySpec, options: { readonly force?: boolean } = {}): ApplyOutcome {
+    const outcome = applyChange(this.#members, previous, next, options.force === true, (m) => void this.#drain(m));
+    this.#log(outcome.applied ? `topology change: ${describeChange(outcome.change)}` : `topology change refused: ${outcome.reason}`);
+    if (!outcome.applied) return outcome;
+    this.#settings = { ...this.#settings, maxRemovedFraction: settingsOf(next).maxRemovedFraction };
     this.#coordinators.urls = next.coordinators;
-    applyInstances(this.#members, previous, next, (id) => void this.remove(id));
+    this.#changed();
+    return outcome;
+  }
+
+  /** The members changed: roles and groups are planned again and the snapshot composed anew. */
+  #changed(): void {
     this.#replan();
     this.#dirty = true;
     this.evaluate();
@@ -147,16 +162,7 @@ export class Controller {
 
   /** Desired, observed and per-instance state, for `GET /v1/cluster`. */
   view(): ControllerView {
-    const members = memberViews(this.#members, this.#snapshot.ids, this.#now(), this.#timing);
-    return {
-      coordinators: this.#coordinators.views(),
-      timing: this.#timing,
-      timingDefaults: this.#timingDefaults,
-      rates: this.#rates,
-      desired: [...this.#members.values()].filter((m) => m.drain === undefined).map((m) => m.spec),
-      snapshotIds: this.#snapshot.ids,
-      members,
-    };
+    return controllerView(this.#members, this.#snapshot.ids, this.#now(), this.#timing, this.#settings, this.#coordinators.views());
   }
 
   get leading(): boolean {
@@ -207,7 +213,7 @@ export class Controller {
     this.#timers = [];
     if (this.#evaluating !== undefined) clearImmediate(this.#evaluating);
     await this.#coordinators.idle();
-    for (const m of this.#members.values()) m.drain?.done.resolve();
+    for (const m of this.#members.values()) m.drain?.done.resolve('closed');
   }
 
   /**
@@ -236,7 +242,7 @@ export class Controller {
       }
       if (wasJoined !== m.joined) replan = true;
       if (this.#leading && m.drain !== undefined && drainFinished(m, now, this.#timing)) {
-        this.#finishDrain(m);
+        finishDrain(this.#members, m, this.#client, this.#log);
         replan = true;
       }
     }
@@ -277,7 +283,7 @@ export class Controller {
 
   /** Roles, groups and desired peers of every member, and the role body each should hold. */
   #replan(): void {
-    planRoles(this.#members, this.#rates, this.#now(), this.#timing.heartbeatTimeoutMs);
+    planRoles(this.#members, this.#settings.rates, this.#now(), this.#timing.heartbeatTimeoutMs);
   }
 
   #postRoles(now: number): void {
@@ -326,14 +332,6 @@ export class Controller {
       m.polling = false;
     }
     this.#evaluateSoon();
-  }
-
-  #finishDrain(m: Member): void {
-    this.#members.delete(m.id);
-    this.#log(`instance ${m.id} drained and removed`);
-    // Its own side unlinks too.
-    unlinkAll(this.#client, m);
-    m.drain!.done.resolve();
   }
 
   /** Composes the snapshot; pushes it when `always`, or when its shape changed or a drain waits for it. */

@@ -130,6 +130,8 @@ export class CoordinatorSet {
         return false;
       }
       link.lastPushAt = this.#deps.now();
+      // An error is shown while it is the latest news: a push that went through ends it.
+      link.lastError = undefined;
       this.#deps.onPush?.(true);
       return true;
     } catch (err) {

@@ -10,13 +10,16 @@ import type { DesiredInstance } from './types.ts';
 
 export type MemberState = 'unreachable' | 'down' | 'posting' | 'linking' | 'faulty' | 'waiting' | 'serving' | 'draining';
 
+/** How a drain ended: the instance left, the topology took it back, or the controller closed first. */
+export type DrainOutcome = 'removed' | 'cancelled' | 'closed';
+
 export interface Drain {
   readonly requestedAt: number;
   /** A snapshot without the instance has been sent (or is on its way). */
   pushed: boolean;
   /** Event mark of when a snapshot without the instance reached the Coordinators. */
   snapshotMark: number | undefined;
-  readonly done: PromiseWithResolvers<void>;
+  readonly done: PromiseWithResolvers<DrainOutcome>;
 }
 
 export class Member {
@@ -45,6 +48,11 @@ export class Member {
   /** Has been RoleReady in its role since it last got it. */
   joined = false;
   drain: Drain | undefined;
+  /**
+   * A move between roles under way, as the part that moves instances records it; the store keeps
+   * it with the member, so a controller that takes over mid-move knows the move (takeover.ts).
+   */
+  move: unknown;
   lastError: { message: string; at: number } | undefined;
 
   constructor(spec: DesiredInstance, role: Role) {

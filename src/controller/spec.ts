@@ -6,6 +6,7 @@
  * static info from the entry, the file's defaults, then built-in ones.
  */
 import type { FieldIssue } from '../core/errors.ts';
+import { conflicts } from './conflicts.ts';
 import type { InstanceEntry, MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
 import { MINDIE_TIMING, PDLINK_TIMING, type TopologySpec, type DesiredDevice, type DesiredInstance, type StaticDefaults } from './types.ts';
 
@@ -102,6 +103,9 @@ export function clusterSpec(
     else issues.push(...result.issues);
   });
   if (issues.length > 0) return { ok: false, issues };
+  const named = instances.map((spec, i) => ({ spec, path: `instances[${i}]`, name: `instances[${i}]` }));
+  const clashes = conflicts([], named).map(({ path, message }) => ({ path, message }));
+  if (clashes.length > 0) return { ok: false, issues: clashes };
   return {
     ok: true,
     spec: {
@@ -117,6 +121,7 @@ export function clusterSpec(
       },
       rates: { p: file.default_p_rate ?? ms?.default_p_rate ?? 0, d: file.default_d_rate ?? ms?.default_d_rate ?? 0 },
       instances,
+      ...(file.max_removed_fraction === undefined ? {} : { maxRemovedFraction: file.max_removed_fraction }),
     },
   };
 }

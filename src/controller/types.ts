@@ -77,6 +77,9 @@ export interface PdRates {
   readonly d: number;
 }
 
+/** Largest share of the instances one change may remove unless forced. */
+export const DEFAULT_MAX_REMOVED_FRACTION = 0.5;
+
 /** The topology file resolved: the Coordinators, the timing, the P:D rates and the desired instances. */
 export interface TopologySpec {
   readonly coordinators: readonly string[];
@@ -85,4 +88,6 @@ export interface TopologySpec {
   readonly timingDefaults?: TimingDefaults;
   readonly rates: PdRates;
   readonly instances: readonly DesiredInstance[];
+  /** Largest share of the instances one change may remove unless forced (default 0.5). */
+  readonly maxRemovedFraction?: number;
 }

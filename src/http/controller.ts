@@ -1,17 +1,20 @@
 /**
  * The controller's own API on its management listener: `GET /v1/cluster` (desired topology,
- * Coordinators, per-instance state and last error), `POST /v1/cluster/instances` (add one
- * instance: the topology file's entry), `DELETE /v1/cluster/instances/{id}` (drain, then remove).
- * 400: request errors (content type, malformed JSON, a bad id); 422: an entry off the schema;
- * 409: an id or server_ip already taken; 404: no such instance. A refused change changes nothing.
+ * Coordinators, per-instance state and last error, the topology file's last load),
+ * `POST /v1/cluster/instances` (add one instance: the topology file's entry),
+ * `DELETE /v1/cluster/instances/{id}` (drain, then remove), `POST /v1/cluster/reload` (read the
+ * topology file again). 400: request errors (content type, malformed JSON, a bad id or `force`);
+ * 422: an entry off the schema or unlike the cluster's instances; 409: an id, address or device
+ * already taken, or a removal past the guard; 404: no such instance. A refused change changes nothing.
  */
 import { Hono } from 'hono';
 import type { ControllerView, Controller, MemberView } from '../controller/controller.ts';
 import type { LeadershipView } from '../controller/leadership.ts';
+import type { TopologyFileStatus } from '../controller/topology-file.ts';
 import type { DesiredInstance } from '../controller/types.ts';
-import { errors, type FieldIssue } from '../core/errors.ts';
+import { errors, PdlinkError, type FieldIssue } from '../core/errors.ts';
 import { CONTROLLER_BODY_LIMIT_BYTES } from '../core/limits.ts';
-import { AddInstanceBody, InstanceIdParam } from '../schema/controller-api.ts';
+import { AddInstanceBody, ForceParam, InstanceIdParam } from '../schema/controller-api.ts';
 import { parseOrRefuse } from '../schema/issues.ts';
 import { onError } from './envelope.ts';
 import { jsonBody } from './json-body.ts';
@@ -24,6 +27,10 @@ export interface ControllerRouteDeps {
   readonly resolve: (entry: AddInstanceBody) => { ok: true; instance: DesiredInstance } | { ok: false; issues: FieldIssue[] };
   /** Leader or standby (several controllers on one store); absent: the only controller, always leading. */
   readonly leadership?: () => LeadershipView | undefined;
+  /** The topology file's last load; absent or undefined: the controller runs without a file. */
+  readonly topologyFile?: () => TopologyFileStatus | undefined;
+  /** Reads the topology file again and applies it (`force`: past the mass-removal guard). */
+  readonly reload?: (options: { readonly force: boolean }) => TopologyFileStatus;
 }
 
 const ALONE: LeadershipView = { state: 'leader', leader: undefined, store: 'memory', storeConnected: true };
@@ -37,7 +44,14 @@ export function controllerRoutes(deps: ControllerRouteDeps): Hono {
   app.onError(onError);
 
   const leadership = (): LeadershipView => deps.leadership?.() ?? ALONE;
-  app.get('/v1/cluster', (c) => c.json({ ...clusterWire(deps.controller.view()), leadership: leadershipWire(leadership()) }));
+  app.get('/v1/cluster', (c) => {
+    const file = deps.topologyFile?.();
+    return c.json({
+      ...clusterWire(deps.controller.view()),
+      leadership: leadershipWire(leadership()),
+      topology_file: file === undefined ? null : fileWire(file),
+    });
+  });
 
   // A standby changes nothing: the leader's address is in the answer, for the caller to go there.
   const leaderOnly = async (_c: unknown, next: () => Promise<void>): Promise<void> => {
@@ -49,6 +63,7 @@ export function controllerRoutes(deps: ControllerRouteDeps): Hono {
   };
   app.post('/v1/cluster/instances', leaderOnly);
   app.delete('/v1/cluster/instances/:id', leaderOnly);
+  app.post('/v1/cluster/reload', leaderOnly);
 
   app.post('/v1/cluster/instances', jsonBody(AddInstanceBody, { limitBytes: CONTROLLER_BODY_LIMIT_BYTES, object: true }), (c) => {
     const resolved = deps.resolve(c.req.valid('json'));
@@ -60,12 +75,43 @@ export function controllerRoutes(deps: ControllerRouteDeps): Hono {
 
   app.delete('/v1/cluster/instances/:id', (c) => {
     const id = parseOrRefuse(InstanceIdParam, c.req.param('id'), (issues) => errors.invalidArgument('id', issues[0]!.message));
+    const force = forceOf(c.req.query('force'));
     // The drain runs on; GET /v1/cluster shows it until the instance is gone.
-    deps.controller.remove(id).catch(() => {});
+    deps.controller.remove(id, { force }).catch(() => {});
     return c.json({ id, state: 'draining' }, 202);
   });
 
+  app.post('/v1/cluster/reload', (c) => {
+    const force = forceOf(c.req.query('force'));
+    if (deps.reload === undefined) throw errors.conflictWith('this controller runs without a topology file', 'path');
+    const status = deps.reload({ force });
+    if (status.outcome === 'refused')
+      throw new PdlinkError('conflict', `topology file ${status.path} ${status.message}`, {
+        issues: status.issues.length > 0 ? status.issues : [{ path: '', message: status.message }],
+      });
+    return c.json(fileWire(status));
+  });
+
   return app;
+}
+
+function forceOf(query: string | undefined): boolean {
+  return parseOrRefuse(ForceParam, query, (issues) => errors.invalidArgument('force', issues[0]!.message)) === 'true';
+}
+
+function fileWire(f: TopologyFileStatus): Record<string, unknown> {
+  const change = f.change;
+  return {
+    path: f.path,
+    read_at: iso(f.readAt),
+    outcome: f.outcome,
+    message: f.message,
+    issues: f.issues,
+    change:
+      change === undefined
+        ? null
+        : { added: change.added, removed: change.removed, updated: change.updated, drains_cancelled: change.drainsCancelled },
+  };
 }
 
 function iso(at: number | undefined): string | null {
@@ -108,6 +154,7 @@ function clusterWire(view: ControllerView): Record<string, unknown> {
       timing_defaults: view.timingDefaults ?? null,
       default_p_rate: view.rates.p,
       default_d_rate: view.rates.d,
+      max_removed_fraction: view.maxRemovedFraction,
       instances: view.desired.map((i) => ({
         id: i.id,
         manage_url: i.manageUrl,

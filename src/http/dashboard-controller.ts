@@ -2,10 +2,12 @@
  * The controller's side of the topology page: instances and links as the control loop observes
  * them (each agent's status: linked peers, failed links with their LLM code, free slots and blocks),
  * and the loop's own activity as rates. The controller sees no requests, so its list of failures is
- * the instances' latest errors (role posts refused, heartbeats missed).
+ * the instances' latest errors (role posts refused, heartbeats missed), and its standing notice is
+ * the topology file's last load (a refused file is the one thing the cluster is not running).
  */
 import type { Controller, ControllerEvents, MemberView } from '../controller/controller.ts';
-import type { DashboardInstance, DashboardLink, DashboardSource } from './dashboard-state.ts';
+import type { TopologyFileStatus } from '../controller/topology-file.ts';
+import type { DashboardInstance, DashboardLink, DashboardNotice, DashboardSource } from './dashboard-state.ts';
 
 /** States in which an instance answers nobody, so every link to it is down. */
 const GONE = new Set(['down', 'unreachable']);
@@ -16,10 +18,13 @@ export interface ControllerSource extends DashboardSource {
 }
 
 /**
- * A dashboard source over a controller; wire `events` into the controller's own.
+ * A dashboard source over a controller (and its topology file, when it has one); wire `events` into the controller's own.
  * @example const source = controllerSource(() => controller); const controller = new Controller({ spec, events: source.events });
  */
-export function controllerSource(controller: () => Controller): ControllerSource {
+export function controllerSource(
+  controller: () => Controller,
+  topologyFile: () => TopologyFileStatus | undefined = () => undefined,
+): ControllerSource {
   const listeners = new Set<() => void>();
   const counts = { role_posts: 0, role_posts_failed: 0, snapshot_pushes: 0, snapshot_pushes_failed: 0 };
   const notify = () => {
@@ -54,6 +59,11 @@ export function controllerSource(controller: () => Controller): ControllerSource
             : [{ at: m.lastError.at, subject: `instance ${m.id}`, instances: [m.id], reason: m.lastError.message }],
         )
         .sort((a, b) => b.at - a.at);
+    },
+    notices(): DashboardNotice[] {
+      const file = topologyFile();
+      if (file === undefined) return [];
+      return [{ subject: `topology file ${file.path}`, message: file.message, ok: file.outcome === 'applied', at: file.readAt }];
     },
     watch(changed) {
       listeners.add(changed);

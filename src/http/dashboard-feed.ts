@@ -73,6 +73,7 @@ export class DashboardFeed {
       times: [...this.#times],
       series,
       failures: this.#source.failures(),
+      notices: this.#source.notices?.() ?? [],
     };
   }
 

@@ -49,6 +49,15 @@ export interface DashboardSeries {
   readonly values: readonly number[];
 }
 
+/** A standing fact the page shows above everything (the controller's topology file: applied or refused). */
+export interface DashboardNotice {
+  readonly subject: string;
+  readonly message: string;
+  /** false: something needs the operator (a refused file). */
+  readonly ok: boolean;
+  readonly at: number;
+}
+
 export interface DashboardState {
   readonly source: 'coordinator' | 'controller';
   readonly at: number;
@@ -59,6 +68,7 @@ export interface DashboardState {
   readonly series: readonly DashboardSeries[];
   /** Newest first. */
   readonly failures: readonly DashboardFailure[];
+  readonly notices: readonly DashboardNotice[];
 }
 
 /** The topology half of the state, which a source reads on demand. */
@@ -77,6 +87,8 @@ export interface DashboardSource {
   /** Cumulative counters by series name (requests, failures, KV bytes); the feed turns them into rates. */
   counters(): Readonly<Record<string, { readonly unit: string; readonly total: number }>>;
   failures(): readonly DashboardFailure[];
+  /** Standing facts to show (absent: none). */
+  notices?(): readonly DashboardNotice[];
   /** Calls `changed` whenever the topology or failures may have changed; returns the unsubscribe. */
   watch(changed: () => void): () => void;
 }

@@ -1,7 +1,8 @@
 /**
  * Bodies and parameters of the controller's own API: `POST /v1/cluster/instances` takes one
  * instance entry exactly as the topology file holds it; `DELETE /v1/cluster/instances/{id}` names
- * an instance by its uint64 id.
+ * an instance by its uint64 id; `?force=true` on a removal or a reload lifts the mass-removal guard
+ * for that one change.
  */
 import * as v from 'valibot';
 import { InstanceEntry } from './controller-topology.ts';
@@ -17,3 +18,6 @@ export const InstanceIdParam = v.pipe(
   v.transform(Number),
   v.safeInteger('must be at most 2^53-1'),
 );
+
+/** The `force` query parameter: `true` or `false` (absent: false). */
+export const ForceParam = v.optional(v.picklist(['true', 'false'], 'must be true or false'), 'false');

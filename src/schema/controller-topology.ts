@@ -5,6 +5,7 @@
  * of `POST /v1/cluster/instances`, so a file and the API cannot drift apart.
  */
 import * as v from 'valibot';
+import { UnsafeInteger } from '../core/exact-json.ts';
 import { PdlinkSection } from './store-config.ts';
 import { TlsItems } from './tls-items.ts';
 import { HttpCaps, SecretFilePath } from './security.ts';
@@ -22,10 +23,10 @@ export const MAX_RATE = 15;
 export const MAX_RATE_SUM = 16;
 
 const Ip = v.pipe(v.string('must be a string'), v.ip('must be an IPv4 or IPv6 address'));
+/** One check, so a bad URL is one issue. */
 const Url = v.pipe(
   v.string('must be a string'),
-  v.url('must be an http(s) URL'),
-  v.check((u) => /^https?:\/\//i.test(u), 'must be an http(s) URL'),
+  v.check((u) => /^https?:\/\//i.test(u) && URL.canParse(u), 'must be an http(s) URL'),
 );
 const Uint = (min: number, max: number) =>
   v.pipe(
@@ -36,6 +37,22 @@ const Uint = (min: number, max: number) =>
   );
 const Seconds = (min: number, max: number) =>
   v.pipe(v.number('must be a number'), v.minValue(min, `must be >= ${min}`), v.maxValue(max, `must be <= ${max}`));
+
+/** Largest instance id: a JSON number is exact up to 2^53-1. */
+export const MAX_INSTANCE_ID = Number.MAX_SAFE_INTEGER;
+const ID_TOO_LARGE = `must be at most 2^53-1 (${MAX_INSTANCE_ID}): larger ids cannot be carried exactly`;
+
+/**
+ * An instance id: an integer in [0, 2^53-1]. A larger literal reaches the schema as an exact-JSON
+ * marker (the API) or a rounded number (a file); both are refused as too large.
+ */
+const InstanceId = v.pipe(
+  v.custom<unknown>((x) => !(x instanceof UnsafeInteger), ID_TOO_LARGE),
+  v.number('must be a number'),
+  v.integer('must be an integer'),
+  v.minValue(0, 'must be >= 0'),
+  v.maxValue(MAX_INSTANCE_ID, ID_TOO_LARGE),
+);
 
 /** An instance's static info for engines that do not report their resources. */
 export const StaticInfo = v.strictObject({
@@ -53,7 +70,7 @@ const Device = v.strictObject({
 
 /** One instance of the cluster: where its agent and engine listen, what it serves, its devices and role. */
 export const InstanceEntry = v.strictObject({
-  id: Uint(0, Number.MAX_SAFE_INTEGER),
+  id: InstanceId,
   /** The agent's management listener (role API, status). */
   manage_url: Url,
   /** The engine's inference listener (what the Coordinator proxies to). */
@@ -96,6 +113,10 @@ export const TopologyFile = v.pipe(
     timing: v.optional(Timing),
     default_p_rate: v.optional(Rate),
     default_d_rate: v.optional(Rate),
+    /** Largest share of the instances one change of this file (or one API removal) may remove unless forced. */
+    max_removed_fraction: v.optional(
+      v.pipe(v.number('must be a number'), v.minValue(0, 'must be >= 0'), v.maxValue(1, 'must be <= 1 (1 turns the guard off)')),
+    ),
     /** Path of MindIE's ms_controller.json (relative to this file): timings and rates. */
     ms_controller: v.optional(v.pipe(v.string('must be a path'), v.minLength(1, 'must not be empty'))),
     /** Path of an Ascend global rank table (relative to this file): devices by server_ip. */
@@ -141,7 +162,6 @@ export const TopologyFile = v.pipe(
         path: [pathItem(dataset.value, 'default_d_rate')],
       });
     const ids = new Map<number, number>();
-    const ips = new Map<string, number>();
     instances.forEach((instance, i) => {
       const at = (key: string): [v.IssuePathItem, ...v.IssuePathItem[]] => [
         pathItem(dataset.value, 'instances'),
@@ -151,11 +171,8 @@ export const TopologyFile = v.pipe(
       const first = ids.get(instance.id);
       if (first === undefined) ids.set(instance.id, i);
       else addIssue({ message: `duplicate id ${instance.id} (also instances[${first}])`, path: at('id') });
-      // The agent's link status names peers by server_ip, so two instances cannot share one.
-      const firstIp = ips.get(instance.server_ip);
-      if (firstIp === undefined) ips.set(instance.server_ip, i);
-      else addIssue({ message: `duplicate server_ip ${instance.server_ip} (also instances[${firstIp}])`, path: at('server_ip') });
     });
+    // Addresses and devices are compared once resolved (a rank table may give the devices): controller/conflicts.ts.
   }),
 );
 export type TopologyFile = v.InferOutput<typeof TopologyFile>;

@@ -56,8 +56,15 @@ export function toFieldIssues(issues: readonly v.BaseIssue<unknown>[]): FieldIss
   return issues.map((issue) => ({ path: formatPath(issue.path as { key: unknown }[] | undefined), message: messageOf(issue) }));
 }
 
-/** Valibot reports a missing key as an object-level "Invalid key" issue; say it plainly. */
+/** What a strict object says of a key it does not know. */
+export const UNKNOWN_KEY_MESSAGE = 'is not a known key here (misspelt, or in the wrong place)';
+
+/**
+ * Valibot reports a missing key, and an unknown one in a strict object, as object-level "Invalid
+ * key: Expected never" issues; say them plainly.
+ */
 function messageOf(issue: v.BaseIssue<unknown>): string {
-  const missingKey = issue.type.endsWith('object') && issue.received === 'undefined' && (issue.path?.length ?? 0) > 0;
-  return missingKey ? 'is required' : issue.message;
+  if (!issue.type.endsWith('object') || (issue.path?.length ?? 0) === 0) return issue.message;
+  if (issue.received === 'undefined') return 'is required';
+  return issue.expected === 'never' && issue.path!.at(-1)!.origin === 'key' ? UNKNOWN_KEY_MESSAGE : issue.message;
 }
