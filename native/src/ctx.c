@@ -1,4 +1,8 @@
-/* Context lifecycle, the registry of live contexts, options. */
+/*
+ * Context lifecycle and options: a context owns its parts (the link table, the I/O thread, the
+ * serving threads, keep-alive, the same-host path, the block caches) and creates and destroys
+ * them in order; the parts know the context only through handle.c.
+ */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "hmac.h"
@@ -20,54 +24,6 @@ _Static_assert(sizeof(pdrt_cluster) == 144, "pdrt_cluster must be 144 bytes");
 _Static_assert(sizeof(pdrt_event) == 32, "pdrt_event must be 32 bytes");
 _Static_assert(sizeof(pdrt_link_info) == 88, "pdrt_link_info must be 88 bytes");
 _Static_assert(sizeof(pdrt_config) == 48, "pdrt_config must be 48 bytes");
-
-/* Every call checks its handle against this list, so a destroyed or bogus handle gets
- * PDRT_PARAM_INVALID instead of a crash, and pdrt_destroy can wait for calls in progress. */
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
-static pdrt_ctx *g_live;
-
-int ctx_enter(pdrt_ctx *ctx) {
-    int ok = -1;
-    if (ctx == NULL) return -1;
-    pthread_mutex_lock(&g_mu);
-    for (pdrt_ctx *c = g_live; c != NULL; c = c->gnext) {
-        if (c == ctx) {
-            if (!c->closing) {
-                c->calls++;
-                ok = 0;
-            }
-            break;
-        }
-    }
-    pthread_mutex_unlock(&g_mu);
-    return ok;
-}
-
-void ctx_leave(pdrt_ctx *ctx) {
-    pthread_mutex_lock(&g_mu);
-    if (--ctx->calls == 0) pthread_cond_broadcast(&g_cv);
-    pthread_mutex_unlock(&g_mu);
-}
-
-uint64_t ctx_session(pdrt_ctx *ctx) {
-    /* splitmix64: distinct numbers from a random seed without a syscall per link */
-    uint64_t z = (ctx->rng += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return z | 1;
-}
-
-int ep_add(pdrt_ctx *ctx, int fd) {
-    struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-    return epoll_ctl(ctx->ep, EPOLL_CTL_ADD, fd, &ev);
-}
-
-void ep_del(pdrt_ctx *ctx, int fd) {
-    struct epoll_event ev = { 0 }; /* ignored, but kernels before 2.6.9 wanted it */
-    epoll_ctl(ctx->ep, EPOLL_CTL_DEL, fd, &ev);
-}
 
 int32_t pdrt_abi_version(void) {
     return PDRT_ABI_VERSION;
@@ -190,10 +146,7 @@ int32_t pdrt_create(uint64_t cluster_id, uint32_t role, const char *listen_ip, u
         ctx_free(ctx);
         return PDRT_FAILED;
     }
-    pthread_mutex_lock(&g_mu);
-    ctx->gnext = g_live;
-    g_live = ctx;
-    pthread_mutex_unlock(&g_mu);
+    ctx_register(ctx);
     *out = ctx;
     return PDRT_SUCCESS;
 }
@@ -219,17 +172,7 @@ int32_t pdrt_set_option(pdrt_ctx *ctx, uint32_t option, int64_t value) {
 }
 
 int32_t pdrt_destroy(pdrt_ctx *ctx) {
-    if (ctx == NULL) return PDRT_PARAM_INVALID;
-    pthread_mutex_lock(&g_mu);
-    pdrt_ctx **pp = &g_live;
-    while (*pp != NULL && *pp != ctx) pp = &(*pp)->gnext;
-    if (*pp == NULL) {
-        pthread_mutex_unlock(&g_mu);
-        return PDRT_PARAM_INVALID;
-    }
-    *pp = ctx->gnext;
-    ctx->closing = 1;
-    pthread_mutex_unlock(&g_mu);
+    if (ctx == NULL || ctx_unregister(ctx) != 0) return PDRT_PARAM_INVALID;
 
     /* Wake every waiter (the stop eventfd stays readable: unlinks waiting for acks poll it) and
      * abort running transfers, then wait for calls in progress to leave. */
@@ -244,9 +187,7 @@ int32_t pdrt_destroy(pdrt_ctx *ctx) {
     pthread_cond_broadcast(&ctx->cv);
     pthread_cond_broadcast(&ctx->ev_cv);
     pthread_mutex_unlock(&ctx->mu);
-    pthread_mutex_lock(&g_mu);
-    while (ctx->calls > 0) pthread_cond_wait(&g_cv, &g_mu);
-    pthread_mutex_unlock(&g_mu);
+    ctx_wait_calls(ctx);
 
     io_stop(ctx);
 

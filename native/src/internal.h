@@ -213,9 +213,12 @@ struct pdrt_ctx {
     uint32_t memo_next;
 };
 
-/* ---- context registry and helpers (ctx.c) ---- */
+/* ---- the context as its parts use it (handle.c) ---- */
 int ctx_enter(pdrt_ctx *ctx);        /* 0 when ctx is live; counts the call */
 void ctx_leave(pdrt_ctx *ctx);
+void ctx_register(pdrt_ctx *ctx);    /* ctx is whole: calls may enter it */
+int ctx_unregister(pdrt_ctx *ctx);   /* no call enters ctx from now on; -1 when it was not live */
+void ctx_wait_calls(pdrt_ctx *ctx);  /* returns once the calls that entered have left */
 /* A fresh session number (never 0). Under ctx->mu. */
 uint64_t ctx_session(pdrt_ctx *ctx);
 /* Adds fd to, or removes it from, the I/O thread's epoll set (readable events). 0 = done. */
@@ -240,6 +243,8 @@ void link_unref(pdrt_ctx *ctx, link_t *lk);
  * socket (park = 0) or parks it on the detached list for the I/O thread (park = 1). */
 void link_remove(pdrt_ctx *ctx, link_t *lk, int park);
 void link_set_unusable(pdrt_ctx *ctx, link_t *lk);
+
+/* ---- control messages (ctl.c) ---- */
 /* Sends a control message without blocking; on failure the socket is shut down. 0 = sent. */
 int ctl_send(int fd, uint32_t type, uint64_t arg);
 

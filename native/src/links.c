@@ -109,20 +109,6 @@ void link_set_unusable(pdrt_ctx *ctx, link_t *lk) {
     event_push(ctx, PDRT_EVENT_LINK_UNUSABLE, lk->side, lk->remote_id, PDRT_TIMEOUT);
 }
 
-int ctl_send(int fd, uint32_t type, uint64_t arg) {
-    uint8_t b[CTL_SIZE];
-    wire_ctl m = { .type = type, .arg = arg };
-    wire_put_ctl(b, &m);
-    ssize_t n;
-    do n = send(fd, b, sizeof b, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n == (ssize_t)sizeof b) return 0;
-    /* A 16-byte message that does not fit means the peer stopped reading long ago; a partial one
-     * would desynchronise the stream. Either way the connection is done. */
-    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) shutdown(fd, SHUT_RDWR);
-    return -1;
-}
-
 int32_t pdrt_list_links(pdrt_ctx *ctx, pdrt_link_info *out, uint32_t cap, uint32_t *n,
                         uint32_t *total) {
     if (n == NULL || total == NULL || (out == NULL && cap > 0) || ctx_enter(ctx) != 0)
