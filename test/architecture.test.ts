@@ -18,9 +18,9 @@ const FLOORS: readonly (readonly string[])[] = [
   ['apps', 'config'],
   ['http'],
   ['proxy', 'agent', 'controller', 'sim', 'harness'],
-  ['scheduler', 'ledger', 'links', 'workers', 'store', 'admission'],
+  ['scheduler', 'ledger', 'links', 'workers', 'store', 'admission', 'kv-events'],
   ['cluster', 'schema', 'ffi', 'kv'],
-  ['core', 'runtime'],
+  ['core', 'runtime', 'zmtp'],
 ];
 
 /** Sideways imports on one floor that the design allows (a few domain folders lean on a neighbour's types). */
@@ -46,6 +46,7 @@ const STANDS_ON: Readonly<Record<string, readonly string[]>> = {
   schema: ['core'],
   ffi: ['core'],
   kv: ['core'],
+  zmtp: ['core'],
   runtime: ['core'],
 };
 
