@@ -1,7 +1,8 @@
 /**
  * End to end on a simulated cluster (one prefill and one decode engine; the Coordinator admits two
- * requests at once): the request beyond the in-flight limit gets 429, a snapshot without decode
- * instances gets 503, both with OpenAI-style error bodies, and nothing stays reserved.
+ * requests at once, admission off): the request beyond the in-flight limit gets 429, a snapshot
+ * without decode instances gets 503, both with OpenAI-style error bodies, and nothing stays reserved.
+ * (With admission on, the default, the request beyond the limit waits instead: test/admission.test.ts.)
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { proxyPost, settled, SimCluster } from './support/sim-cluster.ts';
@@ -15,7 +16,7 @@ beforeAll(async () => {
     decode: 1,
     model: MODEL,
     engine: { decodeMsPerToken: 2 },
-    coordinatorConfig: { request_limit: { max_requests: 2 } },
+    coordinatorConfig: { request_limit: { max_requests: 2 }, pdlink: { admission: { enabled: false } } },
   });
 }, 60_000);
 

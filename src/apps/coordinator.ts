@@ -5,6 +5,9 @@
 import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
 import type { CompletionKind } from '../schema/completions.ts';
 import { Hono } from 'hono';
+import { createAdmission, resolveAdmissionSettings, type Admission } from '../admission/index.ts';
+import type { AdmissionSection } from '../schema/admission-config.ts';
+import type { IdentifyHook } from '../http/admission-gate.ts';
 import { lostLinks } from '../cluster/lost-links.ts';
 import { ClusterRegistry } from '../cluster/registry.ts';
 import { coordinatorSource } from '../http/dashboard-coordinator.ts';
@@ -67,6 +70,16 @@ export interface CoordinatorOptions {
   addressPolicy?: InstanceAddressPolicy;
   /** Per-client token bucket on the inference routes (default: off). */
   rateLimit?: RateLimitSettings;
+  /**
+   * Admission: priority classes, tenants, the queue, saturation per stage; the keys of the file's
+   * `pdlink.admission` (default: on, with its defaults; `{ enabled: false }`: a request past the
+   * limits is refused at once, as before admission existed).
+   */
+  admission?: AdmissionSection;
+  /** The gateway's word on who a request is (tenant, priority class), asked first for every request. */
+  identify?: IdentifyHook;
+  /** Tenant names of API keys, by key; a key without one is named `key-<digest>`. */
+  apiKeyTenants?: ReadonlyMap<string, string>;
 }
 
 export interface Coordinator {
@@ -99,6 +112,8 @@ export interface Coordinator {
   readonly scheduler: PdScheduler;
   /** Per-instance circuit breakers the scheduler consults and the proxy feeds. */
   readonly health: CircuitBreakers;
+  /** Admission's queue and stage room; undefined when admission is off. */
+  readonly admission: Admission | undefined;
   readonly metrics: Registry;
   /** Releases timers, pools and subscriptions; idempotent. */
   close(): Promise<void>;
@@ -128,6 +143,18 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     ...(options.localPrefill === undefined ? {} : { localPrefill: options.localPrefill }),
   });
   const bodyLimitBytes = options.bodyLimitBytes ?? BODY_LIMIT_MB.default * 1024 * 1024;
+  const proxySettings = resolveProxySettings({}, { bodyLimitBytes, ...options.proxy });
+  const admissionSettings = resolveAdmissionSettings(options.admission ?? {}, 'admission');
+  const admission = admissionSettings.enabled
+    ? createAdmission({
+        settings: admissionSettings,
+        cluster: registry,
+        ledger,
+        maxPerInstance: options.maxRequestsPerInstance ?? SINGLE_NODE_MAX_REQUESTS.default,
+        maxInFlight: proxySettings.maxInFlight,
+        metrics,
+      })
+    : undefined;
 
   const managementApp = new Hono();
   managementApp.onError(onError);
@@ -141,7 +168,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   managementApp.route('/', refresh.routes);
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => options.notReadyReason?.() ?? notReadyReason(registry), metrics }));
-  const dashboardSource = coordinatorSource({ registry, ledger, health });
+  const dashboardSource = coordinatorSource({ registry, ledger, health, ...(admission === undefined ? {} : { admission }) });
   const dashboard = new DashboardFeed(dashboardSource);
   managementApp.route('/', dashboardRoutes(dashboard));
 
@@ -150,8 +177,18 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     ledger,
     breakers: health,
     metrics,
-    settings: resolveProxySettings({}, { bodyLimitBytes, ...options.proxy }),
+    settings: proxySettings,
     ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
+    ...(admission === undefined
+      ? {}
+      : {
+          admission: {
+            admission,
+            identify: options.identify,
+            keyTenants: options.apiKeyTenants,
+            maxLocalPrefillLength: options.localPrefill?.maxLocalPrefillLength,
+          },
+        }),
   });
   const inferenceApp = new Hono();
   inferenceApp.onError(onError);
@@ -209,6 +246,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     ledger,
     scheduler,
     health,
+    admission,
     metrics,
     async close() {
       if (closed) return;
@@ -216,6 +254,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
       stopLinkWatch();
       dashboard.close();
       dashboardSource.close();
+      admission?.close();
       scheduler.close();
       ledger.close();
     },

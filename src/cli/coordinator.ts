@@ -71,6 +71,8 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     forwardAuthorization: security.forwardAuthorization,
     addressPolicy,
     ...(security.rateLimit === undefined ? {} : { rateLimit: security.rateLimit }),
+    ...(security.apiKeyTenants === undefined ? {} : { apiKeyTenants: security.apiKeyTenants }),
+    admission: settings.admission,
     bodyLimitBytes: settings.bodyLimitBytes,
     policy: settings.policy,
     circuitCooldownMs: settings.circuitCooldownMs,

@@ -270,3 +270,32 @@ describe('coordinator security settings', () => {
     );
   });
 });
+
+describe('pdlink.admission', () => {
+  test('kept as checked; absent is empty (admission’s defaults)', () => {
+    const section = { classes: [{ name: 'gold', queue_timeout_ms: 100 }, { name: 'rest' }], tenants: { vip: { class: 'gold' } } };
+    const settings = resolveCoordinatorSettings({ config: writeConfig({ pdlink: { admission: section } }) }, {}, emptyDir());
+    expect(settings.admission).toEqual(section);
+    expect(resolveCoordinatorSettings({}, {}, emptyDir()).admission).toEqual({});
+  });
+
+  test('a wrong key stops the start naming its path', () => {
+    expectConfigError(
+      () =>
+        resolveCoordinatorSettings(
+          { config: writeConfig({ pdlink: { admission: { tenants: { vip: { class: 'gold' } }, max_queued_bytes: -5 } } }) },
+          {},
+          emptyDir(),
+        ),
+      'pdlink.admission.tenants.vip.class',
+      'pdlink.admission.max_queued_bytes',
+    );
+  });
+
+  test('named API keys give their tenants', () => {
+    const keys = writeConfig('chat-app sk-1\nsk-2\n');
+    const settings = resolveCoordinatorSettings({ config: writeConfig({ pdlink: { auth: { api_keys_file: keys } } }) }, {}, emptyDir());
+    expect(settings.security.apiKeys).toEqual(['sk-1', 'sk-2']);
+    expect([...settings.security.apiKeyTenants!]).toEqual([['sk-1', 'chat-app']]);
+  });
+});

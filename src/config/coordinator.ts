@@ -20,7 +20,8 @@ import type { ServerTlsOptions } from '../core/tls-options.ts';
 import { loadConfigFile } from './load.ts';
 import { ETCD_ENDPOINTS_ENV, resolveStoreSettings, type StoreSettings } from './store.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';
-import { readApiKeys, readManagementToken } from './secret-file.ts';
+import { readApiKeyFile, readManagementToken } from './secret-file.ts';
+import type { AdmissionSection } from '../schema/admission-config.ts';
 import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
 import type { RateLimitSettings } from '../http/rate-limit.ts';
 import { resolveTracingSettings } from './tracing.ts';
@@ -78,6 +79,8 @@ export interface CoordinatorSettings {
   security: CoordinatorSecurity;
   /** Where the proxy's spans go (pdlink.tracing, OTEL_EXPORTER_OTLP_ENDPOINT); undefined: tracing off. */
   tracing: OtlpTracingSettings | undefined;
+  /** `pdlink.admission` as checked (apps/coordinator.ts resolves its defaults); empty: admission's defaults. */
+  admission: AdmissionSection;
   /** The file as accepted, unknown keys included, for the parts that read their own sections. */
   file: CoordinatorConfigFile;
 }
@@ -87,6 +90,8 @@ export interface CoordinatorSecurity {
   managementToken?: string;
   /** `pdlink.auth.api_keys_file`: the inference listener's accepted keys; undefined = open. */
   apiKeys?: string[];
+  /** The tenant of each key written `TENANT KEY` in the keys file. */
+  apiKeyTenants?: Map<string, string>;
   /** `pdlink.proxy.forward_authorization`: default on without API keys, off with them. */
   forwardAuthorization: boolean;
   /** `pdlink.allowed_instance_networks`; undefined = any address but the ones always refused. */
@@ -107,7 +112,7 @@ export interface CoordinatorHaSettings {
 }
 
 /** MindIE's etcd client port, when backup_config names a server without one. */
-const MINDIE_ETCD_PORT = 2379;
+export const MINDIE_ETCD_PORT = 2379;
 
 /**
  * Picks the configuration file: `--config`, else the env variable, else `./ms_coordinator.json`
@@ -181,6 +186,7 @@ export function resolveCoordinatorSettings(
     ha: haSettingsOf(file, env, path ?? 'defaults'),
     security: securityOf(file, env),
     tracing: resolveTracingSettings(file.pdlink?.tracing, env),
+    admission: file.pdlink?.admission ?? {},
     file,
   };
 }
@@ -188,7 +194,8 @@ export function resolveCoordinatorSettings(
 function securityOf(file: CoordinatorConfigFile, env: Record<string, string | undefined>): CoordinatorSecurity {
   const own = file.pdlink ?? {};
   const managementToken = readManagementToken(own.auth?.management_token_file, env);
-  const apiKeys = readApiKeys(own.auth?.api_keys_file, env);
+  const keyFile = readApiKeyFile(own.auth?.api_keys_file, env);
+  const apiKeys = keyFile?.keys;
   const security: CoordinatorSecurity = {
     // With API keys on, the client's key is for pdlink alone; without them, engines may expect it.
     forwardAuthorization: own.proxy?.forward_authorization ?? apiKeys === undefined,
@@ -196,6 +203,7 @@ function securityOf(file: CoordinatorConfigFile, env: Record<string, string | un
   };
   if (managementToken !== undefined) security.managementToken = managementToken;
   if (apiKeys !== undefined) security.apiKeys = apiKeys;
+  if (keyFile !== undefined && keyFile.tenants.size > 0) security.apiKeyTenants = keyFile.tenants;
   if (own.allowed_instance_networks !== undefined) security.allowedNetworks = own.allowed_instance_networks;
   if (own.rate_limit !== undefined) {
     const rate = own.rate_limit.requests_per_second;

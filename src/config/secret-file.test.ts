@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../core/errors.ts';
-import { readApiKeys, readManagementToken } from './secret-file.ts';
+import { readApiKeyFile, readApiKeys, readManagementToken } from './secret-file.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pdlink-secret-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -39,5 +39,23 @@ describe('secret files', () => {
     expect(readApiKeys(file('k', '# ops keys\nk1\n\n  k2  \n#k3\n'), {})).toEqual(['k1', 'k2']);
     expect(() => readApiKeys(file('k0', '# nothing\n\n'), {})).toThrow('pdlink.auth.api_keys_file: ');
     expect(() => readApiKeys(undefined, { PDLINK_API_KEYS_FILE: join(dir, 'nope') })).toThrow('PDLINK_API_KEYS_FILE: cannot read');
+  });
+
+  test('API keys may name their tenant (`TENANT KEY`); a bad line names its number, never the key', () => {
+    const read = readApiKeyFile(file('named', 'chat-app sk-1\nsk-2\n  nightly   sk-3 \n'), {})!;
+    expect(read.keys).toEqual(['sk-1', 'sk-2', 'sk-3']);
+    expect([...read.tenants]).toEqual([
+      ['sk-1', 'chat-app'],
+      ['sk-3', 'nightly'],
+    ]);
+    let message = '';
+    try {
+      readApiKeyFile(file('three', 'a b sk-secret\n'), {});
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).toContain('key 1 contains whitespace');
+    expect(message).not.toContain('sk-secret');
+    expect(() => readApiKeyFile(file('badname', 'bad/name sk-x\n'), {})).toThrow('line 1: the tenant must be');
   });
 });

@@ -44,14 +44,44 @@ export function readManagementToken(configured: string | undefined, env: Record<
  * @example const keys = readApiKeys(file.pdlink?.auth?.api_keys_file, process.env);
  */
 export function readApiKeys(configured: string | undefined, env: Record<string, string | undefined>): string[] | undefined {
+  return readApiKeyFile(configured, env)?.keys;
+}
+
+/** The API keys file: every key, and the tenant each named key belongs to. */
+export interface ApiKeyFile {
+  readonly keys: string[];
+  /** Tenant by key, for the lines written `TENANT KEY`; admission counts the key's requests against it. */
+  readonly tenants: Map<string, string>;
+}
+
+/** A tenant name as admission takes it (schema/admission-config.ts). */
+const TENANT = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
+
+/**
+ * The API keys file: a line is `KEY`, or `TENANT KEY` to name the tenant the key's requests belong
+ * to; blank lines and lines starting with `#` are skipped. Undefined when no file is named.
+ * @example const { keys, tenants } = readApiKeyFile(file.pdlink?.auth?.api_keys_file, process.env) ?? {};
+ */
+export function readApiKeyFile(configured: string | undefined, env: Record<string, string | undefined>): ApiKeyFile | undefined {
   const { key, path } = pick(API_KEYS_ENV, 'pdlink.auth.api_keys_file', configured, env);
   if (path === undefined) return undefined;
-  const keys = readText(key, path)
+  const lines = readText(key, path)
     .split('\n')
     .map((line) => line.trim())
     .filter((line) => line !== '' && !line.startsWith('#'));
-  if (keys.length === 0) throw new ConfigError(`${key}: ${path} holds no key`);
-  const spaced = keys.findIndex((k) => /\s/.test(k));
-  if (spaced >= 0) throw new ConfigError(`${key}: ${path}: key ${spaced + 1} contains whitespace`);
-  return keys;
+  if (lines.length === 0) throw new ConfigError(`${key}: ${path} holds no key`);
+  const keys: string[] = [];
+  const tenants = new Map<string, string>();
+  lines.forEach((line, i) => {
+    const fields = line.split(/\s+/);
+    if (fields.length > 2) throw new ConfigError(`${key}: ${path}: key ${i + 1} contains whitespace (a line is KEY or TENANT KEY)`);
+    if (fields.length === 2) {
+      // The message names the line, never the secret.
+      if (!TENANT.test(fields[0]!))
+        throw new ConfigError(`${key}: ${path}: line ${i + 1}: the tenant must be 1 to 64 of A-Z a-z 0-9 . _ : -`);
+      tenants.set(fields[1]!, fields[0]!);
+    }
+    keys.push(fields.at(-1)!);
+  });
+  return { keys, tenants };
 }

@@ -26,6 +26,14 @@ export const ERROR_STATUS = {
   /** Nobody reads this answer; 400 because the client caused it (nginx would log 499). */
   client_closed: 400,
   too_many_requests: 429,
+  /** Admission: the request's class waited its whole queue timeout without room. */
+  queue_timeout: 429,
+  /** Admission: the queue was full of requests of the same class or higher. */
+  queue_full: 429,
+  /** Admission: a waiting request made room in a full queue for a higher class. */
+  shed: 429,
+  /** Admission: an admitted request that had sent nothing was cut for a higher class. */
+  preempted: 503,
   not_ready: 503,
   unavailable: 503,
   insufficient_capacity: 503,
@@ -51,6 +59,10 @@ const ERROR_TYPE: Record<ErrorCode, string> = {
   unsupported_media_type: 'UnsupportedMediaType',
   client_closed: 'ClientClosedRequest',
   too_many_requests: 'TooManyRequests',
+  queue_timeout: 'QueueTimeout',
+  queue_full: 'QueueFull',
+  shed: 'Shed',
+  preempted: 'Preempted',
   not_ready: 'NotReady',
   unavailable: 'ServiceUnavailable',
   insufficient_capacity: 'InsufficientCapacity',
@@ -138,6 +150,8 @@ export const errors = {
   notReady: (why: string) => new PdlinkError('not_ready', why),
   unavailable: (why: string) => new PdlinkError('unavailable', why),
   tooManyRequests: (limit: number) => new PdlinkError('too_many_requests', `more than ${limit} requests in flight`),
+  /** Admission refused or cut a request; `code` says why (the message says more). */
+  admissionRefused: (code: 'queue_timeout' | 'queue_full' | 'shed' | 'preempted', why: string) => new PdlinkError(code, why),
   /** Every instance that could serve the request is at its `single_node_max_requests`. */
   instancesAtCap: (why: string) => new PdlinkError('too_many_requests', why),
   upstreamFailed: (what: string, cause?: unknown) => new PdlinkError('upstream_failed', what, { cause }),

@@ -19,6 +19,8 @@ import { PooledOrigins } from '../proxy/send-leg.ts';
 import { fetchCapWarning } from '../proxy/upstream.ts';
 import { checkSettings, resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import type { ProxyTracing } from '../proxy/trace.ts';
+import type { ExchangeRequest } from '../proxy/types.ts';
+import { AdmissionGate, type AdmissionGateOptions } from './admission-gate.ts';
 
 /** Longest accepted client request id (the KV ledger shows it beside its own key, so both obey its limit). */
 export const MAX_REQUEST_ID_LENGTH = 512;
@@ -42,6 +44,11 @@ export interface ProxyDeps {
   settings?: ProxySettings;
   /** Per-request traces (default: off, see proxy/trace.ts). */
   tracing?: ProxyTracing;
+  /**
+   * Admission (classes, tenants, a queue, saturation per stage); absent: a request past
+   * `maxInFlight` gets 429 at once, as before admission existed.
+   */
+  admission?: Omit<AdmissionGateOptions, 'metrics' | 'tracing'>;
 }
 
 /** The proxy as mounted: its routes plus what operators and tests look at. */
@@ -66,6 +73,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   if (settings.engineTls !== undefined) warnOnce(fetchCapWarning(settings.maxInFlight, process.env));
   const metrics = new ProxyMetrics(deps.metrics ?? createRegistry());
   const limit = new InFlightLimit(settings.maxInFlight);
+  const gate = deps.admission === undefined ? undefined : new AdmissionGate({ ...deps.admission, metrics, tracing: deps.tracing });
   const exchangeDeps: ExchangeDeps = {
     picker: deps.scheduler,
     ledger: deps.ledger,
@@ -98,7 +106,8 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
       metrics.requestRefused(api, 'invalid');
       return errorResponse(errors.loopDetected(clientVia ?? ''), requestId);
     }
-    if (!limit.tryAcquire()) {
+    // With admission, the in-flight limit is admission's: a request past it waits rather than being refused.
+    if (gate === undefined && !limit.tryAcquire()) {
       metrics.requestRefused(api, 'rejected');
       return errorResponse(errors.tooManyRequests(settings.maxInFlight), requestId);
     }
@@ -107,26 +116,25 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     try {
       body = parseCompletionBody(kind, await readBody(request));
     } catch (err) {
-      limit.release();
+      if (gate === undefined) limit.release();
       // Counted as client_abort in pdlink_pd_requests_total, never logged: clients leave all the time.
       const gone = request.signal.aborted || (err instanceof PdlinkError && err.code === 'client_closed');
       metrics.requestEnded(api, gone ? 'client_abort' : err instanceof PdlinkError ? 'invalid' : 'internal');
       return errorResponse(asPdlinkError(err), requestId);
     }
     keepConnectionOpen(request, env);
-    const exchange = new Exchange(
-      {
-        kind,
-        api,
-        body,
-        requestId,
-        transferId,
-        clientHeaders: forwardedHeaders(headers, viaHeader(clientVia, hopToken), traced),
-        clientSignal: request.signal,
-      },
-      exchangeDeps,
-      () => limit.release(),
-    );
+    const exchangeRequest: ExchangeRequest = {
+      kind,
+      api,
+      body,
+      requestId,
+      transferId,
+      clientHeaders: forwardedHeaders(headers, viaHeader(clientVia, hopToken), traced),
+      clientSignal: request.signal,
+    };
+    if (gate !== undefined)
+      return gate.run(request, env, kind, exchangeRequest, (admitted, onEnd) => new Exchange(admitted, exchangeDeps, onEnd));
+    const exchange = new Exchange(exchangeRequest, exchangeDeps, () => limit.release());
     return exchange.run();
   };
 
@@ -139,7 +147,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     serve(request, env, kind).catch((err: unknown) =>
       errorResponse(asPdlinkError(err), request.headers.get(REQUEST_ID_HEADER) ?? undefined),
     );
-  return Object.assign(app, { inFlight: () => limit.count, answer });
+  return Object.assign(app, { inFlight: () => gate?.inFlight ?? limit.count, answer });
 }
 
 /**

@@ -37,6 +37,8 @@ export class Exchange implements DecodeExchange {
   readonly #onClientAbort = (): void => this.abort('client_abort');
   #cause: AbortCause | null = null;
   #ended = false;
+  /** D's first byte arrived: from here on the client may be receiving the answer. */
+  #answering = false;
   readonly #reservation: RequestReservation;
   #timers: Deadline[] = [];
   #firstTokenTimer: Deadline | undefined;
@@ -112,8 +114,21 @@ export class Exchange implements DecodeExchange {
     this.#scope.abort(cause);
   }
 
+  /**
+   * Cuts the request for one of a higher class (admission's preemption) if nothing of its answer can
+   * have reached the client yet: D has not sent a byte and the exchange has not settled. True when cut;
+   * the request then answers 503 and its capacity is given back, charged to no instance.
+   * @example if (exchange.preempt()) cuts++;
+   */
+  preempt(): boolean {
+    if (this.#answering || this.#ended || this.#cause !== null) return false;
+    this.abort('preempted');
+    return true;
+  }
+
   /** The first byte of D's answer arrived: the first-token clock stops. */
   firstByte(): void {
+    this.#answering = true;
     this.#clearFirstToken();
     this.trace.firstByte();
   }
@@ -147,6 +162,12 @@ export class Exchange implements DecodeExchange {
       this.end('client_abort', { kind: 'release' });
       // Nobody reads this: the client is gone. 499 is the conventional "client closed request".
       return new Stop(new Response(null, { status: 499 }));
+    }
+    if (cause === 'preempted') {
+      // Admission's choice, not the instance's fault: no breaker hears of it.
+      const err = errors.admissionRefused('preempted', 'cut for a request of a higher priority class before it answered; retry later');
+      this.end('preempted', { kind: 'fail', code: 'preempted', detail: err.message });
+      return new Stop(errorResponse(err, this.request.requestId));
     }
     if (instanceId !== undefined) this.deps.breakers?.recordFailure(instanceId);
     const err = this.timeoutError(cause, instanceId);

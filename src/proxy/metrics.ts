@@ -27,6 +27,8 @@ export type ProxyOutcome =
   /** Over the in-flight limit (429). */
   | 'rejected'
   | 'client_abort'
+  /** Admission cut it for a request of a higher class before it answered (503). */
+  | 'preempted'
   | 'internal';
 
 /** Why a prefill attempt was retried, the `reason` label. */

@@ -78,6 +78,14 @@ class OtelRequestTrace implements RequestTrace {
       parent,
     );
     this.#context = trace.setSpan(ROOT_CONTEXT, this.#root);
+    const admitted = request.admission;
+    if (admitted !== undefined)
+      this.#root.setAttributes({
+        'pdlink.admission.tenant': admitted.tenant,
+        'pdlink.admission.class': admitted.class,
+        'pdlink.admission.decision': admitted.how,
+        'pdlink.admission.wait_ms': admitted.waitMs,
+      });
   }
 
   scheduling(): void {

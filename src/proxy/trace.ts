@@ -40,6 +40,8 @@ export interface TracedRequest {
   readonly api: string;
   /** The client's headers the proxy kept: its `traceparent`, when tracing is on. */
   readonly clientHeaders: ClientHeaders;
+  /** How admission let it in, when admission is on. */
+  readonly admission?: { readonly tenant: string; readonly class: string; readonly how: string; readonly waitMs: number };
 }
 
 /** Starts the trace of each request. */

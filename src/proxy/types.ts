@@ -29,6 +29,17 @@ export interface ExchangeRequest {
   readonly clientHeaders: ClientHeaders;
   /** Aborts when the client disconnects. */
   readonly clientSignal: AbortSignal;
+  /** How admission let the request in (absent when admission is off), for its trace. */
+  readonly admission?: AdmissionNote;
+}
+
+/** Admission's decision on a request, as its trace records it. */
+export interface AdmissionNote {
+  readonly tenant: string;
+  readonly class: string;
+  /** `immediate` (room at arrival) or `queued` (after waiting). */
+  readonly how: string;
+  readonly waitMs: number;
 }
 
 export interface ExchangeDeps {
@@ -44,7 +55,8 @@ export interface ExchangeDeps {
   readonly tracing?: ProxyTracing;
 }
 
-export type AbortCause = 'client_abort' | 'prefill_timeout' | 'first_token_timeout' | 'infer_timeout';
+/** `preempted`: admission cut the request, which had sent nothing yet, for a request of a higher class. */
+export type AbortCause = 'client_abort' | 'prefill_timeout' | 'first_token_timeout' | 'infer_timeout' | 'preempted';
 
 /** P answered: the pair, P's KV parameters for D, and when P answered (performance.now()). */
 export interface Prefilled {

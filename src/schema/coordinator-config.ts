@@ -5,6 +5,7 @@
  * used unchanged. The scheduler and the proxy take plain option objects resolved from it.
  */
 import * as v from 'valibot';
+import { AdmissionSection } from './admission-config.ts';
 import { AllowedNetworks, HttpCaps, SecretFilePath } from './security.ts';
 import { INT32_MAX } from '../core/limits.ts';
 import { ProxyProtocolSection } from './proxy-protocol.ts';
@@ -158,6 +159,8 @@ export const CoordinatorConfigFile = v.looseObject({
       ),
       allowed_instance_networks: v.optional(AllowedNetworks),
       tracing: v.optional(TracingSection),
+      /** Priority classes, tenants, the queue and per-stage saturation (schema/admission-config.ts). */
+      admission: v.optional(AdmissionSection),
       http: v.optional(HttpCaps),
       rate_limit: v.optional(
         v.looseObject({
