@@ -4,9 +4,10 @@
  * the `pdlink` binary starting without the fetch-cap warning, and `npm run demo` accounting the KV
  * bytes it pulled in the Coordinator's ledger.
  *
- * The README path is taken from the README itself: its code blocks are parsed and run, with the
- * documented addresses (127.0.0.1, 127.0.0.11, 127.0.0.12) replaced by fresh loopback addresses
- * so the test never collides with a Coordinator already running on the defaults.
+ * The README path is taken from the README itself: its code blocks marked run=coordinator,
+ * run=sim-cluster, run=refresh and run=completion are run, with the documented addresses (127.0.0.1,
+ * 127.0.0.11, 127.0.0.12) replaced by fresh loopback addresses so the test never collides with a
+ * Coordinator already running on the defaults; docs/getting-started.md shows the same blocks.
  */
 import { describe, expect, test } from 'bun:test';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -15,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { until } from '../src/sim/process.ts';
 import { REPO_ROOT } from './support/child.ts';
+import { docBlock } from './support/docs.ts';
 
 const WARNING = 'BUN_CONFIG_MAX_HTTP_REQUESTS';
 
@@ -99,19 +101,19 @@ async function run(script: string): Promise<{ code: number; stdout: string; stde
   return { code, stdout, stderr };
 }
 
-/** The `sh` code blocks of one README section, in order. */
-function readmeBlocks(section: string): string[] {
-  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-  const at = readme.indexOf(`\n## ${section}\n`);
-  if (at < 0) throw new Error(`README has no section "${section}"`);
-  const next = readme.indexOf('\n## ', at + 1);
-  const text = readme.slice(at, next < 0 ? undefined : next);
-  return [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());
-}
-
 describe("the README's first request", () => {
+  test("Getting started shows the README's first request, block for block", () => {
+    expect(docBlock('docs/getting-started.md', 'coordinator')).toBe(docBlock('README.md', 'coordinator'));
+    expect(docBlock('docs/getting-started.md', 'sim-cluster')).toBe(docBlock('README.md', 'sim-cluster'));
+    expect(docBlock('docs/getting-started.md', 'refresh')).toBe(docBlock('README.md', 'refresh'));
+    expect(docBlock('docs/getting-started.md', 'completion')).toBe(docBlock('README.md', 'completion'));
+  });
+
   test('npm start, npx pdlink sim-cluster, the refresh and the completion work as written', async () => {
-    const [coordinatorCmd, clusterCmd, refresh, completion] = readmeBlocks('A first request');
+    const coordinatorCmd = docBlock('README.md', 'coordinator').trim();
+    const clusterCmd = docBlock('README.md', 'sim-cluster').trim();
+    const refresh = docBlock('README.md', 'refresh').trim();
+    const completion = docBlock('README.md', 'completion').trim();
     expect(coordinatorCmd).toBe('npm start');
     expect(clusterCmd).toBe('npx pdlink sim-cluster');
     expect(refresh).toStartWith('curl -i -X POST http://127.0.0.1:1026/v1/instances/refresh');
@@ -124,16 +126,16 @@ describe("the README's first request", () => {
         .replace(/127\.0\.0\.12(?!\d)/g, ip.decode)
         .replace(/127\.0\.0\.1(?!\d)/g, ip.coordinator);
 
-    const coordinator = start([...coordinatorCmd!.split(' '), '--', '--manage_ip', ip.coordinator, '--predict_ip', ip.coordinator]);
-    const cluster = start([...clusterCmd!.split(' '), '--prefill_ip', ip.prefill, '--decode_ip', ip.decode]);
+    const coordinator = start([...coordinatorCmd.split(' '), '--', '--manage_ip', ip.coordinator, '--predict_ip', ip.coordinator]);
+    const cluster = start([...clusterCmd.split(' '), '--prefill_ip', ip.prefill, '--decode_ip', ip.decode]);
     try {
       await waitFor(coordinator, /pdlink: inference listening on/, 'npm start');
       await waitFor(cluster, /register them with this refresh body/, 'npx pdlink sim-cluster');
 
-      const registered = await run(local(refresh!));
+      const registered = await run(local(refresh));
       expect(registered.stdout).toMatch(/^HTTP\/1\.1 200/);
 
-      const answered = await run(local(completion!));
+      const answered = await run(local(completion));
       const body = JSON.parse(answered.stdout) as { choices: { text: string }[]; usage: { completion_tokens: number } };
       expect(body.choices[0]!.text.length).toBeGreaterThan(0);
       expect(body.usage.completion_tokens).toBe(8);

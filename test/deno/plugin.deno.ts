@@ -1,7 +1,7 @@
 /**
- * pdlink as a plugin of a Deno gateway: the README's Deno block, run as written (only its port
- * made 0 and its two imports pointed at this checkout), serves the refresh and a completion that
- * its proxy sends to a prefill and a decode engine simulator.
+ * pdlink as a plugin of a Deno gateway: the Deno block of docs/plugin.md, run as written (only its
+ * port made 0 and its two `npm:` imports pointed at this checkout), serves the refresh and a
+ * completion that its proxy sends to a prefill and a decode engine simulator.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,33 +9,35 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { refreshBody } from '../../src/sim/cluster-bodies.ts';
-import { completion, denoCluster, readmeBlock, REPO_ROOT } from './support.ts';
+import { blockAsModule, docBlock } from '../support/docs.ts';
+import { completion, denoCluster, REPO_ROOT } from './support.ts';
 
-interface ReadmeGateway {
+interface DocsGateway {
   readonly pdlink: { readonly registry: { all(): { id: number }[] } };
   readonly server: { readonly addr: { readonly port: number } };
   onShutdown(): Promise<void>;
 }
 
-/** The README block as a module: what runs before `// on shutdown` at import, the rest as `onShutdown()`. */
-async function loadReadmeGateway(dir: string): Promise<ReadmeGateway> {
-  const block = readmeBlock('Deno.serve(');
-  const [start, shutdown] = block.split('// on shutdown\n');
-  assert.ok(shutdown !== undefined, 'the README block says what runs on shutdown');
-  const source =
-    start!
-      .replace("from 'pdlink'", `from '${pathToFileURL(join(REPO_ROOT, 'src', 'index.ts')).href}'`)
-      .replace("from 'hono'", `from '${import.meta.resolve('hono')}'`)
-      .replace('port: 8080', 'port: 0') + `export { pdlink, server };\nexport async function onShutdown() {\n${shutdown}}\n`;
+/** The docs' block as a module: what runs before `// on shutdown` at import, the rest as `onShutdown()`. */
+async function loadDocsGateway(dir: string): Promise<DocsGateway> {
+  const source = blockAsModule(
+    docBlock('docs/plugin.md', 'deno-gateway'),
+    ['pdlink', 'server'],
+    [
+      ["from 'npm:pdlink'", `from '${pathToFileURL(join(REPO_ROOT, 'src', 'index.ts')).href}'`],
+      ["from 'npm:hono'", `from '${import.meta.resolve('hono')}'`],
+      ['port: 8080', 'port: 0'],
+    ],
+  );
   const path = join(dir, 'gateway.ts');
   writeFileSync(path, source);
-  return (await import(pathToFileURL(path).href)) as ReadmeGateway;
+  return (await import(pathToFileURL(path).href)) as DocsGateway;
 }
 
-Deno.test('the README Deno gateway serves the refresh and a proxied completion', async () => {
+Deno.test('the Deno gateway of docs/plugin.md serves the refresh and a proxied completion', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'pdlink-deno-gateway-'));
   const cluster = await denoCluster();
-  const gateway = await loadReadmeGateway(dir);
+  const gateway = await loadDocsGateway(dir);
   try {
     const base = `http://127.0.0.1:${gateway.server.addr.port}`;
     assert.equal(await fetch(`${base}/pd/v1/readiness`).then((r) => r.text().then(() => r.status)), 503);

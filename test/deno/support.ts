@@ -1,11 +1,10 @@
 /**
  * What the Deno suite's files share: the repository's paths, pdlink commands started on Deno (the
- * process running the suite), a simulated cluster whose Coordinator runs on Deno, and the README's
- * code blocks. Node's child_process and fs work the same on Deno, so the suite reuses the
- * simulator's process helpers.
+ * process running the suite) and a simulated cluster whose Coordinator runs on Deno. Node's
+ * child_process works the same on Deno, so the suite reuses the simulator's process helpers; the
+ * documentation's code blocks come from ../support/docs.ts, as in the Bun suite.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimCluster } from '../../src/sim/cluster.ts';
 import type { SimClusterOptions } from '../../src/sim/cluster-options.ts';
@@ -59,16 +58,6 @@ export function runOnDeno(args: readonly string[], deadlineMs = 60_000): Promise
  */
 export function denoCluster(options: Partial<SimClusterOptions> = {}): Promise<SimCluster> {
   return SimCluster.start({ prefill: 1, decode: 1, ...options, runtimes: { coordinator: 'deno', engines: 'bun', ...options.runtimes } });
-}
-
-/**
- * The README's fenced code block that contains `marker`.
- * @example const block = readmeBlock('Deno.serve(');
- */
-export function readmeBlock(marker: string): string {
-  const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-  for (const match of readme.matchAll(/```(?:ts|sh)\n([\s\S]*?)```/g)) if (match[1]!.includes(marker)) return match[1]!;
-  throw new Error(`no README code block contains ${marker}`);
 }
 
 /**
