@@ -58,6 +58,8 @@ export interface KvStateOptions {
 }
 
 export class KvState {
+  /** Changes whenever a source is added, changed or removed (readers cache what they derive from sources). */
+  generation = 0;
   readonly index: KvIndex;
   readonly hasher: BlockHasher;
   readonly #sources: (SourceSpec | undefined)[] = [];
@@ -83,6 +85,7 @@ export class KvState {
   addSource(spec: SourceSpec): number {
     const key = sourceKey(spec.instance, spec.tenant, spec.dpRank);
     const known = this.#sourceIds.get(key);
+    this.generation++;
     if (known !== undefined) {
       this.#sources[known] = spec;
       return known;
@@ -102,6 +105,7 @@ export class KvState {
     const spec = this.#sources[id];
     if (spec === undefined) return;
     this.index.clearSource(id);
+    this.generation++;
     this.#sources[id] = undefined;
     this.#sourceIds.delete(sourceKey(spec.instance, spec.tenant, spec.dpRank));
     this.#freeSources.push(id);

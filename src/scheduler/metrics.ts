@@ -17,6 +17,7 @@ const REASONS_BY_POLICY: Record<PolicyName, readonly PickReason[]> = {
   round_robin: ['round_robin'],
   power_of_two: ['power_of_two', 'least_load'],
   cache_affinity: ['cache_hit', 'cache_miss', 'cache_overloaded'],
+  precise_prefix: ['cache_hit', 'cache_miss', 'prefill_saturated'],
 };
 
 export class SchedulerMetrics {

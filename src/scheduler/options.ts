@@ -8,6 +8,7 @@ import { errors } from '../core/errors.ts';
 import type { Registry } from '../core/metrics.ts';
 import type { CircuitBreakers } from './breakers.ts';
 import type { LoadSource } from './loads.ts';
+import type { KvState } from '../kv/kv-state.ts';
 import type { LocalPrefillRule } from './pd-path.ts';
 import { DEFAULT_BLOCK_SIZE } from './prefix-hash.ts';
 import type { PrefixIndexOptions } from './prefix-index.ts';
@@ -34,6 +35,21 @@ export interface SchedulerOptions {
   maxRequestsPerInstance?: number;
   /** Conditional disaggregation (`scheduler.conditional_disaggregation`); default off. */
   localPrefill?: LocalPrefillRule;
+  /** What precise_prefix reads: the engines' KV state, its load weight, and decode-first. */
+  kv?: PreciseRouting;
+}
+
+/** precise_prefix's inputs (`scheduler.precise_prefix`, `scheduler.kv_events`, `conditional_disaggregation.decode_first`). */
+export interface PreciseRouting {
+  /** The index the engines' KV events feed (default: an empty one, so only pdlink's own record counts). */
+  readonly state?: KvState;
+  /** Weight of load against the share of the prompt cached (default 1). */
+  readonly loadWeight?: number;
+  /**
+   * Choose D first: D prefills locally when it holds all but `localPrefill.maxLocalPrefillLength`
+   * tokens of the prompt, or when no P can take the request.
+   */
+  readonly decodeFirst?: boolean;
 }
 
 /** Largest prefix-hash block, in tokens. */

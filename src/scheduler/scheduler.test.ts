@@ -414,7 +414,7 @@ describe('options and request checks', () => {
 
   test('cache_affinity on decode is refused with the reason', () => {
     expect(() => createScheduler({ cluster: new TestCluster(), policy: { decode: 'cache_affinity' } })).toThrow(
-      'policy.decode: cache_affinity applies to prefill only; use one of load_balance, round_robin, power_of_two',
+      'policy.decode: cache_affinity applies to prefill only; use one of load_balance, round_robin, power_of_two, precise_prefix',
     );
   });
 

@@ -22,6 +22,10 @@ import { SchedulerMetrics } from './metrics.ts';
 import type { SchedulerNode } from './node.ts';
 import { blockSizeArg, policyName, type SchedulerOptions } from './options.ts';
 import { cacheAffinity, loadBalance, type Policy, powerOfTwo, roundRobin } from './policies/index.ts';
+import { DEFAULT_LOAD_WEIGHT, precisePrefix } from './policies/precise-prefix.ts';
+import { KvHits } from './kv-hits.ts';
+import { KvState } from '../kv/kv-state.ts';
+import { holdingDecode, leastLoadedDecode } from './decode-first.ts';
 import { prefixHashes } from './prefix-hash.ts';
 import { PrefixIndex } from './prefix-index.ts';
 import { blocksNeeded, type CheckedRequest, checkPickRequest } from './request.ts';
@@ -56,6 +60,10 @@ export class PdScheduler {
   readonly #unsubscribe: () => void;
   readonly #loads: LoadSource;
   readonly #localPrefill: LocalPrefillRule;
+  /** precise_prefix: what the prompt of the pick in progress finds cached where (undefined under other policies). */
+  readonly #hits: KvHits | undefined;
+  readonly #loadWeight: number;
+  readonly #decodeFirst: boolean;
 
   constructor(options: SchedulerOptions) {
     if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
@@ -71,7 +79,13 @@ export class PdScheduler {
     this.health = options.health ?? createBreakers();
     this.#loads = options.loads ?? NO_RESERVATIONS;
     this.#localPrefill = options.localPrefill ?? {};
-    this.#prefix = prefill === 'cache_affinity' ? new PrefixIndex(options.prefix) : undefined;
+    const precise = prefill === 'precise_prefix' || decode === 'precise_prefix';
+    this.#prefix = prefill === 'cache_affinity' || precise ? new PrefixIndex(options.prefix) : undefined;
+    this.#hits = precise ? new KvHits(options.kv?.state ?? new KvState(), this.#prefix!) : undefined;
+    const weight = options.kv?.loadWeight ?? DEFAULT_LOAD_WEIGHT;
+    if (!Number.isFinite(weight) || weight < 0) throw errors.invalidArgument('kv.loadWeight', 'must be a number ≥ 0');
+    this.#loadWeight = weight;
+    this.#decodeFirst = precise && options.kv?.decodeFirst === true;
     const maxRequests = options.maxRequestsPerInstance;
     if (maxRequests !== undefined && (!Number.isSafeInteger(maxRequests) || maxRequests < 1))
       throw errors.invalidArgument('maxRequestsPerInstance', 'must be a positive integer');
@@ -85,11 +99,15 @@ export class PdScheduler {
     const cluster = options.cluster;
     const listed = (id: number): boolean => cluster.get(id) !== undefined;
     this.#unsubscribe = cluster.onRefresh?.(() => this.health.relisted(listed)) ?? (() => {});
+    const lookup = (id: number): SchedulerNode | undefined => this.#topology.get(id);
+    const precisePolicy = this.#hits === undefined ? undefined : precisePrefix(this.#hits, lookup, weight);
     this.#prefill =
-      this.#prefix === undefined
-        ? SIMPLE_POLICIES[prefill as DecodePolicyName]
-        : cacheAffinity(this.#prefix, (id) => this.#topology.get(id));
-    this.#decode = SIMPLE_POLICIES[decode];
+      prefill === 'precise_prefix'
+        ? precisePolicy!
+        : prefill === 'cache_affinity'
+          ? cacheAffinity(this.#prefix!, lookup)
+          : SIMPLE_POLICIES[prefill as SimplePolicyName];
+    this.#decode = decode === 'precise_prefix' ? precisePolicy! : SIMPLE_POLICIES[decode];
     this.#metrics =
       options.metrics === undefined
         ? undefined
@@ -109,11 +127,21 @@ export class PdScheduler {
     const checked = checkPickRequest(request);
     // Circuits whose cool-down ended become half-open here; the topology hears of it before the walk.
     this.health.poll();
+    if (this.#hits !== undefined) this.#hits.begin(checked.promptTokens, this.#hashesOf(checked, request), this.#blockSize);
+    if (this.#decodeFirst) {
+      const d = holdingDecode(this.#topology, this.#hits!, checked, this.#localPrefill.maxLocalPrefillLength ?? 0, this.#loadWeight);
+      if (d !== undefined) return this.#local(d, 'cache_hit');
+    }
     let result = this.#walk(checked, request);
     // At most one early trial per role (a P, then a D), each only when open circuits are the obstacle.
     for (let trials = 0; typeof result === 'string' && TRIAL_REASONS.has(result) && trials < 2; trials++) {
       if (trialEarly(this.#topology, this.health, checked) === undefined) break;
       result = this.#walk(checked, request);
+    }
+    if (typeof result === 'string' && this.#decodeFirst && PREFILL_SIDE.has(result)) {
+      // No P can take it: D prefills it itself rather than the request failing.
+      const d = leastLoadedDecode(this.#topology, checked);
+      if (d !== undefined) return this.#local(d, 'prefill_saturated');
     }
     if (typeof result === 'string')
       return this.#fail(result === 'no_capacity' && this.#topology.capsBlock() ? 'instance_cap' : result, checked);
@@ -258,6 +286,22 @@ export class PdScheduler {
     return pair;
   }
 
+  /** A request D prefills itself (decode-first): D stands for P too; only D's circuit is admitted. */
+  #local(d: SchedulerNode, reason: Pair['reason']): Pair {
+    this.health.admit(d.id);
+    this.#metrics?.selected(reason);
+    const cached = this.#hits?.tokensOf(d.id) ?? 0;
+    return {
+      ok: true,
+      p: d.instance,
+      d: d.instance,
+      policy: this.policy,
+      reason,
+      matchedBlocks: Math.floor(cached / d.instance.blockSize),
+      path: 'local',
+    };
+  }
+
   #fail(reason: PickFailureReason, request: CheckedRequest): PickFailure {
     this.#metrics?.failed(reason);
     return { ok: false, reason, message: failureMessage(reason, request) };
@@ -283,7 +327,12 @@ export function createScheduler(options: SchedulerOptions): PdScheduler {
 /** Failures an early trial of an open circuit may turn into a pair. */
 const TRIAL_REASONS: ReadonlySet<PickFailureReason> = new Set(['no_healthy_prefill', 'no_healthy_decode', 'excluded']);
 
-const SIMPLE_POLICIES: Record<DecodePolicyName, Policy> = {
+/** Failures on the P side, which decode-first answers with a local prefill on D. */
+const PREFILL_SIDE: ReadonlySet<PickFailureReason> = new Set(['no_prefill', 'no_linked_decode', 'no_healthy_prefill', 'no_capacity']);
+
+type SimplePolicyName = Exclude<DecodePolicyName, 'precise_prefix'>;
+
+const SIMPLE_POLICIES: Record<SimplePolicyName, Policy> = {
   load_balance: loadBalance,
   round_robin: roundRobin,
   power_of_two: powerOfTwo,

@@ -46,7 +46,15 @@ export interface PickRequest {
 }
 
 /** How P was chosen. */
-export const PICK_REASONS = ['least_load', 'round_robin', 'power_of_two', 'cache_hit', 'cache_miss', 'cache_overloaded'] as const;
+export const PICK_REASONS = [
+  'least_load',
+  'round_robin',
+  'power_of_two',
+  'cache_hit',
+  'cache_miss',
+  'cache_overloaded',
+  'prefill_saturated',
+] as const;
 export type PickReason = (typeof PICK_REASONS)[number];
 
 /** A placed request. */

@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { AdmissionSection } from './admission-config.ts';
+import { KvEventsSection } from './kv-events-config.ts';
 import { AllowedNetworks, HttpCaps, SecretFilePath } from './security.ts';
 import { INT32_MAX } from '../core/limits.ts';
 import { ProxyProtocolSection } from './proxy-protocol.ts';
@@ -24,10 +25,10 @@ export const HTTP_TIMEOUT_SECONDS = { min: 0, max: 3600, default: 600 } as const
 export const CIRCUIT_COOLDOWN_MS = { min: 1, max: INT32_MAX, default: 30_000 } as const;
 
 /** Every pair-selection policy; `cache_affinity` applies to prefill only. */
-export const POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two', 'cache_affinity'] as const;
+export const POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two', 'cache_affinity', 'precise_prefix'] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 /** Policies a decode instance can be chosen by: its KV arrives from P, so it has no prefix cache to aim at. */
-export const DECODE_POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two'] as const;
+export const DECODE_POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two', 'precise_prefix'] as const;
 export type DecodePolicyName = (typeof DECODE_POLICY_NAMES)[number];
 
 /** Configuration schema of one role's policy, for `scheduler.policy.prefill` / `.decode`. */
@@ -128,7 +129,24 @@ export const CoordinatorConfigFile = v.looseObject({
         v.looseObject({
           max_local_prefill_length: v.optional(intIn(0, 1 << 24)),
           max_prefill_queue_size: v.optional(intIn(0, 1 << 20)),
+          /** Choose D first (precise_prefix): D prefills locally when it holds all but max_local_prefill_length tokens, or no P can take the request. */
+          decode_first: v.optional(v.boolean('must be a boolean')),
         }),
+      ),
+      /** precise_prefix's weight of load against the share of the prompt cached (default 1). */
+      precise_prefix: v.optional(
+        v.looseObject({
+          load_weight: v.optional(v.pipe(v.number('must be a number'), v.minValue(0, 'must be ≥ 0'), v.maxValue(1000, 'must be ≤ 1000'))),
+        }),
+      ),
+      /** The engines' KV events: the index's hash seed and bounds, the intake's limits (schema/kv-events-config.ts). */
+      kv_events: v.optional(KvEventsSection),
+      /** Per model name, the directory holding its tokenizer.json (and tokenizer_config.json with the chat template). */
+      tokenizers: v.optional(
+        v.record(
+          v.pipe(v.string(), v.minLength(1, 'must not be empty')),
+          v.pipe(v.string('must be a directory path'), v.minLength(1, 'must not be empty')),
+        ),
       ),
     }),
   ),
