@@ -6,6 +6,7 @@ import { Hono } from 'hono';
 import { collectProcessMetrics } from '../core/process-metrics.ts';
 import { Controller, type ControllerEvents } from '../controller/controller.ts';
 import { Leadership } from '../controller/leadership.ts';
+import { leadershipMetrics } from '../controller/leadership-metrics.ts';
 import { storeMetrics } from '../store/metrics.ts';
 import type { Store } from '../store/store.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
@@ -105,10 +106,13 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
     spec: options.spec,
     events,
     leading: ha === undefined,
+    // Several controllers: the leader acts only while its lease is proven live (store/election.ts).
+    mayAct: () => leadership === undefined || leadership.mayAct(),
     client: new ManagementClient(options.spec.timing.httpTimeoutMs, options.managementToken, options.clientTls),
     ...(options.log === undefined ? {} : { log: options.log }),
   });
   if (ha !== undefined) storeMetrics(metrics, ha.store);
+  const leadershipEvents = ha === undefined ? undefined : leadershipMetrics(metrics);
   m.watch(controller);
   const devices = rankDevices(options.rankTable);
   const defaults = options.staticDefaults ?? {};
@@ -169,6 +173,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
         ttlSeconds: ha.ttlSeconds,
         fileSpec: () => fileSpec,
         ...(options.log === undefined ? {} : { log: options.log }),
+        ...(leadershipEvents === undefined ? {} : { events: leadershipEvents }),
       });
       leadership.start();
     },

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseRefresh } from '../schema/refresh.ts';
+import { ChunkedWriter, MANIFEST } from '../store/chunked.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { KEYS } from '../store/store.ts';
 import { createCoordinator, type Coordinator } from './coordinator.ts';
@@ -18,6 +19,13 @@ afterEach(async () => {
   coordinator = undefined;
 });
 
+/** Stores `body` as a leader controller would: one record per instance, in chunks under a manifest. */
+async function storeSnapshot(store: MemoryStore, body: { instances: { id: number }[] }): Promise<void> {
+  const records = new Map(body.instances.map((i) => [i.id, JSON.stringify({ id: i.id, snapshot: i })]));
+  const write = (await new ChunkedWriter(KEYS.controllerState).prepare(records, { generation: 7 }))!;
+  await store.commit(undefined, new Map([...write.parts, [KEYS.controllerState + MANIFEST, write.manifest]]), []);
+}
+
 function start(store: MemoryStore, mode: 'master_standby' | 'active_active'): { coordinator: Coordinator; ha: CoordinatorHa } {
   let made: CoordinatorHa | undefined;
   const c = createCoordinator({ notReadyReason: () => made?.notReadyReason() });
@@ -28,9 +36,21 @@ function start(store: MemoryStore, mode: 'master_standby' | 'active_active'): { 
 }
 
 describe('CoordinatorHa', () => {
+  test('a stored state that a failed write invalidated (no manifest) or that is incomplete is not started from', async () => {
+    const store = new MemoryStore();
+    await storeSnapshot(store, JSON.parse(seed));
+    const parts = [...(await store.list(KEYS.controllerState)).keys()].filter((k) => !k.endsWith(MANIFEST));
+    await store.delete(parts[0]!);
+    const { coordinator: c, ha: h } = start(store, 'active_active');
+    expect(await h.loadSnapshot()).toBe(false);
+    await store.delete(KEYS.controllerState + MANIFEST);
+    expect(await h.loadSnapshot()).toBe(false);
+    expect(c.registry.generation).toBe(0);
+  });
+
   test('a Coordinator that starts takes the stored snapshot at once and is ready on it', async () => {
     const store = new MemoryStore();
-    await store.put(KEYS.snapshot, JSON.stringify({ generation: 7, snapshot: JSON.parse(seed) }));
+    await storeSnapshot(store, JSON.parse(seed));
     const { coordinator: c, ha: h } = start(store, 'active_active');
     expect((await c.managementApp.request('/v1/readiness')).status).toBe(503);
     expect(await h.loadSnapshot()).toBe(true);
@@ -41,14 +61,14 @@ describe('CoordinatorHa', () => {
 
   test('a snapshot pushed first wins over the stored one; a stored snapshot that does not validate is ignored', async () => {
     const store = new MemoryStore();
-    await store.put(KEYS.snapshot, JSON.stringify({ generation: 7, snapshot: JSON.parse(seed) }));
+    await storeSnapshot(store, JSON.parse(seed));
     const { coordinator: c, ha: h } = start(store, 'active_active');
     c.registry.apply(parseRefresh({ ids: [], instances: [] }));
     expect(await h.loadSnapshot()).toBe(false);
     expect(c.registry.view().instances).toEqual([]);
 
     const other = new MemoryStore();
-    await other.put(KEYS.snapshot, JSON.stringify({ generation: 1, snapshot: { ids: 'nope' } }));
+    await storeSnapshot(other, { instances: [{ id: 5, ip: 'not an address' } as unknown as { id: number }] });
     const fresh = createCoordinator();
     const second = new CoordinatorHa({
       mode: 'active_active',
@@ -65,7 +85,7 @@ describe('CoordinatorHa', () => {
 
   test('master/standby: not ready before the election, the master is ready, a standby is 503 "not master" naming the master', async () => {
     const store = new MemoryStore();
-    await store.put(KEYS.snapshot, JSON.stringify({ generation: 7, snapshot: JSON.parse(seed) }));
+    await storeSnapshot(store, JSON.parse(seed));
     const a = start(store, 'master_standby');
     await a.ha.loadSnapshot();
     const before = await a.coordinator.managementApp.request('/v1/readiness');

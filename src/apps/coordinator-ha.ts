@@ -8,7 +8,9 @@
  */
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import type { Registry } from 'prom-client';
+import { storedSnapshot } from '../controller/stored-state.ts';
 import { validateRefresh } from '../schema/refresh.ts';
+import { readChunked, type ChunkedRead } from '../store/chunked.ts';
 import { Election } from '../store/election.ts';
 import { storeMetrics } from '../store/metrics.ts';
 import { KEYS, type Store } from '../store/store.ts';
@@ -71,21 +73,19 @@ export class CoordinatorHa {
    * @example await ha.loadSnapshot();
    */
   async loadSnapshot(): Promise<boolean> {
-    let text: string | undefined;
+    let read: ChunkedRead;
     try {
-      text = await this.#options.store.get(KEYS.snapshot);
+      read = await readChunked(await this.#options.store.list(KEYS.controllerState), KEYS.controllerState);
     } catch {
       return false;
     }
-    if (text === undefined || this.#closed || this.#options.registry.generation > 0) return false;
-    let record: unknown;
-    try {
-      record = JSON.parse(text);
-    } catch {
-      this.#options.log?.('stored snapshot is not JSON: ignored');
+    if (this.#closed || this.#options.registry.generation > 0) return false;
+    if (!read.ok) {
+      this.#options.log?.(`no stored snapshot to start from (${read.reason})`);
       return false;
     }
-    const body = typeof record === 'object' && record !== null ? (record as { snapshot?: unknown }).snapshot : undefined;
+    const body = storedSnapshot(read.records);
+    if (body === undefined) return false;
     const result = validateRefresh(body);
     if (!result.ok) {
       this.#options.log?.(`stored snapshot refused: ${result.issues[0]?.path ?? ''} ${result.issues[0]?.message ?? ''}`);

@@ -28,4 +28,6 @@ export interface ControllerOptions {
   readonly log?: (line: string) => void;
   /** Whether it acts (posts roles, pushes snapshots) from the start (default true); a standby waits for lead(). */
   readonly leading?: boolean;
+  /** Asked before every act while leading: false pauses acting (a leader whose lease is not proven live). */
+  readonly mayAct?: () => boolean;
 }

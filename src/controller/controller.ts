@@ -21,7 +21,8 @@ import { aliveKey, planRoles } from './role-plan.ts';
 import { AddressBook, snapshotCandidates } from './snapshot-candidates.ts';
 import { composeSnapshot, type RefreshBody } from './snapshot.ts';
 import type { StoredState } from './stored-state.ts';
-import { restoreMembers, storedStateOf } from './takeover.ts';
+import { StartGate } from './start-gate.ts';
+import { restoreMembers, settleRestored, storedStateOf } from './takeover.ts';
 import { applyChange, describeChange, refuseRemoval, type ApplyOutcome } from './topology-change.ts';
 import type { TopologySpec, ControllerTiming, DesiredInstance } from './types.ts';
 
@@ -50,6 +51,8 @@ export class Controller {
   #leading: boolean;
   /** Event mark of the takeover: no role goes to an agent before a status read after it. */
   #takeoverMark = 0;
+  /** When a leader may act (its lease proven live) and what it may push (no unjudged member dropped). */
+  readonly #gate: StartGate;
   /** Snapshots sent so far, across leaders (a new leader continues from the stored count). */
   #generation = 0;
 
@@ -62,6 +65,7 @@ export class Controller {
     this.#events = options.events ?? {};
     this.#log = options.log ?? (() => {});
     this.#leading = options.leading ?? true;
+    this.#gate = new StartGate(this.#timing, options.mayAct, this.#leading ? this.#now() : undefined);
     this.#coordinators = new CoordinatorSet(options.spec.coordinators, {
       client: this.#client,
       now: this.#now,
@@ -85,7 +89,7 @@ export class Controller {
   tick(): void {
     if (this.#closed) return;
     for (const member of this.#members.values()) if (!member.polling) void this.#poll(member);
-    if (this.#leading) this.#coordinators.probe();
+    if (this.#acts() && this.#gate.passed) this.#coordinators.probe();
     this.evaluate();
   }
 
@@ -151,7 +155,7 @@ export class Controller {
    * @example await controller.sync();
    */
   sync(): Promise<boolean> {
-    if (!this.#leading) return Promise.resolve(false);
+    if (!this.#acts()) return Promise.resolve(false);
     return this.#compose(this.#now(), true);
   }
 
@@ -175,9 +179,8 @@ export class Controller {
   }
 
   /**
-   * Takes over from a stored state: the stored desired instances replace the file's, each member
-   * gets its stored role and the role body in force, and roles go out only where a status read
-   * after this call shows the agent lacks them.
+   * Takes over from a stored state: the stored instances replace the file's, each member gets its
+   * stored role and body in force; roles go out only where a status read after this shows the agent lacks them.
    * @example controller.lead({ desired, assignments, generation });
    */
   lead(state: StoredState): void {
@@ -186,7 +189,8 @@ export class Controller {
     this.#generation = Math.max(this.#generation, state.generation);
     this.#takeoverMark = this.#mark();
     this.#replan();
-    for (const m of this.#members.values()) if (m.postedKey !== m.wantedKey) m.joined = false;
+    settleRestored(this.#members);
+    this.#gate.begin(this.#now(), this.#takeoverMark, state.snapshot);
     this.#shapeKey = '';
     this.#dirty = true;
     this.#leading = true;
@@ -201,7 +205,7 @@ export class Controller {
     this.#log('standing by');
   }
 
-  /** What a leader keeps in the store: the desired instances and every member's assignment. */
+  /** What a leader keeps in the store (takeover.ts). */
   storedState(): StoredState {
     return storedStateOf(this.#members, this.#generation);
   }
@@ -241,7 +245,7 @@ export class Controller {
         this.#log(`instance ${m.id} ready as ${m.role}`);
       }
       if (wasJoined !== m.joined) replan = true;
-      if (this.#leading && m.drain !== undefined && drainFinished(m, now, this.#timing)) {
+      if (this.#acts() && m.drain !== undefined && drainFinished(m, now, this.#timing)) {
         finishDrain(this.#members, m, this.#client, this.#log);
         replan = true;
       }
@@ -250,7 +254,7 @@ export class Controller {
       this.#replan();
       this.#dirty = true;
     }
-    if (this.#leading) {
+    if (this.#acts()) {
       this.#postRoles(now);
       if (this.#dirty) void this.#compose(now, false);
     }
@@ -259,6 +263,10 @@ export class Controller {
 
   #aliveKey = '';
   #marks = 0;
+
+  #acts(): boolean {
+    return this.#leading && this.#gate.mayAct();
+  }
 
   /** The next event mark (see Member.postDoneMark). */
   #mark(): number {
@@ -338,7 +346,13 @@ export class Controller {
   #compose(now: number, always: boolean): Promise<boolean> {
     if (this.#closed) return Promise.resolve(false);
     this.#dirty = false;
-    this.#snapshot = composeSnapshot(snapshotCandidates(this.#members, now, this.#timing.heartbeatTimeoutMs, this.#addresses));
+    const candidates = this.#gate.candidates(
+      snapshotCandidates(this.#members, now, this.#timing.heartbeatTimeoutMs, this.#addresses),
+      this.#members,
+      now,
+    );
+    if (candidates === undefined) return Promise.resolve((this.#dirty = true) && false); // held (start-gate.ts)
+    this.#snapshot = composeSnapshot(candidates);
     const shape = JSON.stringify(this.#snapshot.instances.map((i) => [i.id, i.static_info, i.dynamic_info.peers]));
     // A drain waits for a snapshot without its instance to reach the Coordinators, even if the
     // instance was not in the last one.

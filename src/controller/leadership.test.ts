@@ -1,10 +1,12 @@
 import { describe, expect, test } from 'bun:test';
+import { readChunked } from '../store/chunked.ts';
 import { MemoryStore } from '../store/memory.ts';
-import { KEYS } from '../store/store.ts';
+import { KEYS, type Store } from '../store/store.ts';
 import { Controller } from './controller.ts';
 import { Leadership } from './leadership.ts';
 import type { Outgoing, OutgoingReply } from './outgoing.ts';
 import type { RefreshBody } from './snapshot.ts';
+import { decodeRecords } from './stored-state.ts';
 import { DEFAULT_TIMING, type TopologySpec, type DesiredInstance } from './types.ts';
 
 /** Agents that answer status from what was posted (every posted peer linked), and Coordinators that take snapshots. */
@@ -64,6 +66,12 @@ const SPEC: TopologySpec = {
   rates: { p: 1, d: 1 },
   instances: [instance(1, '10.0.0.1'), instance(2, '10.0.0.2')],
 };
+
+/** The stored state as a new leader reads it (undefined: nothing complete is stored). */
+async function stored(store: Store): Promise<ReturnType<typeof decodeRecords> | undefined> {
+  const read = await readChunked(await store.list(KEYS.controllerState), KEYS.controllerState);
+  return read.ok ? decodeRecords(read.records, read.meta) : undefined;
+}
 
 async function rounds(controller: Controller, n = 6): Promise<void> {
   for (let i = 0; i < n; i++) {
@@ -153,6 +161,7 @@ describe('Leadership', () => {
       client: fake,
       leading: false,
       events: { rolePost: () => leadership?.rolePosted(), composed: (s, g) => leadership?.composed(s, g) },
+      mayAct: () => leadership?.mayAct() ?? false,
     });
     leadership = new Leadership({ controller, store, url, ttlSeconds: 60, fileSpec: () => spec });
     return { controller, leadership };
@@ -173,12 +182,13 @@ describe('Leadership', () => {
     expect(b.leadership.view()).toMatchObject({ state: 'standby', leader: 'http://a', store: 'memory' });
     await eventually(() => (a.controller.storedState().assignments.every((x) => x.joined) ? true : false), 'joined');
     // The state reaches the store after the posts and the snapshot.
-    let stored: string | undefined;
+    let read: Awaited<ReturnType<typeof stored>>;
     await eventually(() => {
-      void store.get(KEYS.assignments).then((v) => (stored = v));
-      return stored !== undefined && JSON.parse(stored).every((x: { joined: boolean }) => x.joined);
+      void stored(store).then((v) => (read = v));
+      return read !== undefined && read.state.assignments.length === 2 && read.state.assignments.every((x) => x.joined);
     }, 'assignments stored');
-    expect(await store.get(KEYS.snapshot)).toContain('"generation"');
+    expect(read!.state.snapshot?.ids).toEqual([1, 2]);
+    expect(read!.state.generation).toBeGreaterThan(0);
 
     await a.leadership.close();
     await a.controller.close();
@@ -200,10 +210,10 @@ describe('Leadership', () => {
     a.leadership.start();
     a.controller.start();
     await eventually(() => fake.refreshes.at(-1)?.ids.length === 2, 'a snapshot with both instances');
-    let file: string | undefined;
+    let file: unknown[] | undefined;
     await eventually(() => {
-      void store.get(KEYS.file).then((v) => (file = v));
-      return file !== undefined;
+      void stored(store).then((v) => (file = v?.file));
+      return file?.length === 2;
     }, 'the file stored');
     await a.leadership.close();
     await a.controller.close();

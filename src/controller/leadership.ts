@@ -1,15 +1,20 @@
 /**
  * Several controllers on one store, one of them acting: this wires the controller loop to an
- * election. The winner reads the stored state and leads from it; a loser (or a leader that lost
- * the store for its whole lease) stands by. While leading, the state is written back after every
- * accepted role post and every snapshot sent: one write in flight, the latest state next.
+ * election. The winner reads the stored state and leads from it when it is complete (else from its
+ * topology file, reading every agent before it posts); a loser, or a holder whose title lapsed,
+ * stands by. The loop acts (posts roles, pushes snapshots) only while `mayAct()`: the title is held
+ * and its lease proven live. While leading, the state is written back after every change
+ * (state-keeper.ts: guarded, only what changed, invalidated when a write fails).
  */
 import { Election } from '../store/election.ts';
+import type { StoreErrorReason } from '../store/store-error.ts';
 import { KEYS, type Store } from '../store/store.ts';
 import type { Controller } from './controller.ts';
 import type { RefreshBody } from './snapshot.ts';
+import { StateKeeper } from './state-keeper.ts';
+import { StateRecords } from './state-records.ts';
+import { decodeRecords, NOTHING_STORED } from './stored-state.ts';
 import type { TopologySpec } from './types.ts';
-import { readAssignments, readDesired, readGeneration } from './stored-state.ts';
 
 /** Pause between reads of the stored state when a fresh leader cannot read it. */
 const TAKEOVER_RETRY_MS = 250;
@@ -22,6 +27,14 @@ export interface LeadershipView {
   readonly storeConnected: boolean;
 }
 
+/** What the controller's metrics hear of leadership and the stored state. */
+export interface LeadershipEvents {
+  stateWritten?(bytes: number): void;
+  stateWriteFailed?(reason: StoreErrorReason): void;
+  /** The title was taken (true) or given up (false). */
+  changed?(leader: boolean): void;
+}
+
 export interface LeadershipOptions {
   readonly controller: Controller;
   readonly store: Store;
@@ -31,6 +44,7 @@ export interface LeadershipOptions {
   /** The topology file as this controller last loaded it. */
   readonly fileSpec: () => TopologySpec;
   readonly log?: (line: string) => void;
+  readonly events?: LeadershipEvents;
 }
 
 export class Leadership {
@@ -39,29 +53,51 @@ export class Leadership {
   readonly #election: Election;
   readonly #log: (line: string) => void;
   readonly #fileSpec: () => TopologySpec;
-  #snapshot: { snapshot: RefreshBody; generation: number } | undefined;
-  #writing: Promise<void> | undefined;
-  #again = false;
+  readonly #records = new StateRecords();
+  readonly #keeper: StateKeeper;
+  #generation = 0;
   /** Bumped on every change of leadership, so a late takeover read does not act after a step-down. */
   #term = 0;
 
-  /** @example const leadership = new Leadership({ controller, store, url, ttlSeconds: 2 }); leadership.start(); */
+  /** @example const leadership = new Leadership({ controller, store, url, ttlSeconds: 2, fileSpec }); leadership.start(); */
   constructor(options: LeadershipOptions) {
     this.#controller = options.controller;
     this.#store = options.store;
     this.#log = options.log ?? (() => {});
     this.#fileSpec = options.fileSpec;
-    this.#election = new Election({
+    const election = new Election({
       store: options.store,
       key: KEYS.controllerLeader,
       value: options.url,
       ttlSeconds: options.ttlSeconds,
       log: this.#log,
     });
-    this.#election.onChange((leader) => {
+    this.#election = election;
+    this.#keeper = new StateKeeper({
+      store: options.store,
+      guard: () => {
+        const lease = election.leaseId;
+        return lease === undefined ? undefined : { key: KEYS.controllerLeader, lease };
+      },
+      lost: (reason) => election.lost(reason),
+      source: () => ({
+        records: this.#records.build(this.#controller.storedState(), this.#fileSpec().instances),
+        meta: { generation: this.#generation, leader: options.url },
+      }),
+      log: this.#log,
+      events: {
+        written: (bytes) => options.events?.stateWritten?.(bytes),
+        failed: (reason) => options.events?.stateWriteFailed?.(reason),
+      },
+    });
+    election.onChange((leader) => {
       const term = ++this.#term;
+      options.events?.changed?.(leader);
       if (leader) void this.#takeOver(term);
-      else this.#controller.follow();
+      else {
+        this.#keeper.stop();
+        this.#controller.follow();
+      }
     });
   }
 
@@ -69,9 +105,14 @@ export class Leadership {
     this.#election.start();
   }
 
+  /** Whether the loop may act now: this controller holds the title and has proven its lease live. */
+  mayAct(): boolean {
+    return this.#controller.leading && this.#election.mayAct();
+  }
+
   view(): LeadershipView {
     return {
-      state: this.#controller.leading ? 'leader' : 'standby',
+      state: this.#election.leader && this.#controller.leading ? 'leader' : 'standby',
       leader: this.#election.holder,
       store: this.#store.kind,
       storeConnected: this.#store.connected(),
@@ -80,87 +121,56 @@ export class Leadership {
 
   /** The topology file changed (already applied to the controller): the stored copy follows. */
   fileApplied(): void {
-    this.#persistSoon();
+    this.#keeper.request();
   }
 
   /** A role post was accepted: the assignments changed. */
   rolePosted(): void {
-    this.#persistSoon();
+    this.#keeper.request();
   }
 
-  /** A snapshot is on its way to the Coordinators: it becomes the stored last snapshot. */
+  /** A snapshot is on its way to the Coordinators: its shape (and any member change) is stored. */
   composed(snapshot: RefreshBody, generation: number): void {
-    this.#snapshot = { snapshot, generation };
-    this.#persistSoon();
+    this.#generation = generation;
+    this.#records.composed(snapshot);
+    this.#keeper.request();
   }
 
   /** Resigns (the key goes at once, so a standby takes over without waiting for the lease). */
   async close(): Promise<void> {
     this.#term++;
+    this.#keeper.stop();
+    await this.#keeper.idle();
     await this.#election.close();
-    await this.#writing;
   }
 
   async #takeOver(term: number): Promise<void> {
     // Leading blind would re-post every role, so the stored state is read first, retried while this term lasts.
     while (term === this.#term) {
       try {
-        const [desired, assignments, snapshot, file] = await Promise.all([
-          this.#store.get(KEYS.desired),
-          this.#store.get(KEYS.assignments),
-          this.#store.get(KEYS.snapshot),
-          this.#store.get(KEYS.file),
-        ]);
+        const read = await this.#keeper.read();
         if (term !== this.#term) return;
-        this.#controller.lead({
-          desired: readDesired(desired),
-          assignments: readAssignments(assignments),
-          generation: readGeneration(snapshot),
-        });
+        const decoded = read.ok ? decodeRecords(read.records, read.meta) : undefined;
+        const state = decoded?.state ?? NOTHING_STORED;
+        if (!read.ok) this.#log(`no stored state to trust (${read.reason}): leading from the topology file, each agent read first`);
+        this.#records.seed(state.snapshot);
+        this.#generation = state.generation;
+        this.#controller.lead(state);
         // The stored instances are the last leader's file plus API changes; a file edited since
         // (all controllers down, or edited here only) applies on top as the same diff a reload makes.
         const mine = this.#fileSpec();
-        const theirs = readDesired(file);
+        const theirs = decoded?.file;
         if (theirs !== undefined && JSON.stringify(theirs) !== JSON.stringify(mine.instances)) {
           this.#controller.apply({ ...mine, instances: theirs }, mine);
           this.#log('topology file differs from the stored one: applied as a diff');
         }
-        this.#persistSoon();
+        this.#keeper.start();
+        this.#keeper.request();
         return;
       } catch (err) {
         this.#log(`elected but cannot read the stored state: ${err instanceof Error ? err.message : String(err)}`);
         await new Promise((resolve) => setTimeout(resolve, TAKEOVER_RETRY_MS));
       }
     }
-  }
-
-  #persistSoon(): void {
-    if (!this.#controller.leading) return;
-    if (this.#writing !== undefined) {
-      this.#again = true;
-      return;
-    }
-    this.#writing = (async () => {
-      do {
-        this.#again = false;
-        await this.#persist().catch((err: unknown) => {
-          this.#log(`cannot write the state to the store: ${err instanceof Error ? err.message : String(err)}`);
-        });
-      } while (this.#again && this.#controller.leading);
-    })().finally(() => {
-      this.#writing = undefined;
-    });
-  }
-
-  async #persist(): Promise<void> {
-    if (!this.#controller.leading) return;
-    const state = this.#controller.storedState();
-    const writes = [
-      this.#store.put(KEYS.desired, JSON.stringify(state.desired)),
-      this.#store.put(KEYS.assignments, JSON.stringify(state.assignments)),
-      this.#store.put(KEYS.file, JSON.stringify(this.#fileSpec().instances)),
-    ];
-    if (this.#snapshot !== undefined) writes.push(this.#store.put(KEYS.snapshot, JSON.stringify(this.#snapshot)));
-    await Promise.all(writes);
   }
 }

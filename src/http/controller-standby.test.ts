@@ -50,7 +50,7 @@ describe('controller API on a standby', () => {
     const store = new MemoryStore();
     // Another controller holds the leader key.
     const other = await store.grantLease(60);
-    await other.createIfAbsent(KEYS.controllerLeader, 'http://10.9.9.9:1030');
+    await store.claim(KEYS.controllerLeader, 'http://10.9.9.9:1030', other);
     const app = createControllerApp({ spec, ha: { store, ttlSeconds: 60 } });
     app.campaign('http://127.0.0.1:1030');
     let view: { leadership: { state: string; leader: string | null }; instances: { id: number }[] };

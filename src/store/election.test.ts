@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { Election } from './election.ts';
 import { MemoryStore } from './memory.ts';
-import type { StoreLease } from './store.ts';
+import { StoreError } from './store-error.ts';
+import type { Claim, HeldKey, StoreLease } from './store.ts';
 
 function changes(election: Election): boolean[] {
   const seen: boolean[] = [];
@@ -9,23 +10,59 @@ function changes(election: Election): boolean[] {
   return seen;
 }
 
-/** A store whose lease calls can be made to fail, as if etcd were unreachable. */
+const silence = (): Promise<never> => Promise.reject(new StoreError('unreachable', undefined, 'no answer within 1000 ms'));
+
+/** A memory store that can fall silent (every call unreachable) and tell its listeners when it is back. */
 class FlakyStore extends MemoryStore {
   down = false;
+  /** Claims fail while set, as one call in three did with an etcd member down. */
+  claimsFail = false;
+  readonly #connected = new Set<(connected: boolean) => void>();
+
+  setDown(down: boolean): void {
+    this.down = down;
+    for (const listener of this.#connected) listener(!down);
+  }
+
+  override connected(): boolean {
+    return !this.down;
+  }
+
+  override onConnected(listener: (connected: boolean) => void): () => void {
+    this.#connected.add(listener);
+    return () => this.#connected.delete(listener);
+  }
+
+  override held(key: string): Promise<HeldKey | undefined> {
+    return this.down ? silence() : super.held(key);
+  }
+
+  override claim(key: string, value: string, lease: StoreLease): Promise<Claim> {
+    return this.down || this.claimsFail ? silence() : super.claim(key, value, lease);
+  }
+
   override async grantLease(ttlSeconds: number): Promise<StoreLease> {
-    if (this.down) throw new Error('unreachable');
+    if (this.down) return silence();
     const lease = await super.grantLease(ttlSeconds);
     return {
       id: lease.id,
-      keepAlive: () => (this.down ? Promise.reject(new Error('unreachable')) : lease.keepAlive()),
-      createIfAbsent: (key, value) => (this.down ? Promise.reject(new Error('unreachable')) : lease.createIfAbsent(key, value)),
+      ttlSeconds,
+      keepAlive: () => (this.down ? silence() : lease.keepAlive()),
       revoke: () => lease.revoke(),
     };
   }
 }
 
+/** Moves a fake clock in steps no longer than the heartbeat, so the election sees a live process. */
+async function advance(election: Election, clock: { now: number }, ms: number, stepMs = 100): Promise<void> {
+  for (let left = ms; left > 0; left -= stepMs) {
+    clock.now += Math.min(stepMs, left);
+    await election.step();
+  }
+}
+
 describe('Election', () => {
-  test('one of two candidates leads; the other sees it as holder and takes over when it resigns', async () => {
+  test('one of two candidates leads; the other sees it as holder and takes over at once when it resigns', async () => {
     const store = new MemoryStore();
     const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 60 });
     const b = new Election({ store, key: 'lock', value: 'B', ttlSeconds: 60 });
@@ -33,71 +70,141 @@ describe('Election', () => {
     await a.step();
     await b.step();
     expect(a.leader).toBe(true);
+    expect(a.mayAct()).toBe(true);
     expect(b.leader).toBe(false);
     expect(b.holder).toBe('A');
+    const took = Promise.withResolvers<void>();
+    b.onChange((leader) => leader && took.resolve());
     b.start();
     await a.close();
-    await b.step();
+    // The watch saw the key go: no waiting for the next step.
+    await took.promise;
     expect(b.leader).toBe(true);
     expect(bChanges).toEqual([true]);
     await b.close();
     await store.close();
   });
 
-  test('a leader that cannot renew steps down one step before its lease could lapse', async () => {
+  test('a silent store: the holder stops acting one step before its lease could lapse, keeps the title for two TTLs, then stands down', async () => {
     const store = new FlakyStore();
-    let now = 1_000_000;
-    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => now });
+    const clock = { now: 1_000_000 };
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now });
     const seen = changes(a);
     await a.step();
-    expect(a.leader).toBe(true);
+    expect(a.mayAct()).toBe(true);
     store.down = true;
-    now += 1000; // half the lease gone: still leading
-    await a.step();
+    await advance(a, clock, 1400);
+    expect(a.mayAct()).toBe(true);
+    await advance(a, clock, 100); // 1500 ms: TTL minus one step
+    expect(a.mayAct()).toBe(false);
     expect(a.leader).toBe(true);
-    now += 499; // just short of TTL minus one step (1500 ms)
-    await a.step();
+    await advance(a, clock, 2400); // 3900 ms
     expect(a.leader).toBe(true);
-    now += 1;
-    await a.step();
+    await advance(a, clock, 100); // two TTLs
     expect(a.leader).toBe(false);
     expect(seen).toEqual([true, false]);
     await a.close();
     await store.close();
   });
 
-  test('with holdWhileDisconnected the leader keeps the title while unreachable and takes it back when the key is free', async () => {
+  test('riding out: the store answers again within the lease and the holder acts again without a change of title', async () => {
     const store = new FlakyStore();
-    let now = 1_000_000;
-    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => now, holdWhileDisconnected: true });
+    const clock = { now: 1_000_000 };
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 60, now: () => clock.now });
     const seen = changes(a);
     await a.step();
     store.down = true;
-    now += 10_000;
-    await a.step();
+    await advance(a, clock, 46_000, 400);
+    expect(a.mayAct()).toBe(false);
     expect(a.leader).toBe(true);
     store.down = false;
     await a.step();
-    expect(a.leader).toBe(true);
+    expect(a.mayAct()).toBe(true);
     expect(seen).toEqual([true]);
     await a.close();
     await store.close();
   });
 
-  test('with holdWhileDisconnected the leader yields once it sees another holder', async () => {
+  test('a holder that was stopped past its proof stands down at the first look, even if the store had been silent', async () => {
     const store = new FlakyStore();
-    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 0.2, holdWhileDisconnected: true });
+    const clock = { now: 1_000_000 };
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now });
+    await a.step();
+    store.down = true;
+    await advance(a, clock, 300);
+    // Stopped for 3 s (SIGSTOP): nothing ran, the lease lapsed, someone else may hold the key.
+    clock.now += 3000;
+    expect(a.leader).toBe(false);
+    expect(a.mayAct()).toBe(false);
+    await a.close();
+    await store.close();
+  });
+
+  test('a lease that disappears (revoked) while claims fail: the holder stands down, never leading on a lease with no key', async () => {
+    const store = new FlakyStore();
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 60 });
+    const b = new Election({ store, key: 'lock', value: 'B', ttlSeconds: 60 });
+    await a.step();
+    expect(a.leader).toBe(true);
+    const held = await store.held('lock');
+    // The lease goes (an operator revokes it, or it lapsed); the next claim fails.
+    store.claimsFail = true;
+    await (await store.grantLease(60)).revoke(); // an unrelated lease: grants still work
+    await store.revokeLease(held!.lease!);
+    await a.step();
+    expect(a.leader).toBe(false);
+    store.claimsFail = false;
+    await b.step();
+    expect(b.leader).toBe(true);
+    await a.step();
+    expect(a.leader).toBe(false);
+    expect(a.holder).toBe('B');
+    await a.close();
+    await b.close();
+    await store.close();
+  });
+
+  test('a watch that sees the key deleted or taken makes the holder stand down at once', async () => {
+    const store = new MemoryStore();
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 60 });
+    const up = Promise.withResolvers<void>();
+    a.onChange((leader) => leader && up.resolve());
+    a.start();
+    await up.promise;
+    const down = Promise.withResolvers<void>();
+    a.onChange((leader) => !leader && down.resolve());
+    await store.delete('lock');
+    await down.promise;
+    expect(a.leader).toBe(false);
+    await a.close();
+    await store.close();
+  });
+
+  test('a guarded write that finds the key not held: lost() stands down at once', async () => {
+    const store = new MemoryStore();
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 60 });
+    await a.step();
+    expect(a.leaseId).toBeDefined();
+    a.lost('a guarded write found the key not held');
+    expect(a.leader).toBe(false);
+    expect(a.leaseId).toBeUndefined();
+    await a.close();
+    await store.close();
+  });
+
+  test('holdWhileDisconnected keeps the title while the store stays silent, and yields once it sees another holder', async () => {
+    const store = new FlakyStore();
+    const clock = { now: 1_000_000 };
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now, holdWhileDisconnected: true });
     const seen = changes(a);
     await a.step();
-    expect(a.leader).toBe(true);
-    // Cut off, its lease lapses in the store and B takes the key.
     store.down = true;
-    const lapsed = Promise.withResolvers<void>();
-    store.watch('lock', (_key, value) => value === undefined && lapsed.resolve());
-    await lapsed.promise;
-    await a.step();
+    await advance(a, clock, 10_000);
     expect(a.leader).toBe(true);
+    expect(a.mayAct()).toBe(false);
+    // Its lease lapses in the store; B takes the key once the store is back.
     store.down = false;
+    await store.revokeLease((await store.held('lock'))!.lease!);
     const b = new Election({ store, key: 'lock', value: 'B', ttlSeconds: 60 });
     await b.step();
     expect(b.leader).toBe(true);
@@ -107,6 +214,26 @@ describe('Election', () => {
     expect(seen).toEqual([true, false]);
     await a.close();
     await b.close();
+    await store.close();
+  });
+
+  test('a holder that stood down for a silent store takes the title back at once when the store returns with the key still on its lease', async () => {
+    const store = new FlakyStore();
+    const clock = { now: 1_000_000 };
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 60, now: () => clock.now });
+    const seen = changes(a);
+    await a.step();
+    store.setDown(true);
+    await advance(a, clock, 120_000, 400);
+    expect(a.leader).toBe(false);
+    const back = Promise.withResolvers<void>();
+    a.onChange((leader) => leader && back.resolve());
+    a.start();
+    // Back: the listener campaigns without waiting for a step.
+    store.setDown(false);
+    await back.promise;
+    expect(seen).toEqual([true, false, true]);
+    await a.close();
     await store.close();
   });
 });

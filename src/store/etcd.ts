@@ -1,56 +1,64 @@
 /**
- * The etcd store, on the `etcd3` client. Every call has a short deadline and no client-side
- * retry or circuit breaker (the callers run their own loops, and a breaker would keep calls refused
- * for seconds after etcd is back); gRPC reconnects with a backoff capped at one second, so a
- * restarted etcd is seen again within about a second. `connected()` follows a probe every
- * PROBE_MS and the outcome of every call.
+ * The etcd store, on the `etcd3` client's raw RPCs (etcd-client.ts configures member failover). A
+ * call that fails becomes a StoreError naming its key; only an unreachable store turns
+ * `connected()` false (a refused write comes from a store that answered). A probe every PROBE_MS
+ * keeps `connected()`, the database size and etcd's NOSPACE alarm current while nothing else talks
+ * to etcd. With `compactionSeconds`, the history this client has seen is compacted: every period,
+ * everything older than the revision of one period ago goes, so what pdlink writes never piles up.
  */
-import { Etcd3, type IOptions, type Lease } from 'etcd3';
-import { noop } from 'cockatiel';
-import { prefixOf, type Store, type StoreLease } from './store.ts';
+import type { Etcd3 } from 'etcd3';
+import { createEtcdClient, rangeEnd, ATTEMPT_DEADLINE_MS } from './etcd-client.ts';
+import { STORE_ERROR_REASONS, StoreError, storeErrorReason, toStoreError, type StoreErrorReason } from './store-error.ts';
+import { prefixOf, type Claim, type Guard, type HeldKey, type Store, type StoreHealth, type StoreLease } from './store.ts';
 
 /** How often the connection is probed while nothing else talks to etcd. */
 const PROBE_MS = 500;
-/** Deadline of one unary call: far above a loopback round trip, far below a lease TTL. */
-const CALL_DEADLINE_MS = 1000;
 
 export interface EtcdStoreOptions {
   readonly endpoints: readonly string[];
   readonly cluster: string;
-  /** Deadline of one call (default 1 s). */
+  /** Deadline of one attempt of a call (default 1 s). */
   readonly callDeadlineMs?: number;
+  /** Compact etcd's history older than this many seconds (default 0: this client does not compact). */
+  readonly compactionSeconds?: number;
+}
+
+interface Kv {
+  key: Buffer;
+  value: Buffer;
+  lease: string;
+  mod_revision: string;
 }
 
 export class EtcdStore implements Store {
   readonly kind = 'etcd';
   readonly prefix: string;
   readonly #client: Etcd3;
+  readonly #members: number;
   readonly #deadlineMs: number;
   readonly #listeners = new Set<(connected: boolean) => void>();
-  readonly #probe: ReturnType<typeof setInterval>;
+  readonly #timers: ReturnType<typeof setInterval>[] = [];
+  readonly #errors = Object.fromEntries(STORE_ERROR_REASONS.map((r) => [r, 0])) as Record<StoreErrorReason, number>;
+  #noSpace = false;
+  #dbSize: number | undefined;
+  /** The newest revision any answer carried, and the one a period ago (what compaction keeps from). */
+  #revision = 0;
+  #compactMark = 0;
+  #compacted = 0;
   #connected = false;
   #closed = false;
 
   /** @example const store = new EtcdStore({ endpoints: ['http://127.0.0.1:2379'], cluster: 'default' }); */
   constructor(options: EtcdStoreOptions) {
     this.prefix = prefixOf(options.cluster);
-    this.#deadlineMs = options.callDeadlineMs ?? CALL_DEADLINE_MS;
-    const deadlineMs = this.#deadlineMs;
-    const config: IOptions = {
-      hosts: [...options.endpoints],
-      dialTimeout: deadlineMs,
-      defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + deadlineMs }),
-      faultHandling: { host: () => noop, global: noop },
-      grpcOptions: {
-        'grpc.initial_reconnect_backoff_ms': 200,
-        'grpc.max_reconnect_backoff_ms': 1000,
-        'grpc.min_reconnect_backoff_ms': 100,
-      } as NonNullable<IOptions['grpcOptions']>,
-    };
-    this.#client = new Etcd3(config);
-    this.#probe = setInterval(() => void this.#ping(), PROBE_MS);
-    this.#probe.unref?.();
-    void this.#ping();
+    this.#members = options.endpoints.length;
+    this.#deadlineMs = options.callDeadlineMs ?? ATTEMPT_DEADLINE_MS;
+    this.#client = createEtcdClient(options.endpoints, this.#deadlineMs);
+    this.#timers.push(setInterval(() => void this.#probe(), PROBE_MS));
+    const compactionMs = (options.compactionSeconds ?? 0) * 1000;
+    if (compactionMs > 0) this.#timers.push(setInterval(() => void this.#compact(), compactionMs));
+    for (const t of this.#timers) t.unref?.();
+    void this.#probe();
   }
 
   connected(): boolean {
@@ -62,44 +70,60 @@ export class EtcdStore implements Store {
     return () => this.#listeners.delete(listener);
   }
 
-  get(key: string): Promise<string | undefined> {
-    return this.#call(async () => (await this.#client.get(this.prefix + key).string()) ?? undefined);
+  health(): StoreHealth {
+    return { connected: this.#connected, noSpace: this.#noSpace, errors: { ...this.#errors }, dbSizeBytes: this.#dbSize };
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    return (await this.held(key))?.value;
+  }
+
+  held(key: string): Promise<HeldKey | undefined> {
+    return this.#call(key, async () => {
+      const res = await this.#client.kv.range({ key: this.#key(key) });
+      this.#saw(res.header.revision);
+      const kv = res.kvs[0] as Kv | undefined;
+      return kv === undefined ? undefined : { value: kv.value.toString(), lease: kv.lease === '0' ? undefined : kv.lease };
+    });
   }
 
   put(key: string, value: string): Promise<void> {
-    return this.#call(async () => {
-      await this.#client.put(this.prefix + key).value(value);
+    return this.#call(key, async () => {
+      const res = await this.#client.kv.put({ key: this.#key(key), value: Buffer.from(value) });
+      this.#saw(res.header.revision);
     });
   }
 
   delete(key: string): Promise<void> {
-    return this.#call(async () => {
-      await this.#client.delete().key(this.prefix + key);
+    return this.#call(key, async () => {
+      const res = await this.#client.kv.deleteRange({ key: this.#key(key) });
+      this.#saw(res.header.revision);
     });
   }
 
   list(prefix: string): Promise<Map<string, string>> {
-    return this.#call(async () => {
-      const all = await this.#client
-        .getAll()
-        .prefix(this.prefix + prefix)
-        .strings();
-      return new Map(Object.entries(all).map(([k, v]) => [k.slice(this.prefix.length), v]));
+    return this.#call(prefix, async () => {
+      const start = this.#key(prefix);
+      const res = await this.#client.kv.range({ key: start, range_end: rangeEnd(start) });
+      this.#saw(res.header.revision);
+      return new Map((res.kvs as Kv[]).map((kv) => [kv.key.toString().slice(this.prefix.length), kv.value.toString()]));
     });
   }
 
-  watch(prefix: string, listener: (key: string, value: string | undefined) => void): () => void {
+  watch(prefix: string, listener: (key: string, value: string | undefined, revision: number) => void): () => void {
     let stopped = false;
     let cancel: (() => void) | undefined;
-    // The client re-establishes a watch after a disconnection on its own; creating one waits for etcd.
+    // The client re-establishes a watch after a disconnection on its own, from the revision it had reached.
     this.#client
       .watch()
       .prefix(this.prefix + prefix)
       .create()
       .then(
         (watcher) => {
-          watcher.on('put', (kv) => listener(kv.key.toString().slice(this.prefix.length), kv.value.toString()));
-          watcher.on('delete', (kv) => listener(kv.key.toString().slice(this.prefix.length), undefined));
+          const relative = (kv: { key: Buffer }): string => kv.key.toString().slice(this.prefix.length);
+          watcher.on('put', (kv) => listener(relative(kv), kv.value.toString(), Number(kv.mod_revision)));
+          // A delete's key-value carries the revision of the delete itself.
+          watcher.on('delete', (kv) => listener(relative(kv), undefined, Number(kv.mod_revision)));
           watcher.on('error', () => {});
           cancel = () => void watcher.cancel().catch(() => {});
           if (stopped) cancel();
@@ -113,74 +137,142 @@ export class EtcdStore implements Store {
   }
 
   grantLease(ttlSeconds: number): Promise<StoreLease> {
-    return this.#call(async () => {
-      const lease: Lease = this.#client.lease(ttlSeconds, { autoKeepAlive: false });
-      // A lost lease is reported through keepAlive(); the event only needs a listener.
-      lease.on('lost', () => {});
-      const id = String(await lease.grant());
+    return this.#call(undefined, async () => {
+      const res = await this.#client.leaseClient.leaseGrant({ TTL: ttlSeconds, ID: 0 });
+      const id = res.ID;
       return {
         id,
-        keepAlive: () => this.#keepAlive(lease),
-        createIfAbsent: (key, value) => this.#createIfAbsent(lease, key, value),
+        ttlSeconds,
+        keepAlive: () => this.#call(undefined, () => this.#renew(id)),
         revoke: async () => {
-          await lease.revoke().catch(() => {});
+          await this.#client.leaseClient.leaseRevoke({ ID: id }).catch(() => {});
         },
       };
+    });
+  }
+
+  claim(key: string, value: string, lease: StoreLease): Promise<Claim> {
+    return this.#call(key, async () => {
+      const full = this.#key(key);
+      const res = await this.#client.kv.txn({
+        compare: [{ key: full, target: 'Create', result: 'Equal', create_revision: 0 }],
+        success: [{ request_put: { key: full, value: Buffer.from(value), lease: lease.id } }],
+        failure: [{ request_range: { key: full } }],
+      });
+      this.#saw(res.header.revision);
+      const revision = Number(res.header.revision);
+      if (res.succeeded) return { created: true, holder: { value, lease: lease.id }, revision };
+      const kv = res.responses[0]?.response_range?.kvs[0] as Kv | undefined;
+      const holder = kv === undefined ? undefined : { value: kv.value.toString(), lease: kv.lease === '0' ? undefined : kv.lease };
+      // A retried attempt finds the key the first one made (its answer was lost): still ours.
+      return { created: holder?.lease === lease.id, holder, revision };
+    });
+  }
+
+  commit(guard: Guard | undefined, puts: ReadonlyMap<string, string>, deletes: readonly string[]): Promise<boolean> {
+    const named = puts.keys().next().value ?? deletes[0];
+    return this.#call(named, async () => {
+      const res = await this.#client.kv.txn({
+        compare: guard === undefined ? [] : [{ key: this.#key(guard.key), target: 'Lease', result: 'Equal', lease: guard.lease }],
+        success: [
+          ...[...puts].map(([key, value]) => ({ request_put: { key: this.#key(key), value: Buffer.from(value) } })),
+          ...deletes.map((key) => ({ request_delete_range: { key: this.#key(key) } })),
+        ],
+        failure: [],
+      });
+      this.#saw(res.header.revision);
+      return res.succeeded;
     });
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#probe);
+    for (const t of this.#timers) clearInterval(t);
     this.#listeners.clear();
     this.#client.close();
   }
 
-  async #keepAlive(lease: Lease): Promise<boolean> {
-    if (lease.revoked()) return false;
-    // keepaliveOnce runs on a stream, which has no deadline of its own.
-    try {
-      await this.#call(() => withDeadline(lease.keepaliveOnce(), this.#deadlineMs, 'lease keep-alive'));
-      return true;
-    } catch (err) {
-      if (lease.revoked()) return false;
-      throw err;
-    }
+  #key(key: string): Buffer {
+    return Buffer.from(this.prefix + key);
   }
 
-  async #createIfAbsent(lease: Lease, key: string, value: string): Promise<{ created: boolean; holder: string | undefined }> {
-    return this.#call(async () => {
-      const full = this.prefix + key;
-      const result = await this.#client
-        .if(full, 'Create', '==', 0)
-        .then(
-          this.#client
-            .put(full)
-            .value(value)
-            .lease(await lease.grant()),
-        )
-        .else(this.#client.get(full))
-        .commit();
-      if (result.succeeded) return { created: true, holder: value };
-      const kv = result.responses[0]?.response_range?.kvs[0];
-      return { created: false, holder: kv === undefined ? undefined : kv.value.toString() };
+  /** One keep-alive on a stream of its own, tried on other members while the one reached cannot answer. */
+  async #renew(id: string): Promise<boolean> {
+    let last: unknown;
+    for (let attempt = 0; attempt < Math.max(2, this.#members); attempt++) {
+      try {
+        return await this.#keepAliveOnce(id);
+      } catch (err) {
+        last = err;
+        if (storeErrorReason(err) !== 'unreachable' || this.#closed) break;
+      }
+    }
+    throw last;
+  }
+
+  async #keepAliveOnce(id: string): Promise<boolean> {
+    const stream = await this.#client.leaseClient.leaseKeepAlive();
+    return new Promise<boolean>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        stream.cancel();
+        reject(new Error(`lease keep-alive: no answer within ${this.#deadlineMs} ms`));
+      }, this.#deadlineMs);
+      stream.on('data', (res) => {
+        clearTimeout(timer);
+        stream.end();
+        this.#saw(res.header?.revision);
+        resolve(Number(res.TTL) > 0);
+      });
+      stream.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      stream.write({ ID: id });
     });
   }
 
-  async #ping(): Promise<void> {
+  async #probe(): Promise<void> {
     if (this.#closed) return;
-    await this.#call(() => this.#client.maintenance.status()).catch(() => {});
+    await this.#call(undefined, async () => {
+      const status = await this.#client.maintenance.status();
+      this.#dbSize = Number(status.dbSize);
+      // An alarm raised by any member is in every member's answer; writes fail until it is disarmed.
+      this.#noSpace = status.errors.some((e) => /NOSPACE|space exceeded/i.test(e));
+      this.#saw(status.header.revision);
+    }).catch(() => {});
   }
 
-  async #call<T>(fn: () => Promise<T>): Promise<T> {
+  async #compact(): Promise<void> {
+    const target = this.#compactMark;
+    this.#compactMark = this.#revision;
+    if (this.#closed || target <= this.#compacted) return;
+    try {
+      await this.#client.kv.compact({ revision: target, physical: false });
+      this.#compacted = target;
+    } catch (err) {
+      // Compacted further already (another controller), or unreachable: the next period tries again.
+      if (/compacted/i.test(String(err))) this.#compacted = target;
+    }
+  }
+
+  #saw(revision: string | undefined): void {
+    const n = Number(revision ?? 0);
+    if (n > this.#revision) this.#revision = n;
+  }
+
+  async #call<T>(key: string | undefined, fn: () => Promise<T>): Promise<T> {
     try {
       const value = await fn();
       this.#set(true);
       return value;
     } catch (err) {
-      this.#set(false);
-      throw err;
+      const error = err instanceof StoreError ? err : toStoreError(err, key);
+      this.#errors[error.reason] += 1;
+      if (error.reason === 'no_space') this.#noSpace = true;
+      // Only silence is disconnection: a store that refused a write answered.
+      this.#set(error.reason !== 'unreachable');
+      throw error;
     }
   }
 
@@ -189,20 +281,4 @@ export class EtcdStore implements Store {
     this.#connected = connected;
     for (const listener of this.#listeners) listener(connected);
   }
-}
-
-function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        reject(err instanceof Error ? err : new Error(String(err)));
-      },
-    );
-  });
 }

@@ -1,9 +1,10 @@
 /**
  * The in-memory store: the embedded default. One process, nothing shared, always connected; its
- * leases expire on a timer like etcd's, so an election over it behaves the same (a lone candidate
- * wins at once).
+ * leases expire on a timer like etcd's and its transactions check their guard the same way, so an
+ * election and a guarded write over it behave as over etcd (a lone candidate wins at once).
  */
-import { prefixOf, type Store, type StoreLease } from './store.ts';
+import { StoreError } from './store-error.ts';
+import { prefixOf, type Claim, type Guard, type HeldKey, type Store, type StoreHealth, type StoreLease } from './store.ts';
 
 interface Entry {
   value: string;
@@ -14,9 +15,10 @@ export class MemoryStore implements Store {
   readonly kind = 'memory';
   readonly prefix: string;
   readonly #data = new Map<string, Entry>();
-  readonly #watchers = new Set<{ prefix: string; listener: (key: string, value: string | undefined) => void }>();
+  readonly #watchers = new Set<{ prefix: string; listener: (key: string, value: string | undefined, revision: number) => void }>();
   readonly #leases = new Map<string, ReturnType<typeof setTimeout>>();
   #nextLease = 1;
+  #revision = 1;
 
   /** @example const store = new MemoryStore('default'); */
   constructor(cluster = 'default') {
@@ -27,12 +29,21 @@ export class MemoryStore implements Store {
     return true;
   }
 
-  onConnected(): () => void {
+  onConnected(_listener: (connected: boolean) => void): () => void {
     return () => {};
+  }
+
+  health(): StoreHealth {
+    return { connected: true, noSpace: false, errors: { unreachable: 0, no_space: 0, too_large: 0, refused: 0 }, dbSizeBytes: undefined };
   }
 
   async get(key: string): Promise<string | undefined> {
     return this.#data.get(key)?.value;
+  }
+
+  async held(key: string): Promise<HeldKey | undefined> {
+    const entry = this.#data.get(key);
+    return entry === undefined ? undefined : { value: entry.value, lease: entry.lease };
   }
 
   async put(key: string, value: string): Promise<void> {
@@ -49,7 +60,7 @@ export class MemoryStore implements Store {
     return out;
   }
 
-  watch(prefix: string, listener: (key: string, value: string | undefined) => void): () => void {
+  watch(prefix: string, listener: (key: string, value: string | undefined, revision: number) => void): () => void {
     const watcher = { prefix, listener };
     this.#watchers.add(watcher);
     return () => this.#watchers.delete(watcher);
@@ -66,20 +77,34 @@ export class MemoryStore implements Store {
     arm();
     return {
       id,
+      ttlSeconds,
       keepAlive: async () => {
         if (!this.#leases.has(id)) return false;
         arm();
         return true;
       },
-      createIfAbsent: async (key, value) => {
-        const held = this.#data.get(key);
-        if (held !== undefined) return { created: false, holder: held.value };
-        if (!this.#leases.has(id)) throw new Error(`lease ${id} has expired`);
-        this.#set(key, value, id);
-        return { created: true, holder: value };
-      },
       revoke: async () => this.#expire(id),
     };
+  }
+
+  async claim(key: string, value: string, lease: StoreLease): Promise<Claim> {
+    const held = this.#data.get(key);
+    if (held !== undefined) return { created: false, holder: { value: held.value, lease: held.lease }, revision: this.#revision };
+    if (!this.#leases.has(lease.id)) throw new StoreError('refused', key, `lease ${lease.id} not found`);
+    this.#set(key, value, lease.id);
+    return { created: true, holder: { value, lease: lease.id }, revision: this.#revision };
+  }
+
+  async commit(guard: Guard | undefined, puts: ReadonlyMap<string, string>, deletes: readonly string[]): Promise<boolean> {
+    if (guard !== undefined && this.#data.get(guard.key)?.lease !== guard.lease) return false;
+    for (const [key, value] of puts) this.#set(key, value, undefined);
+    for (const key of deletes) await this.delete(key);
+    return true;
+  }
+
+  /** Ends a lease by id and its keys, as an operator's `etcdctl lease revoke` would. */
+  async revokeLease(id: string): Promise<void> {
+    this.#expire(id);
   }
 
   async close(): Promise<void> {
@@ -100,6 +125,7 @@ export class MemoryStore implements Store {
   }
 
   #notify(key: string, value: string | undefined): void {
-    for (const w of this.#watchers) if (key.startsWith(w.prefix)) w.listener(key, value);
+    const revision = ++this.#revision;
+    for (const w of this.#watchers) if (key.startsWith(w.prefix)) w.listener(key, value, revision);
   }
 }

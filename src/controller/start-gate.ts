@@ -1,0 +1,124 @@
+/**
+ * When a leading controller may act, and what it may push. It acts only while `mayAct` (the
+ * leadership's proof that its lease is live) says so. And a controller that starts leading (a lone one at start, a new leader at a takeover) knows nothing
+ * yet of what its agents hold, so a snapshot composed from its first view would drop every
+ * instance it has not read: the Coordinators would empty and answer 503. Until every member is
+ * judged — read since the start with its role body in force (serving or not), or silent for the
+ * heartbeat timeout, or the settle time gone — an unjudged member that the stored snapshot lists
+ * stays in with its stored entry, and with no stored entry to stand for it no snapshot goes out at
+ * all (the Coordinators keep what they hold).
+ */
+import type { Member } from './member.ts';
+import type { RefreshBody, RefreshInstanceBody, SnapshotCandidate } from './snapshot.ts';
+import type { ControllerTiming } from './types.ts';
+
+export class StartGate {
+  readonly #timing: ControllerTiming;
+  readonly #mayAct: () => boolean;
+  #startedAt = 0;
+  #startMark = 0;
+  #baseline = new Map<number, RefreshInstanceBody>();
+  #open = true;
+  #passed = true;
+
+  /**
+   * A gate that begins at `startedAt` (a lone controller's start; undefined: a standby, see begin).
+   * @example const gate = new StartGate(timing, () => election.mayAct(), Date.now());
+   */
+  constructor(timing: ControllerTiming, mayAct: (() => boolean) | undefined, startedAt: number | undefined) {
+    this.#timing = timing;
+    this.#mayAct = mayAct ?? (() => true);
+    if (startedAt !== undefined) this.begin(startedAt, 0, undefined);
+  }
+
+  /** Whether a leader may act now (its lease proven live). */
+  mayAct(): boolean {
+    return this.#mayAct();
+  }
+
+  /** Every member is judged: snapshots are composed from what the controller saw alone. */
+  get open(): boolean {
+    return this.#open;
+  }
+
+  /** A snapshot has been let through since the start: a Coordinator that asks may be sent it. */
+  get passed(): boolean {
+    return this.#passed;
+  }
+
+  /**
+   * Leading starts now; members are judged by what happens after event mark `mark`; `baseline` is
+   * the snapshot stored by the last leader (undefined: none).
+   * @example gate.begin(now, takeoverMark, state.snapshot);
+   */
+  begin(now: number, mark: number, baseline: RefreshBody | undefined): void {
+    this.#startedAt = now;
+    this.#startMark = mark;
+    this.#baseline = new Map((baseline?.instances ?? []).map((i) => [i.id, i]));
+    this.#open = false;
+    this.#passed = false;
+  }
+
+  /**
+   * The candidates to compose a snapshot from: `fresh` plus the stored entry of every unjudged
+   * member the baseline lists; undefined (send nothing) while an unjudged member has no stored entry.
+   * @example const candidates = gate.candidates(snapshotCandidates(members, now, hb, book), members, now);
+   */
+  candidates(fresh: SnapshotCandidate[], members: ReadonlyMap<number, Member>, now: number): SnapshotCandidate[] | undefined {
+    if (this.#open) return fresh;
+    const unjudged = [...members.values()].filter((m) => !this.#judged(m, now));
+    if (unjudged.length === 0) {
+      this.#open = true;
+      this.#passed = true;
+      this.#baseline.clear();
+      return fresh;
+    }
+    const have = new Set(fresh.map((c) => c.id));
+    const stand: SnapshotCandidate[] = [];
+    for (const m of unjudged) {
+      if (have.has(m.id)) continue;
+      const entry = this.#baseline.get(m.id);
+      if (entry === undefined) return undefined;
+      stand.push(candidateOf(entry, m));
+    }
+    this.#passed = true;
+    return [...fresh, ...stand];
+  }
+
+  #judged(m: Member, now: number): boolean {
+    const t = this.#timing;
+    if (m.drain !== undefined || now - this.#startedAt >= t.heartbeatTimeoutMs + t.roleRetryMs) return true;
+    if (m.lastSeenAt === undefined) return now - this.#startedAt >= t.heartbeatTimeoutMs;
+    if (!m.alive(now, t.heartbeatTimeoutMs) || m.joined) return true;
+    // Read since the start, after its body in force was last posted: what it shows is its state.
+    return m.postedKey === m.wantedKey && m.observedMark > Math.max(this.#startMark, m.postDoneMark);
+  }
+}
+
+/** A stored snapshot entry as a candidate, its peers as the entry lists them. */
+function candidateOf(entry: RefreshInstanceBody, m: Member): SnapshotCandidate {
+  const s = entry.static_info;
+  return {
+    id: entry.id,
+    role: s.role === 80 ? 'prefill' : 'decode',
+    group: s.group_id,
+    ip: entry.ip,
+    port: Number(entry.port),
+    metricPort: Number(entry.metric_port),
+    modelName: entry.model_name,
+    staticInfo: {
+      maxSeqLen: s.max_seq_len,
+      maxOutputLen: s.max_output_len,
+      totalSlots: s.total_slots_num,
+      totalBlocks: s.total_block_num,
+      blockSize: s.block_size,
+    },
+    resources: m.observation?.resources ?? {
+      totalSlots: s.total_slots_num,
+      availSlots: entry.dynamic_info.avail_slots_num,
+      totalBlocks: s.total_block_num,
+      availBlocks: entry.dynamic_info.avail_block_num,
+    },
+    linkedPeers: entry.dynamic_info.peers,
+  };
+}
