@@ -15,6 +15,7 @@ import { syntheticWorkload } from '../harness/synthetic.ts';
 import type { Endpoint, Target } from '../harness/target.ts';
 import { parseTrace } from '../harness/trace.ts';
 import type { Workload } from '../harness/workload.ts';
+import { parseTenants, tenantSynthetic, withTenants, type TenantMix } from '../harness/tenants.ts';
 import { ConfigError } from '../core/errors.ts';
 import { parseStringOptions } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
@@ -23,7 +24,7 @@ export const BENCH_HELP = `Usage: pdlink bench --base-url URL [options]
 
 Sends a workload to an OpenAI-compatible endpoint (pdlink's proxy, vLLM, any engine), streaming,
 and reports TTFT, inter-token latency, TPOT, end to end, throughput and goodput. Writes
-<out>.json (schema pdlink-bench-report, version 1) and <out>.html (charts, opens offline).
+<out>.json (schema pdlink-bench-report, version 2) and <out>.html (charts, opens offline).
 Progress goes to stderr; Ctrl-C stops and writes the report of what was measured.
 
 Target:
@@ -45,6 +46,11 @@ Workload (a trace when --trace is given, else synthetic):
   --prefix-groups N         synthetic: number of shared prefixes (default 8)
   --block-tokens N          synthetic: tokens per hash block (default 512)
   --seed N                  synthetic: random seed (default 1)
+  --tenants LIST            NAME:CLASS:RATE,... : each request is sent as a tenant with a priority
+                            class (pdlink's x-pdlink-tenant and x-pdlink-priority headers) and the
+                            report summarises each tenant; synthetic: each tenant its own Poisson
+                            stream at RATE per second (--rate is then unused); trace: requests dealt
+                            to the tenants in proportion to RATE
 
 Runs and bounds:
   --concurrency LIST        closed-loop sweep, e.g. 1,2,4,8 (default: open-loop replay at the arrival times)
@@ -76,6 +82,7 @@ const OPTIONS = [
   'prefix-groups',
   'block-tokens',
   'seed',
+  'tenants',
   'concurrency',
   'max-requests',
   'duration-s',
@@ -151,13 +158,17 @@ function loadWorkload(values: Values): Workload {
       outputScale: num(values, 'output-scale', lengthScale, { min: 0, exclusive: true }),
       maxRequests: int(values, 'max-requests', Number.MAX_SAFE_INTEGER, 1),
     };
+    let trace: Workload;
     try {
-      return parseTrace(text, values.trace, scaling);
+      trace = parseTrace(text, values.trace, scaling);
     } catch (err) {
       throw new ConfigError(`--trace: ${values.trace}: ${(err as Error).message}`);
     }
+    const tenants = tenantsOf(values);
+    return tenants === undefined ? trace : withTenants(trace, tenants, int(values, 'seed', 1, 0));
   }
-  return syntheticWorkload({
+  const tenants = tenantsOf(values);
+  const synthetic = {
     requests: int(values, 'max-requests', 200, 1),
     rate: num(values, 'rate', 1, { min: 0, exclusive: true }),
     input: length(values, 'input-len', '512'),
@@ -166,7 +177,17 @@ function loadWorkload(values: Values): Workload {
     prefixGroups: int(values, 'prefix-groups', 8, 1),
     blockTokens: int(values, 'block-tokens', 512, 1),
     seed: int(values, 'seed', 1, 0),
-  });
+  };
+  return tenants === undefined ? syntheticWorkload(synthetic) : tenantSynthetic(synthetic, tenants);
+}
+
+function tenantsOf(values: Values): TenantMix[] | undefined {
+  if (values.tenants === undefined) return undefined;
+  try {
+    return parseTenants(values.tenants);
+  } catch (err) {
+    throw new ConfigError(`--tenants: ${(err as Error).message}`);
+  }
 }
 
 function num(values: Values, name: keyof Values, fallback: number, range: { min: number; max?: number; exclusive?: boolean }): number {
@@ -241,6 +262,12 @@ function summaryText(report: BenchReport): string {
       `  throughput ${s.throughput.requestsPerS.toFixed(2)} req/s, ${s.throughput.outputTokensPerS.toFixed(1)} tok/s; ` +
         `goodput ${s.goodput.requestsPerS.toFixed(2)} req/s (${(s.goodput.share * 100).toFixed(1)} % met the SLO)`,
     );
+    for (const [tenant, t] of Object.entries(run.byTenant ?? {})) {
+      lines.push(
+        `  tenant ${tenant}: ${t.completed}/${t.requests} ok ${JSON.stringify(t.errorsByStatus)}, TTFT p50/p99 ${f(t.ttftMs.p50)}/${f(t.ttftMs.p99)} ms, ` +
+          `goodput ${t.goodput.requestsPerS.toFixed(2)} req/s (${(t.goodput.share * 100).toFixed(1)} %)`,
+      );
+    }
   }
   return lines.join('\n');
 }

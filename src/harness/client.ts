@@ -5,6 +5,7 @@
  */
 import { chunkContent, SseReader } from './sse.ts';
 import { DECODE_HEADER, endpointUrl, PREFILL_HEADER, requestBody, type Target } from './target.ts';
+import { PRIORITY_HEADER, TENANT_HEADER } from './tenants.ts';
 import { timingsOf } from './timing.ts';
 
 export type Outcome = 'ok' | 'error' | 'cut';
@@ -34,6 +35,8 @@ export interface RequestRecord {
   /** Instance ids from pdlink's `x-pdlink-prefill` / `x-pdlink-decode` headers; null from other servers. */
   readonly prefill: string | null;
   readonly decode: string | null;
+  /** The tenant it was sent as (`--tenants`), else null. */
+  readonly tenant: string | null;
 }
 
 export interface SendOptions {
@@ -50,6 +53,9 @@ export interface SendOptions {
   readonly cut: AbortSignal;
   /** Called after each token-carrying chunk has been timed. */
   readonly onToken?: () => void;
+  /** Sent as pdlink's tenant and class headers. */
+  readonly tenant?: string | undefined;
+  readonly priority?: string | undefined;
 }
 
 /**
@@ -72,7 +78,11 @@ export async function sendRequest(options: SendOptions): Promise<RequestRecord> 
   try {
     const res = await fetch(endpointUrl(target), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-request-id': options.requestId, accept: 'text/event-stream' },
+      headers: identityHeaders(options, {
+        'content-type': 'application/json',
+        'x-request-id': options.requestId,
+        accept: 'text/event-stream',
+      }),
       body: JSON.stringify(requestBody(target, options.prompt, options.maxTokens)),
       signal,
     });
@@ -130,7 +140,15 @@ export async function sendRequest(options: SendOptions): Promise<RequestRecord> 
     ...timings,
     prefill,
     decode,
+    tenant: options.tenant ?? null,
   };
+}
+
+/** The request's headers with its tenant and class, when it has them. */
+function identityHeaders(options: SendOptions, headers: Record<string, string>): Record<string, string> {
+  if (options.tenant !== undefined) headers[TENANT_HEADER] = options.tenant;
+  if (options.priority !== undefined) headers[PRIORITY_HEADER] = options.priority;
+  return headers;
 }
 
 /** An OpenAI-style `error.message` when the body has one, else the body's start. */

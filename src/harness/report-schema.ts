@@ -52,6 +52,7 @@ const RequestRecord = v.strictObject({
   itlMs: v.array(Num),
   prefill: v.nullable(v.string()),
   decode: v.nullable(v.string()),
+  tenant: v.nullable(v.string()),
 });
 
 const StoppedBy = v.picklist(['complete', 'time_bound', 'signal']);
@@ -64,10 +65,11 @@ const Run = v.strictObject({
   durationMs: Num,
   stoppedBy: StoppedBy,
   summary: Summary,
+  byTenant: v.optional(v.record(v.string(), Summary)),
   requests: v.array(RequestRecord),
 });
 
-/** The whole report, version 1. */
+/** The whole report, version 2. */
 export const BenchReportSchema = v.strictObject({
   schema: v.literal(REPORT_SCHEMA),
   version: v.literal(REPORT_VERSION),

@@ -10,8 +10,11 @@ import type { Target } from './target.ts';
 import { prefixReuse, type Workload } from './workload.ts';
 
 export const REPORT_SCHEMA = 'pdlink-bench-report';
-/** Raised on any change a reader could notice: a field renamed, removed, or changing meaning. */
-export const REPORT_VERSION = 1;
+/**
+ * Raised on any change a reader could notice: a field added, renamed, removed, or changing meaning.
+ * 2: each request's `tenant`, and each run's `byTenant` summaries when the workload has tenants.
+ */
+export const REPORT_VERSION = 2;
 
 export interface RunReport {
   /** `open` for a replay, `closed-cN` for a closed loop of N clients. */
@@ -22,6 +25,8 @@ export interface RunReport {
   readonly durationMs: number;
   readonly stoppedBy: StoppedBy;
   readonly summary: Summary;
+  /** The summary of each tenant's requests, when the workload has tenants (`--tenants`). */
+  readonly byTenant?: Record<string, Summary>;
   readonly requests: RequestRecord[];
 }
 
@@ -76,15 +81,32 @@ export function buildReport(input: ReportInput): BenchReport {
     },
     settings: input.settings,
     slo: input.slo,
-    runs: input.runs.map((r) => ({
-      label: r.mode === 'open' ? 'open' : `closed-c${r.concurrency}`,
-      mode: r.mode,
-      concurrency: r.concurrency,
-      startedAt: r.startedAt,
-      durationMs: r.durationMs,
-      stoppedBy: r.stoppedBy,
-      summary: summarize(r.records, r.durationMs, input.slo),
-      requests: r.records,
-    })),
+    runs: input.runs.map((r) => {
+      const tenants = [...new Set(r.records.flatMap((record) => (record.tenant === null ? [] : [record.tenant])))].sort();
+      return {
+        label: r.mode === 'open' ? 'open' : `closed-c${r.concurrency}`,
+        mode: r.mode,
+        concurrency: r.concurrency,
+        startedAt: r.startedAt,
+        durationMs: r.durationMs,
+        stoppedBy: r.stoppedBy,
+        summary: summarize(r.records, r.durationMs, input.slo),
+        ...(tenants.length === 0
+          ? {}
+          : {
+              byTenant: Object.fromEntries(
+                tenants.map((t) => [
+                  t,
+                  summarize(
+                    r.records.filter((record) => record.tenant === t),
+                    r.durationMs,
+                    input.slo,
+                  ),
+                ]),
+              ),
+            }),
+        requests: r.records,
+      };
+    }),
   };
 }

@@ -102,6 +102,8 @@ async function run(settings: RunSettings, mode: 'open' | 'closed', concurrency: 
       scheduledMs,
       now,
       cut: cut.signal,
+      tenant: item.tenant,
+      priority: item.priority,
     });
     records.push(record);
     settings.onRecord?.(record);

@@ -21,6 +21,7 @@ function record(over: Partial<RequestRecord>): RequestRecord {
     itlMs: [10, 10, 10, 10],
     prefill: null,
     decode: null,
+    tenant: null,
     ...over,
   };
 }

@@ -14,6 +14,9 @@ export interface WorkItem {
   readonly outputTokens: number;
   /** One hash per block of the prompt, in order; equal leading runs mean a shared prefix. */
   readonly hashIds: readonly number[];
+  /** The tenant and priority class it is sent as (`--tenants`; see tenants.ts). */
+  readonly tenant?: string;
+  readonly priority?: string;
 }
 
 export interface Workload {
