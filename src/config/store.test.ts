@@ -35,13 +35,18 @@ describe('store settings', () => {
       endpoints: ['http://127.0.0.1:1', 'http://127.0.0.1:2'],
       cluster: 'from-env',
       leaseTtlSeconds: 2,
+      compactionSeconds: 300,
     });
     expect(
-      resolveStoreSettings({ cluster: 'east', store: { etcd: { endpoints: ['http://10.0.0.9:2379'], lease_ttl_seconds: 10 } } }, env),
+      resolveStoreSettings(
+        { cluster: 'east', store: { etcd: { endpoints: ['http://10.0.0.9:2379'], lease_ttl_seconds: 10, compaction_seconds: 0 } } },
+        env,
+      ),
     ).toEqual({
       endpoints: ['http://10.0.0.9:2379'],
       cluster: 'east',
       leaseTtlSeconds: 10,
+      compactionSeconds: 0,
     });
   });
 
@@ -83,6 +88,10 @@ describe('store settings', () => {
       coordinatorWith({ pdlink: { store: { etcd: { endpoints: ['http://127.0.0.1:2379'], lease_ttl_seconds: 0 } } } }),
     );
     expect(badTtl.message).toContain('lease_ttl_seconds');
+    const badCompaction = errorOf(() =>
+      coordinatorWith({ pdlink: { store: { etcd: { endpoints: ['http://127.0.0.1:2379'], compaction_seconds: -1 } } } }),
+    );
+    expect(badCompaction.message).toContain('pdlink.store.etcd.compaction_seconds');
     const badEnv = errorOf(() => coordinatorWith({}, { PDLINK_ETCD_ENDPOINTS: 'nope' }));
     expect(badEnv).toBeInstanceOf(ConfigError);
     expect(badEnv.message).toContain('PDLINK_ETCD_ENDPOINTS');

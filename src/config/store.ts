@@ -5,7 +5,7 @@
  * `PDLINK_CLUSTER`, else `default`). Bad env values throw an error naming the variable (the callers add the file).
  */
 import * as v from 'valibot';
-import { ClusterName, EtcdEndpoint, LEASE_TTL_SECONDS, type PdlinkSection } from '../schema/store-config.ts';
+import { ClusterName, COMPACTION_SECONDS, EtcdEndpoint, LEASE_TTL_SECONDS, type PdlinkSection } from '../schema/store-config.ts';
 
 export const ETCD_ENDPOINTS_ENV = 'PDLINK_ETCD_ENDPOINTS';
 export const CLUSTER_ENV = 'PDLINK_CLUSTER';
@@ -14,6 +14,8 @@ export interface StoreSettings {
   readonly endpoints: readonly string[];
   readonly cluster: string;
   readonly leaseTtlSeconds: number;
+  /** etcd history older than this is compacted (0: not by pdlink). */
+  readonly compactionSeconds: number;
 }
 
 /**
@@ -32,6 +34,7 @@ export function resolveStoreSettings(
     endpoints,
     cluster: section?.cluster ?? envCluster(env) ?? 'default',
     leaseTtlSeconds: etcd?.lease_ttl_seconds ?? LEASE_TTL_SECONDS.default,
+    compactionSeconds: etcd?.compaction_seconds ?? COMPACTION_SECONDS.default,
   };
 }
 

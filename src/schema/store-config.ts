@@ -9,6 +9,11 @@ import { ProxyProtocolSection } from './proxy-protocol.ts';
 /** MindIE's master lock lapses after 10 s; pdlink's default fails over within 3 s (see election.ts). */
 export const LEASE_TTL_SECONDS = { min: 1, max: 60, default: 2 } as const;
 export const MAX_ETCD_ENDPOINTS = 16;
+/**
+ * etcd keeps every revision until something compacts it; pdlink compacts what is older than this
+ * (0: leave it to etcd's --auto-compaction-retention).
+ */
+export const COMPACTION_SECONDS = { min: 0, max: 86_400, default: 300 } as const;
 
 export const ClusterName = v.pipe(
   v.string('must be a string'),
@@ -40,6 +45,14 @@ export const PdlinkSection = v.strictObject({
               v.integer('must be an integer'),
               v.minValue(LEASE_TTL_SECONDS.min, `must be in [${LEASE_TTL_SECONDS.min}, ${LEASE_TTL_SECONDS.max}]`),
               v.maxValue(LEASE_TTL_SECONDS.max, `must be in [${LEASE_TTL_SECONDS.min}, ${LEASE_TTL_SECONDS.max}]`),
+            ),
+          ),
+          compaction_seconds: v.optional(
+            v.pipe(
+              v.number('must be a number'),
+              v.integer('must be an integer'),
+              v.minValue(COMPACTION_SECONDS.min, `must be in [${COMPACTION_SECONDS.min}, ${COMPACTION_SECONDS.max}]`),
+              v.maxValue(COMPACTION_SECONDS.max, `must be in [${COMPACTION_SECONDS.min}, ${COMPACTION_SECONDS.max}]`),
             ),
           ),
         }),

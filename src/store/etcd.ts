@@ -113,23 +113,32 @@ export class EtcdStore implements Store {
   watch(prefix: string, listener: (key: string, value: string | undefined, revision: number) => void): () => void {
     let stopped = false;
     let cancel: (() => void) | undefined;
-    // The client re-establishes a watch after a disconnection on its own, from the revision it had reached.
-    this.#client
-      .watch()
-      .prefix(this.prefix + prefix)
-      .create()
-      .then(
-        (watcher) => {
-          const relative = (kv: { key: Buffer }): string => kv.key.toString().slice(this.prefix.length);
-          watcher.on('put', (kv) => listener(relative(kv), kv.value.toString(), Number(kv.mod_revision)));
-          // A delete's key-value carries the revision of the delete itself.
-          watcher.on('delete', (kv) => listener(relative(kv), undefined, Number(kv.mod_revision)));
-          watcher.on('error', () => {});
-          cancel = () => void watcher.cancel().catch(() => {});
-          if (stopped) cancel();
-        },
-        () => {},
-      );
+    const relative = (kv: { key: Buffer }): string => kv.key.toString().slice(this.prefix.length);
+    // The client re-establishes a watch after a disconnection on its own, from the revision it had
+    // reached; one etcd cancels (its revision compacted away) is made again from now.
+    const create = (): void => {
+      this.#client
+        .watch()
+        .prefix(this.prefix + prefix)
+        .create()
+        .then(
+          (watcher) => {
+            watcher.on('put', (kv) => listener(relative(kv), kv.value.toString(), Number(kv.mod_revision)));
+            // A delete's key-value carries the revision of the delete itself.
+            watcher.on('delete', (kv) => listener(relative(kv), undefined, Number(kv.mod_revision)));
+            watcher.on('error', () => {
+              void watcher.cancel().catch(() => {});
+              if (!stopped && !this.#closed) setTimeout(create, 100).unref?.();
+            });
+            cancel = () => void watcher.cancel().catch(() => {});
+            if (stopped) cancel();
+          },
+          () => {
+            if (!stopped && !this.#closed) setTimeout(create, 100).unref?.();
+          },
+        );
+    };
+    create();
     return () => {
       stopped = true;
       cancel?.();

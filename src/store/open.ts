@@ -10,6 +10,8 @@ import type { Store } from './store.ts';
 export interface OpenStoreSettings {
   readonly endpoints: readonly string[];
   readonly cluster: string;
+  /** etcd history older than this is compacted (default 0: not by this process). */
+  readonly compactionSeconds?: number;
 }
 
 /**
@@ -18,5 +20,5 @@ export interface OpenStoreSettings {
 export async function openStore(settings: OpenStoreSettings | undefined): Promise<Store> {
   if (settings === undefined) return new MemoryStore();
   const { EtcdStore } = await import('./etcd.ts');
-  return new EtcdStore({ endpoints: settings.endpoints, cluster: settings.cluster });
+  return new EtcdStore({ endpoints: settings.endpoints, cluster: settings.cluster, compactionSeconds: settings.compactionSeconds ?? 0 });
 }
