@@ -29,6 +29,8 @@ import type { ProxyTracing } from '../proxy/trace.ts';
 import type { PostRoute, PostRoutes } from '../runtime/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { collectProcessMetrics } from '../core/process-metrics.ts';
+import { createCoordinatorKv, type CoordinatorKvOptions } from './coordinator-kv.ts';
+import type { KvEventIntake } from '../kv-events/intake.ts';
 import { BODY_LIMIT_MB, SINGLE_NODE_MAX_REQUESTS } from '../schema/coordinator-config.ts';
 import {
   createBreakers,
@@ -80,6 +82,8 @@ export interface CoordinatorOptions {
   identify?: IdentifyHook;
   /** Tenant names of API keys, by key; a key without one is named `key-<digest>`. */
   apiKeyTenants?: ReadonlyMap<string, string>;
+  /** Routing on the engines' KV events: the index's seed and bounds, precise_prefix's weight, decode-first. */
+  kv?: CoordinatorKvOptions;
 }
 
 export interface Coordinator {
@@ -114,6 +118,8 @@ export interface Coordinator {
   readonly health: CircuitBreakers;
   /** Admission's queue and stage room; undefined when admission is off. */
   readonly admission: Admission | undefined;
+  /** The engines' KV events and the index they feed (precise_prefix, the Conductor API). */
+  readonly kv: KvEventIntake;
   readonly metrics: Registry;
   /** Releases timers, pools and subscriptions; idempotent. */
   close(): Promise<void>;
@@ -133,7 +139,9 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     for (const { p, d } of lostLinks(diff)) ledger.linkLost(p, d);
   });
   const health = createBreakers(options.circuitCooldownMs === undefined ? {} : { cooldownMs: options.circuitCooldownMs });
+  const kv = createCoordinatorKv(options.kv ?? {}, registry, metrics);
   const scheduler = createScheduler({
+    kv: kv.precise,
     cluster: registry,
     loads: ledgerLoads(ledger),
     health,
@@ -171,6 +179,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const dashboardSource = coordinatorSource({ registry, ledger, health, ...(admission === undefined ? {} : { admission }) });
   const dashboard = new DashboardFeed(dashboardSource);
   managementApp.route('/', dashboardRoutes(dashboard));
+  managementApp.route('/', kv.routes);
 
   const proxy: ProxyApp = proxyRoutes({
     scheduler,
@@ -247,6 +256,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     scheduler,
     health,
     admission,
+    kv: kv.intake,
     metrics,
     async close() {
       if (closed) return;
@@ -255,6 +265,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
       dashboard.close();
       dashboardSource.close();
       admission?.close();
+      kv.close();
       scheduler.close();
       ledger.close();
     },

@@ -1,6 +1,7 @@
 /**
  * `pdlink coordinator`: serves the management and inference listeners until SIGINT/SIGTERM.
  */
+import { kvOptionsOf } from '../config/kv-events.ts';
 import { createCoordinator } from '../apps/coordinator.ts';
 import type { CoordinatorHa } from '../apps/coordinator-ha.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
@@ -77,6 +78,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     policy: settings.policy,
     circuitCooldownMs: settings.circuitCooldownMs,
     localPrefill: settings.localPrefill,
+    kv: kvOptionsOf(settings.file),
     maxRequestsPerInstance: settings.singleNodeMaxRequests,
     proxy: settings.proxy,
     ...(otlp === undefined ? {} : { tracing: otlp.tracing }),

@@ -17,7 +17,14 @@ export const KvEventsSection = v.looseObject({
   /** XXH3 seed of the block keys: an integer, or a decimal string for a full 64-bit value. */
   seed: v.optional(
     v.union(
-      [int(0, Number.MAX_SAFE_INTEGER), v.pipe(v.string(), v.regex(/^\d{1,20}$/, 'must be a decimal integer'))],
+      [
+        int(0, Number.MAX_SAFE_INTEGER),
+        v.pipe(
+          v.string(),
+          v.regex(/^\d{1,20}$/, 'must be a decimal integer'),
+          v.check((text) => BigInt(text) < 1n << 64n, 'must be below 2^64'),
+        ),
+      ],
       'must be an integer in [0, 2^64)',
     ),
   ),
