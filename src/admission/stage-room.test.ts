@@ -127,6 +127,8 @@ describe('StageRoom', () => {
     const { ledger, room } = fixture([P(), D(), D({ id: 2 })], { decodeInFlight: 1 });
     const id = reserve(ledger, 0, 1);
     expect(room.decodeRoom).toBe(1);
+    // A decode side moves only once P has answered (the ledger's proof that P holds the blocks).
+    ledger.begin(id, 'transferring');
     ledger.moveDecode(id, 2, 1);
     expect(room.loads().decode.inFlight).toBe(1);
     expect(room.decodeRoom).toBe(1);

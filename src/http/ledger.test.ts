@@ -71,6 +71,7 @@ test('transfers lists active and recent records with wire names, and the totals'
       slots: 1,
       p_blocks: 4,
       d_blocks: 4,
+      decode_held: true,
       state: 'reserved',
       code: null,
       detail: null,

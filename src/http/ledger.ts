@@ -79,6 +79,7 @@ export function recordWire(record: TransferRecord): Record<string, unknown> {
     slots: record.slots,
     p_blocks: record.pBlocks,
     d_blocks: record.dBlocks,
+    decode_held: record.decodeHeld,
     state: record.state,
     code: record.code,
     detail: record.detail,

@@ -71,6 +71,11 @@ export class InstanceAccount {
     this.#records?.delete(record);
   }
 
+  /** Whether `record` holds capacity here (an instance removed and added again is a new account). */
+  holds(record: LiveRecord): boolean {
+    return this.#records?.has(record) === true;
+  }
+
   /**
    * A copy of the records holding capacity here.
    * @example for (const record of account.records()) fail(record);

@@ -61,10 +61,24 @@ export class CapacityBook {
   giveBack(record: LiveRecord): void {
     // An account may already be gone: remove() drops it before the ledger ends its records, so a
     // listener reacting to those endings cannot reserve on the instance being removed.
+    // D's side first: on one instance playing both parts, P's give takes the record off the account.
+    this.dropDecode(record);
     this.#accounts.get(record.p)?.give(record, record.slots, record.pBlocks);
-    this.#accounts.get(record.d)?.give(record, record.slots, record.dBlocks);
-    this.#reservedSlots -= 2 * record.slots;
-    this.#reservedBlocks -= record.pBlocks + record.dBlocks;
+    this.#reservedSlots -= record.slots;
+    this.#reservedBlocks -= record.pBlocks;
+  }
+
+  /**
+   * Gives back what a record holds on its D (its D left the cluster; or the record ends), keeping P's side.
+   * @example book.dropDecode(record);
+   */
+  dropDecode(record: LiveRecord): void {
+    if (!record.decodeHeld) return;
+    record.decodeHeld = false;
+    const account = this.#accounts.get(record.d);
+    if (account?.holds(record) === true) account.give(record, record.slots, record.dBlocks);
+    this.#reservedSlots -= record.slots;
+    this.#reservedBlocks -= record.dBlocks;
   }
 
   /**
@@ -76,14 +90,17 @@ export class CapacityBook {
   moveDecode(record: LiveRecord, d: number, dBlocks: number): number | undefined {
     const next = this.#accounts.get(d);
     if (next === undefined) throw errors.instanceUnknown(d);
-    if (d === record.d) return undefined;
+    if (d === record.d && record.decodeHeld) return undefined;
     next.require(d, record.slots, dBlocks);
     const previous = record.d;
-    this.#accounts.get(previous)?.give(record, record.slots, record.dBlocks);
-    this.#reservedBlocks += dBlocks - record.dBlocks;
+    // A record whose D left holds nothing on it any more: only the new D is taken.
+    this.dropDecode(record);
     record.d = d;
     record.dBlocks = dBlocks;
+    record.decodeHeld = true;
     next.take(record, record.slots, dBlocks);
+    this.#reservedSlots += record.slots;
+    this.#reservedBlocks += dBlocks;
     return previous;
   }
 

@@ -23,24 +23,76 @@ describe('refresh and removal', () => {
     expect(ledger.instanceLoad(0)).toMatchObject({ reservedBlocks: 0, availBlocks: 20 });
   });
 
-  test('removing an instance fails every record on it and releases the other side', () => {
+  test('removing a P fails every record on it and releases the D side', () => {
+    const { ledger, cluster } = ledgerFixture();
+    cluster.refresh([
+      { id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 },
+      { id: 3, role: 'prefill', availSlots: 4, availBlocks: 100 },
+      { id: 1, role: 'decode', availSlots: 4, availBlocks: 100 },
+    ]);
+    ledger.reserve({ requestId: 'from-0', p: 0, d: 1, pBlocks: 10, dBlocks: 10 });
+    ledger.reserve({ requestId: 'from-3', p: 3, d: 1, pBlocks: 7, dBlocks: 7 });
+    cluster.refresh([
+      { id: 3, role: 'prefill', availSlots: 4, availBlocks: 100 },
+      { id: 1, role: 'decode', availSlots: 4, availBlocks: 100 },
+    ]);
+    expect(ledger.get('from-0')).toMatchObject({
+      state: 'failed',
+      code: 'instance_removed',
+      detail: 'instance 0 was removed by a refresh',
+    });
+    expect(ledger.get('from-3')?.state).toBe('reserved');
+    expect(ledger.instanceLoad(0)).toBeUndefined();
+    expect(ledger.instanceLoad(1)).toMatchObject({ reservedSlots: 1, reservedBlocks: 7 });
+    expect(ledger.totals()).toMatchObject({ active: 1, reservedSlots: 2, reservedBlocks: 14, failed: 1 });
+  });
+
+  test('removing a D keeps the record on P’s side (P still holds its blocks), ready to move to another D', () => {
     const { ledger, cluster } = ledgerFixture();
     cluster.refresh([
       { id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 },
       { id: 1, role: 'decode', availSlots: 4, availBlocks: 100 },
       { id: 2, role: 'decode', availSlots: 4, availBlocks: 100 },
     ]);
-    ledger.reserve({ requestId: 'to-1', p: 0, d: 1, pBlocks: 10, dBlocks: 10 });
-    ledger.reserve({ requestId: 'to-2', p: 0, d: 2, pBlocks: 7, dBlocks: 7 });
+    ledger.reserve({ requestId: 'to-1', p: 0, d: 1, pBlocks: 10, dBlocks: 10, phase: 'transferring' });
+    const events: { d: number; movedFrom?: number; state: string }[] = [];
+    ledger.onRecord(({ record, movedFrom }) =>
+      events.push({ d: record.d, state: record.state, ...(movedFrom === undefined ? {} : { movedFrom }) }),
+    );
     cluster.refresh([
       { id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 },
       { id: 2, role: 'decode', availSlots: 4, availBlocks: 100 },
     ]);
-    expect(ledger.get('to-1')).toMatchObject({ state: 'failed', code: 'instance_removed', detail: 'instance 1 was removed by a refresh' });
-    expect(ledger.get('to-2')?.state).toBe('reserved');
-    expect(ledger.instanceLoad(1)).toBeUndefined();
-    expect(ledger.instanceLoad(0)).toMatchObject({ reservedSlots: 1, reservedBlocks: 7 });
-    expect(ledger.totals()).toMatchObject({ active: 1, reservedSlots: 2, reservedBlocks: 14, failed: 1 });
+    expect(ledger.get('to-1')).toMatchObject({ state: 'transferring', d: 1, decodeHeld: false });
+    expect(events).toEqual([{ d: 1, state: 'transferring', movedFrom: 1 }]);
+    expect(ledger.instanceLoad(0)).toMatchObject({ reservedSlots: 1, reservedBlocks: 10 });
+    expect(ledger.totals()).toMatchObject({ active: 1, reservedSlots: 1, reservedBlocks: 10 });
+    // The same id back is a new account: the record holds nothing on it.
+    cluster.refresh([
+      { id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 },
+      { id: 1, role: 'decode', availSlots: 4, availBlocks: 100 },
+      { id: 2, role: 'decode', availSlots: 4, availBlocks: 100 },
+    ]);
+    expect(ledger.instanceLoad(1)).toMatchObject({ reservedSlots: 0, reservedBlocks: 0 });
+    ledger.moveDecode('to-1', 2, 6);
+    expect(ledger.get('to-1')).toMatchObject({ d: 2, dBlocks: 6, decodeHeld: true });
+    expect(ledger.totals()).toMatchObject({ reservedSlots: 2, reservedBlocks: 16 });
+    ledger.complete('to-1');
+    expect(ledger.totals()).toMatchObject({ active: 0, reservedSlots: 0, reservedBlocks: 0 });
+    expect([0, 1, 2].map((id) => ledger.instanceLoad(id)?.reservedBlocks)).toEqual([0, 0, 0]);
+  });
+
+  test('a record whose D left ends with its request: only P’s side is given back', () => {
+    const { ledger, cluster } = ledgerFixture();
+    ledger.reserve({ requestId: 'r', ...PAIR, pBlocks: 10, dBlocks: 12, phase: 'prefilling' });
+    cluster.refresh([{ id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 }]);
+    cluster.refresh([
+      { id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 },
+      { id: 1, role: 'decode', availSlots: 4, availBlocks: 100 },
+    ]);
+    ledger.fail('r', 'decode_failed');
+    expect(ledger.totals()).toMatchObject({ active: 0, reservedSlots: 0, reservedBlocks: 0 });
+    expect(ledger.instanceLoad(1)).toMatchObject({ reservedSlots: 0, reservedBlocks: 0 });
   });
 
   test('a role change (removal plus addition) fails the records and starts a fresh account', () => {

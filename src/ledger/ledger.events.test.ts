@@ -41,8 +41,8 @@ describe('events, snapshot, recent, close', () => {
         errors.push((err as Error).message);
       }
     });
-    cluster.refresh([{ id: 0, role: 'prefill', availSlots: 4, availBlocks: 100 }]);
-    expect(errors).toEqual(['instance 1 is not registered']);
+    cluster.refresh([{ id: 1, role: 'decode', availSlots: 4, availBlocks: 100 }]);
+    expect(errors).toEqual(['instance 0 is not registered']);
     expect(ledger.totals()).toMatchObject({ active: 0, reservedSlots: 0, reservedBlocks: 0 });
   });
 

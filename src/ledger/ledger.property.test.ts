@@ -1,7 +1,8 @@
 /**
  * Model-based property test of the ledger: random interleavings of reserve, begin, complete, fail,
- * release, extend, time passing, refreshes (changed capacity, removed or re-roled instances) and
- * lost links, checked step by step against a plain model of what the ledger must hold.
+ * release, extend, time passing, refreshes (changed capacity, removed or re-roled instances: a record
+ * ends with its P and keeps P's side without its D) and lost links, checked step by step against a
+ * plain model of what the ledger must hold.
  */
 import { expect, test } from 'bun:test';
 import fc from 'fast-check';
@@ -105,6 +106,8 @@ interface ModelRecord {
   state: ActiveState;
   leaseMs: number;
   deadline: number;
+  /** False once a refresh removed its D (P's side stays). */
+  decodeHeld: boolean;
 }
 
 /** What the ledger must hold, computed the obvious way (sums over records, no incremental counters). */
@@ -116,6 +119,8 @@ class Model {
   /** Reservations that began a phase themselves: that phase was entered without an event of its own. */
   begunWithReserve = 0;
   ended = 0;
+  /** Records that lost their D to a refresh (each one an event). */
+  decodeDrops = 0;
 
   reserved(id: number): { slots: number; blocks: number } {
     let slots = 0;
@@ -125,7 +130,7 @@ class Model {
         slots += r.slots;
         blocks += r.pBlocks;
       }
-      if (r.d === id) {
+      if (r.d === id && r.decodeHeld) {
         slots += r.slots;
         blocks += r.dBlocks;
       }
@@ -174,7 +179,7 @@ function step(op: Op, ledger: KvLedger, clock: ManualClock, cluster: TestCluster
     case 'reserve': {
       expected = model.reserveOutcome(op);
       apply = () => {
-        model.active.set(op.id, { ...op, state: op.phase ?? 'reserved', deadline: model.now + op.leaseMs });
+        model.active.set(op.id, { ...op, state: op.phase ?? 'reserved', deadline: model.now + op.leaseMs, decodeHeld: true });
         model.reserves++;
         if (op.phase !== null) model.begunWithReserve++;
       };
@@ -215,7 +220,14 @@ function step(op: Op, ledger: KvLedger, clock: ManualClock, cluster: TestCluster
         for (const [id, before] of model.instances) {
           const after = next.get(id);
           if (after !== undefined && after.role === before.role) continue;
-          for (const [rid, r] of model.active) if (r.p === id || r.d === id) model.end(rid);
+          // A record whose P left ends; one whose D alone left keeps P's side, waiting for another D.
+          for (const [rid, r] of model.active) {
+            if (r.p === id) model.end(rid);
+            else if (r.d === id && r.decodeHeld) {
+              r.decodeHeld = false;
+              model.decodeDrops++;
+            }
+          }
         }
         model.instances = next;
       };
@@ -322,8 +334,9 @@ function checkInvariants(ledger: KvLedger, clock: ManualClock, model: Model): vo
   expect([t.reservedSlots, t.reservedBlocks]).toEqual([slots, blocks]);
   const fromRecords = { slots: 0, blocks: 0 };
   for (const r of snapshot.active) {
-    fromRecords.slots += 2 * r.slots;
-    fromRecords.blocks += r.pBlocks + r.dBlocks;
+    expect(r.decodeHeld).toBe((model.active.get(r.requestId) as ModelRecord).decodeHeld);
+    fromRecords.slots += (r.decodeHeld ? 2 : 1) * r.slots;
+    fromRecords.blocks += r.pBlocks + (r.decodeHeld ? r.dBlocks : 0);
   }
   expect(fromRecords).toEqual({ slots, blocks });
   expect(t.active + t.done + t.failed + t.expired + t.released).toBe(model.reserves);
@@ -354,7 +367,7 @@ test('random interleavings never over-allocate, keep totals exact, and return to
           step(op, ledger, clock, cluster, model);
           checkInvariants(ledger, clock, model);
         }
-        expect(events).toBe(model.reserves + model.ended + countBegins(ledger) - model.begunWithReserve);
+        expect(events).toBe(model.reserves + model.ended + countBegins(ledger) - model.begunWithReserve + model.decodeDrops);
 
         if (finishByExpiry) clock.advance(MAX_LEASE);
         else ledger.close();

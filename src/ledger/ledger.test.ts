@@ -312,7 +312,7 @@ describe('moveDecode', () => {
 
   test('a new D without room refuses and the record keeps its old D', () => {
     const { ledger } = withSecondDecode();
-    ledger.reserve({ requestId: 'r', ...PAIR, pBlocks: 10, dBlocks: 30 });
+    ledger.reserve({ requestId: 'r', ...PAIR, pBlocks: 10, dBlocks: 30, phase: 'transferring' });
     const err = thrownBy(() => ledger.moveDecode('r', 2, 30));
     expect(err.code).toBe('insufficient_capacity');
     expect(err.message).toBe('instance 2 has 20 free blocks, 30 requested');
@@ -320,6 +320,35 @@ describe('moveDecode', () => {
     expect(ledger.instanceLoad(1)).toMatchObject({ reservedBlocks: 30 });
     expect(thrownBy(() => ledger.moveDecode('r', 9, 1)).code).toBe('unavailable');
     expect(thrownBy(() => ledger.moveDecode('gone', 2, 1)).code).toBe('not_found');
+  });
+
+  test('only while the record proves P holds the blocks: P answered, and its hold (the lease since then) has not run out', () => {
+    const { ledger, clock } = withSecondDecode();
+    ledger.reserve({ requestId: 'early', ...PAIR, pBlocks: 10, dBlocks: 12, phase: 'prefilling' });
+    const early = thrownBy(() => ledger.moveDecode('early', 2, 8));
+    expect(early.code).toBe('conflict');
+    expect(early.message).toContain('P has not answered');
+    ledger.reserve({ requestId: 'r', ...PAIR, pBlocks: 10, dBlocks: 12, leaseMs: 10_000, phase: 'transferring' });
+    // Renewals keep the record alive, but P's hold counts from P's answer.
+    clock.advance(6_000);
+    ledger.extend('r');
+    clock.advance(4_001);
+    const late = thrownBy(() => ledger.moveDecode('r', 2, 8));
+    expect(late.code).toBe('conflict');
+    expect(late.message).toBe(
+      'transfer "r" is transferring, cannot move its decode side: P answered 10001 ms ago, beyond its hold of the blocks (the lease, 10000 ms)',
+    );
+    expect(ledger.get('r')).toMatchObject({ d: 1, dBlocks: 12, state: 'transferring' });
+    expect(ledger.instanceLoad(2)).toMatchObject({ reservedSlots: 0 });
+  });
+
+  test('at the edge of P’s hold it still moves, and the lease starts again', () => {
+    const { ledger, clock } = withSecondDecode();
+    ledger.reserve({ requestId: 'r', ...PAIR, pBlocks: 10, dBlocks: 12, leaseMs: 10_000, phase: 'transferring' });
+    clock.advance(6_000);
+    ledger.extend('r');
+    clock.advance(4_000);
+    expect(ledger.moveDecode('r', 2, 8)).toMatchObject({ d: 2, deadline: clock.now() + 10_000 });
   });
 });
 

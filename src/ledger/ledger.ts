@@ -168,15 +168,30 @@ export class KvLedger {
 
   /**
    * Moves an active record's decode side to another instance (P's side stays as it is): the D it
-   * named failed before answering, and P's blocks wait for the new one. Both sides or neither: on
-   * a refusal the record keeps its old D.
-   * @throws PdlinkError `insufficient_capacity` naming the new D, `unavailable` for an unknown one, `conflict` for an ended record.
+   * named never got the request, and P's blocks wait for the new one. Only while the record proves
+   * P still holds them: it is transferring (P answered) and P's hold, the record's lease counted
+   * from P's answer, has not run out; past it P may have freed the blocks, and a D sent to read
+   * them would read another prompt's. Both sides or neither: on a refusal the record keeps its old D.
+   * @throws PdlinkError `conflict` for an ended record, one P has not answered for, or one past P's
+   *   hold; `insufficient_capacity` naming the new D; `unavailable` for an unknown one.
    * @example ledger.moveDecode('r1', 12, 16);
    */
   moveDecode(requestId: string, d: number, dBlocks: number): TransferRecord {
     const record = this.#live(requestId, 'move its decode side');
     countArg(d, 'd');
     countArg(dBlocks, 'dBlocks');
+    const action = 'move its decode side';
+    if (record.state !== 'transferring' || record.transferringAt === null) {
+      throw errors.illegalTransition(requestId, record.state, `${action}: P has not answered, so no blocks wait for a D`);
+    }
+    const held = this.#clock.now() - record.transferringAt;
+    if (held > record.leaseMs) {
+      throw errors.illegalTransition(
+        requestId,
+        record.state,
+        `${action}: P answered ${held} ms ago, beyond its hold of the blocks (the lease, ${record.leaseMs} ms)`,
+      );
+    }
     const previous = this.#capacity.moveDecode(record, d, dBlocks);
     if (previous === undefined) return record.view();
     // Progress: the request is being driven, so its lease starts again.
@@ -357,8 +372,18 @@ export class KvLedger {
   }
 
   #remove(id: number): void {
-    // The book closes the account before any record ends (see CapacityBook.giveBack).
-    for (const record of this.#capacity.remove(id))
-      this.#endIfActive(record, 'failed', INSTANCE_REMOVED, `instance ${id} was removed by a refresh`);
+    // The book closes the account before any record ends (see CapacityBook.giveBack). A record whose
+    // P is gone ends; one that loses only its D keeps P's side, since P still holds (or is computing)
+    // the blocks, and waits for another D (moveDecode) or for its request to end.
+    for (const record of this.#capacity.remove(id)) {
+      if (this.#active.get(record.requestId) !== record) continue;
+      if (record.p === id) {
+        this.#end(record, 'failed', INSTANCE_REMOVED, `instance ${id} was removed by a refresh`);
+        continue;
+      }
+      this.#capacity.dropDecode(record);
+      const view = record.view();
+      this.#emit(view, view.state, id);
+    }
   }
 }

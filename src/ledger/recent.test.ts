@@ -11,6 +11,7 @@ function record(requestId: string, state: TransferRecord['state'] = 'done'): Tra
     slots: 1,
     pBlocks: 1,
     dBlocks: 1,
+    decodeHeld: true,
     state,
     code: null,
     detail: null,

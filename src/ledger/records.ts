@@ -38,6 +38,11 @@ export interface TransferRecord {
   readonly slots: number;
   readonly pBlocks: number;
   readonly dBlocks: number;
+  /**
+   * Whether the record holds its D's slot and blocks: false once a refresh removed its D while P's
+   * blocks waited for one (the record keeps P's side until moveDecode names another D, or it ends).
+   */
+  readonly decodeHeld: boolean;
   readonly state: TransferState;
   /** Failure code (failed), release reason (released), `lease_expired` (expired); null otherwise. */
   readonly code: string | null;
@@ -66,11 +71,12 @@ export class LiveRecord implements HeapItem {
   transferringAt: number | null = null;
   endedAt: number | null = null;
   heapIndex = -1;
+  decodeHeld = true;
 
   constructor(
     readonly requestId: string,
     readonly p: number,
-    /** D and its blocks may change once: a D that failed before answering hands the request to another D of P. */
+    /** D and its blocks may change: a D that never got the request, or left the cluster, hands it to another D of P. */
     public d: number,
     readonly slots: number,
     readonly pBlocks: number,
@@ -104,6 +110,7 @@ export class LiveRecord implements HeapItem {
       slots: this.slots,
       pBlocks: this.pBlocks,
       dBlocks: this.dBlocks,
+      decodeHeld: this.decodeHeld,
       state: this.state,
       code: this.code,
       detail: this.detail,
