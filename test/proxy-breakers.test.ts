@@ -1,8 +1,8 @@
 /**
  * Instances that fail and come back, through the real proxy, ledger and scheduler on loopback: a D
- * that fails before its first byte hands the leg to another D of the same P; with every candidate's
- * circuit open one trial is made before 503; a per-instance cap answers 429; an engine silent for
- * http_timeout_seconds fails its leg.
+ * that never got its leg (connection refused) hands it to another D of the same P, one that had it
+ * (a 5xx, a lost connection) never does; with every candidate's circuit open one trial is made
+ * before 503; a per-instance cap answers 429; an engine silent for http_timeout_seconds fails its leg.
  */
 import { afterEach, describe, expect, test } from 'bun:test';
 import type { Behaviour, EngineRequest, FakeEngine, Responder } from './fixtures/proxy/fake-engine.ts';
@@ -35,7 +35,7 @@ function firstFails(failure: Behaviour, otherwise: Responder): Responder & { eng
 /** Index of an engine by name (`d1` → 1). */
 const index = (name: string | undefined): number => Number(name?.slice(1));
 
-describe('a D leg that fails before its first byte goes to another D of the same P', () => {
+describe('a D leg goes to another D of the same P only when it never reached the first', () => {
   test('D refuses the connection: served by the other D with P’s KV parameters; the reservation moved', async () => {
     h = await startHarness({ decode: 2 });
     await h.ds[0]!.close();
@@ -57,22 +57,22 @@ describe('a D leg that fails before its first byte goes to another D of the same
     expect(h.ps[0]!.requests).toHaveLength(2);
   });
 
-  test('D answers 503: the other D takes the leg with the same kv_transfer_params; the failed D is reported', async () => {
+  test('D answers 503: it had the leg (and may have pulled P’s blocks), so no other D gets it; 502 charged to D', async () => {
     const responder = firstFails({ kind: 'json', status: 503, body: { error: { message: 'no free KV blocks' } } }, decodeResponder);
     h = await startHarness({ decode: 2, failureThreshold: 1, decodeResponder: responder });
     const res = await h.post('/v1/completions', body, { 'x-request-id': 'd-503' });
-    expect(res.status).toBe(200);
+    expect(res.status).toBe(502);
     const first = index(responder.engine);
-    const other = 1 - first;
-    expect(JSON.stringify(await res.json())).toContain(`d${other}: one two three`);
-    const [failed] = h.ds[first]!.requests;
-    const [served] = h.ds[other]!.requests;
-    expect(served!.body['kv_transfer_params']).toEqual(failed!.body['kv_transfer_params']);
-    expect(served!.headers['x-request-id']).toBe('d-503');
+    const error = ((await res.json()) as ErrorBody).error;
+    expect(error).toMatchObject({ code: 'upstream_failed', type: 'server_error' });
+    expect(error.message).toBe(`decode instance ${D_ID(first)} answered 503: no free KV blocks`);
+    expect(h.ds[1 - first]!.requests).toHaveLength(0);
     expect(h.scheduler.health.state(D_ID(first))).toBe('open');
-    expect(await h.metric('pdlink_pd_decode_retries_total', { reason: 'status_5xx' })).toBe(1);
+    expect(await h.metric('pdlink_pd_decode_retries_total', { reason: 'refused' })).toBe(0);
+    expect(await h.metric('pdlink_pd_instance_failures_total', { instance: String(D_ID(first)) })).toBe(1);
+    expect(await h.metric('pdlink_pd_instance_failures_total', { instance: String(P_ID(0)) })).toBe(0);
     await h.settled();
-    expect(h.transfer('d-503')).toMatchObject({ state: 'done', d: D_ID(other) });
+    expect(h.transfer('d-503')).toMatchObject({ state: 'failed', code: 'decode_failed', d: D_ID(first) });
   });
 
   test('D answers 4xx: the client’s answer, never sent to another D nor charged', async () => {
@@ -97,14 +97,15 @@ describe('a D leg that fails before its first byte goes to another D of the same
     await h.settled();
   });
 
-  test('every D fails: 502 naming the last one, and the ledger is back to zero', async () => {
+  test('every D refuses: 502 naming the last one, and the ledger is back to zero', async () => {
     h = await startHarness({ decode: 2 });
-    for (const d of h.ds) d.respond = () => ({ kind: 'json', status: 500, body: { error: { message: 'down' } } });
+    for (const d of h.ds) await d.close();
     const res = await h.post('/v1/completions', body, { 'x-request-id': 'all-d' });
     expect(res.status).toBe(502);
-    expect(((await res.json()) as ErrorBody).error.code).toBe('upstream_failed');
-    expect(h.ds[0]!.requests).toHaveLength(1);
-    expect(h.ds[1]!.requests).toHaveLength(1);
+    const error = ((await res.json()) as ErrorBody).error;
+    expect(error.code).toBe('upstream_failed');
+    expect(error.message).toMatch(new RegExp(`^decode instance (${D_ID(0)}|${D_ID(1)}) could not be reached: ECONNREFUSED`));
+    expect(await h.metric('pdlink_pd_decode_retries_total', { reason: 'refused' })).toBe(1);
     await h.settled();
     expect(h.transfer('all-d')).toMatchObject({ state: 'failed', code: 'decode_failed' });
   });

@@ -172,7 +172,7 @@ describe('inferenceFetch answers as inferenceApp does', () => {
     ['/v1/chat/completions', 503],
     ['/v1/completions?stream=1', 503],
     ['/v1/completions/', 404],
-    ['/v1/models', 404],
+    ['/v1/models', 405],
   ])('%s without middleware: %p, as through the app', async (path, status) => {
     const viaApp = createCoordinator();
     const viaFront = createCoordinator();

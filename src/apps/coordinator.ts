@@ -188,6 +188,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     metrics,
     settings: proxySettings,
     ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
+    cluster: registry,
     ...(admission === undefined
       ? {}
       : {

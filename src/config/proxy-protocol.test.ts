@@ -62,4 +62,25 @@ describe('pdlink.proxy in the Coordinator file', () => {
     expect(bad.message).toContain('pdlink.proxy.engine_client');
     expect(bad.message).toContain('sockets, fetch');
   });
+
+  test('max_answer_bytes: 8 MiB by default; read from the file; out of range refused naming the field', () => {
+    expect(resolveProxySettings({}).maxAnswerBytes).toBe(8 * 1024 * 1024);
+    expect(settingsOf({ pdlink: { proxy: { max_answer_bytes: 65_536 } } }).proxy.maxAnswerBytes).toBe(65_536);
+    for (const bad of [100, 2 ** 31, 1.5, '1MB']) {
+      const err = errorOf(() => settingsOf({ pdlink: { proxy: { max_answer_bytes: bad } } }));
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err.message).toContain('pdlink.proxy.max_answer_bytes');
+    }
+    expect(errorOf(() => resolveProxySettings({}, { maxAnswerBytes: 0 })).message).toContain('maxAnswerBytes');
+  });
+
+  test('max_idle_connections: unset by default (the runtime derives it); read from the file; bad values refused naming the field', () => {
+    expect(resolveProxySettings({}).maxIdleConnections).toBeUndefined();
+    expect(settingsOf({ pdlink: { proxy: { max_idle_connections: 0 } } }).proxy.maxIdleConnections).toBe(0);
+    expect(settingsOf({ pdlink: { proxy: { max_idle_connections: 300 } } }).proxy.maxIdleConnections).toBe(300);
+    const bad = errorOf(() => settingsOf({ pdlink: { proxy: { max_idle_connections: -1 } } }));
+    expect(bad).toBeInstanceOf(ConfigError);
+    expect(bad.message).toContain('pdlink.proxy.max_idle_connections');
+    expect(errorOf(() => resolveProxySettings({}, { maxIdleConnections: 0.5 })).message).toContain('maxIdleConnections');
+  });
 });

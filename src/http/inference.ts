@@ -1,7 +1,8 @@
 /**
  * The OpenAI-compatible routes of the inference listener: `POST /v1/completions` and
- * `POST /v1/chat/completions`, each served by a (P, D) pair. Every response carries the request's
- * `X-Request-Id`, and every error the proxy itself produces has the OpenAI error shape.
+ * `POST /v1/chat/completions`, each served by a (P, D) pair, and `GET /v1/models`, the models the
+ * registry's instances serve. Every completion's response carries the request's `X-Request-Id`,
+ * and every error the proxy itself produces has the OpenAI error shape.
  */
 import { Hono } from 'hono';
 import { errors, PdlinkError } from '../core/errors.ts';
@@ -15,7 +16,9 @@ import { viaHasHop, viaHeader, type ClientHeaders } from '../proxy/legs.ts';
 import { InFlightLimit } from '../proxy/limiter.ts';
 import { ProxyMetrics } from '../proxy/metrics.ts';
 import type { BreakerReporter, PairPicker, ReservationLedger } from '../proxy/ports.ts';
-import { PooledOrigins } from '../proxy/send-leg.ts';
+import { ClusterCapacity } from '../proxy/placement.ts';
+import type { ClusterView } from '../cluster/instance.ts';
+import { modelList } from './models.ts';
 import { fetchCapWarning } from '../proxy/upstream.ts';
 import { checkSettings, resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
 import type { ProxyTracing } from '../proxy/trace.ts';
@@ -27,6 +30,7 @@ export const MAX_REQUEST_ID_LENGTH = 512;
 /** The two routes' paths. */
 export const COMPLETIONS_PATH = '/v1/completions';
 export const CHAT_COMPLETIONS_PATH = '/v1/chat/completions';
+export const MODELS_PATH = '/v1/models';
 /** Each route's `api` label in the proxy's metrics. */
 const API_OF: Readonly<Record<CompletionKind, string>> = { completions: 'completions', chat: 'chat_completions' };
 const REQUEST_ID = /^[\x21-\x7e]+$/;
@@ -44,6 +48,11 @@ export interface ProxyDeps {
   settings?: ProxySettings;
   /** Per-request traces (default: off, see proxy/trace.ts). */
   tracing?: ProxyTracing;
+  /**
+   * The registry: what `GET /v1/models` lists, and the largest prompt an instance can hold (a
+   * larger one is refused with 400). Absent: no models are listed and prompts are not checked.
+   */
+  cluster?: Pick<ClusterView, 'all' | 'onChange'>;
   /**
    * Admission (classes, tenants, a queue, saturation per stage); absent: a request past
    * `maxInFlight` gets 429 at once, as before admission existed.
@@ -71,17 +80,18 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const settings = checkSettings(deps.settings ?? resolveProxySettings());
   // Only https legs go over Bun's fetch and its cap; plain ones use the runtime's own client (runtime/h1-client.ts).
   if (settings.engineTls !== undefined) warnOnce(fetchCapWarning(settings.maxInFlight, process.env));
+  if (settings.maxIdleConnections !== undefined) runtime.limitIdleConnections(settings.maxIdleConnections);
   const metrics = new ProxyMetrics(deps.metrics ?? createRegistry());
   const limit = new InFlightLimit(settings.maxInFlight);
   const gate = deps.admission === undefined ? undefined : new AdmissionGate({ ...deps.admission, metrics, tracing: deps.tracing });
   const exchangeDeps: ExchangeDeps = {
     picker: deps.scheduler,
     ledger: deps.ledger,
-    breakers: deps.breakers,
+    breakers: countedBreakers(deps.breakers, metrics),
     metrics,
     settings,
-    origins: new PooledOrigins(),
     ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
+    ...(deps.cluster === undefined ? {} : { capacity: new ClusterCapacity(deps.cluster) }),
   };
   const traced = deps.tracing !== undefined;
   const hopToken = `pdlink-${crypto.randomUUID().slice(0, 8)}`;
@@ -142,12 +152,25 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   app.onError((err, c) => errorResponse(asPdlinkError(err), c.req.header(REQUEST_ID_HEADER)));
   app.post(COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'completions'));
   app.post(CHAT_COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'chat'));
+  const models = modelList(deps.cluster);
+  app.get(MODELS_PATH, (c) => c.json(models.list()));
   // What the app's onError would answer for an error the route let out.
   const answer = (kind: CompletionKind, request: Request, env: unknown): Promise<Response> =>
     serve(request, env, kind).catch((err: unknown) =>
       errorResponse(asPdlinkError(err), request.headers.get(REQUEST_ID_HEADER) ?? undefined),
     );
   return Object.assign(app, { inFlight: () => gate?.inFlight ?? limit.count, answer });
+}
+
+/** The breakers, with every failure charged to an instance also counted by instance (pdlink_pd_instance_failures_total). */
+function countedBreakers(breakers: BreakerReporter | undefined, metrics: ProxyMetrics): BreakerReporter {
+  return {
+    recordSuccess: (id) => breakers?.recordSuccess(id),
+    recordFailure: (id) => {
+      metrics.instanceFailed(id);
+      breakers?.recordFailure(id);
+    },
+  };
 }
 
 /**

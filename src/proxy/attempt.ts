@@ -13,6 +13,7 @@ import { sendLeg } from './send-leg.ts';
 import type { RequestTrace } from './trace.ts';
 import type { AbortCause, ExchangeDeps, ExchangeRequest } from './types.ts';
 import { passthrough, quoteError, transportMessage } from './upstream.ts';
+import { UnusableAnswer } from './unusable-answer.ts';
 
 export type AttemptResult =
   | { kind: 'ok'; kvTransferParams: unknown }
@@ -23,7 +24,7 @@ export type AttemptResult =
 /** What an attempt sees of its exchange. */
 export interface AttemptExchange {
   readonly request: Pick<ExchangeRequest, 'kind' | 'requestId' | 'clientHeaders'>;
-  readonly deps: Pick<ExchangeDeps, 'origins' | 'metrics' | 'settings'>;
+  readonly deps: Pick<ExchangeDeps, 'metrics' | 'settings'>;
   readonly scope: AbortScope;
   readonly cause: AbortCause | null;
   readonly trace?: RequestTrace;
@@ -52,19 +53,18 @@ export async function attemptPrefill(
   const p = pair.p.id;
   const headers = legHeaders(clientHeaders, requestId);
   exchange.trace?.prefillSent(pair, headers);
+  const { settings } = exchange.deps;
   try {
     const res = await sendLeg(
-      engineUrl(pair.p, kind, exchange.deps.settings.engineTls !== undefined),
+      engineUrl(pair.p, kind, settings.engineTls !== undefined),
       headers,
       legBody,
       exchange.scope,
-      exchange.deps.origins,
       () => exchange.deps.metrics.staleRetried('prefill'),
-      exchange.deps.settings.engineIdleTimeoutMs,
-      exchange.deps.settings,
+      settings,
     );
-    // Read the whole answer: it is small, and a drained body returns the connection to the pool.
-    const text = await readLegText(res);
+    // Read the whole answer (bounded): it is small, and a drained body returns the connection to the pool.
+    const text = await readLegText(res, settings.maxAnswerBytes);
     if (res.status >= 500)
       return { kind: 'retry', reason: 'status_5xx', message: `prefill instance ${p} answered ${res.status}: ${quoteError(text)}` };
     if (res.status >= 400)
@@ -97,6 +97,7 @@ export async function attemptPrefill(
     return { kind: 'ok', kvTransferParams: params === null ? undefined : params };
   } catch (err) {
     if (exchange.cause !== null) return { kind: 'aborted' };
+    if (err instanceof UnusableAnswer) return { kind: 'retry', reason: 'bad_answer', message: `prefill instance ${p} ${err.message}` };
     return { kind: 'retry', reason: 'transport', message: `prefill instance ${p} could not be reached: ${transportMessage(err)}` };
   } finally {
     clock.stop();

@@ -12,6 +12,7 @@ import { relayStream, type ChunkReader } from './stream.ts';
 import type { DecodeExchange, Prefilled } from './types.ts';
 import type { LegAnswer } from '../runtime/runtime.ts';
 import { firstChunk, passthrough, streamHeaders, transportMessage } from './upstream.ts';
+import { UnusableAnswer } from './unusable-answer.ts';
 
 /** One 2xx answer of D: the response, where it came from, and when the leg was sent. */
 export interface DecodeAnswer {
@@ -30,8 +31,9 @@ export async function wholeAnswer(exchange: DecodeExchange, answer: DecodeAnswer
   const { breakers, metrics } = exchange.deps;
   let bytes: Uint8Array;
   try {
-    bytes = await readLegBytes(res);
+    bytes = await readLegBytes(res, exchange.deps.settings.maxAnswerBytes);
   } catch (err) {
+    if (exchange.cause === null && err instanceof UnusableAnswer) throw fails.refused(err.message);
     throw fails.broken(err, 'failed while answering');
   }
   if (bytes.byteLength === 0) throw fails.refused(`answered ${res.status} with an empty body`);

@@ -1,16 +1,16 @@
 /**
  * How a D leg fails, in one place for the leg and its answers: every failure reports D to the circuit
  * breakers (unless the exchange was aborted, which is nobody's fault but its cause) and ends the
- * exchange with a 502 naming D; a failure before D's first byte may instead be handed to another D.
+ * exchange with a 502 naming D; a leg that never reached D may instead be handed to another D.
  */
 import { errors } from '../core/errors.ts';
 import type { Stop } from './stop.ts';
 import type { DecodeExchange } from './types.ts';
 import { transportMessage } from './upstream.ts';
 
-/** A D leg that failed before its first byte, P's blocks untouched: another D may take it. */
+/** A D leg that provably never reached D, P's blocks untouched: another D may take it. */
 export interface Retryable {
-  readonly reason: 'refused' | 'status_5xx';
+  readonly reason: 'refused';
   /** Ends the exchange with this failure, when no other D takes the leg. */
   readonly stop: () => Stop;
 }

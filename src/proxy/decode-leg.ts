@@ -1,20 +1,22 @@
 /**
  * One D leg: D gets the client's request with P's `kv_transfer_params`; a 2xx goes on to the client
- * (see decode-answer.ts), a 4xx is the client's answer, and a refused connection or a 5xx before
- * D's first byte comes back as Retryable for the loop in decode.ts to hand to another D.
+ * (see decode-answer.ts), a 4xx is the client's answer, and a leg that provably never reached D
+ * (its connection refused) comes back as Retryable for the loop in decode.ts to hand to another D.
+ * Everything else (a 5xx, a connection lost after the leg went out) means D had the leg and may
+ * have pulled P's blocks: the request fails, charged to D.
  */
 import { errors, PdlinkError } from '../core/errors.ts';
 import { wholeAnswer, streamedAnswer } from './decode-answer.ts';
 import { decodeFailures, type Retryable } from './decode-failures.ts';
 import { readLegText } from './idle.ts';
-import { refusedConnection } from './decode-retry.ts';
 import { decodeBody, engineUrl, legHeaders, legText } from './legs.ts';
 import type { PickedPair } from './ports.ts';
 import { sendLeg } from './send-leg.ts';
 import { servedBy } from './served-by.ts';
 import type { DecodeExchange, Prefilled } from './types.ts';
-import type { LegAnswer } from '../runtime/runtime.ts';
+import { neverSent, type LegAnswer } from '../runtime/runtime.ts';
 import { passthrough, quoteError, transportMessage } from './upstream.ts';
+import { UnusableAnswer } from './unusable-answer.ts';
 
 /**
  * Sends the D leg of `exchange` to `pair.d`: the client's response, or Retryable when another D may
@@ -38,32 +40,33 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
   }
   const headers = legHeaders(clientHeaders, requestId);
   exchange.trace?.decodeSent(pair, headers);
+  const { settings } = exchange.deps;
   let res: LegAnswer;
   try {
     res = await sendLeg(
-      engineUrl(pair.d, kind, exchange.deps.settings.engineTls !== undefined),
+      engineUrl(pair.d, kind, settings.engineTls !== undefined),
       headers,
       legBody,
       exchange.scope,
-      exchange.deps.origins,
       () => metrics.staleRetried('decode'),
-      exchange.deps.settings.engineIdleTimeoutMs,
-      exchange.deps.settings,
+      settings,
     );
   } catch (err) {
-    if (exchange.cause === null && refusedConnection(err)) {
+    if (exchange.cause === null && neverSent(err)) {
       breakers?.recordFailure(d);
       return { reason: 'refused', stop: fails.failWith(`could not be reached: ${transportMessage(err)}`) };
     }
-    throw fails.broken(err, 'could not be reached');
+    if (exchange.cause === null && err instanceof UnusableAnswer) throw fails.refused(err.message);
+    throw fails.broken(err, 'failed before answering');
   }
   exchange.trace?.decodeAnswered(res.status, res.headers);
 
   if (res.status < 200 || res.status >= 300) {
     let text: string;
     try {
-      text = await readLegText(res);
+      text = await readLegText(res, settings.maxAnswerBytes);
     } catch (err) {
+      if (exchange.cause === null && err instanceof UnusableAnswer) throw fails.refused(err.message);
       throw fails.broken(err, `answered ${res.status}, then failed`);
     }
     if (res.status >= 400 && res.status < 500) {
@@ -72,10 +75,7 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
       exchange.end('upstream_rejected', { kind: 'fail', code: 'decode_rejected', detail: `decode instance ${d} answered ${res.status}` });
       return servedBy(passthrough(res.status, res.headers.get('content-type'), text, requestId), pair);
     }
-    if (res.status >= 500) {
-      breakers?.recordFailure(d);
-      return { reason: 'status_5xx', stop: fails.failWith(`answered ${res.status}: ${quoteError(text)}`) };
-    }
+    // A 5xx (or any other status) came from a D that had the leg: it may have pulled P's blocks.
     throw fails.refused(`answered ${res.status}: ${quoteError(text)}`);
   }
   const answer = { res, d, sentAt, fails };

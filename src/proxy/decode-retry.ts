@@ -1,24 +1,18 @@
 /**
- * A D leg that failed before its first byte (D refused the connection, or answered 5xx) has not
- * consumed P's KV blocks as far as the proxy can tell, and P still holds them: another D linked to
- * the same P (same group, lists P among its peers) takes the leg with P's `kv_transfer_params` as
- * they are, and the request's ledger reservation moves to it. A connection lost after the request
- * went out is not sent elsewhere: D may have pulled the blocks and told P to free them, and another
- * D reading freed blocks would decode from a cache that is no longer this prompt's. A 4xx is the
- * client's answer, never retried.
+ * A D leg that provably never reached D (its connection was refused) has not touched P's KV
+ * blocks, and P holds them still: another D linked to the same P (same group, lists P among its
+ * peers) takes the leg with P's `kv_transfer_params` as they are, once the ledger has moved the
+ * request's reservation to it. The ledger is the proof that P still holds them: it moves only a
+ * record that is still active, in the transferring phase, within P's hold (the lease since P
+ * answered), and extends its lease (KvLedger.moveDecode). A leg that may have reached D (a 5xx, a
+ * connection lost after the request went out) is never sent elsewhere: D may have pulled the
+ * blocks and told P to free them, and another D reading freed blocks would decode from a cache
+ * that is no longer this prompt's. A 4xx is the client's answer, never retried.
  */
 import { PdlinkError } from '../core/errors.ts';
 import { MAX_PLACEMENTS, NONE, promptFields, union } from './placement.ts';
 import type { PairPicker, PickedPair } from './ports.ts';
 import type { PromptInfo } from './prompt.ts';
-
-/**
- * True when the leg never reached D: the connection was refused.
- * @example refusedConnection(err) // true for ECONNREFUSED, false for ECONNRESET
- */
-export function refusedConnection(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'ECONNREFUSED';
-}
 
 /**
  * Chooses another D of `pair`'s P, none of `failedD`, and moves the reservation to it with

@@ -1,8 +1,8 @@
 /**
  * The D side of an exchange: D gets the client's request with P's `kv_transfer_params`, and its
- * answer goes back to the client (the leg is decode-leg.ts, the answer decode-answer.ts). A D that
- * refused the connection or answered 5xx before its first byte hands the leg to another D of the
- * same P (see decode-retry.ts); this loop decides whether one may.
+ * answer goes back to the client (the leg is decode-leg.ts, the answer decode-answer.ts). A leg
+ * that never reached its D (the connection was refused) goes to another D of the same P while the
+ * ledger proves P still holds the blocks (see decode-retry.ts); this loop decides whether one may.
  */
 import type { Instance } from '../cluster/instance.ts';
 import { decodeLeg } from './decode-leg.ts';
@@ -10,7 +10,7 @@ import { nextDecode } from './decode-retry.ts';
 import type { DecodeExchange, Prefilled } from './types.ts';
 
 /**
- * Runs the D leg of `exchange`, on another D of the same P when one fails before its first byte,
+ * Runs the D leg of `exchange`, on another D of the same P when one never got it,
  * and returns the client's response; failures end the exchange and throw its Stop. `moveDecode`
  * moves the request's reservation to the D that takes over.
  * @example return await runDecode(exchange, prefilled, (d) => reservation.moveDecode(d, exchange.prompt.tokenCount));

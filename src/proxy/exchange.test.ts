@@ -7,7 +7,6 @@ import { Exchange, Stop, type ExchangeDeps } from './exchange.ts';
 import { ProxyMetrics } from './metrics.ts';
 import type { BreakerReporter, PairPicker, ReservationLedger } from './ports.ts';
 import { resolveProxySettings } from './settings.ts';
-import { PooledOrigins } from './send-leg.ts';
 
 /** Deps that record every call that would touch an instance or its capacity. */
 function recordingDeps() {
@@ -35,7 +34,6 @@ function recordingDeps() {
     breakers,
     metrics: new ProxyMetrics(metrics),
     settings: resolveProxySettings({}, { maxRetries: 2 }),
-    origins: new PooledOrigins(),
   };
   return { calls, deps, metrics };
 }

@@ -14,6 +14,7 @@ import type { AttemptClock } from './attempt.ts';
 import { errorResponse } from './errors.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import { runPrefill } from './prefill.ts';
+import { promptTooLarge } from './placement.ts';
 import { promptOf, type PromptInfo } from './prompt.ts';
 import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import { runDecode } from './decode.ts';
@@ -93,6 +94,8 @@ export class Exchange implements DecodeExchange {
    */
   async run(): Promise<Response> {
     try {
+      const tooLarge = promptTooLarge(this.prompt, this.request.kind, this.deps.capacity);
+      if (tooLarge !== undefined) throw this.fail('invalid', tooLarge, { kind: 'none' });
       if (this.deps.settings.protocol === 'sglang') {
         return await runSglang(this, { reservation: this.#reservation, attemptClock: this.#attemptClock });
       }

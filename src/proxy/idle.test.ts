@@ -2,7 +2,8 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import type { Socket } from 'bun';
 import { AbortScope } from './abort-scope.ts';
 import { Deadlines } from './deadlines.ts';
-import { ENGINE_IDLE_CODE, legReader, readLegText, withIdleTimeout } from './idle.ts';
+import { ENGINE_IDLE_CODE, legReader, readLegBytes, readLegText, withIdleTimeout } from './idle.ts';
+import { UnusableAnswer } from './unusable-answer.ts';
 import { H1Client } from '../runtime/h1-client.ts';
 import { rawEngine, type RawEngine } from '../../test/doubles/raw-engine.ts';
 import { answerOf, type AbortSource, type LegAnswer } from '../runtime/runtime.ts';
@@ -97,7 +98,7 @@ describe('withIdleTimeout', () => {
     c.push().enqueue(new TextEncoder().encode('do'));
     c.push().enqueue(new TextEncoder().encode('ne'));
     c.push().close();
-    expect(await readLegText(res)).toBe('done');
+    expect(await readLegText(res, 1 << 20)).toBe('done');
     expect(c.signal()?.aborted).toBe(false);
     expect(deadlines.size).toBe(0);
   });
@@ -171,7 +172,7 @@ describe('withIdleTimeout over the socket client', () => {
   test('a body that ends is read whole and leaves nothing armed', async () => {
     const e = engine((socket) => socket.write(`${HEAD}2\r\ndo\r\n2\r\nne\r\n0\r\n\r\n`));
     const { client, deadlines, res } = await postWatched(e, 60_000);
-    expect(await readLegText(res)).toBe('done');
+    expect(await readLegText(res, 1 << 20)).toBe('done');
     expect(deadlines.size).toBe(0);
     client.closeIdle();
   });
@@ -179,7 +180,7 @@ describe('withIdleTimeout over the socket client', () => {
   test('a whole body read fails with ETIMEDOUT when the engine falls silent mid-body', async () => {
     const e = engine((socket) => socket.write(`${HEAD}2\r\ndo\r\n`));
     const { deadlines, res } = await postWatched(e, 30);
-    const err = await rejection(readLegText(res));
+    const err = await rejection(readLegText(res, 1 << 20));
     expect(err.code).toBe(ENGINE_IDLE_CODE);
     expect(deadlines.size).toBe(0);
     await e.closed;
@@ -189,7 +190,7 @@ describe('withIdleTimeout over the socket client', () => {
     const e = engine((socket) => socket.write(HEAD));
     const { deadlines, res } = await postWatched(e, 20);
     await e.closed;
-    expect((await rejection(readLegText(res))).code).toBe(ENGINE_IDLE_CODE);
+    expect((await rejection(readLegText(res, 1 << 20))).code).toBe(ENGINE_IDLE_CODE);
     expect(deadlines.size).toBe(0);
   });
 
@@ -221,5 +222,66 @@ describe('withIdleTimeout over the socket client', () => {
     await legReader(res)!.cancel('client left');
     expect(deadlines.size).toBe(0);
     await e.closed;
+  });
+});
+
+describe('a whole body is bounded', () => {
+  for (const client of ['sockets', 'fetch'] as const) {
+    test(`an endless answer fails as soon as it passes the bound, and its connection closes (${client})`, async () => {
+      // One 64 KiB chunk after another for as long as the connection stays open.
+      const chunk = `10000\r\n${'x'.repeat(0x10000)}\r\n`;
+      let writing = true;
+      const e = engine((socket) => {
+        socket.write(HEAD);
+        const more = (): void => {
+          while (writing && socket.write(chunk) === chunk.length);
+        };
+        more();
+        const timer = setInterval(more, 1);
+        void e.closed.then(() => {
+          writing = false;
+          clearInterval(timer);
+        });
+      });
+      const sockets = new H1Client();
+      const res = client === 'sockets' ? await sockets.post(e.url, {}, '') : answerOf(await fetch(e.url, { method: 'POST', body: '' }));
+      const err = await rejection(readLegBytes(res, 1 << 20));
+      expect(err).toBeInstanceOf(UnusableAnswer);
+      expect(err.message).toBe('answered more than 1048576 bytes (pdlink.proxy.max_answer_bytes)');
+      await e.closed;
+    });
+  }
+
+  test('an answer within the bound is read whole', async () => {
+    const e = engine((socket) => socket.write(`${HEAD}3\r\nabc\r\n0\r\n\r\n`));
+    const client = new H1Client();
+    expect(await readLegText(await client.post(e.url, {}, ''), 3)).toBe('abc');
+    const again = engine((socket) => socket.write(`${HEAD}3\r\nabc\r\n0\r\n\r\n`));
+    expect(await rejection(readLegText(await client.post(again.url, {}, ''), 2))).toBeInstanceOf(UnusableAnswer);
+    client.closeIdle();
+  });
+});
+
+describe('a body held for a slow reader is not the engine being silent', () => {
+  test('held past the idle timeout the leg goes on; resumed, a silence fails it again', async () => {
+    let now = 0;
+    const deadlines = new CountedDeadlines(() => now);
+    const e = engine((socket) => socket.write(`${HEAD}1\r\na\r\n`));
+    const client = new H1Client();
+    const res = await withIdleTimeout((abort) => client.post(e.url, {}, '', abort), new AbortController().signal, 50, deadlines);
+    const reader = legReader(res)!;
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe('a');
+    reader.pause!();
+    now = 1_000;
+    // The deadline comes and finds the body held: it sets itself again instead of failing the leg.
+    const before = deadlines.armed;
+    for (let i = 0; i < 400 && deadlines.armed === before; i++) await Bun.sleep(5);
+    expect(deadlines.armed).toBeGreaterThan(before);
+    expect(deadlines.size).toBe(1);
+    reader.resume!();
+    const failed = rejection(reader.read());
+    now = 1_100;
+    expect((await failed).code).toBe(ENGINE_IDLE_CODE);
+    expect(deadlines.size).toBe(0);
   });
 });

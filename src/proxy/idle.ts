@@ -19,6 +19,7 @@ import { AbortScope, offAbort, onAbort, type AbortParent } from './abort-scope.t
 import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
 import type { ChunkReader } from './stream.ts';
 import { abortSourceOf, type AbortSource, type BodySink, type LegAnswer } from '../runtime/runtime.ts';
+import { answerTooLarge } from './unusable-answer.ts';
 
 /** Code of the error a silent engine's leg fails with. */
 export const ENGINE_IDLE_CODE = 'ETIMEDOUT';
@@ -42,6 +43,8 @@ class LegClock {
   #last: number;
   #deadline: Deadline | undefined;
   #stopped = false;
+  /** Reading is paused (the client is behind): the engine is not silent, it is not being read. */
+  #held = false;
   /** Set once the engine's silence ended the leg. */
   idle: Error | undefined;
   readonly #onParentAbort = (): void => {
@@ -52,7 +55,7 @@ class LegClock {
   readonly #check = (): void => {
     this.#deadline = undefined;
     if (this.#stopped) return;
-    const quiet = this.#deadlines.now() - this.#last;
+    const quiet = this.#held ? 0 : this.#deadlines.now() - this.#last;
     if (quiet < this.#idleMs) {
       this.#deadline = this.#deadlines.arm(this.#idleMs - quiet, this.#check);
       return;
@@ -75,6 +78,12 @@ class LegClock {
   /** The engine sent something: its silence starts again. */
   touch(): void {
     this.#last = this.#deadlines.now();
+  }
+
+  /** Reading paused (true) or resumed (false): a pause is never the engine's silence. */
+  held(on: boolean): void {
+    this.#held = on;
+    if (!on) this.touch();
   }
 
   /** The leg's answer is read (or failed): nothing stays armed. */
@@ -181,33 +190,63 @@ export function legReader(res: LegAnswer): ChunkReader | undefined {
 }
 
 /**
- * A leg's whole body, under its idle clock.
- * @example const bytes = await readLegBytes(res);
+ * A leg's whole body, under its idle clock, failing with answerTooLarge (and the connection
+ * closed) as soon as it passes `limit` bytes: an engine's answer never grows this process's
+ * memory beyond the bound, however long or endless it is.
+ * @example const bytes = await readLegBytes(res, settings.maxAnswerBytes);
  */
-export function readLegBytes(res: LegAnswer): Promise<Uint8Array> {
+export function readLegBytes(res: LegAnswer, limit: number): Promise<Uint8Array> {
   try {
     const reader = legReader(res);
     if (reader === undefined) return Promise.resolve(new Uint8Array(0));
     // The socket client's reader hands the chunks over as they arrive: one promise for the body.
-    if (reader.sinkTo !== undefined) return wholeOf(reader.sinkTo.bind(reader));
-    return readAll(reader);
+    if (reader.sinkTo !== undefined) return wholeOf(reader, limit);
+    return readAll(reader, limit);
   } catch (err) {
     return Promise.reject(err);
   }
 }
 
-function wholeOf(sinkTo: (sink: BodySink) => void): Promise<Uint8Array> {
+function wholeOf(reader: ChunkReader, limit: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const parts: Uint8Array[] = [];
-    sinkTo({ chunk: (bytes) => void parts.push(bytes), end: () => resolve(joined(parts)), fail: reject });
+    let length = 0;
+    let over = false;
+    reader.sinkTo!({
+      chunk: (bytes) => {
+        if (over) return;
+        length += bytes.byteLength;
+        if (length <= limit) {
+          parts.push(bytes);
+          return;
+        }
+        over = true;
+        parts.length = 0;
+        reader.cancel().catch(() => {});
+        reject(answerTooLarge(limit));
+      },
+      end: () => {
+        if (!over) resolve(joined(parts));
+      },
+      fail: (err) => {
+        if (!over) reject(err);
+      },
+    } satisfies BodySink);
   });
 }
 
-async function readAll(reader: ChunkReader): Promise<Uint8Array> {
+async function readAll(reader: ChunkReader, limit: number): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
+  let length = 0;
   for (;;) {
     const { done, value } = await reader.read();
     if (done) return joined(parts);
+    length += value.byteLength;
+    if (length > limit) {
+      parts.length = 0;
+      await reader.cancel().catch(() => {});
+      throw answerTooLarge(limit);
+    }
     parts.push(value);
   }
 }
@@ -216,11 +255,11 @@ const decoder = new TextDecoder();
 const decoded = (bytes: Uint8Array): string => decoder.decode(bytes);
 
 /**
- * A leg's whole body as text, under its idle clock.
- * @example const text = await readLegText(res);
+ * A leg's whole body as text, under its idle clock and bounded as readLegBytes bounds it.
+ * @example const text = await readLegText(res, settings.maxAnswerBytes);
  */
-export function readLegText(res: LegAnswer): Promise<string> {
-  return readLegBytes(res).then(decoded);
+export function readLegText(res: LegAnswer, limit: number): Promise<string> {
+  return readLegBytes(res, limit).then(decoded);
 }
 
 function joined(parts: readonly Uint8Array[]): Uint8Array {

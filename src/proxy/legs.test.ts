@@ -69,9 +69,14 @@ describe('decodeBody', () => {
 });
 
 describe('legHeaders and engineUrl', () => {
-  test('JSON, the request id, and the client’s credentials only', () => {
+  test('JSON, no content coding, the request id, and the client’s credentials only', () => {
     const headers = legHeaders({ authorization: 'Bearer k', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' }, 'r1');
-    expect(headers).toEqual({ authorization: 'Bearer k', 'content-type': 'application/json', 'x-request-id': 'r1' });
+    expect(headers).toEqual({
+      authorization: 'Bearer k',
+      'content-type': 'application/json',
+      'accept-encoding': 'identity',
+      'x-request-id': 'r1',
+    });
   });
 
   test("Via: the proxy appends its hop to the client's, and recognises its own hop coming back", () => {

@@ -7,6 +7,7 @@ import type { Instance } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
 import { stringifyBody, type CompletionKind } from '../schema/completions.ts';
 import { REQUEST_ID_HEADER } from './errors.ts';
+import { LEG_ACCEPT_ENCODING } from './unusable-answer.ts';
 
 /** What P is asked to do with the KV cache: keep it for a remote decoder. */
 export const PREFILL_KV_REQUEST = {
@@ -87,12 +88,16 @@ export function legText(body: Readonly<Record<string, unknown>>): string {
 export type ClientHeaders = Readonly<Partial<Record<'authorization' | 'via' | 'traceparent' | 'tracestate', string>>>;
 
 /**
- * The headers of either leg: JSON in, the shared request id, and the client headers both legs
- * carry unchanged (its credentials, and `via`).
+ * The headers of either leg: JSON in, an answer without content coding (see unusable-answer.ts),
+ * the shared request id, and the client headers both legs carry unchanged (its credentials, and `via`).
  * @example legHeaders({ via: '1.1 pdlink-ab12' }, requestId)
  */
 export function legHeaders(client: ClientHeaders, requestId: string): LegHeaders {
-  const headers: LegHeaders = { 'content-type': 'application/json', [REQUEST_ID_HEADER]: requestId };
+  const headers: LegHeaders = {
+    'content-type': 'application/json',
+    'accept-encoding': LEG_ACCEPT_ENCODING,
+    [REQUEST_ID_HEADER]: requestId,
+  };
   const { authorization, via } = client;
   if (authorization !== undefined) headers['authorization'] = authorization;
   if (via !== undefined) headers['via'] = via;
@@ -123,6 +128,6 @@ export function engineUrl(instance: Pick<Instance, 'ip' | 'port'>, kind: Complet
 
 /**
  * Each instance's URLs, spelled once: every leg needs one, and the same string each time also lets
- * the pooled-origins lookup hash it once.
+ * the client's per-URL lookups hash it once.
  */
 const spelled = new WeakMap<object, { ip: string; port: number; urls: (string | undefined)[] }>();

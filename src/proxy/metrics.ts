@@ -47,6 +47,7 @@ export class ProxyMetrics {
   readonly #retries: Counter<'reason'>;
   readonly #staleRetries: Counter<'leg'>;
   readonly #decodeRetries: Counter<'reason'>;
+  readonly #instanceFailures: Counter<'instance'>;
   /** `requests_total` children by api then outcome, bound once rather than looked up per request. */
   readonly #requestChildren = new Map<string, Map<ProxyOutcome, CounterCell>>();
 
@@ -98,14 +99,22 @@ export class ProxyMetrics {
     });
     this.#staleRetries = new Counter({
       name: `${p}stale_connection_retries_total`,
-      help: 'Legs sent again to the same instance because a pooled keep-alive connection was closed under them, by leg.',
+      help: 'Legs sent on a fresh connection because the pooled keep-alive one was found closed before any byte was written, by leg.',
       labelNames: ['leg'],
       registers,
     });
     this.#decodeRetries = new Counter({
       name: `${p}decode_retries_total`,
-      help: 'D legs sent to another D of the same P after failing before their first byte, by reason.',
+      help: 'D legs sent to another D of the same P because the first D never got them (connection refused), by reason.',
       labelNames: ['reason'],
+      registers,
+    });
+    this.#instanceFailures = new Counter({
+      name: `${p}instance_failures_total`,
+      help:
+        'Failures charged to an instance, by instance: its 5xx, transport errors, unusable answers and timeouts, as its ' +
+        'circuit breaker is told; never a client error.',
+      labelNames: ['instance'],
       registers,
     });
   }
@@ -148,13 +157,18 @@ export class ProxyMetrics {
     this.#retries.inc({ reason });
   }
 
-  /** A D leg failed before its first byte and goes to another D of the same P. */
-  decodeRetried(reason: 'refused' | 'status_5xx'): void {
+  /** A D leg never reached its D and goes to another D of the same P. */
+  decodeRetried(reason: 'refused'): void {
     this.#decodeRetries.inc({ reason });
   }
 
-  /** A leg found a stale pooled connection and was sent again to the same instance. */
+  /** A leg's pooled connection was found closed before any byte was written: it went on a fresh one. */
   staleRetried(leg: 'prefill' | 'decode'): void {
     this.#staleRetries.inc({ leg });
+  }
+
+  /** A failure was charged to instance `id` (its circuit breaker was told). */
+  instanceFailed(id: number): void {
+    this.#instanceFailures.inc({ instance: String(id) });
   }
 }

@@ -5,15 +5,71 @@
  * picked while another pair has room. The scheduler is then asked again without the instances
  * that were short.
  */
+import type { ClusterView } from '../cluster/instance.ts';
 import { errors, PdlinkError } from '../core/errors.ts';
+import type { CompletionKind } from '../schema/completions.ts';
 import type { ProxyOutcome } from './metrics.ts';
-import type { PairPicker, PickedPair, PlacementRequest, ReservationLedger } from './ports.ts';
+import type { PairPicker, PickedPair, PlacementRequest, PromptCapacity, ReservationLedger } from './ports.ts';
 import { blocksFor, type PromptInfo } from './prompt.ts';
 import type { LedgerEnd, RequestReservation } from './reservation.ts';
 import type { Stop } from './stop.ts';
 
 /** Picks per request at most when the ledger keeps refusing: each refusal excludes at least one instance. */
 export const MAX_PLACEMENTS = 8;
+
+/**
+ * The client's error for a prompt that no instance of a role could ever hold (at its fewest
+ * possible tokens: see prompt.ts), or undefined. Such a prompt is refused with 400 before any pair
+ * is placed: the cluster being busy (503, retryable) has nothing to do with it.
+ * @example const err = promptTooLarge(prompt, 'completions', capacity); if (err) fail(err);
+ */
+export function promptTooLarge(prompt: PromptInfo, kind: CompletionKind, capacity: PromptCapacity | undefined): PdlinkError | undefined {
+  if (capacity === undefined || prompt.fewestTokens === 0) return undefined;
+  for (const role of ['decode', 'prefill'] as const) {
+    const largest = capacity.largestPrompt(role);
+    if (largest === undefined || prompt.fewestTokens <= largest) continue;
+    const path = kind === 'chat' ? 'messages' : 'prompt';
+    const counted = prompt.estimated
+      ? `at least ${prompt.fewestTokens} tokens (estimated from its length)`
+      : `${prompt.fewestTokens} tokens`;
+    const message = `the prompt is ${counted}; no ${role} instance can hold more than ${largest} (total_block_num × block_size)`;
+    return errors.badRequest(message, [{ path, message }]);
+  }
+  return undefined;
+}
+
+/**
+ * PromptCapacity read from the cluster's registry: the largest KV cache of each role, worked out
+ * again at the first question after a refresh changed anything.
+ * @example const capacity = new ClusterCapacity(registry); capacity.largestPrompt('decode')
+ */
+export class ClusterCapacity implements PromptCapacity {
+  readonly #cluster: Pick<ClusterView, 'all' | 'onChange'>;
+  #stale = true;
+  #prefill: number | undefined;
+  #decode: number | undefined;
+
+  constructor(cluster: Pick<ClusterView, 'all' | 'onChange'>) {
+    this.#cluster = cluster;
+    cluster.onChange(() => {
+      this.#stale = true;
+    });
+  }
+
+  largestPrompt(role: 'prefill' | 'decode'): number | undefined {
+    if (this.#stale) {
+      this.#stale = false;
+      this.#prefill = undefined;
+      this.#decode = undefined;
+      for (const instance of this.#cluster.all()) {
+        const tokens = instance.totalBlocks * instance.blockSize;
+        if (instance.role === 'prefill') this.#prefill = Math.max(this.#prefill ?? 0, tokens);
+        else if (instance.role === 'decode') this.#decode = Math.max(this.#decode ?? 0, tokens);
+      }
+    }
+    return role === 'prefill' ? this.#prefill : this.#decode;
+  }
+}
 
 /**
  * The instances of `pair` without room for the request (one slot, the prompt's blocks); both when

@@ -78,3 +78,11 @@ export interface BreakerReporter {
   recordSuccess(id: number): void;
   recordFailure(id: number): void;
 }
+
+/**
+ * The largest prompt, in tokens, that any instance of a role could hold in its KV cache
+ * (`total_block_num` × `block_size`), or undefined when none of that role is registered.
+ */
+export interface PromptCapacity {
+  largestPrompt(role: 'prefill' | 'decode'): number | undefined;
+}

@@ -3,15 +3,16 @@ import { blocksFor, CHAT_TOKENS_PER_MESSAGE, promptOf } from './prompt.ts';
 
 describe('promptOf', () => {
   test('token ids are counted exactly and handed to the scheduler', () => {
-    expect(promptOf('completions', { prompt: [5, 6, 7] })).toEqual({ tokens: [5, 6, 7], tokenCount: 3, estimated: false });
-    expect(promptOf('completions', { prompt: [[1, 2], [3]] })).toEqual({ tokenCount: 3, estimated: false });
+    expect(promptOf('completions', { prompt: [5, 6, 7] })).toEqual({ tokens: [5, 6, 7], tokenCount: 3, estimated: false, fewestTokens: 3 });
+    expect(promptOf('completions', { prompt: [[1, 2], [3]] })).toEqual({ tokenCount: 3, estimated: false, fewestTokens: 3 });
   });
 
-  test('text is estimated at one token per 3 UTF-8 bytes', () => {
-    expect(promptOf('completions', { prompt: 'abcdef' })).toEqual({ text: 'abcdef', tokenCount: 2, estimated: true });
+  test('text is estimated at one token per 3 UTF-8 bytes, and is at least one token per 16', () => {
+    expect(promptOf('completions', { prompt: 'abcdef' })).toEqual({ text: 'abcdef', tokenCount: 2, estimated: true, fewestTokens: 1 });
+    expect(promptOf('completions', { prompt: 'x'.repeat(160) })).toMatchObject({ tokenCount: 54, fewestTokens: 10 });
     // Three CJK characters are nine bytes.
     expect(promptOf('completions', { prompt: '你好吗' }).tokenCount).toBe(3);
-    expect(promptOf('completions', { prompt: ['ab', 'cd'] })).toEqual({ text: 'ab\ncd', tokenCount: 2, estimated: true });
+    expect(promptOf('completions', { prompt: ['ab', 'cd'] })).toEqual({ text: 'ab\ncd', tokenCount: 2, estimated: true, fewestTokens: 1 });
   });
 
   test('chat counts text content and text parts, plus a template allowance per message', () => {

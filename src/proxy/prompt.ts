@@ -11,6 +11,11 @@ import type { CompletionKind } from '../schema/completions.ts';
 
 /** UTF-8 bytes per token assumed for text. */
 export const BYTES_PER_TOKEN = 3;
+/**
+ * UTF-8 bytes per token no tokenizer in use averages over a whole prompt (English text is about 4):
+ * what makes a text prompt's fewest possible tokens, for refusing one no instance can hold.
+ */
+export const MAX_BYTES_PER_TOKEN = 16;
 /** Tokens a chat template adds around each message (role markers, separators). */
 export const CHAT_TOKENS_PER_MESSAGE = 8;
 
@@ -22,6 +27,8 @@ export interface PromptInfo {
   /** Prompt length in tokens: exact for token ids, else the estimate described above. */
   readonly tokenCount: number;
   readonly estimated: boolean;
+  /** Fewest tokens the prompt can be: tokenCount when exact, else its bytes over MAX_BYTES_PER_TOKEN. */
+  readonly fewestTokens: number;
 }
 
 /**
@@ -32,12 +39,14 @@ export function promptOf(kind: CompletionKind, body: Readonly<Record<string, unk
   if (kind === 'chat') return chatPrompt(Array.isArray(body['messages']) ? body['messages'] : []);
   const prompt = body['prompt'];
   if (typeof prompt === 'string') return textPrompt([prompt], 0);
-  if (!Array.isArray(prompt)) return { text: '', tokenCount: 0, estimated: true };
-  if (prompt.every((t) => typeof t === 'number')) return { tokens: prompt as number[], tokenCount: prompt.length, estimated: false };
+  if (!Array.isArray(prompt)) return { text: '', tokenCount: 0, estimated: true, fewestTokens: 0 };
+  if (prompt.every((t) => typeof t === 'number')) {
+    return { tokens: prompt as number[], tokenCount: prompt.length, estimated: false, fewestTokens: prompt.length };
+  }
   if (prompt.every(Array.isArray)) {
     // A batch of tokenised prompts: the engine runs them all, so all count.
     const count = (prompt as unknown[][]).reduce((sum, p) => sum + p.length, 0);
-    return { tokenCount: count, estimated: false };
+    return { tokenCount: count, estimated: false, fewestTokens: count };
   }
   return textPrompt(
     prompt.filter((p): p is string => typeof p === 'string'),
@@ -72,5 +81,11 @@ function chatPrompt(messages: readonly unknown[]): PromptInfo {
 
 function textPrompt(texts: readonly string[], extraTokens: number): PromptInfo {
   const text = texts.join('\n');
-  return { text, tokenCount: Math.ceil(Buffer.byteLength(text, 'utf8') / BYTES_PER_TOKEN) + extraTokens, estimated: true };
+  const bytes = Buffer.byteLength(text, 'utf8');
+  return {
+    text,
+    tokenCount: Math.ceil(bytes / BYTES_PER_TOKEN) + extraTokens,
+    estimated: true,
+    fewestTokens: Math.ceil(bytes / MAX_BYTES_PER_TOKEN),
+  };
 }

@@ -16,7 +16,14 @@ import {
 } from '../schema/coordinator-config.ts';
 import { parseOrRefuse } from '../schema/issues.ts';
 import type { ClientTlsOptions } from '../core/tls-options.ts';
-import { ENGINE_CLIENTS, SGLANG_DEFAULT_BOOTSTRAP_PORT, type EngineClient, type ProxyProtocol } from '../schema/proxy-protocol.ts';
+import {
+  ENGINE_CLIENTS,
+  MAX_ANSWER_BYTES,
+  MAX_IDLE_CONNECTIONS,
+  SGLANG_DEFAULT_BOOTSTRAP_PORT,
+  type EngineClient,
+  type ProxyProtocol,
+} from '../schema/proxy-protocol.ts';
 
 export interface ProxySettings {
   /** One prefill attempt, from sending P's request to P's complete answer (ms; Infinity = none). */
@@ -52,6 +59,16 @@ export interface ProxySettings {
    * (`sockets`, on Bun; Deno has fetch only) or over `fetch`. https legs always use fetch.
    */
   engineClient: EngineClient;
+  /**
+   * `pdlink.proxy.max_answer_bytes`: the largest answer read whole (P's, a non-streamed D's, an
+   * error body); past it the request fails alone, charged to the engine.
+   */
+  maxAnswerBytes: number;
+  /**
+   * `pdlink.proxy.max_idle_connections`: idle keep-alive connections the socket client keeps over
+   * every engine (process-wide); undefined: a quarter of the process's fd limit, at most 1024.
+   */
+  maxIdleConnections?: number;
 }
 
 /** MindIE's defaults: 600 s for both timeouts, 5 retries. */
@@ -94,6 +111,8 @@ export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides
     protocol: file.pdlink?.proxy?.protocol ?? 'vllm',
     bootstrapPort: file.pdlink?.proxy?.bootstrap_port ?? SGLANG_DEFAULT_BOOTSTRAP_PORT,
     engineClient: file.pdlink?.proxy?.engine_client ?? 'sockets',
+    maxAnswerBytes: file.pdlink?.proxy?.max_answer_bytes ?? MAX_ANSWER_BYTES.default,
+    ...(file.pdlink?.proxy?.max_idle_connections === undefined ? {} : { maxIdleConnections: file.pdlink.proxy.max_idle_connections }),
     ...overrides,
   };
   return checkSettings(settings);
@@ -106,7 +125,7 @@ export function resolveProxySettings(file: CoordinatorConfigFile = {}, overrides
  */
 export function checkSettings(settings: ProxySettings): ProxySettings {
   const issues: { path: string; message: string }[] = [];
-  type NumberKey = Exclude<keyof ProxySettings, 'engineTls' | 'protocol' | 'engineClient'>;
+  type NumberKey = Exclude<keyof ProxySettings, 'engineTls' | 'protocol' | 'engineClient' | 'maxIdleConnections'>;
   const timeout = (key: NumberKey): void => {
     const value = settings[key];
     if (!(value === Infinity || (Number.isInteger(value) && value > 0 && value <= MAX_TIMER_MS))) {
@@ -126,6 +145,20 @@ export function checkSettings(settings: ProxySettings): ProxySettings {
   count('backoffCapMs', 1);
   count('maxInFlight', 1);
   count('bodyLimitBytes', 1);
+  const answer = settings.maxAnswerBytes;
+  if (!(Number.isInteger(answer) && answer >= MAX_ANSWER_BYTES.min && answer <= MAX_ANSWER_BYTES.max)) {
+    issues.push({
+      path: 'maxAnswerBytes',
+      message: `must be an integer number of bytes in [${MAX_ANSWER_BYTES.min}, ${MAX_ANSWER_BYTES.max}]`,
+    });
+  }
+  const idle = settings.maxIdleConnections;
+  if (idle !== undefined && !(Number.isInteger(idle) && idle >= MAX_IDLE_CONNECTIONS.min && idle <= MAX_IDLE_CONNECTIONS.max)) {
+    issues.push({
+      path: 'maxIdleConnections',
+      message: `must be an integer in [${MAX_IDLE_CONNECTIONS.min}, ${MAX_IDLE_CONNECTIONS.max}]`,
+    });
+  }
   if (!(Number.isInteger(settings.leaseMs) && settings.leaseMs > 0 && settings.leaseMs <= MAX_TIMER_MS)) {
     issues.push({ path: 'leaseMs', message: `must be an integer number of milliseconds in [1, ${MAX_TIMER_MS}]` });
   }

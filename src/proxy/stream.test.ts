@@ -103,10 +103,20 @@ describe.each([
     expect(await new Response(stream).text()).toBe('data: 1\n\n');
   });
 
-  test('a torn tail is flushed when D ends normally', async () => {
-    const { handlers } = recorder();
+  test('a stream that ends in the middle of an event fails: the torn tail is dropped for the error event', async () => {
+    const { log, handlers } = recorder();
     const stream = relayStream(enc.encode('data: 1\n\ndata: 2'), scriptedReader([]), handlers, true);
-    expect(await new Response(stream).text()).toBe('data: 1\n\ndata: 2');
+    const text = await new Response(stream).text();
+    expect(text).toStartWith('data: 1\n\ndata: {"error":');
+    expect(text).toContain('decode failed mid-stream');
+    expect(log).toEqual(['error:the stream ended in the middle of an event']);
+  });
+
+  test('line ends left after the last event are not a torn event', async () => {
+    const { log, handlers } = recorder();
+    const stream = relayStream(enc.encode('data: 1\n\n'), scriptedReader(['\r\n']), handlers, true);
+    expect(await new Response(stream).text()).toBe('data: 1\n\n\r\n');
+    expect(log).toEqual(['end']);
   });
 
   test('non-SSE bodies are forwarded chunk by chunk, untouched', async () => {

@@ -4,7 +4,10 @@
  *
  * For SSE, bytes are forwarded up to the last complete event: a client parser dispatches nothing
  * before an event's blank line anyway, and holding back a torn tail means an error event never
- * lands inside a half-written one. Everything D sent is forwarded when the stream ends normally.
+ * lands inside a half-written one. A stream that ends in the middle of an event (cut, though its
+ * framing ended cleanly) is D's failure like any other: the torn tail is dropped and the error
+ * event sent. A client that reads slower than D writes pauses the reading of D's connection (the
+ * socket client's) until it catches up.
  */
 import type { PdlinkError } from '../core/errors.ts';
 import { runtime } from '../runtime/index.ts';
@@ -20,6 +23,9 @@ export interface ChunkReader {
   cancel(reason?: unknown): Promise<void>;
   /** Hands the chunks over as they arrive (the socket client's reader: BodyReader.sinkTo in runtime.ts). */
   sinkTo?(sink: BodySink): void;
+  /** Stops and resumes reading from the engine (BodyReader.pause in runtime.ts). */
+  pause?(): void;
+  resume?(): void;
 }
 
 export interface RelayHandlers {
@@ -87,12 +93,15 @@ abstract class Relay {
 
   /**
    * D ended: what was held goes too, then the end. The end is reported before the body is closed:
-   * a failure to report it then fails the body (an ended body cannot fail afterwards).
+   * a failure to report it then fails the body (an ended body cannot fail afterwards). A held tail
+   * with more than line ends in it is an event D never finished: the stream failed.
    */
   protected endAll(): void {
-    this.finished = true;
-    if (this.held !== null) this.put(this.held);
+    const held = this.held;
     this.held = null;
+    if (held !== null && !onlyLineEnds(held)) return this.failWith(new Error('the stream ended in the middle of an event'));
+    this.finished = true;
+    if (held !== null) this.put(held);
     this.handlers.onEnd();
     this.shut();
   }
@@ -156,11 +165,17 @@ class HandedRelay extends Relay implements BodySink, PushedSource {
   }
 
   protected put(chunk: Uint8Array): void {
-    this.#out.write(chunk);
+    // The client reads slower than D writes: D's connection stops being read until it catches up,
+    // so what waits for the client is bounded by its body's buffer, not by the length of D's answer.
+    if (!this.#out.write(chunk) && !this.finished) this.reader.pause?.();
   }
 
   protected shut(): void {
     this.#out.close();
+  }
+
+  drained(): void {
+    if (!this.finished) this.reader.resume?.();
   }
 
   chunk(bytes: Uint8Array): void {
@@ -211,6 +226,11 @@ export function lastEventEnd(data: Uint8Array): number {
     if (data[i - 1] === 0x0d && i >= 2 && data[i - 2] === 0x0a) return i + 1;
   }
   return 0;
+}
+
+function onlyLineEnds(data: Uint8Array): boolean {
+  for (const byte of data) if (byte !== 0x0a && byte !== 0x0d) return false;
+  return true;
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

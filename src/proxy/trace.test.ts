@@ -5,7 +5,6 @@ import type { CompletionBody } from '../schema/completions.ts';
 import { Exchange } from './exchange.ts';
 import { ProxyMetrics } from './metrics.ts';
 import type { PickedPair, ReservationLedger } from './ports.ts';
-import { PooledOrigins } from './send-leg.ts';
 import { resolveProxySettings } from './settings.ts';
 import { NO_TRACE, NO_TRACING } from './trace.ts';
 import type { ExchangeRequest } from './types.ts';
@@ -46,7 +45,6 @@ describe('tracing off (the default)', () => {
       breakers: undefined,
       metrics: new ProxyMetrics(createRegistry()),
       settings: resolveProxySettings({}),
-      origins: new PooledOrigins(),
     };
     const exchange = new Exchange(requestOf(), deps, () => {});
     expect(exchange.trace).toBe(NO_TRACE);

@@ -9,10 +9,9 @@ import type { AbortScope } from './abort-scope.ts';
 import type { ClientHeaders } from './legs.ts';
 import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
 import type { ProxyMetrics, ProxyOutcome } from './metrics.ts';
-import type { BreakerReporter, PairPicker, PickedPair, ReservationLedger } from './ports.ts';
+import type { BreakerReporter, PairPicker, PickedPair, PromptCapacity, ReservationLedger } from './ports.ts';
 import type { PromptInfo } from './prompt.ts';
 import type { LedgerEnd } from './reservation.ts';
-import type { PooledOrigins } from './send-leg.ts';
 import type { ProxySettings } from './settings.ts';
 import type { Stop } from './stop.ts';
 import type { ProxyTracing, RequestTrace } from './trace.ts';
@@ -49,10 +48,10 @@ export interface ExchangeDeps {
   readonly breakers: BreakerReporter | undefined;
   readonly metrics: ProxyMetrics;
   readonly settings: ProxySettings;
-  /** Origins that answered before: a lost connection to one of them may be a stale pooled one. */
-  readonly origins: PooledOrigins;
   /** Starts each request's trace; absent, tracing is off. */
   readonly tracing?: ProxyTracing;
+  /** The largest prompt the instances can hold: a larger one is the client's error (400). Absent, not checked. */
+  readonly capacity?: PromptCapacity;
 }
 
 /** `preempted`: admission cut the request, which had sent nothing yet, for a request of a higher class. */

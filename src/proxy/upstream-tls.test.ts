@@ -30,7 +30,7 @@ test('https legs present the client certificate and keep one pooled connection f
         engineTls: tls,
       });
       expect(res.status).toBe(200);
-      await readLegText(res);
+      await readLegText(res, 1 << 20);
     }
     expect(clientPorts.size).toBe(1);
     // Without the client certificate the same server refuses the leg.

@@ -41,7 +41,7 @@ describe('postLeg', () => {
       const url = `http://127.0.0.1:${engine.port}/v1/completions`;
       const send = async (client?: { engineClient: 'sockets' | 'fetch' }) =>
         JSON.parse(
-          await readLegText(await postLeg(url, { 'x-request-id': 'r1' }, '{"a":1}', new AbortController().signal, 60_000, client)),
+          await readLegText(await postLeg(url, { 'x-request-id': 'r1' }, '{"a":1}', new AbortController().signal, 60_000, client), 1 << 20),
         ) as {
           agent: string | null;
           body: string;

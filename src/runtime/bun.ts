@@ -4,6 +4,7 @@
  */
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { H1Client } from './h1-client.ts';
+import { defaultIdleCap } from './fd-limit.ts';
 import type { BodyOut, PostRoutes, PushedSource, Runtime, Served, ServeSpec } from './runtime.ts';
 
 /** Bun's idle timeout is at most 255 seconds. */
@@ -59,11 +60,16 @@ class DirectBody implements BodyOut {
     this.source.cancel(reason);
   }
 
-  write(chunk: Uint8Array): void {
-    // A pending promise only says the destination is full; the chunk was taken either way.
+  write(chunk: Uint8Array): boolean {
+    // A pending promise says the destination is full (the chunk was taken either way); it settles
+    // once the client has read enough, which is when the source may go on.
     const written = this.#controller!.write(chunk);
-    if (typeof written !== 'number') written.then(undefined, ignore);
+    if (typeof written === 'number') return true;
+    written.then(this.#drained, ignore);
+    return false;
   }
+
+  readonly #drained = (): void => this.source.drained();
 
   close(): void {
     this.#controller!.close();
@@ -77,7 +83,7 @@ class DirectBody implements BodyOut {
 function ignore(): void {}
 
 /** The process's plain-HTTP client: one pool of keep-alive connections per origin, as fetch has. */
-const plainClient = new H1Client();
+const plainClient = new H1Client({ maxIdle: defaultIdleCap() });
 
 export const bunRuntime: Runtime = {
   name: 'bun',
@@ -88,6 +94,7 @@ export const bunRuntime: Runtime = {
     if (typeof server?.timeout === 'function') server.timeout(request, 0);
   },
   postPlain: (url, headers, body, abort) => plainClient.post(url, headers, body, abort),
+  limitIdleConnections: (max) => plainClient.limitIdle(max),
   // Bun pools https connections per origin and TLS options as it does plain ones, so keep-alive holds.
   tlsInit: (tls: ClientTlsOptions) => ({ tls }) as RequestInit,
   pushedBody: (source) => new ReadableStream(new DirectBody(source)) as ReadableStream<Uint8Array>,

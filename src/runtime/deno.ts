@@ -123,9 +123,13 @@ async function fileResponse(url: URL, headers: Record<string, string>): Promise<
   }
 }
 
+/** Bytes a pushed body queues before it tells its source to wait. */
+const QUEUED_BODY_HIGH_BYTES = 1 << 20;
+
 /** A pushed body as a standard stream: the source starts with it, its chunks queued until read. */
 class QueuedBody implements BodyOut {
   #controller!: ReadableStreamDefaultController<Uint8Array>;
+  #full = false;
 
   constructor(private readonly source: PushedSource) {}
 
@@ -134,12 +138,22 @@ class QueuedBody implements BodyOut {
     this.source.start(this);
   }
 
+  /** The reader wants more: a source told to wait may go on. */
+  pull(): void {
+    if (!this.#full) return;
+    this.#full = false;
+    this.source.drained();
+  }
+
   cancel(reason: unknown): void {
     this.source.cancel(reason);
   }
 
-  write(chunk: Uint8Array): void {
+  write(chunk: Uint8Array): boolean {
     this.#controller.enqueue(chunk);
+    if ((this.#controller.desiredSize ?? 1) > 0) return true;
+    this.#full = true;
+    return false;
   }
 
   close(): void {
@@ -160,7 +174,10 @@ export const denoRuntime: Runtime = {
   postPlain: (url, headers, body, abort) =>
     fetch(url, { method: 'POST', headers, body, redirect: 'manual', signal: abort.signal }).then(answerOf),
   tlsInit,
-  pushedBody: (source) => new ReadableStream<Uint8Array>(new QueuedBody(source)),
+  pushedBody: (source) =>
+    new ReadableStream<Uint8Array>(new QueuedBody(source), new ByteLengthQueuingStrategy({ highWaterMark: QUEUED_BODY_HIGH_BYTES })),
+  // Deno's legs go over fetch, whose pool is Deno's own.
+  limitIdleConnections: () => {},
   fileResponse,
   unsupportedServerTls,
   unsupportedClientTls,

@@ -27,35 +27,65 @@ export class AnswerHeaders implements Pick<Headers, 'get'> {
 /** No header fields (an answer before its head). */
 export const NO_HEADERS = new AnswerHeaders([]);
 
+/** Bytes a body queues for a reader that has not taken them before its connection stops reading. */
+export const QUEUE_HIGH_BYTES = 1 << 20;
+
 /**
  * A body as it arrives: chunks are pushed, then its end or its failure; a reader takes them in order.
- * A watch (the proxy's idle clock) is told of each chunk as it arrives and of the end.
+ * A watch (the proxy's idle clock) is told of each chunk as it arrives and of the end. Reading from
+ * the connection is held (see `hold`) while the reader is behind: past QUEUE_HIGH_BYTES queued, or
+ * when a sink asks for a pause.
  */
 export class BodyQueue implements BodyReader {
   /** Chunks not read yet (from #next on), then the end or the failure. */
   #queue: Uint8Array[] = [];
   #next = 0;
+  #queuedBytes = 0;
   #ended = false;
   #failure: { readonly error: unknown } | undefined;
   #waiting: { resolve: (result: ReadResult) => void; reject: (err: unknown) => void } | undefined;
   #watch: BodyWatch | undefined;
   #sink: BodySink | undefined;
+  #held = false;
+
+  /** Stops (true) or resumes (false) reading from the connection; the socket client's answer does it. */
+  protected hold(_on: boolean): void {}
+
+  #setHeld(on: boolean): void {
+    if (this.#held === on) return;
+    this.#held = on;
+    this.#watch?.held(on);
+    this.hold(on);
+  }
 
   /** A chunk arrived. */
   protected push(bytes: Uint8Array): void {
     this.#watch?.touch();
     if (this.#sink !== undefined) return this.#sink.chunk(bytes);
     const waiting = this.#waiting;
-    if (waiting === undefined) this.#queue.push(bytes);
-    else {
+    if (waiting === undefined) {
+      this.#queue.push(bytes);
+      this.#queuedBytes += bytes.byteLength;
+      if (this.#queuedBytes > QUEUE_HIGH_BYTES) this.#setHeld(true);
+    } else {
       this.#waiting = undefined;
       waiting.resolve({ done: false, value: bytes });
     }
   }
 
+  /** The sink is behind: stop reading until `resume`. */
+  pause(): void {
+    if (!this.#ended && this.#failure === undefined) this.#setHeld(true);
+  }
+
+  resume(): void {
+    this.#setHeld(false);
+  }
+
   /** The body ended: reads end once the chunks are taken. */
   protected ended(): void {
     this.#ended = true;
+    this.#setHeld(false);
     this.#watch?.stop();
     const sink = this.#sink;
     if (sink === undefined) return this.#settleWaiting(DONE);
@@ -66,6 +96,7 @@ export class BodyQueue implements BodyReader {
   /** The body failed: as a stream that errors, what was not read is dropped and reads fail. */
   protected failed(err: unknown): void {
     this.#drop();
+    this.#setHeld(false);
     const error = this.#watch === undefined ? err : this.#watch.failure(err);
     this.#failure = { error };
     const sink = this.#sink;
@@ -92,7 +123,11 @@ export class BodyQueue implements BodyReader {
   read(): Promise<ReadResult> {
     if (this.#next < this.#queue.length) {
       const value = this.#queue[this.#next++]!;
-      if (this.#next === this.#queue.length) this.#drop();
+      if (this.#next === this.#queue.length) {
+        this.#drop();
+        // Everything queued was taken: the connection may be read again.
+        if (this.#held && this.#sink === undefined) this.#setHeld(false);
+      }
       return Promise.resolve({ done: false, value });
     }
     if (this.#failure !== undefined) return Promise.reject(this.#failure.error);
@@ -107,15 +142,24 @@ export class BodyQueue implements BodyReader {
     const queued = this.#queue;
     const next = this.#next;
     this.#drop();
-    for (let i = next; i < queued.length; i++) sink.chunk(queued[i]!);
-    if (this.#failure !== undefined) sink.fail(this.#failure.error);
-    else if (this.#ended) sink.end();
-    else this.#sink = sink;
+    // The sink decides from now on whether the connection is read (it pauses when it is behind).
+    this.#sink = sink;
+    this.#setHeld(false);
+    for (let i = next; i < queued.length; i++) if (this.#sink === sink) sink.chunk(queued[i]!);
+    if (this.#sink !== sink) return;
+    if (this.#failure !== undefined) {
+      this.#sink = undefined;
+      sink.fail(this.#failure.error);
+    } else if (this.#ended) {
+      this.#sink = undefined;
+      sink.end();
+    }
   }
 
   /** The reader gives up: what was not read is dropped, and reads end. */
   cancel(): Promise<void> {
     this.#sink = undefined;
+    this.#setHeld(false);
     this.#watch?.stop();
     this.#drop();
     this.#ended = true;
@@ -126,6 +170,7 @@ export class BodyQueue implements BodyReader {
   #drop(): void {
     this.#queue = [];
     this.#next = 0;
+    this.#queuedBytes = 0;
   }
 
   #settleWaiting(result: ReadResult): void {

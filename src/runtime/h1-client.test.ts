@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import type { Socket, TCPSocketListener } from 'bun';
 import { H1Client } from './h1-client.ts';
-import { abortSourceOf, type LegAnswer } from './runtime.ts';
+import { abortSourceOf, neverSent, type LegAnswer } from './runtime.ts';
 
 /** An answer's whole body as text. */
 async function textOf(answer: LegAnswer): Promise<string> {
@@ -287,7 +287,7 @@ describe('H1Client', () => {
     expect(client.idleConnections).toBe(0);
   });
 
-  test('a request the engine closes its pooled connection under fails with ECONNRESET (send-leg.ts sends it again)', async () => {
+  test('a request the engine closes its pooled connection under fails with ECONNRESET, and is not sent again', async () => {
     const e = engine((socket, request) => {
       if (request.includes('second')) socket.end();
       else socket.write(json('{}'));
@@ -296,7 +296,17 @@ describe('H1Client', () => {
     await textOf(await client.post(`${e.url}/a`, {}, 'first'));
     const err = await client.post(`${e.url}/a`, {}, 'second').catch((caught: unknown) => caught);
     expect((err as { code?: string }).code).toBe('ECONNRESET');
+    // It may have reached the engine: nothing says it never left.
+    expect(neverSent(err)).toBe(false);
     expect(e.opened).toBe(1);
+  });
+
+  test('a connection that cannot be made is marked: the request never left', async () => {
+    const e = engine(() => {});
+    const url = e.url;
+    e.stop();
+    const err = await new H1Client().post(`${url}/a`, {}, '').catch((caught: unknown) => caught);
+    expect(neverSent(err)).toBe(true);
   });
 
   test('a connection closed before the answer fails with ECONNRESET', async () => {
@@ -476,6 +486,47 @@ describe('H1Client', () => {
     await Promise.race([e.closed(0), e.closed(1)]);
     client.closeIdle();
     await Promise.all([e.closed(0), e.closed(1)]);
+  });
+
+  test('idle connections over every origin are capped: past the cap the one idle longest is closed', async () => {
+    const engines = [0, 1, 2].map(() => engine((socket) => socket.write(json('{}'))));
+    const client = new H1Client({ maxIdle: 2 });
+    for (const e of engines) await textOf(await client.post(`${e.url}/a`, {}, ''));
+    // The third idle connection pushed out the first, idle longest; the other two are kept.
+    await engines[0]!.closed(0);
+    expect(client.idleConnections).toBe(2);
+    await textOf(await client.post(`${engines[1]!.url}/a`, {}, ''));
+    expect(engines[1]!.opened).toBe(1);
+    // A lower cap closes what it no longer keeps; 0 keeps nothing.
+    client.limitIdle(0);
+    expect(client.idleConnections).toBe(0);
+    await textOf(await client.post(`${engines[2]!.url}/a`, {}, ''));
+    expect(client.idleConnections).toBe(0);
+    await Promise.all([engines[1]!.closed(0), engines[2]!.closed(0), engines[2]!.closed(1)]);
+  });
+
+  test('an answer that comes before the request was all written leaves its connection unused again', async () => {
+    // The engine answers as soon as the first bytes arrive, without reading the body (the rest of
+    // the request would be read as the next request on that connection).
+    const server = Bun.listen<{ answered: boolean }>({
+      hostname: '127.0.0.1',
+      port: 0,
+      socket: {
+        open(socket) {
+          socket.data = { answered: false };
+        },
+        data(socket) {
+          if (socket.data.answered) return;
+          socket.data.answered = true;
+          socket.write(json('{"early":true}'));
+        },
+      },
+    });
+    stops.push(() => server.stop(true));
+    const client = new H1Client();
+    const res = await client.post(`http://127.0.0.1:${server.port}/a`, {}, 'x'.repeat(32 << 20));
+    expect(await jsonOf(res)).toEqual({ early: true });
+    expect(client.idleConnections).toBe(0);
   });
 
   test('a pooled connection unused for idleSeconds is closed', async () => {

@@ -9,27 +9,39 @@
  *
  * It keeps fetch's contract where the proxy depends on it: an abort (runtime.ts's AbortSource) rejects with its
  * reason (or fails the body's read), a refused connection fails with code ECONNREFUSED, a connection
- * lost before the answer is complete fails with ECONNRESET (send-leg.ts sends such a leg once more
- * when the connection may have been a pooled one), redirects are not followed, header values are
+ * lost before the answer is complete fails with ECONNRESET, redirects are not followed, header values are
  * refused as fetch refuses them. An answer it cannot frame fails with code HPE_INVALID and its
- * connection is closed. Pooled connections do not keep the process alive, and close after
- * `idleSeconds` unused.
+ * connection is closed.
+ *
+ * A request is sent once. The one exception is a pooled connection found closed when the request
+ * was about to be written (not one byte of it went out): the request goes on a fresh connection.
+ * A connection lost after bytes went out fails the request, even when the engine may only have
+ * been closing an idle connection: it may as well have received the request and acted on it.
+ * Failures that prove the request never left (the connection could not be made) are marked so
+ * (runtime.ts's neverSent). Pooled connections do not keep the process alive, close after
+ * `idleSeconds` unused (by default below the 5 s keep-alive of uvicorn, which serves vLLM and
+ * SGLang, so that pdlink, not the engine, closes an idle one), and number at most `maxIdle` over
+ * every origin, the oldest idle one closed first. An answer that arrives before its request was
+ * all written (the engine answered without reading the body) leaves its connection unused again.
  */
 import type { Socket, SocketHandler } from 'bun';
 import { H1Parser, H1ParseError, type H1Events, type H1Head } from './h1-parse.ts';
 import { AnswerHeaders, BodyQueue, NO_HEADERS } from './h1-answer.ts';
 import { requestOf } from './h1-request.ts';
-import type { AbortSource, BodyReader, LegAnswer } from './runtime.ts';
+import { markNeverSent, type AbortSource, type BodyReader, type LegAnswer } from './runtime.ts';
 
 export interface H1ClientOptions {
   /** Idle keep-alive connections kept per origin; more are closed when their answer ends. */
   readonly maxIdlePerOrigin?: number;
+  /** Idle keep-alive connections kept over every origin; past it the oldest idle one is closed. */
+  readonly maxIdle?: number;
   /** A pooled connection unused this long is closed. */
   readonly idleSeconds?: number;
 }
 
 export const DEFAULT_MAX_IDLE_PER_ORIGIN = 256;
-export const DEFAULT_IDLE_SECONDS = 30;
+export const DEFAULT_MAX_IDLE = 1024;
+export const DEFAULT_IDLE_SECONDS = 4;
 
 /** Where a URL's requests go: its pool and the request line's parts. */
 interface Target {
@@ -42,6 +54,11 @@ function connectionLost(message: string): Error {
   return Object.assign(new Error(message), { code: 'ECONNRESET' });
 }
 
+/** The error of a connection that could not be made: the request never left. */
+function notConnected(err: unknown): unknown {
+  return markNeverSent(err instanceof Error ? err : Object.assign(new Error(String(err)), { code: 'ECONNREFUSED' }));
+}
+
 /**
  * One request on a connection, from its write to the end of its answer; once the head has come,
  * also the answer itself, and its body's reader (h1-answer.ts).
@@ -51,6 +68,7 @@ class Exchange extends BodyQueue implements H1Events, LegAnswer {
   status = 0;
   headers: Pick<Headers, 'get'> = NO_HEADERS;
   hasBody = false;
+  resent = false;
   readonly #abort: AbortSource | undefined;
   readonly #resolve: (answer: LegAnswer) => void;
   readonly #reject: (err: unknown) => void;
@@ -78,8 +96,13 @@ class Exchange extends BodyQueue implements H1Events, LegAnswer {
     this.headers = new AnswerHeaders(head.headers);
     this.hasBody = head.hasBody;
     this.#answered = true;
-    this.conn.keepAlive = head.keepAlive;
+    // An engine that answers before taking the whole request may read the rest as the next one.
+    this.conn.keepAlive = head.keepAlive && !this.conn.writing;
     this.#resolve(this);
+  }
+
+  protected override hold(on: boolean): void {
+    this.conn.hold(on);
   }
 
   body(bytes: Uint8Array): void {
@@ -120,6 +143,13 @@ class Exchange extends BodyQueue implements H1Events, LegAnswer {
     this.#abort?.remove(this.#onAbort);
     this.conn.exchange = undefined;
   }
+
+  /** The exchange never began: its connection was found closed before any byte was written. */
+  unsent(): void {
+    this.#settled = true;
+    this.#abort?.remove(this.#onAbort);
+    this.conn.exchange = undefined;
+  }
 }
 
 /** A keep-alive connection to one origin, carrying one exchange at a time. */
@@ -133,6 +163,7 @@ class Conn {
   idle = false;
   /** Request bytes the socket did not take yet (written on drain). */
   #unwritten: Uint8Array | undefined;
+  #held = false;
 
   constructor(origin: Origin) {
     this.origin = origin;
@@ -144,14 +175,34 @@ class Conn {
     });
   }
 
-  send(request: string | Uint8Array): void {
+  /**
+   * Writes `request`, or what the socket will take of it now (the rest on drain); false when the
+   * connection was found closed and not one byte was written.
+   */
+  send(request: string | Uint8Array): boolean {
+    if (this.closed) return false;
     const written = this.socket!.write(request);
+    if (written < 0) return false;
     if (typeof request === 'string') {
       // The socket wrote the text as UTF-8: short of that, the rest is what follows in those bytes.
       if (written < request.length || written < Buffer.byteLength(request)) {
-        this.#unwritten = Buffer.from(request).subarray(Math.max(0, written));
+        this.#unwritten = Buffer.from(request).subarray(written);
       }
-    } else if (written < request.byteLength) this.#unwritten = request.subarray(Math.max(0, written));
+    } else if (written < request.byteLength) this.#unwritten = request.subarray(written);
+    return true;
+  }
+
+  /** Whether part of the request is still waiting to be written. */
+  get writing(): boolean {
+    return this.#unwritten !== undefined;
+  }
+
+  /** Stops (true) or resumes (false) reading from the engine: its answer's reader is behind. */
+  hold(on: boolean): void {
+    if (this.#held === on || this.closed) return;
+    this.#held = on;
+    if (on) this.socket!.pause();
+    else this.socket!.resume();
   }
 
   drained(): void {
@@ -202,8 +253,10 @@ class Conn {
 
   /** The answer ended: the connection is pooled again when it may carry another request. */
   released(): void {
-    if (this.keepAlive && !this.closed) this.origin.park(this);
-    else this.close();
+    if (this.keepAlive && !this.closed && !this.writing) {
+      this.hold(false);
+      this.origin.park(this);
+    } else this.close();
   }
 
   close(): void {
@@ -239,6 +292,30 @@ const HANDLERS: SocketHandler<Conn> = {
   },
 };
 
+/**
+ * Every idle connection of a client, oldest first: one Set whose insertion order is the order in
+ * which they went idle, so the oldest is the first and each is added and removed in O(1).
+ */
+class IdleConnections {
+  readonly #conns = new Set<Conn>();
+
+  constructor(readonly max: number) {}
+
+  add(conn: Conn): void {
+    this.#conns.add(conn);
+    // Past the cap the one idle longest goes (its close takes it out of here and its origin).
+    if (this.#conns.size > this.max) this.#conns.values().next().value!.close();
+  }
+
+  delete(conn: Conn): void {
+    this.#conns.delete(conn);
+  }
+
+  get size(): number {
+    return this.#conns.size;
+  }
+}
+
 /** The connections to one host and port. */
 class Origin {
   readonly hostname: string;
@@ -248,13 +325,15 @@ class Origin {
   readonly #idle: Conn[] = [];
   readonly #maxIdle: number;
   readonly #idleSeconds: number;
+  #allIdle: IdleConnections;
 
-  constructor(hostname: string, port: number, host: string, maxIdle: number, idleSeconds: number) {
+  constructor(hostname: string, port: number, host: string, maxIdle: number, idleSeconds: number, allIdle: IdleConnections) {
     this.hostname = hostname;
     this.port = port;
     this.hostLine = `host: ${host}\r\n`;
     this.#maxIdle = maxIdle;
     this.#idleSeconds = idleSeconds;
+    this.#allIdle = allIdle;
   }
 
   /** An idle connection, taken out of the pool, or undefined. */
@@ -262,6 +341,7 @@ class Origin {
     const conn = this.#idle.pop();
     if (conn === undefined) return undefined;
     conn.idle = false;
+    this.#allIdle.delete(conn);
     conn.socket!.timeout(0);
     conn.socket!.ref();
     return conn;
@@ -285,15 +365,22 @@ class Origin {
     // A pooled connection must not keep the process running.
     conn.socket!.unref();
     this.#idle.push(conn);
+    this.#allIdle.add(conn);
   }
 
   get idleCount(): number {
     return this.#idle.length;
   }
 
+  /** The client's cap over every origin changed (this origin's idle connections were closed). */
+  share(allIdle: IdleConnections): void {
+    this.#allIdle = allIdle;
+  }
+
   forget(conn: Conn): void {
     if (!conn.idle) return;
     conn.idle = false;
+    this.#allIdle.delete(conn);
     const at = this.#idle.indexOf(conn);
     if (at >= 0) this.#idle.splice(at, 1);
   }
@@ -301,6 +388,7 @@ class Origin {
   closeIdle(): void {
     for (const conn of this.#idle.splice(0)) {
       conn.idle = false;
+      this.#allIdle.delete(conn);
       conn.close();
     }
   }
@@ -318,10 +406,24 @@ export class H1Client {
   readonly #origins = new Map<string, Origin>();
   readonly #maxIdle: number;
   readonly #idleSeconds: number;
+  #allIdle: IdleConnections;
 
   constructor(options: H1ClientOptions = {}) {
     this.#maxIdle = options.maxIdlePerOrigin ?? DEFAULT_MAX_IDLE_PER_ORIGIN;
     this.#idleSeconds = options.idleSeconds ?? DEFAULT_IDLE_SECONDS;
+    this.#allIdle = new IdleConnections(options.maxIdle ?? DEFAULT_MAX_IDLE);
+  }
+
+  /**
+   * Changes the cap on idle connections over every origin; connections idle beyond it are closed now.
+   * @example client.limitIdle(256);
+   */
+  limitIdle(max: number): void {
+    if (max === this.#allIdle.max) return;
+    this.#allIdle = new IdleConnections(max);
+    // The origins keep their own lists: closing every idle one is simpler than re-keying them.
+    this.closeIdle();
+    for (const origin of this.#origins.values()) origin.share(this.#allIdle);
   }
 
   /**
@@ -338,13 +440,20 @@ export class H1Client {
       return Promise.reject(err);
     }
     if (abort?.aborted) return Promise.reject(abort.reason);
-    const pooled = target.origin.take();
-    if (pooled !== undefined) return this.#exchange(pooled, request, abort);
-    return this.#connected(target.origin, request, abort);
+    const origin = target.origin;
+    let resent = false;
+    for (let pooled = origin.take(); pooled !== undefined; pooled = origin.take()) {
+      const sent = this.#exchange(pooled, request, abort, resent);
+      if (sent !== undefined) return sent;
+      // Found closed before one byte was written: the request never left, and may go on another.
+      pooled.close();
+      resent = true;
+    }
+    return this.#connected(origin, request, abort, resent);
   }
 
   /** A request on a new connection; an abort while it connects rejects at once, as fetch does. */
-  #connected(origin: Origin, request: string | Uint8Array, abort: AbortSource | undefined): Promise<LegAnswer> {
+  #connected(origin: Origin, request: string | Uint8Array, abort: AbortSource | undefined, resent: boolean): Promise<LegAnswer> {
     return new Promise<LegAnswer>((resolve, reject) => {
       let settled = false;
       const onAbort = (): void => {
@@ -355,12 +464,20 @@ export class H1Client {
       origin.open().then(
         (conn) => {
           abort?.remove(onAbort);
-          if (settled) conn.close();
-          else this.#exchange(conn, request, abort).then(resolve, reject);
+          if (settled) {
+            conn.close();
+            return;
+          }
+          const sent = this.#exchange(conn, request, abort, resent);
+          if (sent !== undefined) sent.then(resolve, reject);
+          else {
+            conn.close();
+            reject(markNeverSent(connectionLost('the engine closed the connection before the request was written')));
+          }
         },
         (err: unknown) => {
           abort?.remove(onAbort);
-          if (!settled) reject(err);
+          if (!settled) reject(notConnected(err));
         },
       );
     });
@@ -378,15 +495,21 @@ export class H1Client {
     for (const origin of this.#origins.values()) origin.closeIdle();
   }
 
-  #exchange(conn: Conn, request: string | Uint8Array, abort: AbortSource | undefined): Promise<LegAnswer> {
-    return new Promise<LegAnswer>((resolve, reject) => {
+  /** The request on `conn`, or undefined when `conn` was found closed and nothing was written. */
+  #exchange(conn: Conn, request: string | Uint8Array, abort: AbortSource | undefined, resent: boolean): Promise<LegAnswer> | undefined {
+    let exchange!: Exchange;
+    const answer = new Promise<LegAnswer>((resolve, reject) => {
       conn.keepAlive = true;
       // Reset here, not when the connection was pooled: bytes after an answer's end, in the same
       // piece or later, must find the parser done and retire the connection.
       conn.parser.reset();
-      conn.exchange = new Exchange(conn, abort, resolve, reject);
-      conn.send(request);
+      exchange = new Exchange(conn, abort, resolve, reject);
+      exchange.resent = resent;
+      conn.exchange = exchange;
     });
+    if (conn.send(request)) return answer;
+    exchange.unsent();
+    return undefined;
   }
 
   #target(url: string): Target {
@@ -399,7 +522,7 @@ export class H1Client {
     const key = `${hostname}:${port}`;
     let origin = this.#origins.get(key);
     if (origin === undefined) {
-      origin = new Origin(hostname, port, parsed.host, this.#maxIdle, this.#idleSeconds);
+      origin = new Origin(hostname, port, parsed.host, this.#maxIdle, this.#idleSeconds, this.#allIdle);
       this.#origins.set(key, origin);
     }
     target = { origin, path: `${parsed.pathname}${parsed.search}` };

@@ -221,6 +221,22 @@ describe('H1Parser', () => {
     });
   }
 
+  test('a head whose lines end in a bare LF is refused as soon as the first one arrives, in one piece or byte by byte', () => {
+    for (const text of [
+      'HTTP/1.1 200 OK\ncontent-length: 2\n\nok',
+      'HTTP/1.1 200 OK\r\ncontent-length: 2\n\r\nok',
+      'HTTP/1.1 200 OK\r\n\n',
+    ]) {
+      expect(() => parserOf().parser.feed(encoder.encode(text))).toThrow(/bare LF/);
+      // Byte by byte, it is refused at the first bare LF, not when the head would have ended.
+      const { parser } = parserOf();
+      const bytes = encoder.encode(text);
+      const bare = bytes.findIndex((b, i) => b === 10 && bytes[i - 1] !== 13);
+      for (let i = 0; i < bare; i++) parser.feed(bytes.subarray(i, i + 1));
+      expect(() => parser.feed(bytes.subarray(bare, bare + 1))).toThrow(/bare LF/);
+    }
+  });
+
   test('a head beyond the limit is refused, in one piece or many', () => {
     const long = `HTTP/1.1 200 OK\r\nX-Big: ${'a'.repeat(MAX_HEAD_BYTES)}\r\n\r\n`;
     expect(() => parserOf().parser.feed(encoder.encode(long))).toThrow(/longer than/);

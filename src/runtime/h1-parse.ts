@@ -372,13 +372,22 @@ function hexValue(c: number): number {
   return -1;
 }
 
-/** Index just past the first CRLFCRLF at or after `from`, or -1. */
+/**
+ * Index just past the first CRLFCRLF at or after `from`, or -1 when the head is not complete yet.
+ * A line ended by a bare LF throws at once: waiting for a CRLFCRLF that never comes would hold the
+ * leg until the engine's idle timeout.
+ */
 function headEnd(bytes: Uint8Array, from: number): number {
+  const n = bytes.byteLength;
   let i = from;
   for (;;) {
     const lf = bytes.indexOf(LF, i);
-    if (lf < 0 || lf + 2 >= bytes.byteLength) return -1;
-    if (bytes[lf + 1] === CR && bytes[lf + 2] === LF && lf > from && bytes[lf - 1] === CR) return lf + 3;
+    if (lf < 0) return -1;
+    if (lf === from || bytes[lf - 1] !== CR || (lf + 1 < n && bytes[lf + 1] === LF)) {
+      throw new H1ParseError('a head line ended by a bare LF, not CRLF');
+    }
+    if (lf + 2 >= n) return -1;
+    if (bytes[lf + 1] === CR && bytes[lf + 2] === LF) return lf + 3;
     i = lf + 1;
   }
 }

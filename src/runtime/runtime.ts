@@ -88,9 +88,15 @@ export interface BodyReader {
   /**
    * Hands every chunk not read yet to `sink` as it arrives, then the end or the failure, instead of
    * reads: no promise per chunk. Only a reader that sees its chunks arrive has it (the socket
-   * client's); after it, only `cancel` may be called.
+   * client's); after it, only `cancel`, `pause` and `resume` may be called.
    */
   sinkTo?(sink: BodySink): void;
+  /**
+   * Stops reading from the engine until `resume` (the sink's own reader is behind): the engine
+   * sees TCP backpressure instead of this process buffering its answer. Only the socket client's.
+   */
+  pause?(): void;
+  resume?(): void;
 }
 
 /** Where a body's chunks go when they are handed over as they arrive (BodyReader.sinkTo). */
@@ -102,7 +108,11 @@ export interface BodySink {
 
 /** Where a pushed body's chunks go (Runtime.pushedBody); nothing is called after close() or error(). */
 export interface BodyOut {
-  write(chunk: Uint8Array): void;
+  /**
+   * Takes the chunk; false when the body's reader is behind (the chunk was taken all the same):
+   * the source should stop producing until its `drained` is called.
+   */
+  write(chunk: Uint8Array): boolean;
   /** Ends the body once what was written has gone. */
   close(): void;
   /** Fails the body: its reader gets `err`, an HTTP client a cut connection. */
@@ -115,6 +125,8 @@ export interface PushedSource {
   start(out: BodyOut): void;
   /** The body's reader went away (an HTTP client that disconnected). */
   cancel(reason: unknown): void;
+  /** The reader caught up after a `write` answered false. */
+  drained(): void;
 }
 
 /**
@@ -134,6 +146,11 @@ export interface LegAnswer {
    * that sees its chunks arrive has it (the socket client's); fetch's is watched through its reader.
    */
   watched?(watch: BodyWatch): BodyReader;
+  /**
+   * True when the request went out on a fresh connection because the pooled one it was given was
+   * found closed before any byte of it was written (the socket client's; see h1-client.ts).
+   */
+  readonly resent?: boolean;
 }
 
 /** What watches a body as it arrives: the proxy's idle clock. */
@@ -144,6 +161,30 @@ export interface BodyWatch {
   stop(): void;
   /** What a failure of the body is to be reported as. */
   failure(err: unknown): unknown;
+  /** Reading is paused (true) or goes on (false): the engine's silence meanwhile is not its own. */
+  held(on: boolean): void;
+}
+
+/**
+ * Marks `err` as the failure of a request that provably never reached its engine: the connection
+ * could not be made, or was found closed before any byte of the request was written.
+ * @example throw markNeverSent(Object.assign(new Error('closed'), { code: 'ECONNRESET' }));
+ */
+export function markNeverSent<E>(err: E): E {
+  if (typeof err === 'object' && err !== null && Object.isExtensible(err)) (err as { neverSent?: boolean }).neverSent = true;
+  return err;
+}
+
+/**
+ * Whether a leg's failure proves that its request never reached the engine, so that sending it
+ * elsewhere cannot do anything twice: a refused connection (either client: the engine accepted
+ * nothing), or a failure the socket client marked (markNeverSent). Anything else may have reached
+ * the engine, which may have acted on it.
+ * @example if (neverSent(err)) handOver();
+ */
+export function neverSent(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  return (err as { code?: unknown }).code === 'ECONNREFUSED' || (err as { neverSent?: unknown }).neverSent === true;
 }
 
 /**
@@ -174,6 +215,11 @@ export interface Runtime {
    * over sockets of its own pool on the event loop's thread (h1-client.ts), Deno by fetch.
    */
   postPlain(url: string, headers: Readonly<Record<string, string>>, body: string, abort: AbortSource): Promise<LegAnswer>;
+  /**
+   * Caps the idle keep-alive connections postPlain keeps over every origin (process-wide; the
+   * oldest idle one is closed past it), where the runtime's client is pdlink's own.
+   */
+  limitIdleConnections(max: number): void;
   /** The `fetch` init fields that make an https call verify with `tls.ca` and present `tls.cert`. */
   tlsInit(tls: ClientTlsOptions): RequestInit;
   /**

@@ -10,6 +10,8 @@ export interface RecordingSource extends PushedSource {
   readonly starts: number;
   /** Resolves with the reason of the first cancel. */
   readonly cancelled: Promise<unknown>;
+  /** Times the body said its reader caught up after a full write. */
+  readonly drains: number;
 }
 
 /**
@@ -27,8 +29,12 @@ export function recordingSource(first = ''): RecordingSource {
       state.out = out;
       if (first !== '') out.write(new TextEncoder().encode(first));
     },
+    drains: 0,
     cancel(reason: unknown) {
       cancel.resolve(reason);
+    },
+    drained() {
+      state.drains++;
     },
   };
   return state;

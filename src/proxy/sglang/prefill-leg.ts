@@ -11,6 +11,7 @@ import type { RetryReason } from '../metrics.ts';
 import { sendLeg } from '../send-leg.ts';
 import type { LegExchange } from '../types.ts';
 import { passthrough, quoteError, transportMessage } from '../upstream.ts';
+import { UnusableAnswer } from '../unusable-answer.ts';
 
 export type PrefillLegResult =
   | { kind: 'ok'; answer: unknown }
@@ -30,19 +31,10 @@ export async function prefillLeg(
   legBody: string,
   signal: AbortSignal,
 ): Promise<PrefillLegResult> {
-  const { settings, origins, metrics } = exchange.deps;
+  const { settings, metrics } = exchange.deps;
   try {
-    const res = await sendLeg(
-      url,
-      headers,
-      legBody,
-      signal,
-      origins,
-      () => metrics.staleRetried('prefill'),
-      settings.engineIdleTimeoutMs,
-      settings,
-    );
-    const text = await readLegText(res);
+    const res = await sendLeg(url, headers, legBody, signal, () => metrics.staleRetried('prefill'), settings);
+    const text = await readLegText(res, settings.maxAnswerBytes);
     if (res.status >= 500)
       return { kind: 'failed', reason: 'status_5xx', message: `prefill instance ${p} answered ${res.status}: ${quoteError(text)}` };
     if (res.status >= 400) {
@@ -59,6 +51,7 @@ export async function prefillLeg(
     }
   } catch (err) {
     if (signal.aborted) return { kind: 'aborted' };
+    if (err instanceof UnusableAnswer) return { kind: 'failed', reason: 'bad_answer', message: `prefill instance ${p} ${err.message}` };
     return { kind: 'failed', reason: 'transport', message: `prefill instance ${p} could not be reached: ${transportMessage(err)}` };
   }
 }

@@ -23,6 +23,7 @@ import type { PairPicker, PickedPair } from '../ports.ts';
 import type { RequestReservation } from '../reservation.ts';
 import { legReader, readLegBytes, readLegText } from '../idle.ts';
 import { sendLeg } from '../send-leg.ts';
+import { UnusableAnswer } from '../unusable-answer.ts';
 import { servedBy } from '../served-by.ts';
 import { Stop } from '../stop.ts';
 import { relayDecodeStream } from '../decode-answer.ts';
@@ -164,15 +165,14 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
     legHeaders(clientHeaders, requestId),
     legText(shared),
     signal,
-    exchange.deps.origins,
     () => metrics.staleRetried('decode'),
-    settings.engineIdleTimeoutMs,
     settings,
   );
   let head: LegAnswer | PrefillFailure;
   try {
     head = await Promise.race([dSent, pFailed]);
   } catch (err) {
+    if (err instanceof UnusableAnswer) return decodeFailed('bad_answer', err.message);
     return decodeFailed('transport', `could not be reached: ${transportMessage(err)}`);
   }
   // A prefill failure has a kind; D's answer has none.
@@ -182,8 +182,9 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   if (res.status < 200 || res.status >= 300) {
     let text: string;
     try {
-      text = await readLegText(res);
+      text = await readLegText(res, settings.maxAnswerBytes);
     } catch (err) {
+      if (err instanceof UnusableAnswer) return decodeFailed('bad_answer', err.message);
       return decodeFailed('transport', `answered ${res.status}, then failed: ${transportMessage(err)}`);
     }
     if (res.status >= 400 && res.status < 500) {
@@ -234,11 +235,12 @@ interface WholeLegs {
 /** D's whole answer, with P's prompt logprobs merged in when the client asked for them. */
 async function wholeAnswer(exchange: DecodeExchange, legs: WholeLegs): Promise<Response | PairFailure> {
   const { res, d, dAt, pTask, pFailed, prefillFailed, decodeFailed } = legs;
-  const { breakers, metrics } = exchange.deps;
+  const { breakers, metrics, settings } = exchange.deps;
   let bytes: Uint8Array | PrefillFailure;
   try {
-    bytes = await Promise.race([readLegBytes(res), pFailed]);
+    bytes = await Promise.race([readLegBytes(res, settings.maxAnswerBytes), pFailed]);
   } catch (err) {
+    if (err instanceof UnusableAnswer) return decodeFailed('bad_answer', err.message);
     return decodeFailed('transport', `failed while answering: ${transportMessage(err)}`);
   }
   if (!(bytes instanceof Uint8Array)) return prefillFailed(bytes);
