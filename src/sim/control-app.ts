@@ -46,7 +46,7 @@ export function simControlApp(engine: SimEngine): Hono {
   app.post('/sim/kv/release', async (c) => {
     const body = parseOrRefuse(ReleaseBody, await readJsonRequest(c.req.raw, { limitBytes: SMALL_BODY_LIMIT_BYTES }), errors.unprocessable);
     const ids = 'remote_request_ids' in body ? body.remote_request_ids : [body.remote_request_id];
-    return c.json({ released_blocks: ids.reduce((n, id) => n + engine.releaseExport(id), 0) });
+    return c.json({ released_blocks: ids.reduce((n, id) => n + engine.releaseNotice(id), 0) });
   });
   // SGLang's bootstrap server: a decoder waits here until this prefiller filed the room.
   app.get('/sim/bootstrap/:room', async (c) => {

@@ -299,6 +299,11 @@ describe('SimEngine over an in-memory KV fabric', () => {
     const freed = (await (await release(kv_transfer_params['remote_request_id'] as string)).json()) as { released_blocks: number };
     expect(freed.released_blocks).toBeGreaterThan(0);
     expect(env.p.stats().kv.blocks_used).toBe(0);
+    // 'nope' named blocks P never held; a second notice for the same blocks came from a decoder that
+    // read them after they were freed: both are stale.
+    expect(env.p.stats().kv.stale_releases).toBe(1);
+    expect(await (await release(kv_transfer_params['remote_request_id'] as string)).json()).toEqual({ released_blocks: 0 });
+    expect(env.p.stats().kv.stale_releases).toBe(2);
     expect(
       (await env.pControl.request('/sim/kv/release', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }))
         .status,

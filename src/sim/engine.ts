@@ -57,6 +57,11 @@ export interface SimStats {
     readonly bytes_pulled: number;
     readonly blocks_pulled: number;
     readonly verify_failures: number;
+    /**
+     * Decoders' "done" notices for prefills whose blocks this engine no longer held (an earlier
+     * notice or the lease had freed them): a decoder pulled blocks that were no longer its prompt's.
+     */
+    readonly stale_releases: number;
   };
   readonly prefix_cache: PrefixCacheStats;
 }
@@ -79,7 +84,7 @@ export class SimEngine implements LegEngine {
   #seq = 0;
   /** Prefill id → device endpoint whose pool holds it. */
   readonly #exported = new Map<string, string>();
-  readonly counters = { bytesPulled: 0, blocksPulled: 0, verifyFailures: 0 };
+  readonly counters = { bytesPulled: 0, blocksPulled: 0, verifyFailures: 0, staleReleases: 0 };
   readonly prefixCache: PrefixCache;
   readonly prefillQueue = new PrefillQueue();
   generating = 0;
@@ -176,6 +181,16 @@ export class SimEngine implements LegEngine {
     return this.pools.get(endpoint)?.release(prefillId) ?? 0;
   }
 
+  /**
+   * A decoder's notice that it is done with a prefill's blocks (`POST /sim/kv/release`): frees
+   * them, and counts a notice for blocks no longer held (see SimStats' `stale_releases`).
+   * @example engine.releaseNotice('req-1#3')
+   */
+  releaseNotice(prefillId: string): number {
+    if (!this.#exported.has(prefillId)) this.counters.staleReleases++;
+    return this.releaseExport(prefillId);
+  }
+
   /** Counters for `GET /sim/status` and the demo. */
   stats(): SimStats {
     const records = this.log.list();
@@ -199,6 +214,7 @@ export class SimEngine implements LegEngine {
         bytes_pulled: this.counters.bytesPulled,
         blocks_pulled: this.counters.blocksPulled,
         verify_failures: this.counters.verifyFailures,
+        stale_releases: this.counters.staleReleases,
       },
       prefix_cache: this.prefixCache.stats(),
     };
