@@ -1,11 +1,19 @@
 import { describe, expect, test } from 'bun:test';
-import { InstanceAddressPolicy, parseCidr } from './address-policy.ts';
+import { hostOf, InstanceAddressPolicy, parseCidr } from './address-policy.ts';
 
 describe('InstanceAddressPolicy', () => {
   test('without a list: loopback, the seed example 0.0.0.0 and private addresses pass; link-local and multicast never do', () => {
     const policy = new InstanceAddressPolicy(undefined);
     for (const ip of ['127.0.0.1', '127.0.0.9', '::1', '0.0.0.0', '10.1.2.3', '192.168.0.4']) expect(policy.refusal(ip)).toBeUndefined();
-    for (const ip of ['169.254.169.254', '::ffff:169.254.169.254', 'fe80::1', '224.0.0.1', 'ff02::1', '255.255.255.255']) {
+    for (const ip of [
+      '169.254.169.254',
+      '::ffff:169.254.169.254',
+      '::ffff:a9fe:a9fe',
+      'fe80::1',
+      '224.0.0.1',
+      'ff02::1',
+      '255.255.255.255',
+    ]) {
       expect(policy.refusal(ip)).toContain('never instances');
     }
   });
@@ -25,8 +33,24 @@ describe('InstanceAddressPolicy', () => {
     expect(policy.refusal('127.0.0.1', 1025)).toContain('own listeners');
     expect(policy.refusal('0.0.0.0', 40000)).toContain('own listeners');
     expect(policy.refusal('::ffff:127.0.0.1', 40000)).toContain('own listeners');
+    // The same IPv4-mapped address however IPv6 spells it.
+    for (const ip of ['::ffff:7f00:1', '::FFFF:7F00:0001', '0:0:0:0:0:ffff:7f00:1', '0:0:0:0:0:ffff:127.0.0.1']) {
+      expect(policy.refusal(ip, 1025)).toContain('own listeners');
+    }
+    expect(policy.refusal('::ffff:7f00:2', 1025)).toBeUndefined();
     expect(policy.refusal('127.0.0.1', 1027)).toBeUndefined();
     expect(policy.refusal('10.0.0.1', 1025)).toBeUndefined();
+  });
+
+  test('hostOf: one spelling per host, IPv4-mapped IPv6 as its IPv4', () => {
+    expect(hostOf('::FFFF:7F00:1')).toBe('127.0.0.1');
+    expect(hostOf('::ffff:10.1.2.3')).toBe('10.1.2.3');
+    expect(hostOf('0:0:0:0:0:0:0:1')).toBe('::1');
+    expect(hostOf('FE80:0::1')).toBe('fe80::1');
+    expect(hostOf('10.0.0.1')).toBe('10.0.0.1');
+    expect(hostOf('not an address')).toBe('not an address');
+    const policy = new InstanceAddressPolicy(undefined, [{ ip: '::1', port: 1025 }]);
+    expect(policy.refusal('0:0:0:0:0:0:0:1', 1025)).toContain('own listeners');
   });
 
   test('parseCidr names what is wrong', () => {

@@ -37,6 +37,27 @@ const UNSPECIFIED = new Set(['0.0.0.0', '::']);
 const DEFAULT_LOOPBACK = new Set(['127.0.0.1', '::1']);
 
 /**
+ * An address as one spelling names one host: IPv6 in its canonical form (lower case, zeros
+ * compressed), and an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`, `::ffff:7f00:1`,
+ * `0:0:0:0:0:ffff:7f00:1`) as the IPv4 address it maps.
+ * @example hostOf('::FFFF:7F00:1') // '127.0.0.1'
+ */
+export function hostOf(ip: string): string {
+  if (isIP(ip) !== 6) return ip;
+  let canonical: string;
+  try {
+    canonical = new URL(`http://[${ip}]/`).hostname.slice(1, -1);
+  } catch {
+    return ip.toLowerCase();
+  }
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+  if (mapped === null) return canonical;
+  const high = parseInt(mapped[1]!, 16);
+  const low = parseInt(mapped[2]!, 16);
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
+/**
  * Parses `a.b.c.d/n` or `x::/n`; throws an Error naming the problem.
  * @example parseCidr('10.0.0.0/8') // { address: '10.0.0.0', prefix: 8, family: 'ipv4' }
  */
@@ -120,8 +141,7 @@ export class InstanceAddressPolicy {
    * distinct listeners (the simulated clusters put each engine on its own).
    */
   #sameHost(own: string, named: string): boolean {
-    const norm = (x: string) => x.replace(/^::ffff:/i, '').toLowerCase();
-    const [o, n] = [norm(own), norm(named)];
+    const [o, n] = [hostOf(own), hostOf(named)];
     if (o === n) return true;
     const loopback = (x: string) => this.#loopback.check(x, isIP(x) === 4 ? 'ipv4' : 'ipv6');
     if (UNSPECIFIED.has(o)) return loopback(n) || UNSPECIFIED.has(n);
