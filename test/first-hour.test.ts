@@ -73,11 +73,14 @@ async function waitFor(started: Started, pattern: RegExp, what: string): Promise
   );
 }
 
-/** SIGTERM to the whole group, then waits for the leader; SIGKILL to the group if it lingers. */
-async function stopGroup(started: Started): Promise<number | string> {
+/**
+ * `signal` to the whole group (SIGINT is what a terminal's Ctrl-C sends), then waits for the
+ * leader; SIGKILL to the group if it lingers.
+ */
+async function stopGroup(started: Started, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | string> {
   const pid = started.child.pid!;
   try {
-    process.kill(-pid, 'SIGTERM');
+    process.kill(-pid, signal);
   } catch {
     // Already gone.
   }
@@ -147,6 +150,10 @@ describe("the README's first request", () => {
       expect(transfers.totals.bytes_moved).toBeGreaterThan(0);
       expect(coordinator.output()).not.toContain(WARNING);
       expect(cluster.output()).not.toContain(WARNING);
+      // Ctrl-C in each terminal: npm and npx report the status pdlink exits with, as documented.
+      expect(await Promise.all([stopGroup(coordinator, 'SIGINT'), stopGroup(cluster, 'SIGINT')])).toEqual([0, 0]);
+      // The engines hear the Ctrl-C once, through sim-cluster, and close in order.
+      expect(cluster.output()).not.toContain('while closing');
     } finally {
       await Promise.all([stopGroup(coordinator), stopGroup(cluster)]);
     }

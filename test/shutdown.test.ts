@@ -1,6 +1,7 @@
 /**
  * A process told to stop never survives: a close that hangs is ended by a second signal or by the
- * close bound, with status 1 and a line saying why.
+ * close bound, with status 1 and a line saying why. A repeat of the first signal within the repeat
+ * window (one Ctrl-C that npm forwards as well) is the same request: closing goes on.
  */
 import { describe, expect, test } from 'bun:test';
 import { spawn } from 'node:child_process';
@@ -9,8 +10,8 @@ import { REPO_ROOT } from './support/child.ts';
 
 const FIXTURE = join(REPO_ROOT, 'test', 'fixtures', 'cli', 'hung-close.ts');
 
-function start(boundMs: number) {
-  const child = spawn(process.execPath, [FIXTURE, String(boundMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+function start(boundMs: number, repeatWindowMs = 0) {
+  const child = spawn(process.execPath, [FIXTURE, String(boundMs), String(repeatWindowMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const waiters: { pattern: string; resolve: () => void }[] = [];
   const onData = (chunk: Buffer): void => {
@@ -45,5 +46,26 @@ describe('a close that hangs', () => {
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(1);
     expect(p.output()).toContain('did not close within 100 ms of SIGTERM');
+  });
+
+  test('a repeat of the first signal within the window is the same request: closing goes on to its bound', async () => {
+    const p = start(1000, 600_000);
+    await p.printed('ready');
+    p.child.kill('SIGINT');
+    await p.printed('closing');
+    p.child.kill('SIGINT');
+    expect(await p.exited).toBe(1);
+    expect(p.output()).toContain('did not close within 1000 ms of SIGINT');
+    expect(p.output()).not.toContain('while closing');
+  });
+
+  test('another signal within the window still ends it at once', async () => {
+    const p = start(600_000, 600_000);
+    await p.printed('ready');
+    p.child.kill('SIGINT');
+    await p.printed('closing');
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(1);
+    expect(p.output()).toContain('SIGTERM while closing');
   });
 });

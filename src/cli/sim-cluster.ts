@@ -4,14 +4,17 @@
  * link port 26000), posts each its role the way a Controller does and waits until both report
  * RoleReady, then prints the refresh body that registers them with a Coordinator. With
  * `npm start` in another terminal, that refresh and one curl give a first completion through the
- * PD proxy. Runs until SIGINT/SIGTERM, then stops both engines.
+ * PD proxy. With `--wire controller` it leaves the roles to `pdlink controller` and prints the
+ * topology file that wires them (examples/controller/cluster.json for the default addresses).
+ * Runs until SIGINT/SIGTERM, then stops both engines (in process groups of their own, so a
+ * terminal's Ctrl-C reaches them once, through this process).
  */
 import { readManagementToken } from '../config/secret-file.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLUSTER_ENGINE_DEFAULTS } from '../sim/cluster.ts';
-import { engineConfig, refreshBody, roleBody, type EngineLayout } from '../sim/cluster-bodies.ts';
+import { engineConfig, refreshBody, roleBody, topologyEntry, type EngineLayout } from '../sim/cluster-bodies.ts';
 import { spawnListening, until, type ManagedProcess } from '../sim/process.ts';
 import { isAllInterfaces } from '../core/all-interfaces.ts';
 import { parseCliIp } from '../core/cli-values.ts';
@@ -25,7 +28,15 @@ import { runtime } from '../runtime/index.ts';
 import { launchEnv } from '../runtime/launch-env.ts';
 import { pdlinkModule } from '../core/module-path.ts';
 
-export const SIM_CLUSTER_DEFAULTS = { prefillIp: '127.0.0.11', decodeIp: '127.0.0.12', model: 'pdlink-sim' } as const;
+export const SIM_CLUSTER_DEFAULTS = {
+  prefillIp: '127.0.0.11',
+  decodeIp: '127.0.0.12',
+  model: 'pdlink-sim',
+  /** Where `npm start` listens: the Coordinator a printed topology file keeps informed. */
+  coordinator: 'http://127.0.0.1:1026',
+} as const;
+/** Who posts the engines' roles. */
+const WIRE = ['sim-cluster', 'controller'] as const;
 /** MindIE's engine ports and pdlink's first link port, the same on each engine's own address. */
 const INFERENCE_PORT = 1025;
 const MANAGEMENT_PORT = 1026;
@@ -45,6 +56,9 @@ Options:
   --prefill_ip IP   address of the prefill engine (default ${SIM_CLUSTER_DEFAULTS.prefillIp})
   --decode_ip IP    address of the decode engine  (default ${SIM_CLUSTER_DEFAULTS.decodeIp})
   --model NAME      model name the engines serve  (default ${SIM_CLUSTER_DEFAULTS.model})
+  --wire WHO        who posts the engines' roles: sim-cluster (default; prints a refresh body for
+                    a Coordinator) or controller (posts nothing; prints the topology file with
+                    which pdlink controller wires them and keeps ${SIM_CLUSTER_DEFAULTS.coordinator} informed)
   --tls_config PATH JSON file of an instance config's pdlink.tls section (management_tls_*,
                     inference_tls_*, client_tls_*): both engines serve with it, and the role
                     posts and status polls use its client_tls_* (README: "Mutual TLS
@@ -58,13 +72,15 @@ Options:
  */
 export async function runSimCluster(argv: string[]): Promise<void> {
   const shutdown = shutdownSignals();
-  const { values, help } = parseStringOptions(argv, ['prefill_ip', 'decode_ip', 'model', 'tls_config'], SIM_CLUSTER_HELP);
+  const { values, help } = parseStringOptions(argv, ['prefill_ip', 'decode_ip', 'model', 'tls_config', 'wire'], SIM_CLUSTER_HELP);
   if (help) {
     console.log(SIM_CLUSTER_HELP);
     return;
   }
   const model = values.model ?? SIM_CLUSTER_DEFAULTS.model;
   if (model.trim() === '') throw new ConfigError('--model: must not be empty');
+  const wire = values.wire ?? 'sim-cluster';
+  if (!(WIRE as readonly string[]).includes(wire)) throw new ConfigError(`--wire: must be ${WIRE.join(' or ')}, got ${JSON.stringify(wire)}`);
   const layouts: EngineLayout[] = [
     { name: 'prefill', role: 'prefill', id: 0, ip: ip('prefill_ip', values.prefill_ip ?? SIM_CLUSTER_DEFAULTS.prefillIp), devices: 1 },
     { name: 'decode', role: 'decode', id: 1, ip: ip('decode_ip', values.decode_ip ?? SIM_CLUSTER_DEFAULTS.decodeIp), devices: 1 },
@@ -90,6 +106,14 @@ export async function runSimCluster(argv: string[]): Promise<void> {
   };
   try {
     for (const layout of layouts) engines.push(await startEngine(layout, dir, model, tls));
+    if (wire === 'controller') {
+      printListening(layouts, engines);
+      console.log('pdlink: sim-cluster up, roles left to a controller; pdlink controller --config FILE wires them with this FILE:');
+      console.log(JSON.stringify(controllerTopology(layouts, model), null, 2));
+      await shutdown.received();
+      await stop();
+      return;
+    }
     await Promise.all(
       layouts.map((layout, i) =>
         postRole(
@@ -111,14 +135,29 @@ export async function runSimCluster(argv: string[]): Promise<void> {
     model,
     CLUSTER_ENGINE_DEFAULTS,
   );
-  for (const [i, layout] of layouts.entries()) {
-    console.log(listeningLine(`${layout.name}-inference`, engines[i]!.urls['inference']!));
-    console.log(listeningLine(`${layout.name}-management`, engines[i]!.urls['management']!));
-  }
+  printListening(layouts, engines);
   console.log('pdlink: sim-cluster linked (both engines RoleReady); register them with this refresh body:');
   console.log(JSON.stringify(body));
   await shutdown.received();
   await stop();
+}
+
+function printListening(layouts: readonly EngineLayout[], engines: readonly ManagedProcess[]): void {
+  for (const [i, layout] of layouts.entries()) {
+    console.log(listeningLine(`${layout.name}-inference`, engines[i]!.urls['inference']!));
+    console.log(listeningLine(`${layout.name}-management`, engines[i]!.urls['management']!));
+  }
+}
+
+/** The controller's topology file of the two engines (pdlink's own, so pdlink's fast timings). */
+function controllerTopology(layouts: readonly EngineLayout[], model: string): Record<string, unknown> {
+  const url = (ip: string, port: number) => `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
+  return {
+    coordinators: [SIM_CLUSTER_DEFAULTS.coordinator],
+    instances: layouts.map((l) =>
+      topologyEntry(l, url(l.ip, MANAGEMENT_PORT), url(l.ip, INFERENCE_PORT), model, CLUSTER_ENGINE_DEFAULTS),
+    ),
+  };
 }
 
 function ip(option: string, value: string): string {
@@ -145,6 +184,7 @@ async function startEngine(layout: EngineLayout, dir: string, model: string, tls
     ],
     listeners: ['management', 'inference'],
     env: launchEnv(),
+    detached: true,
     onLine: (line) => {
       // The engines' own failures (a taken port, above all) are what the user needs to see.
       if (!/listening on|cluster_id|sim-engine \(simulator\)/.test(line)) console.error(`pdlink sim-cluster: ${line}`);
