@@ -80,7 +80,8 @@ export async function runSimCluster(argv: string[]): Promise<void> {
   const model = values.model ?? SIM_CLUSTER_DEFAULTS.model;
   if (model.trim() === '') throw new ConfigError('--model: must not be empty');
   const wire = values.wire ?? 'sim-cluster';
-  if (!(WIRE as readonly string[]).includes(wire)) throw new ConfigError(`--wire: must be ${WIRE.join(' or ')}, got ${JSON.stringify(wire)}`);
+  if (!(WIRE as readonly string[]).includes(wire))
+    throw new ConfigError(`--wire: must be ${WIRE.join(' or ')}, got ${JSON.stringify(wire)}`);
   const layouts: EngineLayout[] = [
     { name: 'prefill', role: 'prefill', id: 0, ip: ip('prefill_ip', values.prefill_ip ?? SIM_CLUSTER_DEFAULTS.prefillIp), devices: 1 },
     { name: 'decode', role: 'decode', id: 1, ip: ip('decode_ip', values.decode_ip ?? SIM_CLUSTER_DEFAULTS.decodeIp), devices: 1 },
@@ -154,9 +155,7 @@ function controllerTopology(layouts: readonly EngineLayout[], model: string): Re
   const url = (ip: string, port: number) => `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
   return {
     coordinators: [SIM_CLUSTER_DEFAULTS.coordinator],
-    instances: layouts.map((l) =>
-      topologyEntry(l, url(l.ip, MANAGEMENT_PORT), url(l.ip, INFERENCE_PORT), model, CLUSTER_ENGINE_DEFAULTS),
-    ),
+    instances: layouts.map((l) => topologyEntry(l, url(l.ip, MANAGEMENT_PORT), url(l.ip, INFERENCE_PORT), model, CLUSTER_ENGINE_DEFAULTS)),
   };
 }
 
