@@ -18,6 +18,8 @@ import { managementAuth } from '../http/auth.ts';
 import { simControlApp } from '../sim/control-app.ts';
 import { SimEngine } from '../sim/engine.ts';
 import { simInferenceApp } from '../sim/inference-app.ts';
+import { prefixCacheApp, publishKvEvents, type SimKvEvents } from '../sim/kv-events.ts';
+import { endpointText } from '../zmtp/endpoint.ts';
 import { parseSimEngineArgs, SIM_ENGINE_HELP, type SimEngineArgs } from '../sim/options.ts';
 import { refuseAllInterfaces } from '../core/all-interfaces.ts';
 import { listeningLine, startListeners, untilSignal } from './common.ts';
@@ -65,6 +67,15 @@ export async function runSimEngine(argv: string[]): Promise<void> {
     throw err;
   }
 
+  let kvEvents: SimKvEvents | undefined;
+  try {
+    kvEvents = await publishKvEvents(args, settings.manage.ip, engine.prefixCache);
+  } catch (err) {
+    engine.close();
+    await agent.close();
+    throw new ConfigError(`cannot publish KV events on ${settings.manage.ip}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+
   // The agent's status carries the engine's free slots and blocks, as an engine embedding it would report.
   agent.reportResources(() => engine.resources());
   const management = new Hono();
@@ -73,6 +84,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   // The simulator's own routes are management routes too: the same token guards them.
   management.use('*', managementAuth(settings.management.managementToken));
   management.route('/', simControlApp(engine));
+  management.route('/', prefixCacheApp(engine.prefixCache));
   management.route('/', agent.managementApp);
 
   // Every line waits until every listener is up (see startListeners).
@@ -82,6 +94,12 @@ export async function runSimEngine(argv: string[]): Promise<void> {
       listeningLine(`link-${d.endpoint}`, formatIpPort(d)),
     ]),
     `pdlink: sim-engine (simulator) role ${args.role} model ${args.model}`,
+    ...(kvEvents === undefined
+      ? []
+      : [
+          listeningLine('kv-events', endpointText(settings.manage.ip, kvEvents.port)),
+          ...(kvEvents.replayPort === undefined ? [] : [listeningLine('kv-replay', endpointText(settings.manage.ip, kvEvents.replayPort))]),
+        ]),
   ];
   let listeners;
   try {
@@ -106,6 +124,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
       preamble,
     );
   } catch (err) {
+    await kvEvents?.close();
     engine.close();
     await agent.close();
     throw err;
@@ -115,6 +134,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
   engine.releases.token = settings.management.managementToken;
   await untilSignal(async () => {
     await Promise.all(listeners.map((l) => l.stop()));
+    await kvEvents?.close();
     engine.close();
     await agent.close();
   });

@@ -146,7 +146,7 @@ export class PdScheduler {
     if (typeof result === 'string')
       return this.#fail(result === 'no_capacity' && this.#topology.capsBlock() ? 'instance_cap' : result, checked);
     const pair = this.#chosen(result.p!, result.d!, result.pickedReason, result.pickedBlocks);
-    const path = this.#pathOf(checked, result.pickedBlocks);
+    const path = this.#pathOf(checked, result.pickedBlocks, result.p!.id);
     return path === 'local' ? { ...pair, path } : pair;
   }
 
@@ -159,11 +159,13 @@ export class PdScheduler {
   }
 
   /** Conditional disaggregation: the uncached part is what cache affinity does not know P to hold. */
-  #pathOf(checked: CheckedRequest, matchedBlocks: number): PdPath {
+  #pathOf(checked: CheckedRequest, matchedBlocks: number, pId: number): PdPath {
     const rule = this.#localPrefill;
     if (rule.maxLocalPrefillLength === undefined && rule.maxPrefillQueueSize === undefined) return 'disaggregated';
     const tokens = checked.promptTokenCount ?? checked.promptTokens?.length;
-    const uncached = tokens === undefined ? undefined : Math.max(0, tokens - matchedBlocks * this.#blockSize);
+    // precise_prefix knows P's cached tokens at P's own block size; cache_affinity counts its hash blocks.
+    const cached = this.#hits !== undefined ? this.#hits.tokensOf(pId) : matchedBlocks * this.#blockSize;
+    const uncached = tokens === undefined ? undefined : Math.max(0, tokens - cached);
     const queues: number[] = [];
     if (rule.maxPrefillQueueSize !== undefined)
       for (const node of this.#topology.nodes()) if (node.role === 'prefill') queues.push(this.#loads.load(node.id)?.reservedSlots ?? 0);

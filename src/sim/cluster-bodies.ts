@@ -55,6 +55,8 @@ export interface RefreshEntry {
   readonly engine: EngineLayout;
   readonly inferencePort: number;
   readonly managementPort: number;
+  /** Where the engine publishes its KV events, when it does. */
+  readonly kvEvents?: { readonly endpoint: string; readonly replay: string } | undefined;
 }
 
 /**
@@ -67,7 +69,7 @@ export function refreshBody(entries: readonly RefreshEntry[], model: string, geo
   const slots = SIM_TOTAL_SLOTS;
   return {
     ids: entries.map((e) => e.engine.id),
-    instances: entries.map(({ engine, inferencePort, managementPort }) => {
+    instances: entries.map(({ engine, inferencePort, managementPort, kvEvents }) => {
       const blocks = geometry.numBlocks * engine.devices;
       const prefill = engine.role === 'prefill';
       const peers = ids(prefill ? 'decode' : 'prefill');
@@ -78,6 +80,7 @@ export function refreshBody(entries: readonly RefreshEntry[], model: string, geo
         metric_port: String(managementPort),
         model_name: model,
         ...(prefill && geometry.protocol === 'sglang' ? { bootstrap_port: managementPort } : {}),
+        ...(kvEvents === undefined ? {} : { kv_events_endpoint: kvEvents.endpoint, kv_events_replay_endpoint: kvEvents.replay }),
         static_info: {
           group_id: 0,
           max_seq_len: geometry.maxModelLen,

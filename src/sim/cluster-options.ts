@@ -23,9 +23,13 @@ export type SimEngineSettings = Pick<
   | 'kvLeaseMs'
   | 'pullTimeoutMs'
   | 'protocol'
+  | 'kvEventsEncoding'
+  | 'kvEventsHashes'
 >;
 
 export interface SimClusterOptions {
+  /** Engines publish their prefix cache's KV events (vLLM's ZeroMQ frames); refresh entries name the sockets. */
+  readonly kvEvents?: boolean;
   readonly prefill: number;
   readonly decode: number;
   /** Devices per engine (default 1). */
@@ -71,6 +75,8 @@ export const CLUSTER_ENGINE_DEFAULTS: SimEngineSettings = {
   kvLeaseMs: 30_000,
   pullTimeoutMs: 5_000,
   protocol: 'vllm',
+  kvEventsEncoding: 'array',
+  kvEventsHashes: 'int',
 };
 
 /** PEM file paths for a TLS cluster: one CA, one server certificate for every listener, one client certificate. */
@@ -86,4 +92,11 @@ export interface SimEngineHandle extends EngineLayout {
   process: ManagedProcess;
   readonly manageUrl: string;
   readonly inferenceUrl: string;
+}
+
+/** The KV-event sockets of an engine started with `kvEvents` (from its listening lines). */
+export function kvEventsOf(process: ManagedProcess): { readonly endpoint: string; readonly replay: string } | undefined {
+  const endpoint = process.urls['kv-events'];
+  const replay = process.urls['kv-replay'];
+  return endpoint === undefined || replay === undefined ? undefined : { endpoint, replay };
 }

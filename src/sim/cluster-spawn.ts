@@ -92,7 +92,7 @@ export async function startEngine(
 ): Promise<ManagedProcess> {
   const path = join(place.dir, `${layout.name}.json`);
   writeFileSync(path, JSON.stringify(withEngineTls(engineConfig(layout, place.linkBasePort), place.tls)));
-  const args = engineArgs(layout, path, model, settings);
+  const args = engineArgs(layout, path, model, settings, options.kvEvents === true);
   return spawnListening({
     name: layout.name,
     command: [
@@ -102,12 +102,12 @@ export async function startEngine(
         ? args
         : args.map((arg, i, all) => (all[i - 1] === '--manage_port' ? ports.manage : all[i - 1] === '--port' ? ports.inference : arg))),
     ],
-    listeners: ['management', 'inference'],
+    listeners: options.kvEvents === true ? ['management', 'inference', 'kv-events', 'kv-replay'] : ['management', 'inference'],
     ...spawnExtras(options),
   });
 }
 
-function engineArgs(layout: EngineLayout, configPath: string, model: string, s: SimEngineSettings): string[] {
+function engineArgs(layout: EngineLayout, configPath: string, model: string, s: SimEngineSettings, kvEvents: boolean): string[] {
   return [
     '--role',
     layout.role,
@@ -144,6 +144,19 @@ function engineArgs(layout: EngineLayout, configPath: string, model: string, s: 
     String(s.pullTimeoutMs),
     '--protocol',
     s.protocol,
+    // The KV-event sockets on the engine's address, ports chosen by the system (a restart keeps none: its sequence starts over).
+    ...(kvEvents
+      ? [
+          '--kv_events_port',
+          '0',
+          '--kv_events_replay_port',
+          '0',
+          '--kv_events_encoding',
+          s.kvEventsEncoding,
+          '--kv_events_hashes',
+          s.kvEventsHashes,
+        ]
+      : []),
   ];
 }
 

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { refreshBody, roleBody, topologyEntry, type EngineLayout } from './cluster-bodies.ts';
 import {
   CLUSTER_ENGINE_DEFAULTS,
+  kvEventsOf,
   type SimClusterOptions,
   type SimClusterTls,
   type SimEngineHandle,
@@ -230,7 +231,12 @@ export class SimCluster {
   async refresh(options: { exclude?: readonly string[] } = {}): Promise<void> {
     const entries = this.engines
       .filter((e) => e.process.running() && !(options.exclude ?? []).includes(e.name))
-      .map((e) => ({ engine: e, inferencePort: Number(new URL(e.inferenceUrl).port), managementPort: Number(new URL(e.manageUrl).port) }));
+      .map((e) => ({
+        engine: e,
+        inferencePort: Number(new URL(e.inferenceUrl).port),
+        managementPort: Number(new URL(e.manageUrl).port),
+        kvEvents: kvEventsOf(e.process),
+      }));
     const body = refreshBody(entries, this.model, this.settings);
     const res = await this.fetch(`${this.coordinatorUrl}/v1/instances/refresh`, {
       method: 'POST',

@@ -42,6 +42,14 @@ describe('sim-engine options', () => {
       '7',
       '--protocol',
       'sglang',
+      '--kv_events_port',
+      '0',
+      '--kv_events_replay_port',
+      '7001',
+      '--kv_events_encoding',
+      'map',
+      '--kv_events_hashes',
+      'bytes',
     ]);
     expect(args).toEqual({
       help: false,
@@ -63,6 +71,10 @@ describe('sim-engine options', () => {
       kvLeaseMs: 5,
       pullTimeoutMs: 7,
       protocol: 'sglang',
+      kvEventsPort: 0,
+      kvEventsReplayPort: 7001,
+      kvEventsEncoding: 'map',
+      kvEventsHashes: 'bytes',
     });
   });
 

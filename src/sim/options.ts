@@ -51,6 +51,13 @@ Options:
   --pull_timeout_ms MS      deadline of one KV pull                           (default 1000)
   --protocol vllm|sglang    the PD protocol served: vLLM's kv_transfer_params,
                             or SGLang's bootstrap rooms                       (default vllm)
+  --kv_events_port PORT     publish the prefix cache's KV events as vLLM does, on a
+                            ZeroMQ PUB socket at manage_ip:PORT (0 = any free port;
+                            absent = no events)
+  --kv_events_replay_port PORT  the ROUTER replay socket beside it (0 = any free port)
+  --kv_events_encoding array|map  msgspec array_like (vLLM's releases) or tagged maps
+                            (its newest code)                                (default array)
+  --kv_events_hashes int|bytes    block hashes as 64-bit integers or bytes  (default int)
   -h, --help                show this help
 
 Faults for tests (management listener): POST /sim/faults with any of
@@ -83,6 +90,10 @@ export interface SimEngineArgs {
   kvLeaseMs: number;
   pullTimeoutMs: number;
   protocol: 'vllm' | 'sglang';
+  kvEventsPort?: number;
+  kvEventsReplayPort?: number;
+  kvEventsEncoding: 'array' | 'map';
+  kvEventsHashes: 'int' | 'bytes';
 }
 
 /** Defaults of the simulated engine's numeric options. */
@@ -98,6 +109,8 @@ export const SIM_DEFAULTS = {
   kvLeaseMs: 30_000,
   pullTimeoutMs: 1000,
   protocol: 'vllm',
+  kvEventsEncoding: 'array',
+  kvEventsHashes: 'int',
 } as const;
 
 /**
@@ -130,6 +143,10 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
         kv_lease_ms: { type: 'string' },
         pull_timeout_ms: { type: 'string' },
         protocol: { type: 'string' },
+        kv_events_port: { type: 'string' },
+        kv_events_replay_port: { type: 'string' },
+        kv_events_encoding: { type: 'string' },
+        kv_events_hashes: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }).values;
@@ -158,7 +175,12 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
     kvLeaseMs: int('kv_lease_ms', values.kv_lease_ms, SIM_DEFAULTS.kvLeaseMs, 1, INT32_MAX),
     pullTimeoutMs: int('pull_timeout_ms', values.pull_timeout_ms, SIM_DEFAULTS.pullTimeoutMs, 1, INT32_MAX),
     protocol: values.protocol === 'sglang' ? 'sglang' : SIM_DEFAULTS.protocol,
+    kvEventsEncoding: oneOf('kv_events_encoding', values.kv_events_encoding, ['array', 'map'] as const, SIM_DEFAULTS.kvEventsEncoding),
+    kvEventsHashes: oneOf('kv_events_hashes', values.kv_events_hashes, ['int', 'bytes'] as const, SIM_DEFAULTS.kvEventsHashes),
   };
+  if (values.kv_events_port !== undefined) args.kvEventsPort = int('kv_events_port', values.kv_events_port, 0, 0, 65535);
+  if (values.kv_events_replay_port !== undefined)
+    args.kvEventsReplayPort = int('kv_events_replay_port', values.kv_events_replay_port, 0, 0, 65535);
   if (values.prefix_cache_blocks !== undefined)
     args.prefixCacheBlocks = int('prefix_cache_blocks', values.prefix_cache_blocks, 0, 0, 1 << 26);
   if (values.config !== undefined) args.config = values.config;
@@ -174,6 +196,13 @@ function int(option: string, text: string | undefined, fallback: number, min: nu
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
     throw new ConfigError(`--${option}: must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`);
   return Number(text);
+}
+
+function oneOf<T extends string>(option: string, text: string | undefined, allowed: readonly T[], fallback: T): T {
+  if (text === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(text))
+    throw new ConfigError(`--${option}: must be ${allowed.join(' or ')}, got ${JSON.stringify(text)}`);
+  return text as T;
 }
 
 function ms(option: string, text: string | undefined, fallback: number): number {

@@ -25,14 +25,30 @@ describe('PrefixCache', () => {
     expect(cache.stats()).toEqual({ lookups: 3, prompt_tokens: 17, hit_tokens: 8, hit_blocks: 4, blocks: 6, capacity: 100 });
   });
 
-  test('evicts the least recently used block beyond its capacity', () => {
+  test("evicts beyond its capacity the least recently used block, a prompt's deepest block before its root", () => {
     const cache = new PrefixCache(2);
-    cache.admit([1, 1], 1); // blocks A(1), B(1,1)
-    cache.admit([2], 1); // C; A is evicted
+    cache.admit([1, 1], 1); // blocks A(1), B(1,1); A, the shared root, is the more recent
+    cache.admit([2], 1); // C; B, the leaf, is evicted
     expect(cache.stats().blocks).toBe(2);
-    // A was evicted, so the chain misses from its first block although B is still held.
-    expect(cache.admit([1, 1], 1)).toBe(0);
-    expect(cache.admit([2], 1)).toBe(0); // C went when A and B came back
+    expect(cache.admit([1, 1], 1)).toBe(1); // A is still there, B is not
+    expect(cache.admit([2], 1)).toBe(0); // C went when B came back
+  });
+
+  test('the listener hears runs of new blocks with their parents, evictions and a clear', () => {
+    const cache = new PrefixCache(3);
+    const heard: string[] = [];
+    cache.listener = {
+      stored: (hashes, from, to, tokens, bt) =>
+        heard.push(`stored ${from}-${to} parent ${from > 0 ? hashes[from - 1] === blockHashes(tokens, bt)[from - 1] : 'none'}`),
+      removed: (hashes) => heard.push(`removed ${hashes.length}`),
+      cleared: () => heard.push('cleared'),
+    };
+    cache.admit([1, 2], 1);
+    cache.admit([1, 2, 3], 1);
+    cache.admit([7, 8], 1);
+    cache.clear();
+    expect(heard).toEqual(['stored 0-2 parent none', 'stored 2-3 parent true', 'stored 0-2 parent none', 'removed 2', 'cleared']);
+    expect(cache.stats().blocks).toBe(0);
   });
 
   test('capacity 0 caches nothing', () => {

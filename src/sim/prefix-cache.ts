@@ -3,8 +3,19 @@
  * used first, as vLLM's automatic prefix caching keeps them. A block's hash chains its tokens with
  * every block before it, so a hit means the whole prefix up to that block is the same; a prompt's
  * cached tokens are its leading run of held blocks. Only the hashes are kept — the simulator's
- * timing is what a hit changes (prefill runs only over the tokens not cached).
+ * timing is what a hit changes (prefill runs only over the tokens not cached). A prompt's blocks are
+ * refreshed deepest first, so its shared prefix is the most recent and the deepest block goes first
+ * (as a radix cache evicts leaves). A listener hears every block stored and evicted, and a clear,
+ * as an engine publishes them as KV events (kv-events.ts).
  */
+
+/** Told what the cache stores and evicts, in the order it happens. */
+export interface PrefixCacheListener {
+  /** Blocks [from, to) of the prompt were stored; block from − 1 (if any) is their parent. */
+  stored(hashes: readonly string[], from: number, to: number, tokens: readonly number[], blockTokens: number): void;
+  removed(hashes: readonly string[]): void;
+  cleared(): void;
+}
 
 export interface PrefixCacheStats {
   /** Prompts looked up. */
@@ -41,6 +52,8 @@ export function blockHashes(tokens: readonly number[], blockTokens: number): str
 
 export class PrefixCache {
   readonly capacity: number;
+  /** Hears every change (the KV-event publisher), when there is one. */
+  listener: PrefixCacheListener | undefined;
   /** Block hash → nothing; Map order is recency (oldest first). */
   readonly #held = new Map<string, true>();
   #lookups = 0;
@@ -69,7 +82,7 @@ export class PrefixCache {
     this.#promptTokens += tokens.length;
     this.#hitTokens += hits * blockTokens;
     this.#hitBlocks += hits;
-    this.#touch(hashes);
+    this.#touch(hashes, tokens, blockTokens);
     return hits * blockTokens;
   }
 
@@ -79,7 +92,29 @@ export class PrefixCache {
    * @example cache.hold(request.tokens, 16);
    */
   hold(tokens: readonly number[], blockTokens: number): void {
-    this.#touch(blockHashes(tokens, blockTokens));
+    this.#touch(blockHashes(tokens, blockTokens), tokens, blockTokens);
+  }
+
+  /**
+   * Forgets every block (vLLM's prefix-cache reset); the listener hears AllBlocksCleared.
+   * @example cache.clear();
+   */
+  clear(): void {
+    this.#held.clear();
+    this.listener?.cleared();
+  }
+
+  /**
+   * Whether a block is held now (tests compare the cache with what its events built elsewhere).
+   * @example cache.holds(blockHashes(tokens, 16)[0])
+   */
+  holds(hash: string): boolean {
+    return this.#held.has(hash);
+  }
+
+  /** The hashes held now, least recent first. */
+  held(): IterableIterator<string> {
+    return this.#held.keys();
   }
 
   /**
@@ -92,12 +127,32 @@ export class PrefixCache {
     return hits;
   }
 
-  #touch(hashes: readonly string[]): void {
-    for (const hash of hashes) {
+  #touch(hashes: readonly string[], tokens: readonly number[], blockTokens: number): void {
+    const listener = this.listener;
+    // Runs of blocks new to the cache, reported as stored (each run chained to the block before it).
+    if (listener !== undefined && this.capacity > 0) {
+      let from = -1;
+      for (let i = 0; i <= hashes.length; i++) {
+        const fresh = i < hashes.length && !this.#held.has(hashes[i]!);
+        if (fresh && from < 0) from = i;
+        if (!fresh && from >= 0) {
+          listener.stored(hashes, from, i, tokens, blockTokens);
+          from = -1;
+        }
+      }
+    }
+    for (let i = hashes.length - 1; i >= 0; i--) {
+      const hash = hashes[i]!;
       this.#held.delete(hash);
       this.#held.set(hash, true);
     }
-    while (this.#held.size > this.capacity) this.#held.delete(this.#held.keys().next().value!);
+    let evicted: string[] | undefined;
+    while (this.#held.size > this.capacity) {
+      const oldest = this.#held.keys().next().value!;
+      this.#held.delete(oldest);
+      if (listener !== undefined) (evicted ??= []).push(oldest);
+    }
+    if (evicted !== undefined) listener!.removed(evicted);
   }
 
   /** Counters for `GET /sim/status`. */

@@ -149,3 +149,20 @@ describe('decode-first', () => {
     expect(pick({ promptTokens: tokens }).path).toBeUndefined();
   });
 });
+
+describe('conditional disaggregation under precise_prefix', () => {
+  test("the uncached part is counted in P's own block size, whatever the scheduler's hash block", () => {
+    const state = new KvState();
+    const scheduler = createScheduler({
+      cluster: new TestCluster([P(0), D(10, [0])]),
+      policy: { prefill: 'precise_prefix', decode: 'load_balance' },
+      kv: { state },
+      localPrefill: { maxLocalPrefillLength: 2 * BS },
+    });
+    const tokens = prompt(11, 2);
+    holds(state, 0, tokens, 8); // 12 tokens uncached: more than 8
+    expect((scheduler.pick({ promptTokens: tokens }) as Pair).path).toBeUndefined();
+    holds(state, 0, tokens, 9); // 8 uncached
+    expect((scheduler.pick({ promptTokens: tokens }) as Pair).path).toBe('local');
+  });
+});

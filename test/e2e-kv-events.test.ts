@@ -1,0 +1,107 @@
+/**
+ * Routing on the engines' own KV events, end to end: simulated engines publish their prefix caches
+ * as vLLM does, the Coordinator subscribes through their refresh entries, precise_prefix sends a
+ * repeated prompt to the P that holds it, and with decode-first a conversation's next turn is
+ * prefilled by the D that decoded the last one (no P leg). An engine restart starts its stream over.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { until } from '../src/sim/process.ts';
+import { legsWhen, proxyPost, SimCluster } from './support/sim-cluster.ts';
+
+const MODEL = 'kv-sim';
+const BS = 16;
+let cluster: SimCluster;
+
+beforeAll(async () => {
+  cluster = await SimCluster.start({
+    prefill: 2,
+    decode: 2,
+    model: MODEL,
+    kvEvents: true,
+    engine: { blockTokens: BS, kvEventsEncoding: 'map', kvEventsHashes: 'bytes' },
+    coordinatorConfig: {
+      scheduler: {
+        policy: { prefill: 'precise_prefix', decode: 'precise_prefix' },
+        conditional_disaggregation: { max_local_prefill_length: 2 * BS, decode_first: true },
+      },
+    },
+  });
+}, 90_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+interface GlobalView {
+  index: { held_blocks: number };
+  tenants: Record<
+    string,
+    Record<string, { dp_ranks: Record<string, { connected: boolean; last_seq: string | null; blocks: { stored: number } }> }>
+  >;
+}
+
+const view = async (): Promise<GlobalView> =>
+  (await (await cluster.fetch(`${cluster.coordinatorUrl}/global_view`, { headers: cluster.authorization() })).json()) as GlobalView;
+const tokens = (n: number, seed: number): number[] => Array.from({ length: n }, (_, i) => (seed * 7919 + i * 31) % 30000);
+
+async function complete(id: string, prompt: number[]) {
+  const res = await proxyPost(cluster, '/v1/completions', { model: MODEL, prompt, max_tokens: 2 }, id);
+  expect(res.status).toBe(200);
+  await res.arrayBuffer();
+  return legsWhen(cluster, id, (rs) => rs.length > 0 && rs.every((r) => r.outcome !== 'running'));
+}
+
+describe('routing on KV events from the simulated engines', () => {
+  test('every engine is subscribed through its refresh entry', async () => {
+    await until(
+      async () => {
+        const v = await view();
+        const streams = Object.values(v.tenants['default'] ?? {}).flatMap((i) => Object.values(i.dp_ranks));
+        return streams.length === 4 && streams.every((s) => s.connected) ? true : undefined;
+      },
+      20_000,
+      () => 'four connected streams',
+    );
+  });
+
+  test('a repeated prompt goes to the P whose events show it, and hits its cache', async () => {
+    const prompt = tokens(8 * BS, 1);
+    const first = await complete('kv-first', prompt);
+    const p = first.find((r) => r.leg === 'prefill')!.engine;
+    await until(
+      async () => ((await view()).index.held_blocks >= 8 ? true : undefined),
+      10_000,
+      () => 'the first prompt indexed',
+    );
+    const second = await complete('kv-second', [...prompt, ...tokens(3 * BS, 2)]);
+    const prefill = second.find((r) => r.leg === 'prefill')!;
+    expect(prefill.engine).toBe(p);
+    expect(prefill.cachedTokens).toBe(8 * BS);
+  });
+
+  test('decode-first: the next turn is prefilled by the D that holds the conversation, without a P leg', async () => {
+    const turn1 = tokens(6 * BS, 3);
+    const first = await complete('conv-1', turn1);
+    const d = first.find((r) => r.leg === 'decode')!.engine;
+    // D held the pulled blocks once it decoded: its events say so.
+    await until(
+      async () => {
+        const v = await view();
+        return Object.values(v.tenants['default']!).length > 0 ? true : undefined;
+      },
+      10_000,
+      () => 'view',
+    );
+    const turn2 = [...turn1, ...tokens(BS, 4)]; // one more block: uncached 16 ≤ 32
+    const second = await until(
+      async () => {
+        const legs = await complete(`conv-2-${Math.random()}`, turn2);
+        return legs.some((r) => r.leg === 'local') ? legs : undefined;
+      },
+      10_000,
+      () => 'a local prefill on D',
+    );
+    expect(second.map((r) => [r.engine, r.leg])).toEqual([[d, 'local']]);
+    expect(second[0]!.cachedTokens).toBe(6 * BS);
+  });
+});
