@@ -27,7 +27,7 @@ import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 /** Inference listener port default, as MindIE's ServerConfig has it. */
-const DEFAULT_INFERENCE_PORT = 1025;
+export const DEFAULT_INFERENCE_PORT = 1025;
 
 /**
  * Runs the engine simulator until a signal stops it.

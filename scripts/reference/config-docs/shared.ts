@@ -111,7 +111,7 @@ export function sharedPdlinkKeys(process: string, leaseHolder: string): KeyDocs 
     },
     'pdlink.auth': { doc: 'Secrets, each read from a file so it is never on a command line nor in a log.' },
     'pdlink.auth.management_token_file': {
-      doc: `A file holding one token on one line: every management route then needs \`Authorization: Bearer <token>\` (401 otherwise; probes exempt), and pdlink's own calls send it. Env \`${MANAGEMENT_TOKEN_ENV}\` wins; a missing or empty file stops the start.`,
+      doc: `A file holding one token on one line: every management route then needs \`Authorization: Bearer <token>\` (401 otherwise; probes exempt). Env \`${MANAGEMENT_TOKEN_ENV}\` wins; a missing or empty file stops the start.`,
       default: 'none: the listener is open',
     },
     'pdlink.http': { doc: "Caps of this process's HTTP listeners." },
