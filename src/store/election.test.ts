@@ -17,6 +17,8 @@ class FlakyStore extends MemoryStore {
   down = false;
   /** Claims fail while set, as one call in three did with an etcd member down. */
   claimsFail = false;
+  /** Keep-alives wait for this before answering (an etcd electing a leader). */
+  hang: Promise<void> | undefined;
   readonly #connected = new Set<(connected: boolean) => void>();
 
   setDown(down: boolean): void {
@@ -47,7 +49,10 @@ class FlakyStore extends MemoryStore {
     return {
       id: lease.id,
       ttlSeconds,
-      keepAlive: () => (this.down ? silence() : lease.keepAlive()),
+      keepAlive: async () => {
+        if (this.hang !== undefined) await this.hang;
+        return this.down ? silence() : lease.keepAlive();
+      },
       revoke: () => lease.revoke(),
     };
   }
@@ -136,6 +141,47 @@ describe('Election', () => {
     clock.now += 3000;
     expect(a.leader).toBe(false);
     expect(a.mayAct()).toBe(false);
+    await a.close();
+    await store.close();
+  });
+
+  test('a holder stalled for less than a TTL keeps the title (its lease cannot have lapsed) and acts again once renewed', async () => {
+    const store = new FlakyStore();
+    const clock = { now: 1_000_000 };
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now });
+    const seen = changes(a);
+    await a.step();
+    clock.now += 1800; // a stall (GC, an overloaded machine): no tick, no renewal
+    expect(a.leader).toBe(true);
+    expect(a.mayAct()).toBe(false);
+    await a.step();
+    expect(a.mayAct()).toBe(true);
+    expect(seen).toEqual([true]);
+    await a.close();
+    await store.close();
+  });
+
+  test('a renewal that gets no answer (an etcd election) is the store silent: the holder rides out past its lease', async () => {
+    const store = new FlakyStore();
+    const clock = { now: 1_000_000 };
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now });
+    const seen = changes(a);
+    await a.step();
+    const answer = Promise.withResolvers<void>();
+    store.hang = answer.promise;
+    const pending = a.step();
+    for (let t = 0; t < 3000; t += 100) {
+      clock.now += 100;
+      void a.step(); // the heartbeat: this process runs
+      expect(a.leader).toBe(true);
+    }
+    expect(a.mayAct()).toBe(false);
+    store.hang = undefined;
+    answer.resolve();
+    await pending;
+    await a.step();
+    expect(a.mayAct()).toBe(true);
+    expect(seen).toEqual([true]);
     await a.close();
     await store.close();
   });

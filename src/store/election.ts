@@ -6,12 +6,13 @@
  *   lapsed in the store; each renewal also reads the key to check it is still bound to the lease.
  * - It stands down the moment it learns otherwise: the store says the lease is gone, the key is
  *   deleted or taken (a watch on the key), or a guarded write finds it not held (`lost()`).
- * - Past its proof it keeps the title without acting (riding out) only while the store is provably
+ * - Past its proof it keeps the title without acting until a TTL has passed since its last
+ *   renewal (till then the lease cannot have lapsed); past that only while the store is provably
  *   silent — renewals sent in time fail or wait for want of an answer, as during an etcd leader
- *   election — and this process did not stall: a process that was stopped cannot tell what happened meanwhile,
- *   so it stands down on waking. A controller rides out for at most two TTLs; a Coordinator
- *   (`holdWhileDisconnected`) for as long as the store stays silent: a stale master proxy is
- *   harmless, a cluster with no ready Coordinator is an outage.
+ *   election — and this process did not stall: a process that was stopped cannot tell what
+ *   happened meanwhile, so it stands down on waking. A controller rides out for at most two TTLs;
+ *   a Coordinator (`holdWhileDisconnected`) for as long as the store stays silent: a stale master
+ *   proxy is harmless, a cluster with no ready Coordinator is an outage.
  * Standbys read the key every step, at once when it is deleted and when the store comes back; a
  * holder that rode out too long keeps its lease and takes the title back at once if the store,
  * back, still binds the key to it.
@@ -115,6 +116,7 @@ export class Election {
   /** One round: renew when holding, else try to take the key. Exposed for tests. */
   async step(): Promise<void> {
     if (this.#closed) return;
+    this.#tick();
     if (this.#stepping) {
       this.#again = true;
       return;
@@ -173,7 +175,12 @@ export class Election {
       return this.#campaign();
     }
     this.#renewedAt = Math.max(this.#renewedAt, sentAt);
-    this.#silentSince = undefined;
+    if (this.#now() < sentAt + this.#ttlMs - this.#stepMs) this.#silentSince = undefined;
+    else {
+      // Answered, but so late that it proves little: still riding out, and renewed again at once.
+      this.#silentSince ??= sentAt;
+      this.#soon();
+    }
     // The proof that the key is still bound to the lease (a watch event may be on its way).
     const held = await this.#store.held(this.#options.key).catch(() => 'unknown' as const);
     if (held === 'unknown' || lease !== this.#lease || !this.#leader) return;
@@ -190,10 +197,8 @@ export class Election {
     try {
       const held = await this.#store.held(key);
       const mine = this.#lease;
-      if (held !== undefined && (mine === undefined || held.lease !== mine.id)) {
-        this.#holder = held.value;
-        return;
-      }
+      if (held !== undefined) this.#holder = held.value;
+      if (held !== undefined && (mine === undefined || held.lease !== mine.id)) return;
       if (held !== undefined && mine !== undefined) {
         // Still bound to the lease this candidate kept through an outage: take the title back if the lease lives.
         const sentAt = this.#now();
@@ -258,11 +263,12 @@ export class Election {
     }
   }
 
-  /** Stands down when the proof has run out and the title cannot be ridden out. */
+  /** Stands down when the lease may have lapsed (a TTL since the last renewal) and the title cannot be ridden out. */
   #check(): void {
     if (!this.#leader) return;
     const now = this.#now();
-    if (now < this.#renewedAt + this.#ttlMs - this.#stepMs) return;
+    // Within a TTL of a confirmed renewal the lease cannot have lapsed: the title is certain (acts stop a step earlier).
+    if (now < this.#renewedAt + this.#ttlMs) return;
     if (now - this.#lastTickAt > this.#stepMs) this.#stalledAt = now;
     const silentSince = this.#silentSince ?? this.#pendingSince;
     const riding =

@@ -133,7 +133,9 @@ export class TestEtcd {
     const count = options.members ?? 1;
     let lastError: unknown;
     for (let attempt = 0; attempt < 5; attempt++) {
-      const base = 30_000 + Math.floor(Math.random() * 7_000) * 4;
+      // Below the kernel's ephemeral range (and the simulator's link ports, 20000 up): a member
+      // restarted on its ports must not find one taken as some outgoing connection's source port.
+      const base = 10_000 + Math.floor(Math.random() * 2_400) * 4;
       const names = Array.from({ length: count }, (_, i) => `pdlink-test-${i}`);
       const peer = (i: number): string => `http://127.0.0.1:${base + 2 * i + 1}`;
       const initialCluster = names.map((n, i) => `${n}=${peer(i)}`).join(',');
@@ -158,7 +160,7 @@ export class TestEtcd {
           '--initial-cluster-state',
           'new',
           '--log-level',
-          'warn',
+          process.env['PDLINK_TEST_ETCD_LOG'] ?? 'warn',
           ...(options.quotaBytes === undefined ? [] : ['--quota-backend-bytes', String(options.quotaBytes)]),
         ];
         return new EtcdMember(binary, name, endpoint, args);
@@ -183,8 +185,10 @@ export class TestEtcd {
 
   /** Starts member `i` again after a stop and waits until the cluster (with it) answers. */
   async resumeMember(i: number): Promise<void> {
-    this.members[i]!.spawn();
+    const member = this.members[i]!;
+    member.spawn();
     await this.healthy();
+    if (!member.running) throw new Error(`etcd member ${member.name} exited:\n${member.output}`);
   }
 
   /** Resolves once every running member answers /health (the cluster has a leader). */
@@ -227,6 +231,18 @@ export class TestEtcd {
       if (!m.running) continue;
       const res = await m.gateway('/v3/lease/leases');
       if (res !== undefined) return ((res['leases'] as { ID: string }[] | undefined) ?? []).map((l) => l.ID);
+    }
+    throw new Error('no etcd member answered');
+  }
+
+  /** The lease key `key` (absolute) is bound to, or undefined when it does not exist or has none. */
+  async leaseOf(key: string): Promise<string | undefined> {
+    for (const m of this.members) {
+      if (!m.running) continue;
+      const res = await m.gateway('/v3/kv/range', { key: Buffer.from(key).toString('base64') });
+      if (res === undefined) continue;
+      const kv = (res['kvs'] as { lease?: string }[] | undefined)?.[0];
+      return kv?.lease === undefined || kv.lease === '0' ? undefined : kv.lease;
     }
     throw new Error('no etcd member answered');
   }

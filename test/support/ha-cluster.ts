@@ -20,6 +20,8 @@ export interface HaClusterOptions {
   readonly mode: HaMode;
   /** Lease TTL of controllers and Coordinators (default 2 s). */
   readonly ttlSeconds?: number;
+  /** Members of the etcd (default 1; production runs 3, every endpoint listed). */
+  readonly etcdMembers?: number;
   readonly onLine?: (line: string) => void;
 }
 
@@ -54,9 +56,9 @@ export class HaCluster {
    * @example const ha = await HaCluster.start({ mode: 'active_active' });
    */
   static async start(options: HaClusterOptions): Promise<HaCluster> {
-    const etcd = await TestEtcd.start();
+    const etcd = await TestEtcd.start({ members: options.etcdMembers ?? 1 });
     const ttl = options.ttlSeconds ?? 2;
-    const pdlink = { cluster: 'ha', store: { etcd: { endpoints: [etcd.endpoint], lease_ttl_seconds: ttl } } };
+    const pdlink = { cluster: 'ha', store: { etcd: { endpoints: etcd.endpoints, lease_ttl_seconds: ttl } } };
     const coordinatorConfig: Record<string, unknown> = { pdlink };
     if (options.mode === 'master_standby') coordinatorConfig['backup_config'] = { function_enable: true };
     let sim: SimCluster | undefined;
@@ -219,6 +221,20 @@ export class HaCluster {
       const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
       const match = /^pdlink_store_connected\{[^}]*\} (\d+)/m.exec(text);
       return match === null ? undefined : Number(match[1]);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A metric's value (summed over its series) on controller `i`, or undefined when it does not answer. */
+  async controllerMetric(i: number, name: string, labels = ''): Promise<number | undefined> {
+    try {
+      const text = await (await fetch(`${this.controllerUrl(i)}/metrics`, { signal: AbortSignal.timeout(2000) })).text();
+      let total = 0;
+      for (const match of text.matchAll(new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)`, 'gm'))) {
+        if (labels === '' || (match[1] ?? '').includes(labels)) total += Number(match[2]);
+      }
+      return total;
     } catch {
       return undefined;
     }
