@@ -88,10 +88,16 @@ export function hostOf(proc: Proc, listener: string): Host {
  * pdlink's Coordinator in front of `engines`; `script` may name another checkout's host script (an
  * A/B of two versions). `gcLog` turns on JSC's GC log, for the garbage measurement only: the log is
  * written a few bytes per call, a hundred calls or so per collection, and counts as the process's CPU.
+ * `file` is the Coordinator's configuration file (default: empty, every default).
  */
-export async function startPdlink(engines: Proc, script = 'proxy-pdlink-host.ts', gcLog = false): Promise<Host> {
-  const config = join(dir, 'ms_coordinator.json');
-  writeFileSync(config, '{}');
+export async function startPdlink(
+  engines: Proc,
+  script = 'proxy-pdlink-host.ts',
+  gcLog = false,
+  file: Record<string, unknown> = {},
+): Promise<Host> {
+  const config = join(dir, `ms_coordinator-${procSeq}.json`);
+  writeFileSync(config, JSON.stringify(file));
   const proc = await startBun(
     'pdlink',
     script,

@@ -1,5 +1,6 @@
 /**
- * The tables under the graph: instances, links and recent failures. Every row carries its id and
+ * The tables under the graph: instances, links, admission's queue (on a Coordinator with admission)
+ * and recent failures. Every row carries its id and
  * state as data attributes, so what the graph draws on a canvas is also readable in the DOM.
  */
 import type { DashboardState } from '../src/http/dashboard-state.ts';
@@ -59,12 +60,38 @@ export function renderTables(state: DashboardState): void {
       errorCell: 3,
     })),
   );
+  renderAdmission(state);
   fill(
     document.getElementById('failures')!,
     state.failures.map((f) => ({
       attrs: { subject: f.subject },
       cells: [time(f.at), f.subject, f.instances.join(', '), f.reason],
       errorCell: 3,
+    })),
+  );
+}
+
+/** Admission's queue by class, highest first, and each stage's room; hidden where there is no admission. */
+function renderAdmission(state: DashboardState): void {
+  const panel = document.getElementById('admission-panel')!;
+  const admission = state.admission;
+  panel.hidden = admission === null;
+  if (admission === null) return;
+  const { prefill, decode } = admission.stages;
+  document.getElementById('admission-summary')!.textContent =
+    `· ${admission.inFlight} running, ${admission.queued} waiting (${admission.queuedBytes} B) · ` +
+    `room: prefill ${prefill.room} (${prefill.inFlight} prefilling on ${prefill.instances} P), decode ${decode.room} (${decode.inFlight} on ${decode.instances} D)`;
+  fill(
+    document.getElementById('admission')!,
+    admission.classes.map((c) => ({
+      attrs: { class: c.name, queued: String(c.queued) },
+      cells: [
+        c.name,
+        String(c.queued),
+        String(c.running),
+        `${c.queueTimeoutMs} ms`,
+        c.tenants.map((t) => `${t.tenant} ${t.queued}`).join(', '),
+      ],
     })),
   );
 }

@@ -12,8 +12,11 @@ export const PERFORMANCE_PAGE = 'docs/performance.md';
 
 /** Groups of results, in the page's order; a result of no group goes under "Other". */
 const GROUPS: readonly (readonly [string, readonly string[]])[] = [
-  ['The PD proxy', ['proxy', 'proxy-cpu', 'proxy-ablation', 'proxy-security', 'proxy-tracing', 'sglang', 'rss', 'gc-held']],
-  ['Scheduling and goodput', ['policies', 'harness-synthetic', 'scheduler']],
+  [
+    'The PD proxy',
+    ['proxy', 'proxy-cpu', 'proxy-cpu-admission', 'proxy-ablation', 'proxy-security', 'proxy-tracing', 'sglang', 'rss', 'gc-held'],
+  ],
+  ['Scheduling and goodput', ['policies', 'admission', 'harness-synthetic', 'scheduler']],
   ['Links, the worker pool and the device runtime', ['links', 'links-floor', 'pool', 'role', 'runtime', 'runtimes', 'transfer']],
   ['The control plane', ['refresh', 'json-depth', 'ledger', 'controller', 'failover']],
 ];

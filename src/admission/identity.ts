@@ -24,8 +24,8 @@ export interface IdentitySources {
   readonly keyTenant?: string | undefined;
   /** A request header, by lower-case name. */
   readonly header: (name: string) => string | null;
-  /** The client's address, when the listener knows it. */
-  readonly address?: string | undefined;
+  /** The client's address, when the listener knows it (asked only when nothing else names the tenant). */
+  readonly address?: (() => string | undefined) | undefined;
 }
 
 export interface Identity {
@@ -47,7 +47,10 @@ export function identify(settings: AdmissionSettings, sources: IdentitySources):
       if (!ADMISSION_NAME.test(named))
         return headerError(settings.tenantHeader, 'must be 1 to 64 of A-Z a-z 0-9 . _ : - (a letter or digit first)');
       tenant = named;
-    } else tenant = sources.address === undefined ? 'unknown' : `ip:${sources.address}`;
+    } else {
+      const address = sources.address?.();
+      tenant = address === undefined ? 'unknown' : `ip:${address}`;
+    }
   }
   const policy = settings.tenants.get(tenant) ?? settings.defaultTenant;
   const asked = supplied?.priority;

@@ -80,11 +80,11 @@ describe('identify', () => {
     expect(identify(settings, { supplied: { tenant: 'gw' }, keyTenant: 'k', header: headers({ 'x-pdlink-tenant': 'h' }) })).toMatchObject({
       tenant: 'gw',
     });
-    expect(identify(settings, { keyTenant: 'k', header: headers({ 'x-pdlink-tenant': 'h' }), address: '1.2.3.4' })).toMatchObject({
+    expect(identify(settings, { keyTenant: 'k', header: headers({ 'x-pdlink-tenant': 'h' }), address: () => '1.2.3.4' })).toMatchObject({
       tenant: 'k',
     });
-    expect(identify(settings, { header: headers({ 'x-pdlink-tenant': 'h' }), address: '1.2.3.4' })).toMatchObject({ tenant: 'h' });
-    expect(identify(settings, { header: headers({}), address: '1.2.3.4' })).toMatchObject({ tenant: 'ip:1.2.3.4', classIndex: 0 });
+    expect(identify(settings, { header: headers({ 'x-pdlink-tenant': 'h' }), address: () => '1.2.3.4' })).toMatchObject({ tenant: 'h' });
+    expect(identify(settings, { header: headers({}), address: () => '1.2.3.4' })).toMatchObject({ tenant: 'ip:1.2.3.4', classIndex: 0 });
     expect(identify(settings, { header: headers({}) })).toMatchObject({ tenant: 'unknown' });
   });
 

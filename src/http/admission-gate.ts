@@ -66,73 +66,84 @@ export class AdmissionGate {
   run(request: Request, env: unknown, kind: CompletionKind, exchangeRequest: ExchangeRequest, make: ExchangeMaker): Promise<Response> {
     const admission = this.#admission;
     const settings = admission.settings;
-    const { metrics } = this.#options;
+    const { metrics, tracing } = this.#options;
     const { api, requestId } = exchangeRequest;
     const headers = request.headers;
     const who = identify(settings, {
       supplied: this.#options.identify?.(request),
       keyTenant: this.#keyTenant(acceptedKeyOf(request)),
       header: (name) => headers.get(name),
-      address: runtime.peerAddress(request, env),
+      address: () => runtime.peerAddress(request, env),
     });
     if (who instanceof PdlinkError) {
       metrics.requestEnded(api, who.status === 400 ? 'invalid' : 'internal');
       return Promise.resolve(errorResponse(who, requestId));
     }
-    const className = settings.classes[who.classIndex]!.name;
-    const body = exchangeRequest.body;
+    // Most requests start at once, inside enter(): their answer is the exchange's own promise, with
+    // no promise around it. One that waits gets a promise its start or refusal settles later.
+    let answer: Promise<Response> | undefined;
+    let later: ((answer: Promise<Response> | Response) => void) | undefined;
+    const settle = (value: Promise<Response>): void => {
+      if (later === undefined) answer = value;
+      else later(value);
+    };
+    let exchange: Exchange | undefined;
+    const signal = request.signal;
+    const note = (how: string, waitMs: number): AdmissionNote => ({
+      tenant: who.tenant,
+      class: settings.classes[who.classIndex]!.name,
+      how,
+      waitMs,
+    });
+    const ticket = admission.enter(
+      {
+        tenant: who.tenant,
+        classIndex: who.classIndex,
+        weight: who.policy.weight,
+        needsPrefill: this.#needsPrefill(kind, exchangeRequest.body),
+        bodyBytes: bodyBytesOf(headers, exchangeRequest.body),
+      },
+      {
+        start: (how: AdmittedHow, admitted: AdmissionTicket) => {
+          if (how !== 'immediate') signal.removeEventListener('abort', onAbort);
+          // The note is for the request's trace alone.
+          const admittedRequest =
+            tracing === undefined
+              ? exchangeRequest
+              : { ...exchangeRequest, admission: note(how, how === 'immediate' ? 0 : Math.round(performance.now() - admitted.arrivedAt)) };
+          exchange = make(admittedRequest, () => admission.leave(admitted));
+          const running = exchange.run();
+          if (!settings.preemption) return settle(running);
+          settle(
+            running.then((res) => {
+              admission.answering(admitted);
+              if (admitted.preempted && res.status === 503) res.headers.set('retry-after', String(settings.retryAfterSeconds));
+              return res;
+            }),
+          );
+        },
+        refuse: (refusal: Refusal) => {
+          signal.removeEventListener('abort', onAbort);
+          const outcome = refusal.status === 503 ? 'unavailable' : 'rejected';
+          metrics.requestEnded(api, outcome);
+          tracing?.start({ ...exchangeRequest, admission: note(refusal.reason, 0) }).end(outcome);
+          settle(Promise.resolve(refusalResponse(refusal, requestId)));
+        },
+        ...(settings.preemption ? { preempt: () => exchange?.preempt() ?? false } : {}),
+      },
+    );
+    function onAbort(): void {
+      if (ticket.state !== 'queued') return;
+      admission.cancel(ticket);
+      metrics.requestEnded(api, 'client_abort');
+      // Nobody reads this: the client is gone.
+      settle(Promise.resolve(new Response(null, { status: 499 })));
+    }
+    if (answer !== undefined) return answer;
     return new Promise<Response>((resolve) => {
-      let exchange: Exchange | undefined;
-      let queued: AdmissionTicket | undefined;
-      const signal = request.signal;
-      const onAbort = (): void => {
-        if (queued === undefined || queued.state !== 'queued') return;
-        admission.cancel(queued);
-        metrics.requestEnded(api, 'client_abort');
-        // Nobody reads this: the client is gone.
-        resolve(new Response(null, { status: 499 }));
-      };
-      const note = (how: string, waitMs: number): AdmissionNote => ({ tenant: who.tenant, class: className, how, waitMs });
-      const ticket = admission.enter(
-        {
-          tenant: who.tenant,
-          classIndex: who.classIndex,
-          weight: who.policy.weight,
-          needsPrefill: this.#needsPrefill(kind, body),
-          bodyBytes: bodyBytesOf(headers, body),
-        },
-        {
-          start: (how: AdmittedHow, admitted: AdmissionTicket) => {
-            signal.removeEventListener('abort', onAbort);
-            const waitMs = how === 'immediate' ? 0 : Math.round(performance.now() - admitted.arrivedAt);
-            exchange = make({ ...exchangeRequest, admission: note(how, waitMs) }, () => admission.leave(admitted));
-            const running = exchange.run();
-            if (!settings.preemption) resolve(running);
-            else
-              resolve(
-                running.then((res) => {
-                  admission.answering(admitted);
-                  if (admitted.preempted && res.status === 503) res.headers.set('retry-after', String(settings.retryAfterSeconds));
-                  return res;
-                }),
-              );
-          },
-          refuse: (refusal: Refusal) => {
-            signal.removeEventListener('abort', onAbort);
-            metrics.requestEnded(api, refusal.status === 503 ? 'unavailable' : 'rejected');
-            this.#options.tracing
-              ?.start({ ...exchangeRequest, admission: note(refusal.reason, 0) })
-              .end(refusal.status === 503 ? 'unavailable' : 'rejected');
-            resolve(refusalResponse(refusal, requestId));
-          },
-          ...(settings.preemption ? { preempt: () => exchange?.preempt() ?? false } : {}),
-        },
-      );
-      if (ticket.state === 'queued') {
-        queued = ticket;
-        if (signal.aborted) onAbort();
-        else signal.addEventListener('abort', onAbort, { once: true });
-      }
+      later = resolve;
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -4,6 +4,7 @@ import { ClusterRegistry } from '../cluster/registry.ts';
 import { KvLedger } from '../ledger/index.ts';
 import { createHealth } from '../scheduler/index.ts';
 import { parseRefresh } from '../schema/refresh.ts';
+import { createAdmission, resolveAdmissionSettings } from '../admission/index.ts';
 import { chargedTo, coordinatorSource } from './dashboard-coordinator.ts';
 
 /** P 0, 1 and D 2, 3 in group 0, every P listing every D and back. */
@@ -23,6 +24,7 @@ describe('chargedTo', () => {
     expect(chargedTo('prefill_failed', 0, 2)).toEqual([0]);
     expect(chargedTo('invalid_request', 0, 2)).toEqual([]);
     expect(chargedTo('reserve_failed', 0, 2)).toEqual([]);
+    expect(chargedTo('preempted', 0, 2)).toEqual([]);
     expect(chargedTo('lease_expired', 0, 2)).toEqual([0, 2]);
     expect(chargedTo(null, 0, 2)).toEqual([0, 2]);
   });
@@ -120,6 +122,49 @@ describe('coordinatorSource', () => {
     registry.apply(parseRefresh(exampleSnapshot(4, { load: 2 })));
     ledger.release('w', 'cancelled');
     expect(heard).toBe(stopped);
+    source.close();
+  });
+
+  test('admission: the queue by class with its waiting tenants, and each stage’s room; null without admission', () => {
+    const { registry, ledger, health, source } = fixture();
+    expect(source.admission?.()).toBeNull();
+    const admission = createAdmission({
+      settings: resolveAdmissionSettings({ decode: { max_in_flight_per_instance: 1 } }),
+      cluster: registry,
+      ledger,
+      maxPerInstance: 1000,
+      maxInFlight: 100,
+    });
+    const withQueue = coordinatorSource({ registry, ledger, health, admission });
+    ledger.reserve({ requestId: 'a', p: 0, d: 2, pBlocks: 1, dBlocks: 1, phase: 'prefilling' });
+    ledger.reserve({ requestId: 'b', p: 1, d: 3, pBlocks: 1, dBlocks: 1, phase: 'prefilling' });
+    const handlers = { start() {}, refuse() {} };
+    for (const tenant of ['x', 'y', 'y'])
+      admission.enter({ tenant, classIndex: 1, weight: 1, needsPrefill: true, bodyBytes: 10 }, handlers);
+    expect(withQueue.admission?.()).toEqual({
+      inFlight: 0,
+      queued: 3,
+      queuedBytes: 30,
+      classes: [
+        { name: 'interactive', queued: 0, running: 0, queueTimeoutMs: 10_000, tenants: [] },
+        {
+          name: 'batch',
+          queued: 3,
+          running: 0,
+          queueTimeoutMs: 60_000,
+          tenants: [
+            { tenant: 'y', queued: 2 },
+            { tenant: 'x', queued: 1 },
+          ],
+        },
+      ],
+      stages: { prefill: { instances: 2, room: 398, inFlight: 2 }, decode: { instances: 2, room: 0, inFlight: 2 } },
+    });
+    admission.close();
+    ledger.release('a', 'client_abort');
+    ledger.release('b', 'client_abort');
+    expect(ledger.totals().reservedSlots).toBe(0);
+    withQueue.close();
     source.close();
   });
 });

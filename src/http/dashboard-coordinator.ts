@@ -7,15 +7,20 @@
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import type { KvLedger } from '../ledger/index.ts';
 import type { CircuitBreakers } from '../scheduler/index.ts';
-import type { DashboardFailure, DashboardInstance, DashboardLink, DashboardSource } from './dashboard-state.ts';
+import type { AdmissionSnapshot } from '../admission/index.ts';
+import type { DashboardAdmission, DashboardFailure, DashboardInstance, DashboardLink, DashboardSource } from './dashboard-state.ts';
 
 /** Failed requests kept for the page. */
 const RECENT_FAILURES = 20;
+/** Waiting tenants shown per class. */
+const TENANTS_SHOWN = 10;
 
 export interface CoordinatorSourceParts {
   readonly registry: ClusterRegistry;
   readonly ledger: KvLedger;
   readonly health: CircuitBreakers;
+  /** Admission, when it is on: the page shows its queue and the stages' room. */
+  readonly admission?: { snapshot(): AdmissionSnapshot };
 }
 
 /**
@@ -74,6 +79,11 @@ export function coordinatorSource(parts: CoordinatorSourceParts): DashboardSourc
       };
     },
     failures: () => [...failures],
+    admission: (): DashboardAdmission | null => {
+      if (parts.admission === undefined) return null;
+      const { inFlight, queued, queuedBytes, classes, stages } = parts.admission.snapshot();
+      return { inFlight, queued, queuedBytes, classes: classes.map((c) => ({ ...c, tenants: c.tenants.slice(0, TENANTS_SHOWN) })), stages };
+    },
     watch(changed) {
       listeners.add(changed);
       const offs = [registry.onChange(changed), registry.onRefresh(changed), health.onChange(changed)];
@@ -86,8 +96,8 @@ export function coordinatorSource(parts: CoordinatorSourceParts): DashboardSourc
   };
 }
 
-/** Codes of failures no instance caused: the client's request, or no room in the ledger. */
-const NOT_AN_INSTANCE = new Set(['invalid_request', 'reserve_failed']);
+/** Codes of failures no instance caused: the client's request, no room in the ledger, admission's preemption. */
+const NOT_AN_INSTANCE = new Set(['invalid_request', 'reserve_failed', 'preempted']);
 
 /**
  * The instances whose last error a failed request becomes: the leg that failed, neither when the

@@ -74,6 +74,7 @@ export class DashboardFeed {
       series,
       failures: this.#source.failures(),
       notices: this.#source.notices?.() ?? [],
+      admission: this.#source.admission?.() ?? null,
     };
   }
 

@@ -58,6 +58,27 @@ export interface DashboardNotice {
   readonly at: number;
 }
 
+/** The Coordinator's admission: what waits per class (and for whom), and each stage's room. */
+export interface DashboardAdmission {
+  readonly inFlight: number;
+  readonly queued: number;
+  readonly queuedBytes: number;
+  /** Highest class first. */
+  readonly classes: readonly {
+    readonly name: string;
+    readonly queued: number;
+    readonly running: number;
+    readonly queueTimeoutMs: number;
+    /** The tenants waiting most, most first. */
+    readonly tenants: readonly { readonly tenant: string; readonly queued: number }[];
+  }[];
+  /** Requests each stage can still start (0: saturated), and what this Coordinator holds there. */
+  readonly stages: {
+    readonly prefill: { readonly instances: number; readonly room: number; readonly inFlight: number };
+    readonly decode: { readonly instances: number; readonly room: number; readonly inFlight: number };
+  };
+}
+
 export interface DashboardState {
   readonly source: 'coordinator' | 'controller';
   readonly at: number;
@@ -69,6 +90,8 @@ export interface DashboardState {
   /** Newest first. */
   readonly failures: readonly DashboardFailure[];
   readonly notices: readonly DashboardNotice[];
+  /** Admission's queue and stages; null where there is none (the controller, admission off). */
+  readonly admission: DashboardAdmission | null;
 }
 
 /** The topology half of the state, which a source reads on demand. */
@@ -89,6 +112,8 @@ export interface DashboardSource {
   failures(): readonly DashboardFailure[];
   /** Standing facts to show (absent: none). */
   notices?(): readonly DashboardNotice[];
+  /** Admission's queue and stages, when the source has admission. */
+  admission?(): DashboardAdmission | null;
   /** Calls `changed` whenever the topology or failures may have changed; returns the unsubscribe. */
   watch(changed: () => void): () => void;
 }
