@@ -5,6 +5,8 @@
  *
  * Run: bun test/support/health-prober.ts <url> [interval ms]
  */
+export {};
+
 const url = process.argv[2];
 const interval = Number(process.argv[3] ?? 10);
 if (url === undefined) {
