@@ -105,3 +105,18 @@ describe('tracing on', () => {
     expect(fresh!.parentSpanContext).toBeUndefined();
   });
 });
+
+describe('admission on the request span', () => {
+  test('the tenant, the class, how the request got in and its wait are attributes of pdlink.request', () => {
+    const { tracing, spans } = traced();
+    tracing.start({ ...requestOf(), admission: { tenant: 'chat', class: 'interactive', how: 'queued', waitMs: 42 } }).end('ok');
+    expect(spans(SPAN.request)[0]!.attributes).toMatchObject({
+      'pdlink.admission.tenant': 'chat',
+      'pdlink.admission.class': 'interactive',
+      'pdlink.admission.decision': 'queued',
+      'pdlink.admission.wait_ms': 42,
+    });
+    tracing.start(requestOf()).end('ok');
+    expect(Object.keys(spans(SPAN.request)[1]!.attributes).some((k) => k.startsWith('pdlink.admission'))).toBe(false);
+  });
+});
