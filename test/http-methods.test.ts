@@ -107,6 +107,7 @@ describe('405 with Allow on a known path, 404 on an unknown one', () => {
       [url, '/v1/completions', 'GET', 'POST'],
       [url, '/v1/chat/completions', 'PUT', 'POST'],
       [url, '/v1/completions', 'HEAD', 'POST'],
+      [url, '/v1/models', 'POST', 'GET, HEAD'],
     ] as Case[])
       await expect405(c);
     await expect404(url(), '/v1/nothing');
