@@ -254,7 +254,8 @@ describe('admission', () => {
     expect(admission.snapshot()).toMatchObject({ queued: 0, queuedBytes: 0 });
     expect(a.ticket.handlers).toBeUndefined();
     expect(a.ticket.state).toBe('done');
-    // Its timer finds nothing to refuse.
+    // Nobody waits: its timer is gone with it.
+    expect(timers.pending).toBe(0);
     timers.advance(60_000);
     expect(a.refused).toBeUndefined();
     room.decode = 1;

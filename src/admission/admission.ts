@@ -185,8 +185,7 @@ export class Admission {
   }
 
   /**
-   * Starts waiting requests while there is room, highest class first (the stage room calls it when
-   * a stage gains room). Re-entrant calls (a start that ends at once) loop rather than recurse.
+   * Starts waiting requests while there is room, highest class first; re-entrant calls loop, not recurse.
    * @example room.onMore = () => admission.dispatch();
    */
   dispatch(): void {
@@ -337,6 +336,13 @@ export class Admission {
   #forgetQueued(ticket: AdmissionTicket): void {
     this.#queued--;
     this.#queuedBytes -= ticket.bodyBytes;
+    const queue = this.#classes[ticket.classIndex]!;
+    if (queue.fair.size > 0) return;
+    // Nobody of the class waits: its arrival line (served and cancelled ones stay there until their deadline) and timer go.
+    queue.byArrival.length = 0;
+    queue.arrivalHead = 0;
+    this.#timers.clear(queue.timer);
+    queue.timer = undefined;
   }
 
   /** One timer per class: waits in a class are equally long, so they end in arrival order. */
