@@ -24,6 +24,13 @@ declare const document: {
   getElementById(id: string): PageElement | null;
 };
 
+/** The little of a cytoscape instance the first-load test reads. */
+interface LaidOut {
+  nodes(selector: string): { length: number; renderedBoundingBox(): { x1: number; y1: number; x2: number; y2: number } };
+  width(): number;
+  height(): number;
+}
+
 let cluster: SimCluster;
 let controller: RunningController;
 let browser: Browser;
@@ -76,6 +83,57 @@ describe('/dashboard in headless Chromium', () => {
     expect(await page.evaluate(() => document.querySelectorAll('#graph canvas').length)).toBeGreaterThan(0);
     expect(await page.evaluate(() => document.getElementById('connection')!.dataset['state'])).toBe('open');
     await page.close();
+  }, 60_000);
+
+  test('a first load never shows "live" before the first state, nor a graph with a node outside its box', async () => {
+    // Every frame from the first, the page's own state: what the connection says, whether a state
+    // was drawn, and where the graph's nodes are while the graph is visible.
+    const SAMPLER = `
+      window.__seen = { liveBeforeState: 0, visibleOutside: [], frames: 0 };
+      const sample = () => {
+        const seen = window.__seen;
+        seen.frames++;
+        const connection = document.getElementById('connection');
+        if (connection && connection.textContent === 'live' && !document.body.dataset.updatedAt) seen.liveBeforeState++;
+        const graph = document.getElementById('graph');
+        const cy = graph && graph._cyreg && graph._cyreg.cy;
+        if (cy && cy.nodes('.instance').length > 0 && getComputedStyle(graph).visibility === 'visible') {
+          const bb = cy.nodes('.instance').renderedBoundingBox();
+          if (bb.x1 < 0 || bb.y1 < 0 || bb.x2 > cy.width() || bb.y2 > cy.height())
+            seen.visibleOutside.push([Math.round(bb.x1), Math.round(bb.y1), Math.round(bb.x2), Math.round(bb.y2)]);
+        }
+        requestAnimationFrame(sample);
+      };
+      requestAnimationFrame(sample);
+    `;
+    for (let load = 0; load < 3; load++) {
+      const page = await browser.newPage();
+      await page.evaluateOnNewDocument(SAMPLER);
+      await page.goto(`${controller.url}/dashboard`);
+      // Until the graph shows the four instances inside its box: laid out and fitted.
+      await pageUntil(
+        page,
+        () => {
+          const graph = document.getElementById('graph') as unknown as { _cyreg?: { cy?: LaidOut } };
+          const cy = graph._cyreg?.cy;
+          if (cy === undefined || cy.nodes('.instance').length !== 4) return false;
+          const bb = cy.nodes('.instance').renderedBoundingBox();
+          return bb.x1 >= 0 && bb.y1 >= 0 && bb.x2 <= cy.width() && bb.y2 <= cy.height();
+        },
+        (shown) => shown,
+        20_000,
+        'the graph laid out',
+      );
+      const seen = (await page.evaluate('window.__seen')) as { liveBeforeState: number; visibleOutside: number[][]; frames: number };
+      expect(seen.frames).toBeGreaterThan(0);
+      expect({ load, liveBeforeState: seen.liveBeforeState, visibleOutside: seen.visibleOutside.slice(0, 3) }).toEqual({
+        load,
+        liveBeforeState: 0,
+        visibleOutside: [],
+      });
+      expect(await page.evaluate(() => document.getElementById('connection')!.textContent)).toBe('live');
+      await page.close();
+    }
   }, 60_000);
 
   test('kill -9 a D: its links turn failed on the page, then ok again after a restart', async () => {

@@ -2,6 +2,10 @@
  * The P/D graph: one compound node per group holding its instances, one edge per P-D link coloured
  * by its state. Cytoscape draws it and ELK's layered algorithm places it (prefill left, decode
  * right); the layout runs again only when instances or links come or go, not on every update.
+ * ELK places nodes asynchronously (its first run takes a second or two while it warms up), and until
+ * it does, new nodes sit piled at the origin, half outside the box: the container says
+ * `data-layout="running"` meanwhile and the stylesheet hides it, so the page never shows a cropped
+ * or empty graph, only the laid-out one.
  */
 import cytoscape, { type Core, type ElementDefinition } from 'cytoscape';
 import elk from 'cytoscape-elk';
@@ -69,9 +73,13 @@ const LAYOUT = {
 
 export class TopologyGraph {
   readonly #cy: Core;
+  readonly #container: HTMLElement;
   #shape = '';
+  /** Layouts started; a layout that ends while a newer one runs leaves the graph hidden. */
+  #layouts = 0;
 
   constructor(container: HTMLElement) {
+    this.#container = container;
     this.#cy = cytoscape({ container, style: STYLE, userZoomingEnabled: true, wheelSensitivity: 0.3 });
   }
 
@@ -96,7 +104,17 @@ export class TopologyGraph {
     });
     if (shape !== this.#shape) {
       this.#shape = shape;
-      cy.layout({ ...LAYOUT, fit: true, padding: 20 } as cytoscape.LayoutOptions).run();
+      const layout = ++this.#layouts;
+      this.#container.dataset['layout'] = 'running';
+      const run = cy.layout({ ...LAYOUT, fit: true, padding: 20 } as cytoscape.LayoutOptions);
+      run.one('layoutstop', () => {
+        if (layout !== this.#layouts) return;
+        // The box may have changed size since the page was drawn.
+        cy.resize();
+        cy.fit(undefined, 20);
+        this.#container.dataset['layout'] = 'done';
+      });
+      run.run();
     }
   }
 }

@@ -21,6 +21,11 @@ function show(state: DashboardState): void {
   graph.update(state);
   charts.update(state);
   document.body.dataset['updatedAt'] = String(state.at);
+  // Live once the page shows the server's state, not merely once the stream is open.
+  if (connection.dataset['state'] === 'connected') {
+    connection.dataset['state'] = 'open';
+    connection.textContent = 'live';
+  }
 }
 
 /** Standing facts (the controller's topology file: applied, or refused and why) above the panels. */
@@ -38,8 +43,8 @@ function renderNotices(state: DashboardState): void {
 
 const events = new EventSource('dashboard/events');
 events.addEventListener('open', () => {
-  connection.dataset['state'] = 'open';
-  connection.textContent = 'live';
+  connection.dataset['state'] = 'connected';
+  connection.textContent = 'connected, waiting for the first state';
 });
 events.addEventListener('error', () => {
   connection.dataset['state'] = 'closed';
