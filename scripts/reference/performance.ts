@@ -89,6 +89,13 @@ function benchReportSummary(report: Record<string, unknown>): string {
     .join('\n\n');
 }
 
+/** A result's links and images point beside its JSON: from docs/ they point into bench/results/. */
+function fromDocs(text: string): string {
+  return text.replace(/(!?\[[^\]]*\]\()([^)\s]+)(\))/g, (whole, open: string, target: string, close: string) =>
+    /^([a-z]+:|\/|#)/i.test(target) ? whole : `${open}../bench/results/${target}${close}`,
+  );
+}
+
 function section(result: Result, root: string): string {
   const bench = BENCH_OF[result.name] ?? result.name;
   const command = existsSync(join(root, 'bench', `${bench}.bench.ts`)) ? `\`npm run bench -- ${bench}\`` : 'no bench of this name today';
@@ -99,7 +106,7 @@ function section(result: Result, root: string): string {
     `### ${result.name}`,
     '',
     ...(result.question === undefined ? [] : [`*${result.question}*`, '']),
-    result.summary,
+    fromDocs(result.summary),
     '',
     `Run: ${result.when}. Rerun: ${command}. ${links.join(' · ')}`,
   ].join('\n');
