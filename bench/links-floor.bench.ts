@@ -40,7 +40,7 @@ const PAIRS = Number(process.env['LINKS_FLOOR_PAIRS'] ?? 10_000);
 const LONE = Number(process.env['LINKS_FLOOR_LONE'] ?? 400);
 const ROUNDS = Number(process.env['LINKS_FLOOR_ROUNDS'] ?? 12);
 const BATCHED_ROUNDS = Number(process.env['LINKS_FLOOR_BATCHED_ROUNDS'] ?? 6);
-const WINDOW_MS = 1; // the production default (README: pool.batch_window_ms)
+const WINDOW_MS = 1; // the production default (docs/agent.md: pool.batch_window_ms)
 const PIN_ENV = 'LINKS_FLOOR_PINNED';
 
 // Re-run pinned to core 0 when asked, taskset is there and this run is not pinned yet.

@@ -258,7 +258,7 @@ int32_t pdrt_push_blocks(pdrt_ctx *ctx, uint64_t remote_cluster_id, uint64_t src
  * Threads of the runtime that make link and unlink calls handed to them, and say each one is done
  * through a callback, so a caller with an event loop (JavaScript over FFI) makes those calls
  * without a thread of its own waiting in them. A runtime may leave this part out: pdlink looks the
- * four symbols up apart from the others and, without them, makes link calls on worker threads.
+ * three symbols up apart from the others and, without them, makes link calls on worker threads.
  *
  * The caller owns an array of call slots (pdrt_call, fixed layout) for the queue's life and fills
  * one before submitting it; the runtime writes the outcome into the slot, then calls done(slot)

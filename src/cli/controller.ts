@@ -26,8 +26,7 @@ agents (GET /v1/status), and keeps every Coordinator's topology current (POST /v
 through faults, scale-out and drains. The topology file is watched; a change applies as a diff.
 
 Options:
-  --config PATH        topology file (pdlink's JSON; see the README, "Running a cluster with the
-                       controller")
+  --config PATH        topology file (pdlink's JSON; see docs/controller.md)
   --manage_ip IP       management listener address     (default ${DEFAULT_MANAGE_IP})
   --manage_port PORT   management listener port        (default ${DEFAULT_MANAGE_PORT}; 0 = any free port)
   -h, --help           show this help
@@ -36,7 +35,7 @@ Management listener: GET /v1/cluster, POST /v1/cluster/instances, DELETE /v1/clu
 POST /v1/cluster/reload, probes, /metrics, /dashboard.
 
 With pdlink.store.etcd.endpoints in the file (or env PDLINK_ETCD_ENDPOINTS), several controllers
-share one etcd: the elected one leads, the others stand by (README, "High availability on etcd").
+share one etcd: the elected one leads, the others stand by (docs/high-availability.md).
 `;
 
 export interface ControllerArgs {

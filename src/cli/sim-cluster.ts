@@ -61,8 +61,8 @@ Options:
                     which pdlink controller wires them and keeps ${SIM_CLUSTER_DEFAULTS.coordinator} informed)
   --tls_config PATH JSON file of an instance config's pdlink.tls section (management_tls_*,
                     inference_tls_*, client_tls_*): both engines serve with it, and the role
-                    posts and status polls use its client_tls_* (README: "Mutual TLS
-                    between every process")
+                    posts and status polls use its client_tls_* (docs/security.md,
+                    "Mutual TLS between every process")
   -h, --help        show this help
 `;
 

@@ -40,7 +40,7 @@ describe('the bench report schema (version 2)', () => {
     expect(v.safeParse(BenchReportSchema, missing).success).toBe(false);
   });
 
-  test('the shape is the documented one: changing it means a new version and a README update', () => {
+  test('the shape is the documented one: changing it means a new version and a docs/bench.md update', () => {
     const keys = [...shape(sampleReport())].sort();
     expect(keys).toMatchSnapshot();
   });

@@ -1,6 +1,6 @@
 /**
  * The report's JSON schema as code (strict: an unknown or missing field fails), so a change to
- * the report's shape fails a test until the version and the README move with it.
+ * the report's shape fails a test until the version and docs/bench.md move with it.
  */
 import * as v from 'valibot';
 import { REPORT_SCHEMA, REPORT_VERSION } from './report.ts';

@@ -1,7 +1,7 @@
 /**
  * The benchmark report as JSON: what was run against what, and per run its summary and every
  * request's record. The shape is versioned (`schema`, `version`) and checked by report-schema.ts;
- * tools reading it should check both fields. The README documents the fields.
+ * tools reading it should check both fields. docs/bench.md documents the fields.
  */
 import type { RequestRecord } from './client.ts';
 import type { RunResult, StoppedBy } from './runner.ts';
