@@ -18,7 +18,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ['apps', 'config'],
   ['http'],
   ['proxy', 'agent', 'controller', 'sim', 'harness'],
-  ['scheduler', 'ledger', 'links', 'workers', 'store', 'admission', 'kv-events'],
+  ['scheduler', 'ledger', 'links', 'workers', 'store', 'admission', 'kv-events', 'tokenizer'],
   ['cluster', 'schema', 'ffi', 'kv'],
   ['core', 'runtime', 'zmtp'],
 ];

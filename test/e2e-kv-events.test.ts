@@ -2,15 +2,21 @@
  * Routing on the engines' own KV events, end to end: simulated engines publish their prefix caches
  * as vLLM does, the Coordinator subscribes through their refresh entries, precise_prefix sends a
  * repeated prompt to the P that holds it, and with decode-first a conversation's next turn is
- * prefilled by the D that decoded the last one (no P leg). An engine restart starts its stream over.
+ * prefilled by the D that decoded the last one (no P leg). The Coordinator and the engines tokenize
+ * chats with the same tokenizer files (a small one the test writes), so text prompts route exactly too.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { until } from '../src/sim/process.ts';
+import { writeWordTokenizer } from '../src/sim/word-tokenizer.ts';
 import { legsWhen, proxyPost, SimCluster } from './support/sim-cluster.ts';
 
 const MODEL = 'kv-sim';
 const BS = 16;
 let cluster: SimCluster;
+const tokenizerDir = writeWordTokenizer(join(mkdtempSync(join(tmpdir(), 'pdlink-kv-e2e-')), 'tokenizer'));
 
 beforeAll(async () => {
   cluster = await SimCluster.start({
@@ -18,9 +24,10 @@ beforeAll(async () => {
     decode: 2,
     model: MODEL,
     kvEvents: true,
-    engine: { blockTokens: BS, kvEventsEncoding: 'map', kvEventsHashes: 'bytes' },
+    engine: { blockTokens: BS, kvEventsEncoding: 'map', kvEventsHashes: 'bytes', tokenizer: tokenizerDir },
     coordinatorConfig: {
       scheduler: {
+        tokenizers: { [MODEL]: tokenizerDir },
         policy: { prefill: 'precise_prefix', decode: 'precise_prefix' },
         conditional_disaggregation: { max_local_prefill_length: 2 * BS, decode_first: true },
       },
@@ -30,6 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await cluster?.stop();
+  rmSync(join(tokenizerDir, '..'), { recursive: true, force: true });
 });
 
 interface GlobalView {
@@ -103,5 +111,35 @@ describe('routing on KV events from the simulated engines', () => {
     );
     expect(second.map((r) => [r.engine, r.leg])).toEqual([[d, 'local']]);
     expect(second[0]!.cachedTokens).toBe(6 * BS);
+  });
+
+  test('chat turns, tokenized by the Coordinator as by the engines: the next turn is local on the D holding the last', async () => {
+    const words = (n: number, seed: number): string =>
+      Array.from({ length: n }, (_, i) =>
+        String.fromCharCode(97 + ((seed + i) % 26), 97 + ((seed * 7 + i * 3) % 26), 97 + ((i * 11) % 26)),
+      ).join(' ');
+    const messages = [
+      { role: 'system', content: words(60, 1) },
+      { role: 'user', content: words(40, 2) },
+    ];
+    const post = async (id: string, body: unknown) => {
+      const res = await proxyPost(cluster, '/v1/chat/completions', body, id);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      return legsWhen(cluster, id, (rs) => rs.length > 0 && rs.every((r) => r.outcome !== 'running'));
+    };
+    const first = await post('chat-1', { model: MODEL, messages, max_tokens: 2 });
+    const d = first.find((r) => r.leg === 'decode')!.engine;
+    const next = [...messages, { role: 'assistant', content: 'abc abd' }, { role: 'user', content: words(3, 3) }];
+    const second = await until(
+      async () => {
+        const legs = await post(`chat-2-${Math.random()}`, { model: MODEL, messages: next, max_tokens: 2 });
+        return legs.some((r) => r.leg === 'local') ? legs : undefined;
+      },
+      10_000,
+      () => 'the next turn prefilled on D',
+    );
+    expect(second.map((r) => [r.engine, r.leg])).toEqual([[d, 'local']]);
+    expect(second[0]!.cachedTokens).toBeGreaterThanOrEqual(6 * BS);
   });
 });

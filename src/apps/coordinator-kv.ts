@@ -12,6 +12,7 @@ import { conductorRoutes } from '../http/conductor.ts';
 import { KvEventIntake } from '../kv-events/intake.ts';
 import { followTopology, type TopologyFollower } from '../kv-events/topology.ts';
 import { KvState } from '../kv/kv-state.ts';
+import { Tokenizers, type PromptKind } from '../tokenizer/tokenizers.ts';
 import type { PreciseRouting } from '../scheduler/options.ts';
 
 export type { CoordinatorKvOptions } from '../config/kv-events.ts';
@@ -23,6 +24,8 @@ export interface CoordinatorKv {
   readonly precise: PreciseRouting;
   /** Mooncake Conductor's Indexer API, for the management listener. */
   readonly routes: Hono;
+  /** The models' tokenizers (`scheduler.tokenizers`), for the proxy; undefined when none is configured. */
+  readonly tokenize: ((kind: PromptKind, body: Readonly<Record<string, unknown>>) => number[] | undefined) | undefined;
   close(): void;
 }
 
@@ -42,6 +45,7 @@ export function createCoordinatorKv(options: CoordinatorKvOptions, cluster: Clus
     ...(options.replayTimeoutMs === undefined ? {} : { replayTimeoutMs: options.replayTimeoutMs }),
   });
   const follower = followTopology(intake, cluster);
+  const tokenizers = options.tokenizers === undefined ? undefined : new Tokenizers(options.tokenizers);
   return {
     intake,
     follower,
@@ -51,6 +55,7 @@ export function createCoordinatorKv(options: CoordinatorKvOptions, cluster: Clus
       ...(options.decodeFirst === undefined ? {} : { decodeFirst: options.decodeFirst }),
     },
     routes: conductorRoutes(intake),
+    tokenize: tokenizers === undefined ? undefined : (kind, body) => tokenizers.prompt(kind, body),
     close: () => {
       follower.stop();
       intake.close();

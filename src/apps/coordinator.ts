@@ -189,6 +189,7 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
     settings: proxySettings,
     ...(options.tracing === undefined ? {} : { tracing: options.tracing }),
     cluster: registry,
+    ...(kv.tokenize === undefined ? {} : { tokenize: kv.tokenize }),
     ...(admission === undefined
       ? {}
       : {

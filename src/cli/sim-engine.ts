@@ -20,6 +20,7 @@ import { SimEngine } from '../sim/engine.ts';
 import { simInferenceApp } from '../sim/inference-app.ts';
 import { prefixCacheApp, publishKvEvents, type SimKvEvents } from '../sim/kv-events.ts';
 import { endpointText } from '../zmtp/endpoint.ts';
+import { ModelTokenizer } from '../tokenizer/model-tokenizer.ts';
 import { parseSimEngineArgs, SIM_ENGINE_HELP, type SimEngineArgs } from '../sim/options.ts';
 import { refuseAllInterfaces } from '../core/all-interfaces.ts';
 import { listeningLine, startListeners, untilSignal } from './common.ts';
@@ -141,8 +142,15 @@ export async function runSimEngine(argv: string[]): Promise<void> {
 }
 
 async function startEngine(args: SimEngineArgs, agent: InstanceAgent, notifyTls: ClientTlsOptions | undefined): Promise<SimEngine> {
+  let tokenizer: ModelTokenizer | undefined;
+  try {
+    tokenizer = args.tokenizer === undefined ? undefined : ModelTokenizer.load(args.tokenizer);
+  } catch (err) {
+    throw new ConfigError(`--tokenizer: ${err instanceof Error ? err.message : String(err)}`);
+  }
   const engine = new SimEngine({
     ...(notifyTls === undefined ? {} : { notifyTls }),
+    ...(tokenizer === undefined ? {} : { tokenizer }),
     role: args.role,
     model: args.model,
     devices: agent.devices.map((d) => ({ endpoint: d.endpoint, clusterId: d.clusterId })),

@@ -14,6 +14,8 @@ export interface CoordinatorKvOptions {
   readonly replayTimeoutMs?: number;
   readonly loadWeight?: number;
   readonly decodeFirst?: boolean;
+  /** Model name → directory of its tokenizer.json (and tokenizer_config.json). */
+  readonly tokenizers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -31,5 +33,6 @@ export function kvOptionsOf(file: CoordinatorConfigFile): CoordinatorKvOptions {
     ...(events.replay_timeout_ms === undefined ? {} : { replayTimeoutMs: events.replay_timeout_ms }),
     ...(s?.precise_prefix?.load_weight === undefined ? {} : { loadWeight: s.precise_prefix.load_weight }),
     ...(s?.conditional_disaggregation?.decode_first === undefined ? {} : { decodeFirst: s.conditional_disaggregation.decode_first }),
+    ...(s?.tokenizers === undefined ? {} : { tokenizers: s.tokenizers }),
   };
 }

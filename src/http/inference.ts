@@ -58,6 +58,8 @@ export interface ProxyDeps {
    * `maxInFlight` gets 429 at once, as before admission existed.
    */
   admission?: Omit<AdmissionGateOptions, 'metrics' | 'tracing'>;
+  /** The prompt's token ids by the model's tokenizer (src/tokenizer/); absent, text prompts are estimated. */
+  tokenize?: ExchangeDeps['tokenize'];
 }
 
 /** The proxy as mounted: its routes plus what operators and tests look at. */
@@ -92,6 +94,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
     settings,
     ...(deps.tracing === undefined ? {} : { tracing: deps.tracing }),
     ...(deps.cluster === undefined ? {} : { capacity: new ClusterCapacity(deps.cluster) }),
+    ...(deps.tokenize === undefined ? {} : { tokenize: deps.tokenize }),
   };
   const traced = deps.tracing !== undefined;
   const hopToken = `pdlink-${crypto.randomUUID().slice(0, 8)}`;

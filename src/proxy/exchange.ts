@@ -15,7 +15,7 @@ import { errorResponse } from './errors.ts';
 import type { ProxyOutcome } from './metrics.ts';
 import { runPrefill } from './prefill.ts';
 import { promptTooLarge } from './placement.ts';
-import { promptOf, type PromptInfo } from './prompt.ts';
+import { promptOf, tokenizedPrompt, type PromptInfo } from './prompt.ts';
 import { RequestReservation, type LedgerEnd } from './reservation.ts';
 import { runDecode } from './decode.ts';
 import { runSglang } from './sglang/run.ts';
@@ -59,7 +59,7 @@ export class Exchange implements DecodeExchange {
     this.request = request;
     this.deps = deps;
     this.#onEnd = onEnd;
-    this.prompt = promptOf(request.kind, request.body);
+    this.prompt = tokenizedPrompt(promptOf(request.kind, request.body), deps.tokenize?.(request.kind, request.body));
     this.trace = (deps.tracing ?? NO_TRACING).start(request);
     const { settings } = deps;
     this.#reservation = new RequestReservation(deps.ledger, request.transferId, settings.leaseMs, request.requestId);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { blocksFor, CHAT_TOKENS_PER_MESSAGE, promptOf } from './prompt.ts';
+import { blocksFor, CHAT_TOKENS_PER_MESSAGE, promptOf, tokenizedPrompt } from './prompt.ts';
 
 describe('promptOf', () => {
   test('token ids are counted exactly and handed to the scheduler', () => {
@@ -38,4 +38,14 @@ test('blocksFor rounds up', () => {
   expect(blocksFor(0, 16)).toBe(0);
   expect(blocksFor(16, 16)).toBe(1);
   expect(blocksFor(17, 16)).toBe(2);
+});
+
+describe('tokenizedPrompt', () => {
+  test("the tokenizer's ids make the count exact; ids the client sent are kept", () => {
+    const text = promptOf('completions', { model: 'm', prompt: 'some text' });
+    expect(tokenizedPrompt(text, [1, 2, 3])).toEqual({ text: 'some text', tokens: [1, 2, 3], tokenCount: 3, estimated: false, fewestTokens: 3 });
+    expect(tokenizedPrompt(text, undefined)).toBe(text);
+    const ids = promptOf('completions', { model: 'm', prompt: [7, 8] });
+    expect(tokenizedPrompt(ids, [1])).toBe(ids);
+  });
 });

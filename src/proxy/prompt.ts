@@ -55,6 +55,21 @@ export function promptOf(kind: CompletionKind, body: Readonly<Record<string, unk
 }
 
 /**
+ * The prompt with the token ids the model's tokenizer gave (an exact count); as it was without them.
+ * @example tokenizedPrompt(promptOf('chat', body), tokenizers.prompt('chat', body))
+ */
+export function tokenizedPrompt(info: PromptInfo, tokens: readonly number[] | undefined): PromptInfo {
+  if (tokens === undefined || info.tokens !== undefined) return info;
+  return {
+    ...(info.text === undefined ? {} : { text: info.text }),
+    tokens,
+    tokenCount: tokens.length,
+    estimated: false,
+    fewestTokens: tokens.length,
+  };
+}
+
+/**
  * KV blocks a prompt of `tokens` tokens occupies at `blockSize` tokens per block.
  * @example blocksFor(129, 128) // 2
  */

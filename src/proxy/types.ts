@@ -52,6 +52,8 @@ export interface ExchangeDeps {
   readonly tracing?: ProxyTracing;
   /** The largest prompt the instances can hold: a larger one is the client's error (400). Absent, not checked. */
   readonly capacity?: PromptCapacity;
+  /** The prompt's token ids by the model's own tokenizer (tokenizer/), when there is one; asked once per request. */
+  readonly tokenize?: (kind: CompletionKind, body: Readonly<Record<string, unknown>>) => readonly number[] | undefined;
 }
 
 /** `preempted`: admission cut the request, which had sent nothing yet, for a request of a higher class. */

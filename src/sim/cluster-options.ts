@@ -25,6 +25,7 @@ export type SimEngineSettings = Pick<
   | 'protocol'
   | 'kvEventsEncoding'
   | 'kvEventsHashes'
+  | 'tokenizer'
 >;
 
 export interface SimClusterOptions {

@@ -144,6 +144,7 @@ function engineArgs(layout: EngineLayout, configPath: string, model: string, s: 
     String(s.pullTimeoutMs),
     '--protocol',
     s.protocol,
+    ...(s.tokenizer === undefined ? [] : ['--tokenizer', s.tokenizer]),
     // The KV-event sockets on the engine's address, ports chosen by the system (a restart keeps none: its sequence starts over).
     ...(kvEvents
       ? [

@@ -124,7 +124,7 @@ export class SimEngine implements LegEngine {
    */
   async handle(kind: SimKind, body: unknown, requestId: string, signal: AbortSignal): Promise<Response> {
     try {
-      const request = readSimRequest(kind, body);
+      const request = readSimRequest(kind, body, this.options.tokenizer);
       if (request.model !== this.options.model) {
         throw new SimError(404, `The model \`${request.model}\` does not exist.`, 'NotFoundError', 'model');
       }

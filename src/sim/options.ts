@@ -58,6 +58,9 @@ Options:
   --kv_events_encoding array|map  msgspec array_like (vLLM's releases) or tagged maps
                             (its newest code)                                (default array)
   --kv_events_hashes int|bytes    block hashes as 64-bit integers or bytes  (default int)
+  --tokenizer DIR           tokenize with the model's tokenizer.json (and chat template of
+                            tokenizer_config.json) in DIR, as the Coordinator does
+                                          (default: four UTF-8 bytes a token, a fixed template)
   -h, --help                show this help
 
 Faults for tests (management listener): POST /sim/faults with any of
@@ -94,6 +97,7 @@ export interface SimEngineArgs {
   kvEventsReplayPort?: number;
   kvEventsEncoding: 'array' | 'map';
   kvEventsHashes: 'int' | 'bytes';
+  tokenizer?: string;
 }
 
 /** Defaults of the simulated engine's numeric options. */
@@ -147,6 +151,7 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
         kv_events_replay_port: { type: 'string' },
         kv_events_encoding: { type: 'string' },
         kv_events_hashes: { type: 'string' },
+        tokenizer: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }).values;
@@ -178,6 +183,7 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
     kvEventsEncoding: oneOf('kv_events_encoding', values.kv_events_encoding, ['array', 'map'] as const, SIM_DEFAULTS.kvEventsEncoding),
     kvEventsHashes: oneOf('kv_events_hashes', values.kv_events_hashes, ['int', 'bytes'] as const, SIM_DEFAULTS.kvEventsHashes),
   };
+  if (values.tokenizer !== undefined) args.tokenizer = values.tokenizer;
   if (values.kv_events_port !== undefined) args.kvEventsPort = int('kv_events_port', values.kv_events_port, 0, 0, 65535);
   if (values.kv_events_replay_port !== undefined)
     args.kvEventsReplayPort = int('kv_events_replay_port', values.kv_events_replay_port, 0, 0, 65535);

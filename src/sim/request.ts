@@ -97,16 +97,25 @@ const ImportParams = v.looseObject({
  * Validates a parsed body for `kind` and reads it; throws a 400 SimError naming the fields.
  * @example const req = readSimRequest('completions', { model: 'sim', prompt: 'hi', max_tokens: 4 });
  */
-export function readSimRequest(kind: SimKind, body: unknown): SimRequest {
+/** A model's own tokenizer (tokenizer/model-tokenizer.ts), used instead of the simulator's stand-in when given. */
+export interface SimTokenizer {
+  text(text: string): number[];
+  chat(messages: readonly ChatMessage[]): number[];
+}
+
+export function readSimRequest(kind: SimKind, body: unknown, tokenizer?: SimTokenizer): SimRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw SimError.badRequest('request body must be a JSON object', null);
   const out = kind === 'chat' ? parseOrRefuse(ChatBody, body, SimError.invalid) : parseOrRefuse(CompletionsBody, body, SimError.invalid);
   let tokens: number[];
-  if ('messages' in out) tokens = tokenize(chatTemplate(out.messages as ChatMessage[]));
+  const text = (t: string): number[] => (tokenizer === undefined ? tokenize(t) : tokenizer.text(t));
+  if ('messages' in out)
+    tokens =
+      tokenizer === undefined ? tokenize(chatTemplate(out.messages as ChatMessage[])) : tokenizer.chat(out.messages as ChatMessage[]);
   else {
     const prompt = (out as v.InferOutput<typeof CompletionsBody>).prompt;
-    if (typeof prompt === 'string') tokens = tokenize(prompt);
-    else if (prompt.length > 0 && typeof prompt[0] === 'string') tokens = tokenize(prompt[0]);
+    if (typeof prompt === 'string') tokens = text(prompt);
+    else if (prompt.length > 0 && typeof prompt[0] === 'string') tokens = text(prompt[0]);
     else if (prompt.length > 0 && Array.isArray(prompt[0])) tokens = prompt[0];
     else tokens = prompt as number[];
   }

@@ -4,6 +4,7 @@
  * engine.ts so that the legs import types downward and only the engine's callers import the engine.
  */
 import type { ClientTlsOptions } from '../core/tls-options.ts';
+import type { SimTokenizer } from './request.ts';
 import type { BlockPool } from './block-pool.ts';
 import type { FaultPlan } from './faults.ts';
 import type { PrefixCache } from './prefix-cache.ts';
@@ -49,6 +50,8 @@ export interface SimEngineOptions {
   readonly crash?: () => void;
   /** Tells a prefiller that its blocks of a request may be freed (default: the engine's ReleaseNotifier). */
   readonly notifyDone?: (host: string, port: number, remoteRequestId: string) => Promise<void>;
+  /** The model's tokenizer (`--tokenizer`), instead of the simulator's four-bytes-a-token stand-in. */
+  readonly tokenizer?: SimTokenizer;
   /** The client side of release notices when prefillers' management listeners require TLS. */
   readonly notifyTls?: ClientTlsOptions;
 }
