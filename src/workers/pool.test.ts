@@ -71,12 +71,14 @@ describe('PoolLinkExecutor', () => {
     test(`${encoding}: per-cluster codes in batch order`, async () => {
       // One thread: the simulated runtime keeps its links per thread, so an unlink must reach the
       // thread that linked (the real runtime's links belong to the context every thread shares).
+      // Calls get 10 s: a loaded machine can take seconds to start a thread, and no case here is
+      // about the timeout.
       const single = new WorkerPool({ threads: 1, filename });
       try {
         const executor = new PoolLinkExecutor({ pool: single, handles: new Map([['0', 1000 + ENCODINGS.indexOf(encoding)]]), encoding });
-        const outcome = await executor.link('0', [target(1), target(2, 1), target(3)], 1000);
+        const outcome = await executor.link('0', [target(1), target(2, 1), target(3)], 10_000);
         expect(outcome).toEqual({ rets: [S.LLM_SUCCESS, S.LLM_LINK_FAILED, S.LLM_SUCCESS] });
-        expect((await executor.unlink('0', [target(3), target(4)], 1000, false)).rets).toEqual([S.LLM_SUCCESS, S.LLM_NOT_YET_LINK]);
+        expect((await executor.unlink('0', [target(3), target(4)], 10_000, false)).rets).toEqual([S.LLM_SUCCESS, S.LLM_NOT_YET_LINK]);
       } finally {
         await single.close();
       }
@@ -89,8 +91,8 @@ describe('PoolLinkExecutor', () => {
     try {
       for (const encoding of ENCODINGS) {
         const executor = new PoolLinkExecutor({ pool: single, handles: new Map([['0', 2000 + ENCODINGS.indexOf(encoding)]]), encoding });
-        expect(await executor.link('0', [target(1)], 1000)).toEqual({ rets: [S.LLM_SUCCESS] });
-        expect(await executor.link('0', [target(2), target(1), target(3, 3)], 1000)).toEqual({
+        expect(await executor.link('0', [target(1)], 10_000)).toEqual({ rets: [S.LLM_SUCCESS] });
+        expect(await executor.link('0', [target(2), target(1), target(3, 3)], 10_000)).toEqual({
           rets: [S.LLM_SUCCESS, S.LLM_ALREADY_LINK, S.LLM_ALREADY_LINK],
           holders: [undefined, 'client', undefined],
         });
@@ -103,8 +105,8 @@ describe('PoolLinkExecutor', () => {
   test('a call refused as a whole gives every cluster its code; unknown endpoints are PARAM_INVALID', async () => {
     const executor = new PoolLinkExecutor({ pool, handles: new Map([['0', 7]]) });
     const many = Array.from({ length: 17 }, (_, i) => target(i));
-    expect((await executor.link('0', many, 1000)).rets).toEqual(new Array(17).fill(S.LLM_CLUSTER_NUM_EXCEED_LIMIT));
-    expect((await executor.link('9', [target(1)], 1000)).rets).toEqual([S.LLM_PARAM_INVALID]);
+    expect((await executor.link('0', many, 10_000)).rets).toEqual(new Array(17).fill(S.LLM_CLUSTER_NUM_EXCEED_LIMIT));
+    expect((await executor.link('9', [target(1)], 10_000)).rets).toEqual([S.LLM_PARAM_INVALID]);
   });
 
   test('a batch that waited out its timeout in the queue is TIMEOUT without a runtime call', async () => {
@@ -112,7 +114,7 @@ describe('PoolLinkExecutor', () => {
     try {
       const executor = new PoolLinkExecutor({ pool: single, handles: new Map([['0', 8]]) });
       // Link calls queue behind link calls: a peer that never answers holds the only link thread.
-      expect((await executor.link('0', [target(9)], 1000)).rets).toEqual([S.LLM_SUCCESS]);
+      expect((await executor.link('0', [target(9)], 10_000)).rets).toEqual([S.LLM_SUCCESS]);
       const blocker = executor.link('0', [target(10, 2)], 300);
       const late = await executor.link('0', [target(1)], 50);
       expect(late.rets).toEqual([S.LLM_TIMEOUT]);
