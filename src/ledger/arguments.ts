@@ -5,6 +5,7 @@
 import { errors } from '../core/errors.ts';
 import { INT32_MAX } from '../core/limits.ts';
 import { RELEASE_REASONS, type ReleaseReason, type TransferPhase } from './records.ts';
+import type { ReserveRequest } from './types.ts';
 
 /** Longest accepted request id (X-Request-Id values are UUIDs or similar; this leaves ample room). */
 export const MAX_REQUEST_ID_LENGTH = 512;
@@ -74,4 +75,35 @@ export function reasonArg(value: unknown, path: string): ReleaseReason {
 export function phaseArg(value: unknown, path: string): TransferPhase {
   if (value !== 'prefilling' && value !== 'transferring') throw errors.invalidArgument(path, 'must be prefilling or transferring');
   return value;
+}
+
+/** A reservation's arguments, checked, with their defaults filled in. */
+export interface ReserveArgs {
+  readonly requestId: string;
+  readonly clientRequestId: string | null;
+  readonly p: number;
+  readonly d: number;
+  readonly slots: number;
+  readonly pBlocks: number;
+  readonly dBlocks: number;
+  readonly leaseMs: number;
+  readonly phase: TransferPhase | undefined;
+}
+
+/**
+ * Checks every field of a reservation, naming the first bad one; one slot and `defaultLeaseMs` unless given.
+ * @example const args = reserveArgs({ requestId: 'r1', p: 0, d: 1, pBlocks: 16, dBlocks: 16 }, 30_000);
+ */
+export function reserveArgs(request: ReserveRequest, defaultLeaseMs: number): ReserveArgs {
+  return {
+    requestId: requestIdArg(request.requestId, 'requestId'),
+    clientRequestId: request.clientRequestId === undefined ? null : requestIdArg(request.clientRequestId, 'clientRequestId'),
+    p: countArg(request.p, 'p'),
+    d: countArg(request.d, 'd'),
+    slots: countArg(request.slots ?? 1, 'slots'),
+    pBlocks: countArg(request.pBlocks, 'pBlocks'),
+    dBlocks: countArg(request.dBlocks, 'dBlocks'),
+    leaseMs: leaseArg(request.leaseMs ?? defaultLeaseMs, 'leaseMs'),
+    phase: request.phase === undefined ? undefined : phaseArg(request.phase, 'phase'),
+  };
 }

@@ -10,7 +10,7 @@
 import type { RegistryDiff } from '../cluster/instance.ts';
 import { errors } from '../core/errors.ts';
 import type { InstanceLoad } from './accounts.ts';
-import { codeArg, countArg, leaseArg, phaseArg, reasonArg, requestIdArg } from './arguments.ts';
+import { codeArg, countArg, leaseArg, phaseArg, reasonArg, requestIdArg, reserveArgs } from './arguments.ts';
 import { systemClock, type LeaseClock } from '../core/lease-clock.ts';
 import { CapacityBook } from './capacity.ts';
 import { LeaseSchedule } from './lease-schedule.ts';
@@ -77,21 +77,11 @@ export class KvLedger {
    * Reserves slots and blocks on P and D for one request, both or neither.
    * @throws PdlinkError `conflict` for an id that is still active (an ended id may be reserved again), `unavailable` for an unknown instance,
    *   `insufficient_capacity` naming the instance and resource that fell short, `bad_request` for bad arguments.
-   * @example const record = ledger.reserve({ requestId: 'r1', p: 0, d: 1, pBlocks: 16, dBlocks: 16 });
    * @example ledger.reserve({ requestId: 'r2', p: 0, d: 1, pBlocks: 16, dBlocks: 16, phase: 'prefilling' }); // reserved and begun at once
    */
   reserve(request: ReserveRequest): TransferRecord {
     if (this.#closed) throw errors.unavailable('the KV ledger is closed');
-    const requestId = requestIdArg(request.requestId, 'requestId');
-    const clientRequestId = request.clientRequestId === undefined ? null : requestIdArg(request.clientRequestId, 'clientRequestId');
-    const p = countArg(request.p, 'p');
-    const d = countArg(request.d, 'd');
-    const slots = countArg(request.slots ?? 1, 'slots');
-    const pBlocks = countArg(request.pBlocks, 'pBlocks');
-    const dBlocks = countArg(request.dBlocks, 'dBlocks');
-    const leaseMs = leaseArg(request.leaseMs ?? this.#defaultLeaseMs, 'leaseMs');
-    const phase = request.phase;
-    if (phase !== undefined) phaseArg(phase, 'phase');
+    const { requestId, clientRequestId, p, d, slots, pBlocks, dBlocks, leaseMs, phase } = reserveArgs(request, this.#defaultLeaseMs);
     this.#expireDue();
     if (this.#active.has(requestId)) throw errors.transferExists(requestId);
     this.#capacity.require(p, d, slots, pBlocks, dBlocks);
@@ -167,34 +157,21 @@ export class KvLedger {
   }
 
   /**
-   * Moves an active record's decode side to another instance (P's side stays as it is): the D it
-   * named never got the request, and P's blocks wait for the new one. Only while the record proves
-   * P still holds them: it is transferring (P answered) and P's hold, the record's lease counted
-   * from P's answer, has not run out; past it P may have freed the blocks, and a D sent to read
-   * them would read another prompt's. Both sides or neither: on a refusal the record keeps its old D.
-   * @throws PdlinkError `conflict` for an ended record, one P has not answered for, or one past P's
-   *   hold; `insufficient_capacity` naming the new D; `unavailable` for an unknown one.
+   * Moves an active record's decode side to another D while it proves P holds the blocks
+   * (LiveRecord.holdRefusal); on a refusal the record keeps its old D.
+   * @throws PdlinkError `conflict` (ended, or no hold proved), `insufficient_capacity`, `unavailable`.
    * @example ledger.moveDecode('r1', 12, 16);
    */
   moveDecode(requestId: string, d: number, dBlocks: number): TransferRecord {
-    const record = this.#live(requestId, 'move its decode side');
+    const action = 'move its decode side';
+    const record = this.#live(requestId, action);
     countArg(d, 'd');
     countArg(dBlocks, 'dBlocks');
-    const action = 'move its decode side';
-    if (record.state !== 'transferring' || record.transferringAt === null) {
-      throw errors.illegalTransition(requestId, record.state, `${action}: P has not answered, so no blocks wait for a D`);
-    }
-    const held = this.#clock.now() - record.transferringAt;
-    if (held > record.leaseMs) {
-      throw errors.illegalTransition(
-        requestId,
-        record.state,
-        `${action}: P answered ${held} ms ago, beyond its hold of the blocks (the lease, ${record.leaseMs} ms)`,
-      );
-    }
+    const refusal = record.holdRefusal(this.#clock.now());
+    if (refusal !== undefined) throw errors.illegalTransition(requestId, record.state, `${action}: ${refusal}`);
     const previous = this.#capacity.moveDecode(record, d, dBlocks);
     if (previous === undefined) return record.view();
-    // Progress: the request is being driven, so its lease starts again.
+    // Progress: the lease starts again.
     this.#leases.set(record, this.#clock.now() + record.leaseMs);
     const view = record.view();
     this.#emit(view, view.state, previous);
@@ -248,7 +225,7 @@ export class KvLedger {
   }
 
   /**
-   * O(1) load of one instance for the scheduler; undefined for an unknown instance.
+   * O(1) load of one instance for the scheduler; undefined for an unknown one.
    * @example const load = ledger.instanceLoad(0); load?.availBlocks
    */
   instanceLoad(id: number): InstanceLoad | undefined {
@@ -292,7 +269,7 @@ export class KvLedger {
   }
 
   /**
-   * Subscribes to record state changes; returns the unsubscribe function. A throwing listener is logged, not propagated.
+   * Subscribes to record changes; returns the unsubscribe function. A throwing listener is logged.
    * @example const off = ledger.onRecord(({ record, from }) => console.log(from, '→', record.state));
    */
   onRecord(listener: (event: LedgerEvent) => void): () => void {
@@ -301,7 +278,7 @@ export class KvLedger {
   }
 
   /**
-   * Releases every active record (reason `shutdown`), stops following the cluster and disarms the timer; idempotent.
+   * Releases every active record (`shutdown`), stops following the cluster, disarms the timer; idempotent.
    * @example ledger.close();
    */
   close(): void {
@@ -372,9 +349,7 @@ export class KvLedger {
   }
 
   #remove(id: number): void {
-    // The book closes the account before any record ends (see CapacityBook.giveBack). A record whose
-    // P is gone ends; one that loses only its D keeps P's side, since P still holds (or is computing)
-    // the blocks, and waits for another D (moveDecode) or for its request to end.
+    // The account closes before any record ends (CapacityBook.giveBack); one losing only its D keeps P's side.
     for (const record of this.#capacity.remove(id)) {
       if (this.#active.get(record.requestId) !== record) continue;
       if (record.p === id) {

@@ -98,6 +98,20 @@ export class LiveRecord implements HeapItem {
   }
 
   /**
+   * Why the record does not prove that P holds its blocks for a D at `now`, or undefined when it
+   * does: P answered (transferring) and P's hold, the lease counted from P's answer (renewals do not
+   * stretch it), has not run out. Past it P may have freed them, and a D sent to read them would
+   * read another prompt's.
+   * @example live.holdRefusal(clock.now()) // 'P has not answered, so no blocks wait for a D'
+   */
+  holdRefusal(now: number): string | undefined {
+    if (this.state !== 'transferring' || this.transferringAt === null) return 'P has not answered, so no blocks wait for a D';
+    const held = now - this.transferringAt;
+    if (held <= this.leaseMs) return undefined;
+    return `P answered ${held} ms ago, beyond its hold of the blocks (the lease, ${this.leaseMs} ms)`;
+  }
+
+  /**
    * A plain-data copy of the record.
    * @example const record = live.view(); record.state // 'reserved'
    */
