@@ -7,7 +7,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { REPO_ROOT } from './child.ts';
+
+/** Resolved here rather than from child.ts, so the Deno suite can use the peer too. */
+const REPO_ROOT = join(import.meta.dirname!, '..', '..');
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = join(REPO_ROOT, 'test', 'fixtures', 'kv', 'kv_publisher.py');
