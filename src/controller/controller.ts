@@ -65,7 +65,7 @@ export class Controller {
     this.#events = options.events ?? {};
     this.#log = options.log ?? (() => {});
     this.#leading = options.leading ?? true;
-    this.#gate = new StartGate(this.#timing, options.mayAct, this.#leading ? this.#now() : undefined);
+    this.#gate = new StartGate(this.#timing, options.mayAct, this.#leading);
     this.#coordinators = new CoordinatorSet(options.spec.coordinators, {
       client: this.#client,
       now: this.#now,
@@ -190,7 +190,7 @@ export class Controller {
     this.#takeoverMark = this.#mark();
     this.#replan();
     settleRestored(this.#members);
-    this.#gate.begin(this.#now(), this.#takeoverMark, state.snapshot);
+    this.#gate.begin(this.#takeoverMark, state.snapshot);
     this.#shapeKey = '';
     this.#dirty = true;
     this.#leading = true;
@@ -295,6 +295,7 @@ export class Controller {
   }
 
   #postRoles(now: number): void {
+    if (!this.#gate.mayPost(this.#members, now)) return;
     for (const m of this.#members.values()) {
       if (m.postInFlight || m.postedKey === m.wantedKey || now < m.nextPostAt) continue;
       // After a takeover, what the agent holds is read first: a role already in force is not posted again.

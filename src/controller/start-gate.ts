@@ -1,12 +1,13 @@
 /**
  * When a leading controller may act, and what it may push. It acts only while `mayAct` (the
- * leadership's proof that its lease is live) says so. And a controller that starts leading (a lone one at start, a new leader at a takeover) knows nothing
- * yet of what its agents hold, so a snapshot composed from its first view would drop every
- * instance it has not read: the Coordinators would empty and answer 503. Until every member is
- * judged — read since the start with its role body in force (serving or not), or silent for the
- * heartbeat timeout, or the settle time gone — an unjudged member that the stored snapshot lists
- * stays in with its stored entry, and with no stored entry to stand for it no snapshot goes out at
- * all (the Coordinators keep what they hold).
+ * leadership's proof that its lease is live) says so. A controller that starts leading (a lone one
+ * at start, a new leader at a takeover) knows nothing yet of what its agents hold, so a snapshot
+ * composed from its first view would drop every instance it has not read: the Coordinators would
+ * empty and answer 503. Until every member is judged (serving again, silent for the heartbeat
+ * timeout, or the settle time of heartbeat timeout plus role retry gone), an unjudged member that
+ * the stored snapshot lists stays in with its stored entry, and with no stored entry to stand for it
+ * no snapshot goes out at all (the Coordinators keep what they hold). No role is posted before every
+ * member has been read once: a body lists only the peers that answer.
  */
 import type { Member } from './member.ts';
 import type { RefreshBody, RefreshInstanceBody, SnapshotCandidate } from './snapshot.ts';
@@ -15,20 +16,22 @@ import type { ControllerTiming } from './types.ts';
 export class StartGate {
   readonly #timing: ControllerTiming;
   readonly #mayAct: () => boolean;
-  #startedAt = 0;
+  /** When polling began after the start (the first evaluation): silence counts from there, not from a slow start-up. */
+  #startedAt: number | undefined;
   #startMark = 0;
   #baseline = new Map<number, RefreshInstanceBody>();
   #open = true;
   #passed = true;
+  #seenAll = true;
 
   /**
-   * A gate that begins at `startedAt` (a lone controller's start; undefined: a standby, see begin).
-   * @example const gate = new StartGate(timing, () => election.mayAct(), Date.now());
+   * A gate that begins at once when `leading` (a lone controller), else at begin() (a standby's takeover).
+   * @example const gate = new StartGate(timing, () => election.mayAct(), true);
    */
-  constructor(timing: ControllerTiming, mayAct: (() => boolean) | undefined, startedAt: number | undefined) {
+  constructor(timing: ControllerTiming, mayAct: (() => boolean) | undefined, leading: boolean) {
     this.#timing = timing;
     this.#mayAct = mayAct ?? (() => true);
-    if (startedAt !== undefined) this.begin(startedAt, 0, undefined);
+    if (leading) this.begin(0, undefined);
   }
 
   /** Whether a leader may act now (its lease proven live). */
@@ -49,14 +52,15 @@ export class StartGate {
   /**
    * Leading starts now; members are judged by what happens after event mark `mark`; `baseline` is
    * the snapshot stored by the last leader (undefined: none).
-   * @example gate.begin(now, takeoverMark, state.snapshot);
+   * @example gate.begin(takeoverMark, state.snapshot);
    */
-  begin(now: number, mark: number, baseline: RefreshBody | undefined): void {
-    this.#startedAt = now;
+  begin(mark: number, baseline: RefreshBody | undefined): void {
+    this.#startedAt = undefined;
     this.#startMark = mark;
     this.#baseline = new Map((baseline?.instances ?? []).map((i) => [i.id, i]));
     this.#open = false;
     this.#passed = false;
+    this.#seenAll = false;
   }
 
   /**
@@ -85,13 +89,27 @@ export class StartGate {
     return [...fresh, ...stand];
   }
 
+  /**
+   * Whether roles may be posted: once every member has been read since the start (or the heartbeat
+   * timeout has passed). A body lists only the peers that answer, so one planned before a peer was
+   * read would unlink it.
+   * @example if (!gate.mayPost(members, now)) return;
+   */
+  mayPost(members: ReadonlyMap<number, Member>, now: number): boolean {
+    if (this.#seenAll) return true;
+    if (now - (this.#startedAt ??= now) < this.#timing.heartbeatTimeoutMs) {
+      for (const m of members.values()) if (m.observedMark <= this.#startMark) return false;
+    }
+    return (this.#seenAll = true);
+  }
+
+  /** Serving (joined and answering), dead (silent past the heartbeat timeout), leaving, or the settle time gone. */
   #judged(m: Member, now: number): boolean {
     const t = this.#timing;
-    if (m.drain !== undefined || now - this.#startedAt >= t.heartbeatTimeoutMs + t.roleRetryMs) return true;
-    if (m.lastSeenAt === undefined) return now - this.#startedAt >= t.heartbeatTimeoutMs;
-    if (!m.alive(now, t.heartbeatTimeoutMs) || m.joined) return true;
-    // Read since the start, after its body in force was last posted: what it shows is its state.
-    return m.postedKey === m.wantedKey && m.observedMark > Math.max(this.#startMark, m.postDoneMark);
+    const since = now - (this.#startedAt ??= now);
+    if (m.drain !== undefined || since >= t.heartbeatTimeoutMs + t.roleRetryMs) return true;
+    if (m.lastSeenAt === undefined) return since >= t.heartbeatTimeoutMs;
+    return !m.alive(now, t.heartbeatTimeoutMs) || m.joined;
   }
 }
 

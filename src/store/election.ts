@@ -3,16 +3,19 @@
  * lock). No two candidates hold the title at any instant:
  * - A holder acts only while its proof is fresh (`mayAct()`): a renewal of its lease confirmed
  *   within TTL minus one step, counted from when the renewal was sent, so the lease cannot have
- *   lapsed in the store; each renewal also reads the key to check it is still bound to the lease.
+ *   lapsed in the store; each confirmed renewal also reads the key to check it is still bound to
+ *   the lease.
  * - It stands down the moment it learns otherwise: the store says the lease is gone, the key is
  *   deleted or taken (a watch on the key), or a guarded write finds it not held (`lost()`).
- * - Past its proof it keeps the title without acting until a TTL has passed since its last
- *   renewal (till then the lease cannot have lapsed); past that only while the store is provably
- *   silent — renewals sent in time fail or wait for want of an answer, as during an etcd leader
- *   election — and this process did not stall: a process that was stopped cannot tell what
- *   happened meanwhile, so it stands down on waking. A controller rides out for at most two TTLs;
- *   a Coordinator (`holdWhileDisconnected`) for as long as the store stays silent: a stale master
- *   proxy is harmless, a cluster with no ready Coordinator is an outage.
+ * - Past its proof it keeps the title without acting while a TTL has not passed since its last
+ *   confirmed renewal (the lease cannot have lapsed), and past that only while it keeps sending
+ *   renewals that go unanswered (riding out a silent store, as during an etcd leader election): a
+ *   renewal sent within a TTL either reached a live store, which renewed the lease, or a store that
+ *   could give the key to nobody. A process that stopped sending (stopped, starved) for a TTL
+ *   cannot tell what happened meanwhile, so it stands down before it sends again. A controller
+ *   rides out for at most two TTLs; a Coordinator (`holdWhileDisconnected`) for as long as the
+ *   store stays silent: a stale master proxy is harmless, a cluster with no ready Coordinator is
+ *   an outage.
  * Standbys read the key every step, at once when it is deleted and when the store comes back; a
  * holder that rode out too long keeps its lease and takes the title back at once if the store,
  * back, still binds the key to it.
@@ -20,10 +23,8 @@
 import type { Store, StoreLease } from './store.ts';
 import { storeErrorReason } from './store-error.ts';
 
-/** A standby's or a riding holder's quick retry. */
+/** A standby's or a riding holder's quick retry, and how often a holder checks its title. */
 const RETRY_MS = 100;
-/** The heartbeat that tells a stalled (stopped, starved) process from a silent store. */
-const TICK_MS = 100;
 
 export interface ElectionOptions {
   readonly store: Store;
@@ -51,12 +52,8 @@ export class Election {
   #renewedAt = 0;
   /** Revision of the key this holder created: watch events older than it are about a predecessor. */
   #claimRevision = 0;
-  /** Riding out: when renewals began to fail for want of an answer (undefined: not riding). */
-  #silentSince: number | undefined;
-  /** When the renewal in flight was sent: an unanswered renewal is the store's silence too. */
-  #pendingSince: number | undefined;
-  #lastTickAt: number;
-  #stalledAt = -Infinity;
+  /** When the last renewal was sent, answered or not. */
+  #sentAt = 0;
   #timers: ReturnType<typeof setInterval>[] = [];
   #retry: ReturnType<typeof setTimeout> | undefined;
   #unwatch: (() => void) | undefined;
@@ -72,7 +69,6 @@ export class Election {
     this.#now = options.now ?? Date.now;
     this.#ttlMs = options.ttlSeconds * 1000;
     this.#stepMs = this.#ttlMs / 4;
-    this.#lastTickAt = this.#now();
   }
 
   /** Holds the title now (acting, or riding out a silent store). */
@@ -105,7 +101,7 @@ export class Election {
   start(): void {
     if (this.#timers.length > 0 || this.#closed) return;
     this.#timers.push(setInterval(() => void this.step(), this.#stepMs));
-    this.#timers.push(setInterval(() => this.#tick(), TICK_MS));
+    this.#timers.push(setInterval(() => this.#check(), RETRY_MS));
     for (const t of this.#timers) t.unref?.();
     this.#unwatch = this.#store.watch(this.#options.key, (key, value, revision) => this.#watched(key, value, revision));
     // The store came back: campaign (or confirm the title) at once, not at the next step.
@@ -113,10 +109,12 @@ export class Election {
     void this.step();
   }
 
-  /** One round: renew when holding, else try to take the key. Exposed for tests. */
+  /** One round: renew when holding (resolving once that renewal is answered), else try to take the key. Exposed for tests. */
   async step(): Promise<void> {
     if (this.#closed) return;
-    this.#tick();
+    // Checked before any renewal goes out: one sent after a stall must not vouch for the stall.
+    this.#check();
+    if (this.#leader) return this.#renew();
     if (this.#stepping) {
       this.#again = true;
       return;
@@ -125,8 +123,7 @@ export class Election {
     try {
       do {
         this.#again = false;
-        this.#tick();
-        await (this.#leader ? this.#renew() : this.#campaign());
+        if (!this.#leader) await this.#campaign();
       } while (this.#again && !this.#closed);
     } finally {
       this.#stepping = false;
@@ -155,33 +152,44 @@ export class Election {
     await lease?.revoke();
   }
 
-  async #renew(): Promise<void> {
+  /** Sends a renewal without waiting for the one before: a store that answers late must not slow the sending. */
+  #renew(): Promise<void> {
     const lease = this.#lease!;
     const sentAt = this.#now();
-    let alive: boolean;
-    this.#pendingSince = sentAt;
-    try {
-      alive = await lease.keepAlive();
-    } catch (err) {
-      this.#silent(err, sentAt);
-      return;
-    } finally {
-      this.#pendingSince = undefined;
-    }
+    this.#sentAt = sentAt;
+    return lease.keepAlive().then(
+      (alive) => this.#renewed(lease, sentAt, alive),
+      (err: unknown) => this.#renewFailed(lease, err),
+    );
+  }
+
+  async #renewed(lease: StoreLease, sentAt: number, alive: boolean): Promise<void> {
     if (lease !== this.#lease || !this.#leader) return;
     if (!alive) {
       this.#lease = undefined;
       this.#standDown('the store says the lease is gone');
-      return this.#campaign();
+      return this.step();
     }
     this.#renewedAt = Math.max(this.#renewedAt, sentAt);
-    if (this.#now() < sentAt + this.#ttlMs - this.#stepMs) this.#silentSince = undefined;
-    else {
-      // Answered, but so late that it proves little: still riding out, and renewed again at once.
-      this.#silentSince ??= sentAt;
+    // Answered so late that the proof is still stale (riding out): renewed again at once.
+    if (this.#now() >= this.#renewedAt + this.#ttlMs - this.#stepMs) this.#soon();
+    await this.#verify(lease);
+  }
+
+  #renewFailed(lease: StoreLease, err: unknown): void {
+    if (lease !== this.#lease || !this.#leader) return;
+    if (storeErrorReason(err) === 'unreachable') {
+      this.#check();
       this.#soon();
+      return;
     }
-    // The proof that the key is still bound to the lease (a watch event may be on its way).
+    this.#lease = undefined;
+    this.#standDown(`renewal refused: ${err instanceof Error ? err.message : String(err)}`);
+    this.#soon();
+  }
+
+  /** The proof that the key is still bound to the lease (a watch event may be on its way). */
+  async #verify(lease: StoreLease): Promise<void> {
     const held = await this.#store.held(this.#options.key).catch(() => 'unknown' as const);
     if (held === 'unknown' || lease !== this.#lease || !this.#leader) return;
     if (held?.lease !== lease.id) {
@@ -226,26 +234,10 @@ export class Election {
     }
     this.#lease = lease;
     this.#renewedAt = sentAt;
+    this.#sentAt = sentAt;
     this.#claimRevision = Math.max(this.#claimRevision, revision);
-    this.#silentSince = undefined;
     if (why !== undefined) this.#options.log?.(`${why}: title taken back`);
     this.#set(true);
-  }
-
-  /** A renewal failed: ride out a silent store, stand down for anything else. */
-  #silent(err: unknown, sentAt: number): void {
-    if (!this.#leader) return;
-    if (storeErrorReason(err) !== 'unreachable') {
-      this.#lease = undefined;
-      this.#standDown(`renewal refused: ${err instanceof Error ? err.message : String(err)}`);
-      this.#soon();
-      return;
-    }
-    this.#tick();
-    // A failure that reached this process late says nothing about the store.
-    if (this.#stalledAt < sentAt) this.#silentSince ??= this.#now();
-    this.#check();
-    this.#soon();
   }
 
   #watched(key: string, value: string | undefined, revision: number): void {
@@ -263,39 +255,26 @@ export class Election {
     }
   }
 
-  /** Stands down when the lease may have lapsed (a TTL since the last renewal) and the title cannot be ridden out. */
+  /** Stands down when the lease may have lapsed (a TTL since the last confirmed renewal) and the title cannot be ridden out. */
   #check(): void {
     if (!this.#leader) return;
     const now = this.#now();
     // Within a TTL of a confirmed renewal the lease cannot have lapsed: the title is certain (acts stop a step earlier).
     if (now < this.#renewedAt + this.#ttlMs) return;
-    if (now - this.#lastTickAt > this.#stepMs) this.#stalledAt = now;
-    const silentSince = this.#silentSince ?? this.#pendingSince;
-    const riding =
-      silentSince !== undefined &&
-      this.#stalledAt < silentSince &&
-      (this.#options.holdWhileDisconnected === true || now < this.#renewedAt + 2 * this.#ttlMs);
-    if (riding) return;
+    const sending = now < this.#sentAt + this.#ttlMs;
+    if (sending && (this.#options.holdWhileDisconnected === true || now < this.#renewedAt + 2 * this.#ttlMs)) return;
     this.#standDown(
-      silentSince === undefined || this.#stalledAt >= silentSince
-        ? 'no renewal confirmed in time'
-        : `the store was silent for ${now - silentSince} ms`,
+      sending
+        ? `the store was silent for ${now - this.#renewedAt} ms`
+        : `no renewal sent for ${now - this.#sentAt} ms (this process stalled)`,
     );
     this.#soon();
   }
 
   #standDown(reason: string): void {
     if (!this.#leader) return;
-    this.#silentSince = undefined;
     this.#options.log?.(`standing down (${this.#options.key}): ${reason}`);
     this.#set(false);
-  }
-
-  #tick(): void {
-    const now = this.#now();
-    if (now - this.#lastTickAt > this.#stepMs) this.#stalledAt = now;
-    this.#lastTickAt = now;
-    this.#check();
   }
 
   #soon(): void {
