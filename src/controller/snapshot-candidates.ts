@@ -52,6 +52,7 @@ export function snapshotCandidates(
       ...addresses.of(m.spec),
       modelName: m.spec.modelName,
       staticInfo: m.spec.staticInfo,
+      ...(m.spec.kvEvents === undefined ? {} : { kvEvents: m.spec.kvEvents }),
       resources: m.observation?.resources,
       linkedPeers: linkedPeers(m, members),
     });

@@ -35,6 +35,18 @@ describe('composeSnapshot', () => {
     expect(v.safeParse(RefreshSchema, body).success).toBe(true);
   });
 
+  test("an instance's KV-event endpoints from the topology file go into its refresh entry", () => {
+    const kvEvents = { endpoint: 'tcp://10.0.0.5:5557', replayEndpoint: 'tcp://10.0.0.5:5558', dpSize: 2 };
+    const body = composeSnapshot([candidate(1, 'prefill', [3], { kvEvents }), candidate(3, 'decode', [1])]);
+    expect(body.instances[0]).toMatchObject({
+      kv_events_endpoint: 'tcp://10.0.0.5:5557',
+      kv_events_replay_endpoint: 'tcp://10.0.0.5:5558',
+      kv_events_dp_size: 2,
+    });
+    expect('kv_events_endpoint' in body.instances[1]!).toBe(false);
+    expect(v.safeParse(RefreshSchema, body).success).toBe(true);
+  });
+
   test('peers not in the snapshot or of the same role are dropped, and an instance left with none is left out', () => {
     // 9 is not a candidate (dead or not ready); 2 reports no link; 4 linked only 2, so it goes with 2.
     const body = composeSnapshot([

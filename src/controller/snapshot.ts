@@ -6,7 +6,7 @@
  */
 import type { Role } from '../schema/role.ts';
 import type { AgentResources } from './agent-status.ts';
-import type { StaticDefaults } from './types.ts';
+import type { KvEventsEndpoints, StaticDefaults } from './types.ts';
 
 /** One instance the loop counts as serving, with what it observed of it. */
 export interface SnapshotCandidate {
@@ -19,6 +19,7 @@ export interface SnapshotCandidate {
   readonly metricPort: number;
   readonly modelName: string;
   readonly staticInfo: StaticDefaults;
+  readonly kvEvents?: KvEventsEndpoints;
   readonly resources: AgentResources | undefined;
   /** Ids of the peers whose links this instance reports `ok`. */
   readonly linkedPeers: readonly number[];
@@ -41,6 +42,9 @@ export interface RefreshInstanceBody {
     role: 80 | 68;
   };
   dynamic_info: { avail_slots_num: number; avail_block_num: number; peers: number[] };
+  kv_events_endpoint?: string;
+  kv_events_replay_endpoint?: string;
+  kv_events_dp_size?: number;
 }
 
 export interface RefreshBody {
@@ -110,6 +114,19 @@ function instanceBody(c: SnapshotCandidate, peers: number[]): RefreshInstanceBod
       avail_block_num: clamp(r?.availBlocks ?? totalBlocks, 0, totalBlocks),
       peers: [...peers].sort((a, b) => a - b),
     },
+    ...kvEventsFields(c.kvEvents),
+  };
+}
+
+/** The refresh entry's KV-event fields (src/kv-events/topology.ts reads them). */
+function kvEventsFields(
+  kv: KvEventsEndpoints | undefined,
+): Pick<RefreshInstanceBody, 'kv_events_endpoint' | 'kv_events_replay_endpoint' | 'kv_events_dp_size'> {
+  if (kv === undefined) return {};
+  return {
+    kv_events_endpoint: kv.endpoint,
+    ...(kv.replayEndpoint === undefined ? {} : { kv_events_replay_endpoint: kv.replayEndpoint }),
+    ...(kv.dpSize === undefined ? {} : { kv_events_dp_size: kv.dpSize }),
   };
 }
 

@@ -76,6 +76,15 @@ export function desiredInstance(
         totalBlocks: s.total_block_num ?? DEFAULT_STATIC.totalBlocks,
         blockSize: s.block_size ?? DEFAULT_STATIC.blockSize,
       },
+      ...(entry.kv_events_endpoint === undefined
+        ? {}
+        : {
+            kvEvents: {
+              endpoint: entry.kv_events_endpoint,
+              replayEndpoint: entry.kv_events_replay_endpoint,
+              dpSize: entry.kv_events_dp_size,
+            },
+          }),
     },
   };
 }

@@ -31,6 +31,15 @@ export interface DesiredInstance {
   /** undefined: assigned by the P:D rates. */
   readonly role: Role | undefined;
   readonly staticInfo: StaticDefaults;
+  /** The engine's KV-event endpoints, passed on in the refresh (kv_events_*); undefined when it publishes none. */
+  readonly kvEvents?: KvEventsEndpoints;
+}
+
+/** Where an engine publishes its KV events, as the refresh names them. */
+export interface KvEventsEndpoints {
+  readonly endpoint: string;
+  readonly replayEndpoint: string | undefined;
+  readonly dpSize: number | undefined;
 }
 
 export interface ControllerTiming {

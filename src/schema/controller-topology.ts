@@ -68,6 +68,13 @@ const Device = v.strictObject({
   device_ip: Ip,
 });
 
+/** A ZeroMQ TCP endpoint, `tcp://HOST:PORT`. */
+const KvEndpoint = v.pipe(
+  v.string('must be a tcp://HOST:PORT endpoint'),
+  v.maxLength(300, 'must be at most 300 characters'),
+  v.regex(/^tcp:\/\/(\[[0-9a-fA-F:.]+\]|[^:/[\]]+):\d{1,5}$/, 'must be a tcp://HOST:PORT endpoint'),
+);
+
 /** One instance of the cluster: where its agent and engine listen, what it serves, its devices and role. */
 export const InstanceEntry = v.strictObject({
   id: InstanceId,
@@ -88,6 +95,19 @@ export const InstanceEntry = v.strictObject({
   /** Omitted or null: assigned by the P:D rates. */
   role: v.optional(v.nullable(v.picklist(['prefill', 'decode'], 'must be "prefill", "decode" or null'))),
   static_info: v.optional(StaticInfo),
+  /** Where the engine publishes its KV events (vLLM's ZeroMQ PUB, data-parallel rank 0), passed on in the refresh. */
+  kv_events_endpoint: v.optional(KvEndpoint),
+  /** Its replay (ROUTER) endpoint. */
+  kv_events_replay_endpoint: v.optional(KvEndpoint),
+  /** Data-parallel ranks publishing on consecutive ports from the endpoints' (default 1). */
+  kv_events_dp_size: v.optional(
+    v.pipe(
+      v.number('must be an integer'),
+      v.integer('must be an integer'),
+      v.minValue(1, 'must be in [1, 1024]'),
+      v.maxValue(1024, 'must be in [1, 1024]'),
+    ),
+  ),
 });
 export type InstanceEntry = v.InferOutput<typeof InstanceEntry>;
 
