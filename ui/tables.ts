@@ -61,12 +61,42 @@ export function renderTables(state: DashboardState): void {
     })),
   );
   renderAdmission(state);
+  renderKvEvents(state);
   fill(
     document.getElementById('failures')!,
     state.failures.map((f) => ({
       attrs: { subject: f.subject },
       cells: [time(f.at), f.subject, f.instances.join(', '), f.reason],
       errorCell: 3,
+    })),
+  );
+}
+
+/** The engines' KV-event streams: one row per instance and DP rank, with every reset, gap and skipped batch; hidden where there are none. */
+function renderKvEvents(state: DashboardState): void {
+  const panel = document.getElementById('kv-events-panel')!;
+  const kv = state.kvEvents;
+  panel.hidden = kv === null;
+  if (kv === null) return;
+  document.getElementById('kv-events-summary')!.textContent =
+    `· ${kv.heldBlocks} blocks held in the index (${Math.round(kv.bytes / 1024)} KiB)` +
+    (kv.problems.length === 0 ? '' : ` · not followed: ${kv.problems.map((p) => `${p.instance} (${p.reason})`).join('; ')}`);
+  fill(
+    document.getElementById('kv-events')!,
+    kv.streams.map((s) => ({
+      attrs: { instance: s.instance, connected: String(s.connected) },
+      cells: [
+        `${s.instance}:${s.dpRank}`,
+        s.endpoint,
+        s.connected ? 'connected' : 'reconnecting',
+        s.lastSeq ?? '–',
+        `${s.applied} + ${s.replayed} replayed`,
+        String(s.gaps),
+        `restart ${s.resets.restart}, gap ${s.resets.gap_unfilled}, cleared ${s.resets.cleared}`,
+        `${s.skipped} batches, ${s.orphans} orphan blocks`,
+        s.lastError ?? '',
+      ],
+      errorCell: 8,
     })),
   );
 }

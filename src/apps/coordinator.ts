@@ -176,7 +176,13 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   managementApp.route('/', refresh.routes);
   managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => options.notReadyReason?.() ?? notReadyReason(registry), metrics }));
-  const dashboardSource = coordinatorSource({ registry, ledger, health, ...(admission === undefined ? {} : { admission }) });
+  const dashboardSource = coordinatorSource({
+    registry,
+    ledger,
+    health,
+    ...(admission === undefined ? {} : { admission }),
+    kv: { intake: kv.intake, problems: kv.follower.problems },
+  });
   const dashboard = new DashboardFeed(dashboardSource);
   managementApp.route('/', dashboardRoutes(dashboard));
   managementApp.route('/', kv.routes);

@@ -168,3 +168,49 @@ describe('coordinatorSource', () => {
     source.close();
   });
 });
+
+describe('coordinatorSource: KV events', () => {
+  test('each stream with its counters, the index size and the entries not followed; none without publishers', async () => {
+    const { KvEventIntake } = await import('../kv-events/intake.ts');
+    const { registry, ledger, health } = fixture();
+    const intake = new KvEventIntake();
+    try {
+      const problems = new Map<number, string>();
+      const source = coordinatorSource({ registry, ledger, health, kv: { intake, problems } });
+      expect(source.kvEvents!()).toBeNull();
+      intake.add({
+        instance: '0',
+        dpRank: 1,
+        tenant: 'default',
+        model: 'm',
+        blockSize: 16,
+        lora: '',
+        salt: '',
+        endpoint: 'tcp://127.0.0.1:9',
+        origin: 'topology',
+      });
+      problems.set(1, 'kv_events_endpoint: must be tcp://HOST:PORT, got "udp://x"');
+      const kv = source.kvEvents!()!;
+      expect(kv.streams).toEqual([
+        {
+          instance: '0',
+          dpRank: 1,
+          endpoint: 'tcp://127.0.0.1:9',
+          connected: false,
+          lastSeq: null,
+          applied: 0,
+          replayed: 0,
+          skipped: 0,
+          gaps: 0,
+          resets: { restart: 0, gap_unfilled: 0, cleared: 0 },
+          orphans: 0,
+          lastError: null,
+        },
+      ]);
+      expect(kv.problems).toEqual([{ instance: 1, reason: 'kv_events_endpoint: must be tcp://HOST:PORT, got "udp://x"' }]);
+      expect(kv.heldBlocks).toBe(0);
+    } finally {
+      intake.close();
+    }
+  });
+});

@@ -8,7 +8,15 @@ import type { ClusterRegistry } from '../cluster/registry.ts';
 import type { KvLedger } from '../ledger/index.ts';
 import type { CircuitBreakers } from '../scheduler/index.ts';
 import type { AdmissionSnapshot } from '../admission/index.ts';
-import type { DashboardAdmission, DashboardFailure, DashboardInstance, DashboardLink, DashboardSource } from './dashboard-state.ts';
+import type { KvEventIntake } from '../kv-events/intake.ts';
+import type {
+  DashboardAdmission,
+  DashboardKvEvents,
+  DashboardFailure,
+  DashboardInstance,
+  DashboardLink,
+  DashboardSource,
+} from './dashboard-state.ts';
 
 /** Failed requests kept for the page. */
 const RECENT_FAILURES = 20;
@@ -21,6 +29,8 @@ export interface CoordinatorSourceParts {
   readonly health: CircuitBreakers;
   /** Admission, when it is on: the page shows its queue and the stages' room. */
   readonly admission?: { snapshot(): AdmissionSnapshot };
+  /** The KV-event intake and the topology entries it could not use: the page shows each stream. */
+  readonly kv?: { readonly intake: KvEventIntake; readonly problems: ReadonlyMap<number, string> };
 }
 
 /**
@@ -84,6 +94,7 @@ export function coordinatorSource(parts: CoordinatorSourceParts): DashboardSourc
       const { inFlight, queued, queuedBytes, classes, stages } = parts.admission.snapshot();
       return { inFlight, queued, queuedBytes, classes: classes.map((c) => ({ ...c, tenants: c.tenants.slice(0, TENANTS_SHOWN) })), stages };
     },
+    kvEvents: (): DashboardKvEvents | null => (parts.kv === undefined ? null : kvEventsOf(parts.kv.intake, parts.kv.problems)),
     watch(changed) {
       listeners.add(changed);
       const offs = [registry.onChange(changed), registry.onRefresh(changed), health.onChange(changed)];
@@ -128,4 +139,29 @@ export function registryLinks(registry: ClusterRegistry): DashboardLink[] {
     }
   }
   return links;
+}
+
+/** The streams and the index's size as the page shows them; null when nothing is followed. */
+function kvEventsOf(intake: KvEventIntake, problems: ReadonlyMap<number, string>): DashboardKvEvents | null {
+  const views = intake.views();
+  if (views.length === 0 && problems.size === 0) return null;
+  return {
+    heldBlocks: intake.state.index.held,
+    bytes: intake.state.index.bytes,
+    streams: views.map((v) => ({
+      instance: v.spec.instance,
+      dpRank: v.spec.dpRank,
+      endpoint: v.spec.endpoint,
+      connected: v.connected,
+      lastSeq: v.lastSeq ?? null,
+      applied: v.applied,
+      replayed: v.replayed,
+      skipped: v.malformed + v.oversize + v.badFrames,
+      gaps: v.gaps,
+      resets: { ...v.resets },
+      orphans: v.blocks.orphans,
+      lastError: v.lastError ?? null,
+    })),
+    problems: [...problems].map(([instance, reason]) => ({ instance, reason })),
+  };
 }

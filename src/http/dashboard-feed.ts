@@ -75,6 +75,7 @@ export class DashboardFeed {
       failures: this.#source.failures(),
       notices: this.#source.notices?.() ?? [],
       admission: this.#source.admission?.() ?? null,
+      kvEvents: this.#source.kvEvents?.() ?? null,
     };
   }
 

@@ -79,6 +79,32 @@ export interface DashboardAdmission {
   };
 }
 
+/** One KV-event stream the Coordinator follows (an instance's DP rank), with what happened on it. */
+export interface DashboardKvStream {
+  readonly instance: string;
+  readonly dpRank: number;
+  readonly endpoint: string;
+  readonly connected: boolean;
+  readonly lastSeq: string | null;
+  readonly applied: number;
+  readonly replayed: number;
+  /** Batches skipped: malformed payloads, oversize ones, frames that were not [topic, seq, payload]. */
+  readonly skipped: number;
+  readonly gaps: number;
+  readonly resets: { readonly restart: number; readonly gap_unfilled: number; readonly cleared: number };
+  readonly orphans: number;
+  readonly lastError: string | null;
+}
+
+/** The engines' KV events as the Coordinator follows them: the index's size, each stream, unusable entries. */
+export interface DashboardKvEvents {
+  readonly heldBlocks: number;
+  readonly bytes: number;
+  readonly streams: readonly DashboardKvStream[];
+  /** Instances whose refresh entry names an endpoint that cannot be used, and why. */
+  readonly problems: readonly { readonly instance: number; readonly reason: string }[];
+}
+
 export interface DashboardState {
   readonly source: 'coordinator' | 'controller';
   readonly at: number;
@@ -92,6 +118,8 @@ export interface DashboardState {
   readonly notices: readonly DashboardNotice[];
   /** Admission's queue and stages; null where there is none (the controller, admission off). */
   readonly admission: DashboardAdmission | null;
+  /** The engines' KV-event streams; null where there are none (the controller, no publisher). */
+  readonly kvEvents: DashboardKvEvents | null;
 }
 
 /** The topology half of the state, which a source reads on demand. */
@@ -114,6 +142,8 @@ export interface DashboardSource {
   notices?(): readonly DashboardNotice[];
   /** Admission's queue and stages, when the source has admission. */
   admission?(): DashboardAdmission | null;
+  /** The KV-event streams, when the source follows any. */
+  kvEvents?(): DashboardKvEvents | null;
   /** Calls `changed` whenever the topology or failures may have changed; returns the unsubscribe. */
   watch(changed: () => void): () => void;
 }
