@@ -16,6 +16,7 @@
  * Run: taskset -c 1 node_modules/.bin/bun bench/kv-index.bench.ts   (--quick: 2000 requests, nothing written)
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { EventBatch, KvEvent } from '../src/kv/events.ts';
 import { MatchResult } from '../src/kv/kv-index.ts';
@@ -273,6 +274,9 @@ const figures = {
   rssPerHeld: med((r) => r.rssPerHeld),
 };
 const summary = [
+  `Machine load average while measuring: ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' / ')} (1/5/15 min) on ${2} cores shared with other runs; absolute rates scale with it.`,
   `${rows.length} requests of the Mooncake conversation trace in ${BLOCK_TOKENS}-token blocks on ${INSTANCES} instances: ${figures.heldBlocks.toLocaleString('en')} held blocks; one thread, median of ${ROUNDS} rounds.`,
   `Events applied: ${m(figures.storeEventsPerS)} BlockStored events (${m(figures.storeBlocksPerS)} blocks, each keyed with two XXH3) and ${m(figures.removeBlocksPerS)} removed blocks (goal ≥ 2 M/s: ${figures.storeEventsPerS >= 2e6 ? 'met' : 'NOT MET'} for events, ${figures.storeBlocksPerS >= 2e6 ? 'met' : 'NOT MET'} for stored blocks).`,
   `Lookups: ${m(figures.lookupsPerS)} prompts matched from their keys (${m(figures.probesPerS)} block probes; goal ≥ 2 M/s: ${figures.lookupsPerS >= 2e6 ? 'met' : 'NOT MET'}), ${m(figures.keyAndLookupPerS)} prompts keyed from their tokens and matched.`,
