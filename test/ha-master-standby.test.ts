@@ -1,7 +1,7 @@
 /**
  * Two controllers and two Coordinators in MindIE's master/standby (backup_config.function_enable)
- * on one real etcd: one master ready, the standby 503 "not master"; the leader controller and
- * the master Coordinator killed with SIGKILL; etcd taken away. Times are printed, not asserted
+ * on one real etcd: one master ready, the standby 503 "not master" (and proxying what reaches it,
+ * by design); the leader controller and the master Coordinator killed with SIGKILL; etcd taken away. Times are printed, not asserted
  * (bench/failover.bench.ts measures them).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -52,6 +52,21 @@ describe('master/standby on etcd', () => {
     expect(await ha.rolePosts()).toBe(posts);
     expect(await master()).toBe(m);
     await ha.restartController(first);
+  }, 120_000);
+
+  test('a standby proxies the requests that reach it (by design): 200 while its readiness says "not master"', async () => {
+    const m = await master();
+    const standby = 1 - m;
+    await when(async () => ((await ha.generation(standby)) ?? 0) > 0, 'the standby holds a snapshot');
+    // Only the standby is asked: clients a load balancer has not moved yet, or that call it directly.
+    const load = new HaLoad(ha, 2, [standby], false);
+    await load.more(20);
+    const outcomes = await load.stop();
+    expect(outcomes.every((o) => o.coordinator === standby)).toBe(true);
+    expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+    const readiness = await ha.readiness(standby);
+    expect(readiness.status).toBe(503);
+    expect(readiness.text).toContain('not master');
   }, 120_000);
 
   test('kill -9 the master Coordinator: the standby becomes ready when the lock lapses; the restarted one stands by', async () => {

@@ -22,6 +22,9 @@ export interface HaClusterOptions {
   readonly ttlSeconds?: number;
   /** Members of the etcd (default 1; production runs 3, every endpoint listed). */
   readonly etcdMembers?: number;
+  /** Simulated engines (default one prefill, one decode). */
+  readonly prefill?: number;
+  readonly decode?: number;
   readonly onLine?: (line: string) => void;
 }
 
@@ -34,6 +37,7 @@ export class HaCluster {
   readonly controllers: ManagedProcess[];
   readonly #controllerCommand: (i: number) => string[];
   readonly #onLine: ((line: string) => void) | undefined;
+  readonly #ttl: number;
 
   private constructor(
     etcd: TestEtcd,
@@ -42,6 +46,7 @@ export class HaCluster {
     controllers: ManagedProcess[],
     controllerCommand: (i: number) => string[],
     onLine: ((line: string) => void) | undefined,
+    ttl: number,
   ) {
     this.etcd = etcd;
     this.sim = sim;
@@ -49,6 +54,7 @@ export class HaCluster {
     this.controllers = controllers;
     this.#controllerCommand = controllerCommand;
     this.#onLine = onLine;
+    this.#ttl = ttl;
   }
 
   /**
@@ -65,8 +71,8 @@ export class HaCluster {
     const started: ManagedProcess[] = [];
     try {
       sim = await SimCluster.start({
-        prefill: 1,
-        decode: 1,
+        prefill: options.prefill ?? 1,
+        decode: options.decode ?? 1,
         wire: false,
         coordinatorConfig,
         ...(options.onLine === undefined ? {} : { onLine: options.onLine }),
@@ -85,15 +91,7 @@ export class HaCluster {
       const coordinators = [sim.coordinator, second];
       const topologyPath = join(sim.dir, 'ha-topology.json');
       const cluster = sim;
-      writeFileSync(
-        topologyPath,
-        JSON.stringify({
-          coordinators: coordinators.map((c) => c.urls['management']),
-          timing: FAST_TIMING,
-          instances: cluster.engines.map((e) => cluster.topologyEntry(e)),
-          pdlink,
-        }),
-      );
+      writeHaTopology(topologyPath, cluster, coordinators, pdlink);
       const command = (): string[] => [
         process.execPath,
         join(REPO_ROOT, 'src', 'main.ts'),
@@ -113,13 +111,19 @@ export class HaCluster {
           }),
         ),
       );
-      return new HaCluster(etcd, sim, coordinators, controllers, command, options.onLine);
+      return new HaCluster(etcd, sim, coordinators, controllers, command, options.onLine, ttl);
     } catch (err) {
       await Promise.all(started.map((p) => p.stop('SIGKILL')));
       await sim?.stop();
       await etcd.destroy();
       throw err;
     }
+  }
+
+  /** Rewrites the controllers' topology file from the engines running now (both controllers watch it). */
+  writeTopology(): void {
+    const pdlink = { cluster: 'ha', store: { etcd: { endpoints: this.etcd.endpoints, lease_ttl_seconds: this.#ttl } } };
+    writeHaTopology(join(this.sim.dir, 'ha-topology.json'), this.sim, this.coordinators, pdlink);
   }
 
   /** Starts a controller again in slot `i` (after a kill), on a new port. */
@@ -255,6 +259,19 @@ export class HaCluster {
     await this.sim.stop();
     await this.etcd.destroy();
   }
+}
+
+/** Writes the controllers' topology file: every engine of `sim`, every Coordinator, the shared etcd. */
+function writeHaTopology(path: string, sim: SimCluster, coordinators: readonly ManagedProcess[], pdlink: unknown): void {
+  writeFileSync(
+    path,
+    JSON.stringify({
+      coordinators: coordinators.map((c) => c.urls['management']),
+      timing: FAST_TIMING,
+      instances: sim.engines.map((e) => sim.topologyEntry(e)),
+      pdlink,
+    }),
+  );
 }
 
 export interface HaOutcome {
