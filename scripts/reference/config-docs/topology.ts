@@ -138,6 +138,18 @@ const instances: KeyDocs = {
     doc: '`prefill` or `decode`; omitted or null, a role is given by the P:D rates and then kept.',
     default: 'by the rates',
   },
+  'instances[].kv_events_endpoint': {
+    doc: "Where the engine publishes its KV events (vLLM's ZeroMQ PUB, data-parallel rank 0), passed on in the refresh: the Coordinators subscribe to it for `precise_prefix`. An endpoint they cannot use is shown on their /dashboard, and the instance is scored as one without events.",
+    default: 'none: no events',
+  },
+  'instances[].kv_events_replay_endpoint': {
+    doc: "The engine's replay (ROUTER) endpoint, which a Coordinator asks for the events a sequence gap missed; without it a gap resets the instance's entries.",
+    default: 'none',
+  },
+  'instances[].kv_events_dp_size': {
+    doc: "Data-parallel ranks publishing, rank r on the endpoints' ports + r (vLLM's rule); the last port must stay ≤ 65535.",
+    default: '1',
+  },
   'instances[].static_info': { doc: "This instance's static info, key by key over the file's `static_info`." },
   ...staticInfo('instances[].static_info', "the file's `static_info`"),
 };
