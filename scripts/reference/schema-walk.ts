@@ -19,6 +19,7 @@ interface Node {
   readonly default?: unknown;
   readonly requirement?: unknown;
   readonly description?: string;
+  readonly message?: unknown;
 }
 
 export interface KeyRow {
@@ -89,8 +90,11 @@ export function typeName(node: Node): string {
   switch (node.type) {
     case 'number':
       return actions(node).some((a) => a.type === 'integer') ? 'integer' : 'number';
-    case 'string':
-      return actions(node).some((a) => a.type === 'ip') ? 'IP address' : actions(node).some((a) => a.type === 'url') ? 'URL' : 'string';
+    case 'string': {
+      // An address checked by hand (node:net's isIP) says so in its message.
+      const ip = actions(node).some((a) => a.type === 'ip' || (a.type === 'check' && /\bIP(v4|v6)?\b/.test(String(a.message))));
+      return ip ? 'IP address' : actions(node).some((a) => a.type === 'url') ? 'URL' : 'string';
+    }
     case 'boolean':
       return 'boolean';
     case 'array': {
@@ -105,8 +109,11 @@ export function typeName(node: Node): string {
       const names = [...new Set((node.options as Node[]).map(typeName))];
       return names.join(' or ');
     }
-    case 'custom':
-      return node.expects === 'unknown' ? 'value' : (node.expects ?? 'value');
+    case 'custom': {
+      // A custom check first in a pipe (a marker refused before the type): the type is the pipe's schema step's.
+      const typed = node.pipe?.find((step) => step.kind === 'schema' && step.type !== 'custom');
+      return typed !== undefined ? typeName({ ...typed, pipe: node.pipe }) : 'value';
+    }
     default:
       return node.type;
   }
