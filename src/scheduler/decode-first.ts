@@ -5,6 +5,7 @@
  * take the request at all (every P saturated or down). Otherwise the usual P-then-D pick follows.
  */
 import type { KvHits } from './kv-hits.ts';
+import type { Pair, PickFailureReason, PolicyChoice } from './types.ts';
 import type { SchedulerNode } from './node.ts';
 import { lessLoaded } from './pool.ts';
 import { blocksNeeded, type CheckedRequest } from './request.ts';
@@ -48,6 +49,31 @@ export function leastLoadedDecode(topology: Topology, checked: CheckedRequest): 
   let best: SchedulerNode | undefined;
   for (const node of topology.nodes()) if (usable(node, checked) && (best === undefined || lessLoaded(node, best))) best = node;
   return best;
+}
+
+/** Failures on the P side, which decode-first answers with a local prefill on D. */
+export const PREFILL_SIDE: ReadonlySet<PickFailureReason> = new Set([
+  'no_prefill',
+  'no_linked_decode',
+  'no_healthy_prefill',
+  'no_capacity',
+]);
+
+/**
+ * The pair of a request D prefills itself: D stands for P too (the reservation and the served-by
+ * header already use D alone on the local path).
+ * @example return localPair(d, policy, 'cache_hit', hits.tokensOf(d.id));
+ */
+export function localPair(d: SchedulerNode, policy: PolicyChoice, reason: Pair['reason'], cachedTokens: number): Pair {
+  return {
+    ok: true,
+    p: d.instance,
+    d: d.instance,
+    policy,
+    reason,
+    matchedBlocks: Math.floor(cachedTokens / d.instance.blockSize),
+    path: 'local',
+  };
 }
 
 function usable(node: SchedulerNode, checked: CheckedRequest): boolean {

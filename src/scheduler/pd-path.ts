@@ -5,6 +5,8 @@
  * (`scheduler.conditional_disaggregation` in the Coordinator's file).
  */
 
+import type { LoadSource } from './loads.ts';
+
 export type PdPath = 'disaggregated' | 'local';
 
 export const PD_PATHS: readonly PdPath[] = ['disaggregated', 'local'];
@@ -28,4 +30,22 @@ export function choosePath(rule: LocalPrefillRule, uncachedTokens: number | unde
   const queue = rule.maxPrefillQueueSize;
   if (queue !== undefined && prefillQueues.length > 0 && prefillQueues.every((q) => q > queue)) return 'local';
   return 'disaggregated';
+}
+
+/**
+ * The prompt's tokens not cached on P (undefined when its length is unknown).
+ * @example uncachedTokens(300, 256) // 44
+ */
+export function uncachedTokens(tokens: number | undefined, cached: number): number | undefined {
+  return tokens === undefined ? undefined : Math.max(0, tokens - cached);
+}
+
+/**
+ * This process's requests on each prefill instance, for the queue limit.
+ * @example choosePath(rule, uncached, prefillQueues(topology.nodes(), loads))
+ */
+export function prefillQueues(nodes: Iterable<{ readonly id: number; readonly role: string }>, loads: LoadSource): number[] {
+  const queues: number[] = [];
+  for (const node of nodes) if (node.role === 'prefill') queues.push(loads.load(node.id)?.reservedSlots ?? 0);
+  return queues;
 }

@@ -17,17 +17,16 @@ import { trialEarly } from './early-trial.ts';
 import { type CircuitBreakers, createBreakers } from './breakers.ts';
 import { diagnose, failureMessage } from './failures.ts';
 import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
-import { choosePath, type LocalPrefillRule, type PdPath } from './pd-path.ts';
+import { choosePath, type LocalPrefillRule, type PdPath, prefillQueues, uncachedTokens } from './pd-path.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import type { SchedulerNode } from './node.ts';
 import { blockSizeArg, policyName, type SchedulerOptions } from './options.ts';
-import { cacheAffinity, loadBalance, type Policy, powerOfTwo, roundRobin } from './policies/index.ts';
-import { DEFAULT_LOAD_WEIGHT, precisePrefix } from './policies/precise-prefix.ts';
-import { KvHits } from './kv-hits.ts';
-import { KvState } from '../kv/kv-state.ts';
-import { holdingDecode, leastLoadedDecode } from './decode-first.ts';
+import type { Policy } from './policies/index.ts';
+import type { KvHits } from './kv-hits.ts';
+import { holdingDecode, leastLoadedDecode, localPair, PREFILL_SIDE } from './decode-first.ts';
+import { setUpPolicies } from './policy-setup.ts';
 import { prefixHashes } from './prefix-hash.ts';
-import { PrefixIndex } from './prefix-index.ts';
+import type { PrefixIndex } from './prefix-index.ts';
 import { blocksNeeded, type CheckedRequest, checkPickRequest } from './request.ts';
 import { Topology, type TopologyCounts } from './topology.ts';
 import { decodeOnlyContext, NO_HASHES, PairWalk } from './walk.ts';
@@ -60,7 +59,7 @@ export class PdScheduler {
   readonly #unsubscribe: () => void;
   readonly #loads: LoadSource;
   readonly #localPrefill: LocalPrefillRule;
-  /** precise_prefix: what the prompt of the pick in progress finds cached where (undefined under other policies). */
+  /** precise_prefix: the pick's KV hits. */
   readonly #hits: KvHits | undefined;
   readonly #loadWeight: number;
   readonly #decodeFirst: boolean;
@@ -79,13 +78,13 @@ export class PdScheduler {
     this.health = options.health ?? createBreakers();
     this.#loads = options.loads ?? NO_RESERVATIONS;
     this.#localPrefill = options.localPrefill ?? {};
-    const precise = prefill === 'precise_prefix' || decode === 'precise_prefix';
-    this.#prefix = prefill === 'cache_affinity' || precise ? new PrefixIndex(options.prefix) : undefined;
-    this.#hits = precise ? new KvHits(options.kv?.state ?? new KvState(), this.#prefix!) : undefined;
-    const weight = options.kv?.loadWeight ?? DEFAULT_LOAD_WEIGHT;
-    if (!Number.isFinite(weight) || weight < 0) throw errors.invalidArgument('kv.loadWeight', 'must be a number ≥ 0');
-    this.#loadWeight = weight;
-    this.#decodeFirst = precise && options.kv?.decodeFirst === true;
+    const setup = setUpPolicies(this.policy, options, (id) => this.#topology.get(id));
+    this.#prefix = setup.prefix;
+    this.#hits = setup.hits;
+    this.#loadWeight = setup.loadWeight;
+    this.#decodeFirst = setup.decodeFirst;
+    this.#prefill = setup.prefill;
+    this.#decode = setup.decode;
     const maxRequests = options.maxRequestsPerInstance;
     if (maxRequests !== undefined && (!Number.isSafeInteger(maxRequests) || maxRequests < 1))
       throw errors.invalidArgument('maxRequestsPerInstance', 'must be a positive integer');
@@ -99,15 +98,6 @@ export class PdScheduler {
     const cluster = options.cluster;
     const listed = (id: number): boolean => cluster.get(id) !== undefined;
     this.#unsubscribe = cluster.onRefresh?.(() => this.health.relisted(listed)) ?? (() => {});
-    const lookup = (id: number): SchedulerNode | undefined => this.#topology.get(id);
-    const precisePolicy = this.#hits === undefined ? undefined : precisePrefix(this.#hits, lookup, weight);
-    this.#prefill =
-      prefill === 'precise_prefix'
-        ? precisePolicy!
-        : prefill === 'cache_affinity'
-          ? cacheAffinity(this.#prefix!, lookup)
-          : SIMPLE_POLICIES[prefill as SimplePolicyName];
-    this.#decode = decode === 'precise_prefix' ? precisePolicy! : SIMPLE_POLICIES[decode];
     this.#metrics =
       options.metrics === undefined
         ? undefined
@@ -138,11 +128,10 @@ export class PdScheduler {
       if (trialEarly(this.#topology, this.health, checked) === undefined) break;
       result = this.#walk(checked, request);
     }
-    if (typeof result === 'string' && this.#decodeFirst && PREFILL_SIDE.has(result)) {
-      // No P can take it: D prefills it itself rather than the request failing.
-      const d = leastLoadedDecode(this.#topology, checked);
-      if (d !== undefined) return this.#local(d, 'prefill_saturated');
-    }
+    // Decode-first: no P can take it, so D prefills it.
+    const spare =
+      typeof result === 'string' && this.#decodeFirst && PREFILL_SIDE.has(result) ? leastLoadedDecode(this.#topology, checked) : undefined;
+    if (spare !== undefined) return this.#local(spare, 'prefill_saturated');
     if (typeof result === 'string')
       return this.#fail(result === 'no_capacity' && this.#topology.capsBlock() ? 'instance_cap' : result, checked);
     const pair = this.#chosen(result.p!, result.d!, result.pickedReason, result.pickedBlocks);
@@ -162,14 +151,10 @@ export class PdScheduler {
   #pathOf(checked: CheckedRequest, matchedBlocks: number, pId: number): PdPath {
     const rule = this.#localPrefill;
     if (rule.maxLocalPrefillLength === undefined && rule.maxPrefillQueueSize === undefined) return 'disaggregated';
-    const tokens = checked.promptTokenCount ?? checked.promptTokens?.length;
-    // precise_prefix knows P's cached tokens at P's own block size; cache_affinity counts its hash blocks.
+    // precise_prefix counts P's cached tokens in P's block size; cache_affinity counts its hash blocks.
     const cached = this.#hits !== undefined ? this.#hits.tokensOf(pId) : matchedBlocks * this.#blockSize;
-    const uncached = tokens === undefined ? undefined : Math.max(0, tokens - cached);
-    const queues: number[] = [];
-    if (rule.maxPrefillQueueSize !== undefined)
-      for (const node of this.#topology.nodes()) if (node.role === 'prefill') queues.push(this.#loads.load(node.id)?.reservedSlots ?? 0);
-    return choosePath(rule, uncached, queues);
+    const queues = rule.maxPrefillQueueSize === undefined ? [] : prefillQueues(this.#topology.nodes(), this.#loads);
+    return choosePath(rule, uncachedTokens(checked.promptTokenCount ?? checked.promptTokens?.length, cached), queues);
   }
 
   /** The walk that chose a pair (its p and d set), or why there is none. */
@@ -288,20 +273,11 @@ export class PdScheduler {
     return pair;
   }
 
-  /** A request D prefills itself (decode-first): D stands for P too; only D's circuit is admitted. */
+  /** A request D prefills itself (decode-first): only D's circuit is admitted. */
   #local(d: SchedulerNode, reason: Pair['reason']): Pair {
     this.health.admit(d.id);
     this.#metrics?.selected(reason);
-    const cached = this.#hits?.tokensOf(d.id) ?? 0;
-    return {
-      ok: true,
-      p: d.instance,
-      d: d.instance,
-      policy: this.policy,
-      reason,
-      matchedBlocks: Math.floor(cached / d.instance.blockSize),
-      path: 'local',
-    };
+    return localPair(d, this.policy, reason, this.#hits?.tokensOf(d.id) ?? 0);
   }
 
   #fail(reason: PickFailureReason, request: CheckedRequest): PickFailure {
@@ -328,14 +304,3 @@ export function createScheduler(options: SchedulerOptions): PdScheduler {
 
 /** Failures an early trial of an open circuit may turn into a pair. */
 const TRIAL_REASONS: ReadonlySet<PickFailureReason> = new Set(['no_healthy_prefill', 'no_healthy_decode', 'excluded']);
-
-/** Failures on the P side, which decode-first answers with a local prefill on D. */
-const PREFILL_SIDE: ReadonlySet<PickFailureReason> = new Set(['no_prefill', 'no_linked_decode', 'no_healthy_prefill', 'no_capacity']);
-
-type SimplePolicyName = Exclude<DecodePolicyName, 'precise_prefix'>;
-
-const SIMPLE_POLICIES: Record<SimplePolicyName, Policy> = {
-  load_balance: loadBalance,
-  round_robin: roundRobin,
-  power_of_two: powerOfTwo,
-};
