@@ -67,14 +67,21 @@ export function groupOf(roles: ReadonlyMap<number, Role>): Map<number, Placement
  * @example peersOf(groupOf(roles)).get(2) // [1]
  */
 export function peersOf(placements: ReadonlyMap<number, Placement>): Map<number, number[]> {
+  // Members by group and role first: comparing every pair was 16 million steps at 4096 instances.
+  const byGroup = new Map<number, { prefill: number[]; decode: number[] }>();
+  for (const [id, p] of placements) {
+    let group = byGroup.get(p.group);
+    if (group === undefined) byGroup.set(p.group, (group = { prefill: [], decode: [] }));
+    group[p.role].push(id);
+  }
+  for (const group of byGroup.values()) {
+    group.prefill.sort((a, b) => a - b);
+    group.decode.sort((a, b) => a - b);
+  }
   const out = new Map<number, number[]>();
-  for (const [id, placement] of placements) {
-    const peers: number[] = [];
-    for (const [other, p] of placements) if (p.group === placement.group && p.role !== placement.role) peers.push(other);
-    out.set(
-      id,
-      peers.sort((a, b) => a - b),
-    );
+  for (const [id, p] of placements) {
+    const group = byGroup.get(p.group)!;
+    out.set(id, [...(p.role === 'prefill' ? group.decode : group.prefill)]);
   }
   return out;
 }

@@ -21,6 +21,18 @@ export function devicesOf(spec: DesiredInstance): RoleDevice[] {
   return spec.devices.map((d) => ({ device_logical_id: d.logicalId, device_ip: d.ip }));
 }
 
+/** Each spec's part of a role body, built and serialised once: a plan at 4096 instances writes 4096 bodies. */
+const sides = new WeakMap<DesiredInstance, { side: { server_ip: string; device: RoleDevice[] }; json: string }>();
+
+function sideOf(spec: DesiredInstance): { side: { server_ip: string; device: RoleDevice[] }; json: string } {
+  let cached = sides.get(spec);
+  if (cached === undefined) {
+    const side = { server_ip: spec.serverIp, device: devicesOf(spec) };
+    sides.set(spec, (cached = { side, json: JSON.stringify(side) }));
+  }
+  return cached;
+}
+
 /**
  * Sets every member's role, group, desired peers and the role body it should hold.
  * @example planRoles(members, rates, now, timing.heartbeatTimeoutMs);
@@ -43,12 +55,11 @@ export function planRoles(members: ReadonlyMap<number, Member>, rates: PdRates, 
     m.peers = peers.get(m.id) ?? [];
     // Only peers that answer are posted: a dead P left in a D's desired set would keep D from RoleReady.
     const live = m.peers.map((id) => members.get(id)!).filter((p) => p.alive(now, heartbeatTimeoutMs));
-    const body = {
-      local: { server_ip: m.spec.serverIp, device: devicesOf(m.spec) },
-      peers: live.map((p) => ({ server_ip: p.spec.serverIp, device: devicesOf(p.spec) })),
-    };
-    m.wantedBody = body;
-    m.wantedKey = `${m.role} ${JSON.stringify(body)}`;
+    const local = sideOf(m.spec);
+    const peerSides = live.map((p) => sideOf(p.spec));
+    m.wantedBody = { local: local.side, peers: peerSides.map((p) => p.side) };
+    // The same text as JSON.stringify of that body, from the parts serialised once.
+    m.wantedKey = `${m.role} {"local":${local.json},"peers":[${peerSides.map((p) => p.json).join(',')}]}`;
   }
 }
 
