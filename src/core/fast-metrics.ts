@@ -6,6 +6,9 @@
  * few percent of the proxy's CPU. Here a child is a cell holding its numbers: an increment is an
  * addition, an observation a short scan of the bucket bounds. Everything is read only when the
  * registry is scraped. Metrics that move rarely stay prom-client's.
+ *
+ * A performance twin of prom-client's Counter and Histogram: fast-metrics.test.ts registers both
+ * on one registry, moves them alike, and checks that the scraped text (and get()) is the same.
  */
 import type { Registry } from 'prom-client';
 
