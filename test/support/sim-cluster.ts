@@ -50,6 +50,8 @@ export interface LegRecord {
   blocks: number;
   bytesPulled: number;
   completionTokens: number;
+  /** Prompt tokens the engine found in its prefix cache. */
+  cachedTokens: number;
   error: string | null;
   traceparent: string | null;
 }
