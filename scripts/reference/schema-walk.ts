@@ -112,7 +112,7 @@ export function typeName(node: Node): string {
     case 'custom': {
       // A custom check first in a pipe (a marker refused before the type): the type is the pipe's schema step's.
       const typed = node.pipe?.find((step) => step.kind === 'schema' && step.type !== 'custom');
-      return typed !== undefined ? typeName({ ...typed, pipe: node.pipe }) : 'value';
+      return typed !== undefined ? typeName(node.pipe === undefined ? typed : { ...typed, pipe: node.pipe }) : 'value';
     }
     default:
       return node.type;

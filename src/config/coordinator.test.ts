@@ -162,8 +162,25 @@ describe('coordinator settings validation', () => {
       prefill: 'cache_affinity',
       decode: 'power_of_two',
     });
-    const bad = writeConfig({ scheduler: { policy: { decode: 'cache_affinity' } } });
-    expectConfigError(() => resolveCoordinatorSettings({ config: bad }, {}, emptyDir()), 'scheduler.policy.decode', 'must be one of');
+    const prefillOnly = writeConfig({ scheduler: { policy: { decode: 'cache_affinity' } } });
+    expectConfigError(
+      () => resolveCoordinatorSettings({ config: prefillOnly }, {}, emptyDir()),
+      'scheduler.policy.decode',
+      'cache_affinity applies to prefill only',
+      'use one of load_balance, round_robin, power_of_two',
+    );
+    const unknown = writeConfig({ scheduler: { policy: { prefill: 'fastest' } } });
+    expectConfigError(
+      () => resolveCoordinatorSettings({ config: unknown }, {}, emptyDir()),
+      'scheduler.policy.prefill',
+      'must be one of load_balance',
+    );
+    const misspelt = writeConfig({ scheduler: { policy: { prefill: 'Round-Robin' } } });
+    expectConfigError(
+      () => resolveCoordinatorSettings({ config: misspelt }, {}, emptyDir()),
+      'scheduler.policy.prefill',
+      'must be a policy name',
+    );
   });
 
   test('proxy settings come from exception_config and request_limit; a bad proxy_config key is named', () => {

@@ -27,7 +27,7 @@ import type { RateLimitSettings } from '../http/rate-limit.ts';
 import { resolveTracingSettings } from './tracing.ts';
 import type { OtlpTracingSettings } from '../proxy/otlp-export.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
-import { DEFAULT_PREFILL_POLICY, POLICY_NAMES, type PolicyChoice, type PolicyName } from '../scheduler/index.ts';
+import { DEFAULT_POLICY, DEFAULT_PREFILL_POLICY, policyDefinition, policyFor, type PolicyChoice } from '../scheduler/index.ts';
 
 export const CONFIG_PATH_ENV = 'MINDIE_MS_COORDINATOR_CONFIG_FILE_PATH';
 export const DEFAULT_CONFIG_FILE = 'ms_coordinator.json';
@@ -178,7 +178,7 @@ export function resolveCoordinatorSettings(
     singleNodeMaxRequests: limits.single_node_max_requests ?? SINGLE_NODE_MAX_REQUESTS.default,
     httpTimeoutSeconds: http.http_timeout_seconds ?? HTTP_TIMEOUT_SECONDS.default,
     keepAliveSeconds: http.keep_alive_seconds ?? 180,
-    policy: policyOf(file),
+    policy: policyOf(file, path ?? 'defaults'),
     circuitCooldownMs: file.scheduler?.circuit_breaker?.cooldown_ms ?? CIRCUIT_COOLDOWN_MS.default,
     localPrefill: localPrefillOf(file),
     proxy:
@@ -221,15 +221,24 @@ function localPrefillOf(file: CoordinatorConfigFile): LocalPrefillRule {
   };
 }
 
-/** `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill policy; else cache_affinity. */
-function policyOf(file: CoordinatorConfigFile): PolicyChoice {
+/**
+ * `scheduler.policy` wins; else MindIE's `digs_scheduler_config.algorithm_type` names the prefill
+ * policy when it is one pdlink has for prefill; else cache_affinity (decode: load_balance). A name
+ * the policy table does not have for its role stops the start, naming the key.
+ */
+function policyOf(file: CoordinatorConfigFile, source: string): PolicyChoice {
   const own = file.scheduler?.policy ?? {};
   const mindie = file.digs_scheduler_config?.algorithm_type;
-  const fromMindie = (POLICY_NAMES as readonly string[]).includes(mindie ?? '') ? (mindie as PolicyName) : undefined;
-  return {
-    prefill: own.prefill ?? fromMindie ?? DEFAULT_PREFILL_POLICY,
-    decode: own.decode ?? 'load_balance',
-  };
+  const fromMindie = mindie !== undefined && policyDefinition(mindie)?.roles.includes('prefill') === true ? mindie : undefined;
+  const choice = { prefill: own.prefill ?? fromMindie ?? DEFAULT_PREFILL_POLICY, decode: own.decode ?? DEFAULT_POLICY };
+  for (const role of ['prefill', 'decode'] as const) {
+    try {
+      policyFor(choice[role], role, `scheduler.policy.${role}`);
+    } catch (err) {
+      throw new ConfigError(`config file ${source}: ${(err as Error).message}`);
+    }
+  }
+  return choice;
 }
 
 function haSettingsOf(

@@ -16,17 +16,26 @@ export { capacityOf, NO_RESERVATIONS, type Capacity, type LoadSource, type Reser
 export { DEFAULT_BLOCK_SIZE } from './prefix-hash.ts';
 export type { PrefixIndexOptions } from './prefix-index.ts';
 export { createScheduler, PdScheduler, type SchedulerOptions } from './scheduler.ts';
+export {
+  policyDefinition,
+  policyFor,
+  policyNames,
+  registerPolicy,
+  type Policy,
+  type PolicyBuild,
+  type PolicyContext,
+  type PolicyDefinition,
+  type PolicyNeed,
+  type PolicyRole,
+} from './policies/index.ts';
+export type { KvHits } from './kv-hits.ts';
+export type { SchedulerNode } from './node.ts';
+export type { Pool } from './pool.ts';
 export type { TopologyCounts } from './topology.ts';
 export {
-  DECODE_POLICY_NAMES,
-  DecodePolicySchema,
   DEFAULT_POLICY,
   DEFAULT_PREFILL_POLICY,
   PICK_FAILURES,
-  PICK_REASONS,
-  POLICY_NAMES,
-  PrefillPolicySchema,
-  type DecodePolicyName,
   type Pair,
   type PickFailure,
   type PickFailureReason,

@@ -7,25 +7,26 @@ import { FastCounter, type CounterCell } from '../core/fast-metrics.ts';
 import { Gauge, type Registry } from '../core/metrics.ts';
 import { PD_PATHS, type PdPath } from './pd-path.ts';
 import { CIRCUIT_STATE_CODE, type CircuitBreakers } from './breakers.ts';
-import { PICK_FAILURES, PICK_REASONS, type PickFailureReason, type PickReason, type PolicyChoice, type PolicyName } from './types.ts';
+import { PICK_FAILURES, type PickFailureReason, type PickReason, type PolicyChoice } from './types.ts';
 
 type CounterChild = CounterCell;
 
-/** How each prefill policy can choose P (see the policies). */
-const REASONS_BY_POLICY: Record<PolicyName, readonly PickReason[]> = {
-  load_balance: ['least_load'],
-  round_robin: ['round_robin'],
-  power_of_two: ['power_of_two', 'least_load'],
-  cache_affinity: ['cache_hit', 'cache_miss', 'cache_overloaded'],
-  precise_prefix: ['cache_hit', 'cache_miss', 'prefill_saturated'],
-};
-
 export class SchedulerMetrics {
-  readonly #selections: Record<PickReason, CounterChild>;
+  readonly #selections = new Map<PickReason, CounterChild>();
+  readonly #selectionsOf: (reason: PickReason) => CounterChild;
   readonly #failures: Record<PickFailureReason, CounterChild>;
   readonly #paths: Record<PdPath, CounterChild>;
 
-  constructor(registry: Registry, policy: PolicyChoice, source: { ids(): Iterable<number>; breakers: CircuitBreakers }) {
+  /**
+   * `reasons`: how the prefill policy says it chose P (its definition's), shown from the start at 0.
+   * @example new SchedulerMetrics(registry, { prefill: 'round_robin', decode: 'load_balance' }, ['round_robin'], source);
+   */
+  constructor(
+    registry: Registry,
+    policy: PolicyChoice,
+    reasons: readonly PickReason[],
+    source: { ids(): Iterable<number>; breakers: CircuitBreakers },
+  ) {
     const registers = [registry];
     const selections = new FastCounter({
       name: 'pdlink_pd_pair_selections_total',
@@ -40,13 +41,14 @@ export class SchedulerMetrics {
       registers,
     });
     const policyLabel = `${policy.prefill}/${policy.decode}`;
-    // Children resolved once, so a pick does no label hashing; the series a policy can produce,
-    // and every failure reason, are shown from the start at 0.
-    this.#selections = Object.fromEntries(PICK_REASONS.map((r) => [r, selections.labels(policyLabel, r)])) as Record<
-      PickReason,
-      CounterChild
-    >;
-    for (const reason of REASONS_BY_POLICY[policy.prefill]) this.#selections[reason].inc(0);
+    // Children resolved once per reason, so a pick does no label hashing; the series the prefill
+    // policy says it can produce, and every failure reason, are shown from the start at 0.
+    this.#selectionsOf = (reason) => {
+      let child = this.#selections.get(reason);
+      if (child === undefined) this.#selections.set(reason, (child = selections.labels(policyLabel, reason)));
+      return child;
+    };
+    for (const reason of reasons) this.#selectionsOf(reason).inc(0);
     this.#failures = Object.fromEntries(PICK_FAILURES.map((r) => [r, failures.labels(r)])) as Record<PickFailureReason, CounterChild>;
     for (const reason of PICK_FAILURES) this.#failures[reason].inc(0);
     const paths = new FastCounter({
@@ -74,7 +76,7 @@ export class SchedulerMetrics {
    * @example metrics.selected('cache_hit');
    */
   selected(reason: PickReason): void {
-    this.#selections[reason].inc();
+    (this.#selections.get(reason) ?? this.#selectionsOf(reason)).inc();
   }
 
   /**

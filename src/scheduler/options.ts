@@ -12,7 +12,7 @@ import type { KvState } from '../kv/kv-state.ts';
 import type { LocalPrefillRule } from './pd-path.ts';
 import { DEFAULT_BLOCK_SIZE } from './prefix-hash.ts';
 import type { PrefixIndexOptions } from './prefix-index.ts';
-import { DEFAULT_POLICY, type PolicyName } from './types.ts';
+import type { PolicyName } from './types.ts';
 
 export interface SchedulerOptions {
   /** Topology (the cluster registry). */
@@ -54,20 +54,6 @@ export interface PreciseRouting {
 
 /** Largest prefix-hash block, in tokens. */
 export const MAX_BLOCK_SIZE = 4096;
-
-/**
- * Returns the policy `value` names (DEFAULT_POLICY when absent) if `allowed` holds it.
- * @throws PdlinkError `bad_request` naming `path`; cache_affinity named for decode gets its own message.
- * @example policyName(options.policy?.decode, 'policy.decode', DECODE_POLICY_NAMES)
- */
-export function policyName(value: unknown, path: string, allowed: readonly PolicyName[]): PolicyName {
-  if (value === undefined) return DEFAULT_POLICY;
-  if (allowed.includes(value as PolicyName)) return value as PolicyName;
-  if (value === 'cache_affinity') {
-    throw errors.invalidArgument(path, `cache_affinity applies to prefill only; use one of ${allowed.join(', ')}`);
-  }
-  throw errors.invalidArgument(path, `must be one of ${allowed.join(', ')}`);
-}
 
 /**
  * Returns the block size (DEFAULT_BLOCK_SIZE when absent) if it is an integer in [1, MAX_BLOCK_SIZE].

@@ -20,7 +20,7 @@ import { type LoadSource, NO_RESERVATIONS } from './loads.ts';
 import { choosePath, type LocalPrefillRule, type PdPath, prefillQueues, uncachedTokens } from './pd-path.ts';
 import { SchedulerMetrics } from './metrics.ts';
 import type { SchedulerNode } from './node.ts';
-import { blockSizeArg, policyName, type SchedulerOptions } from './options.ts';
+import { blockSizeArg, type SchedulerOptions } from './options.ts';
 import type { Policy } from './policies/index.ts';
 import type { KvHits } from './kv-hits.ts';
 import { holdingDecode, leastLoadedDecode, localPair, PREFILL_SIDE } from './decode-first.ts';
@@ -30,17 +30,7 @@ import type { PrefixIndex } from './prefix-index.ts';
 import { blocksNeeded, type CheckedRequest, checkPickRequest } from './request.ts';
 import { Topology, type TopologyCounts } from './topology.ts';
 import { decodeOnlyContext, NO_HASHES, PairWalk } from './walk.ts';
-import {
-  DECODE_POLICY_NAMES,
-  POLICY_NAMES,
-  type DecodePolicyName,
-  type Pair,
-  type PickFailure,
-  type PickFailureReason,
-  type PickRequest,
-  type PickResult,
-  type PolicyChoice,
-} from './types.ts';
+import { type Pair, type PickFailure, type PickFailureReason, type PickRequest, type PickResult, type PolicyChoice } from './types.ts';
 
 export type { SchedulerOptions } from './options.ts';
 
@@ -68,9 +58,6 @@ export class PdScheduler {
     if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
     if (typeof options.cluster?.onChange !== 'function')
       throw errors.invalidArgument('cluster', 'must be a cluster view (get, all, byRole, onChange)');
-    const prefill = policyName(options.policy?.prefill, 'policy.prefill', POLICY_NAMES);
-    const decode = policyName(options.policy?.decode, 'policy.decode', DECODE_POLICY_NAMES) as DecodePolicyName;
-    this.policy = Object.freeze({ prefill, decode });
     this.#blockSize = blockSizeArg(options.blockSize);
     if (options.rng !== undefined && typeof options.rng !== 'function')
       throw errors.invalidArgument('rng', 'must be a function returning a number in [0, 1)');
@@ -78,7 +65,8 @@ export class PdScheduler {
     this.health = options.health ?? createBreakers();
     this.#loads = options.loads ?? NO_RESERVATIONS;
     this.#localPrefill = options.localPrefill ?? {};
-    const setup = setUpPolicies(this.policy, options, (id) => this.#topology.get(id));
+    const setup = setUpPolicies(options, (id) => this.#topology.get(id));
+    this.policy = setup.choice;
     this.#prefix = setup.prefix;
     this.#hits = setup.hits;
     this.#loadWeight = setup.loadWeight;
@@ -101,7 +89,7 @@ export class PdScheduler {
     this.#metrics =
       options.metrics === undefined
         ? undefined
-        : new SchedulerMetrics(options.metrics, this.policy, {
+        : new SchedulerMetrics(options.metrics, this.policy, setup.reasons, {
             ids: () => [...this.#topology.nodes()].map((n) => n.id),
             breakers: this.health,
           });

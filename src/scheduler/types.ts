@@ -4,17 +4,9 @@
  */
 import type { Instance } from '../cluster/instance.ts';
 import type { PdPath } from './pd-path.ts';
-import type { DecodePolicyName, PolicyName } from '../schema/coordinator-config.ts';
 
-// Policy names are what the Coordinator file spells (schema/coordinator-config.ts).
-export {
-  DECODE_POLICY_NAMES,
-  DecodePolicySchema,
-  POLICY_NAMES,
-  PrefillPolicySchema,
-  type DecodePolicyName,
-  type PolicyName,
-} from '../schema/coordinator-config.ts';
+/** A policy's name as `scheduler.policy` spells it: a built-in one or a gateway's (policies/table.ts). */
+export type PolicyName = string;
 
 export const DEFAULT_POLICY: PolicyName = 'load_balance';
 
@@ -27,7 +19,7 @@ export const DEFAULT_PREFILL_POLICY: PolicyName = 'cache_affinity';
 
 export interface PolicyChoice {
   readonly prefill: PolicyName;
-  readonly decode: DecodePolicyName;
+  readonly decode: PolicyName;
 }
 
 /** One request to place on a (P, D) pair. */
@@ -45,17 +37,8 @@ export interface PickRequest {
   readonly excludeD?: ReadonlySet<number>;
 }
 
-/** How P was chosen. */
-export const PICK_REASONS = [
-  'least_load',
-  'round_robin',
-  'power_of_two',
-  'cache_hit',
-  'cache_miss',
-  'cache_overloaded',
-  'prefill_saturated',
-] as const;
-export type PickReason = (typeof PICK_REASONS)[number];
+/** How P was chosen, in its policy's words (each definition lists its reasons). */
+export type PickReason = string;
 
 /** A placed request. */
 export interface Pair {

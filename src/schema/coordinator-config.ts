@@ -24,16 +24,18 @@ export const HTTP_TIMEOUT_SECONDS = { min: 0, max: 3600, default: 600 } as const
 /** `scheduler.circuit_breaker.cooldown_ms`: how long an open circuit refuses requests before its trial. */
 export const CIRCUIT_COOLDOWN_MS = { min: 1, max: INT32_MAX, default: 30_000 } as const;
 
-/** Every pair-selection policy; `cache_affinity` applies to prefill only. */
-export const POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two', 'cache_affinity', 'precise_prefix'] as const;
-export type PolicyName = (typeof POLICY_NAMES)[number];
-/** Policies a decode instance can be chosen by: its KV arrives from P, so it has no prefix cache to aim at. */
-export const DECODE_POLICY_NAMES = ['load_balance', 'round_robin', 'power_of_two', 'precise_prefix'] as const;
-export type DecodePolicyName = (typeof DECODE_POLICY_NAMES)[number];
+/** What a policy's name may be: lowercase letters, digits and `_`, starting with a letter. */
+export const POLICY_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
-/** Configuration schema of one role's policy, for `scheduler.policy.prefill` / `.decode`. */
-export const PrefillPolicySchema = v.picklist(POLICY_NAMES, `must be one of ${POLICY_NAMES.join(', ')}`);
-export const DecodePolicySchema = v.picklist(DECODE_POLICY_NAMES, `must be one of ${DECODE_POLICY_NAMES.join(', ')}`);
+/**
+ * A policy's name as `scheduler.policy.prefill` / `.decode` spell it. Which names exist, and for
+ * which role, is the scheduler's policy table's to say (config/coordinator.ts checks it there), so a
+ * gateway's own policies are named as the built-in ones are.
+ */
+export const PolicyNameSchema = v.pipe(
+  v.string('must be a policy name'),
+  v.regex(POLICY_NAME, 'must be a policy name (lowercase letters, digits and _, starting with a letter)'),
+);
 
 /** Longest timer a JavaScript runtime honours (2^31−1 ms); longer values would fire at once. */
 export const MAX_TIMER_MS = INT32_MAX;
@@ -118,7 +120,7 @@ export const CoordinatorConfigFile = v.looseObject({
    */
   scheduler: v.optional(
     v.looseObject({
-      policy: v.optional(v.looseObject({ prefill: v.optional(PrefillPolicySchema), decode: v.optional(DecodePolicySchema) })),
+      policy: v.optional(v.looseObject({ prefill: v.optional(PolicyNameSchema), decode: v.optional(PolicyNameSchema) })),
       circuit_breaker: v.optional(v.looseObject({ cooldown_ms: v.optional(intIn(CIRCUIT_COOLDOWN_MS.min, CIRCUIT_COOLDOWN_MS.max)) })),
       /**
        * Conditional disaggregation, off unless a limit is set: D prefills a request itself when its

@@ -9,23 +9,29 @@ import { ZERO_SEED } from '../../../src/kv/block-keys.ts';
 import { DEFAULT_MAX_RECORDS } from '../../../src/kv/kv-index.ts';
 import { DEFAULT_FAILURE_THRESHOLD, DEFAULT_SUCCESS_THRESHOLD } from '../../../src/scheduler/breakers.ts';
 import { DEFAULT_LOAD_WEIGHT } from '../../../src/scheduler/policies/precise-prefix.ts';
-import { DEFAULT_PREFILL_POLICY } from '../../../src/scheduler/types.ts';
+import { DEFAULT_POLICY, DEFAULT_PREFILL_POLICY, policyDefinition, policyNames } from '../../../src/scheduler/index.ts';
 import { CIRCUIT_COOLDOWN_MS } from '../../../src/schema/coordinator-config.ts';
 import type { KeyDocs } from './shared.ts';
 
 const PRECISE = '`precise_prefix` as the prefill or decode policy';
+
+/** The built-in policies of a role, as the policy table lists them, each with its one-line summary. */
+const builtIn = (role: 'prefill' | 'decode'): string =>
+  policyNames(role)
+    .map((name) => `\`${name}\`: ${policyDefinition(name)!.summary}`)
+    .join('; ');
 
 /** Every key of the `scheduler` section of `ms_coordinator.json`. */
 export const coordinatorSchedulerKeys: KeyDocs = {
   scheduler: { doc: "pdlink's own: how each request's (P, D) pair is chosen, and when an instance is skipped." },
   'scheduler.policy': { doc: 'The pair-selection policy of each role.' },
   'scheduler.policy.prefill': {
-    doc: "`cache_affinity`: the P that, by pdlink's record of what each P prefilled, holds the longest block-aligned prefix of the prompt, unless it is overloaded; `precise_prefix`: the P whose own KV events say it holds the largest share of the prompt, weighed against its load; `load_balance`: the least loaded; `round_robin`: in turn; `power_of_two`: the less loaded of two at random. Loads are the last refresh's free slots and blocks minus this Coordinator's reservations.",
+    doc: `A name in the policy table for prefill; built in: ${builtIn('prefill')}. A gateway may register its own (docs/plugin.md). Loads are the last refresh's free slots and blocks minus this Coordinator's reservations.`,
     default: `"${DEFAULT_PREFILL_POLICY}", or \`digs_scheduler_config.algorithm_type\``,
   },
   'scheduler.policy.decode': {
-    doc: "The policy among the D's linked to the chosen P (its group, P among their peers), with the same meanings; `precise_prefix` finds the D already holding a conversation's earlier turns. `cache_affinity` is refused: a D's KV comes from P.",
-    default: '"load_balance"',
+    doc: `The policy among the D's linked to the chosen P (its group, P among their peers); built in: ${builtIn('decode')}. For D, \`precise_prefix\` finds the D already holding a conversation's earlier turns; \`cache_affinity\` is refused (a D's KV comes from P).`,
+    default: `"${DEFAULT_POLICY}"`,
   },
   'scheduler.circuit_breaker': {
     doc: `Each instance's circuit opens after ${DEFAULT_FAILURE_THRESHOLD} consecutive failures (transport errors, 5xx, silence; never a 4xx) and closes after ${DEFAULT_SUCCESS_THRESHOLD} successful trials.`,

@@ -13,13 +13,8 @@ import {
   MINDIE_MAX_RETRY,
   MINDIE_TIMEOUT_SECONDS,
 } from '../../../src/proxy/settings.ts';
-import {
-  BODY_LIMIT_MB,
-  HTTP_TIMEOUT_SECONDS,
-  MAX_REQUESTS,
-  POLICY_NAMES,
-  SINGLE_NODE_MAX_REQUESTS,
-} from '../../../src/schema/coordinator-config.ts';
+import { BODY_LIMIT_MB, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, SINGLE_NODE_MAX_REQUESTS } from '../../../src/schema/coordinator-config.ts';
+import { policyNames } from '../../../src/scheduler/index.ts';
 import { tlsKeys, type KeyDocs } from './shared.ts';
 
 const ALL_INTERFACES =
@@ -97,7 +92,9 @@ const digs: KeyDocs = {
   'digs_scheduler_config.deploy_mode': { doc: "MindIE's key, checked to be a string and otherwise not used by pdlink." },
   'digs_scheduler_config.scheduler_type': { doc: "MindIE's key, checked to be a string and otherwise not used by pdlink." },
   'digs_scheduler_config.algorithm_type': {
-    doc: `A policy name (${POLICY_NAMES.map((name) => `\`${name}\``).join(', ')}) is taken as the prefill policy when \`scheduler.policy.prefill\` is absent; any other value is ignored.`,
+    doc: `A policy name for prefill (built in: ${policyNames('prefill')
+      .map((name) => `\`${name}\``)
+      .join(', ')}) is taken as the prefill policy when \`scheduler.policy.prefill\` is absent; any other value is ignored.`,
   },
 };
 

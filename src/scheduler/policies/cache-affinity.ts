@@ -7,7 +7,7 @@
 import type { SchedulerNode } from '../node.ts';
 import { lessLoaded, type Pool } from '../pool.ts';
 import type { PrefixIndex } from '../prefix-index.ts';
-import type { Policy, PolicyContext } from './policy.ts';
+import type { Policy, PolicyDefinition, PolicyContext } from './policy.ts';
 
 /**
  * Creates the cache_affinity policy over a prefix index.
@@ -75,3 +75,13 @@ function bestHolders(
   context.matchedBlocks = 0;
   return undefined;
 }
+
+/** The table's entry of cache_affinity (policies/index.ts registers it). */
+export const definition: PolicyDefinition = {
+  name: 'cache_affinity',
+  roles: ['prefill'],
+  reasons: ['cache_hit', 'cache_miss', 'cache_overloaded'],
+  needs: ['prefix_index'],
+  summary: "the P already holding the longest block-aligned prefix of the prompt (pdlink's own record), unless overloaded",
+  create: ({ prefix, lookup }) => cacheAffinity(prefix!, lookup),
+};

@@ -2,7 +2,7 @@
  * `load_balance`: the least-loaded member first (MindIE's rule: least prefill load for P, least
  * slot/block load among P's linked D's for D), then the next least loaded, and so on.
  */
-import type { Policy } from './policy.ts';
+import type { Policy, PolicyDefinition } from './policy.ts';
 
 /**
  * The load_balance policy.
@@ -18,4 +18,13 @@ export const loadBalance: Policy = {
     context.reason = 'least_load';
     return pool.min();
   },
+};
+
+/** The table's entry of load_balance (policies/index.ts registers it). */
+export const definition: PolicyDefinition = {
+  name: 'load_balance',
+  roles: ['prefill', 'decode'],
+  reasons: ['least_load'],
+  summary: "the least-loaded member first (MindIE's rule)",
+  create: () => loadBalance,
 };

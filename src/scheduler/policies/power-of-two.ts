@@ -4,7 +4,7 @@
  * single least-loaded instance between load updates.
  */
 import { lessLoaded } from '../pool.ts';
-import type { Policy } from './policy.ts';
+import type { Policy, PolicyDefinition } from './policy.ts';
 
 /**
  * The power_of_two policy.
@@ -37,3 +37,12 @@ function randomIndex(rng: () => number, size: number): number {
   // Clamped: an rng returning exactly 1 (outside its contract) must not index past the end.
   return Math.min(size - 1, Math.max(0, Math.floor(rng() * size)));
 }
+
+/** The table's entry of power_of_two (policies/index.ts registers it). */
+export const definition: PolicyDefinition = {
+  name: 'power_of_two',
+  roles: ['prefill', 'decode'],
+  reasons: ['power_of_two', 'least_load'],
+  summary: 'two members at random, the less loaded first',
+  create: () => powerOfTwo,
+};

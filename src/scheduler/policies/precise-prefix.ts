@@ -9,7 +9,7 @@
 import type { KvHits } from '../kv-hits.ts';
 import type { SchedulerNode } from '../node.ts';
 import { lessLoaded, type Pool } from '../pool.ts';
-import type { Policy, PolicyContext } from './policy.ts';
+import type { Policy, PolicyDefinition, PolicyContext } from './policy.ts';
 
 /** The default weight of load against the cached share (equal footing: a whole prompt cached outweighs a full instance). */
 export const DEFAULT_LOAD_WEIGHT = 1;
@@ -86,3 +86,13 @@ function firstMiss(pool: Pool<SchedulerNode>, hits: KvHits): SchedulerNode | und
   for (const member of pool.ascending()) if (hits.tokensOf(member.id) === 0) return member;
   return undefined;
 }
+
+/** The table's entry of precise_prefix (policies/index.ts registers it). */
+export const definition: PolicyDefinition = {
+  name: 'precise_prefix',
+  roles: ['prefill', 'decode'],
+  reasons: ['cache_hit', 'cache_miss', 'prefill_saturated'],
+  needs: ['kv_hits'],
+  summary: "the most of the prompt cached, as the engines' KV events say, weighed against load",
+  create: ({ hits, lookup, loadWeight }) => precisePrefix(hits!, lookup, loadWeight),
+};

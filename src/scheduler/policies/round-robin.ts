@@ -2,7 +2,7 @@
  * `round_robin`: each pool (the prefill pool, each P's decode pool) turns its own cursor, so
  * requests spread evenly whatever the loads; a member the request does not fit on is passed over.
  */
-import type { Policy } from './policy.ts';
+import type { Policy, PolicyDefinition } from './policy.ts';
 
 /**
  * The round_robin policy.
@@ -23,4 +23,13 @@ export const roundRobin: Policy = {
       yield member;
     }
   },
+};
+
+/** The table's entry of round_robin (policies/index.ts registers it). */
+export const definition: PolicyDefinition = {
+  name: 'round_robin',
+  roles: ['prefill', 'decode'],
+  reasons: ['round_robin'],
+  summary: 'each pool turns its own cursor, whatever the loads',
+  create: () => roundRobin,
 };
