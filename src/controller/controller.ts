@@ -6,7 +6,6 @@
  * (an agent silent past the heartbeat timeout) and planned removals (drain, then unlink) change
  * the peers it posts. No HTTP routes here: src/http/controller.ts serves this object.
  */
-import { errors } from '../core/errors.ts';
 import { fetchStatus, postRole } from './agent-calls.ts';
 import { shapeChanged } from './agent-status.ts';
 import type { ControllerEvents, ControllerOptions } from './controller-options.ts';
@@ -23,7 +22,7 @@ import { composeSnapshot, type RefreshBody } from './snapshot.ts';
 import type { StoredState } from './stored-state.ts';
 import { StartGate } from './start-gate.ts';
 import { restoreMembers, settleRestored, storedStateOf } from './takeover.ts';
-import { applyChange, describeChange, refuseRemoval, type ApplyOutcome } from './topology-change.ts';
+import { applyChange, describeChange, removable, type ApplyOutcome } from './topology-change.ts';
 import type { TopologySpec, ControllerTiming, DesiredInstance } from './types.ts';
 
 export type { ControllerEvents, ControllerOptions } from './controller-options.ts';
@@ -31,7 +30,7 @@ export type { ControllerView, MemberView } from './controller-view.ts';
 
 export class Controller {
   readonly #timing: ControllerTiming;
-  /** The spec besides its timing; max_removed_fraction follows the topology. */
+  /** The spec besides its timing (max_removed_fraction follows the file). */
   #settings: ClusterSettings;
   readonly #client: Outgoing;
   readonly #now: () => number;
@@ -94,8 +93,7 @@ export class Controller {
   }
 
   /**
-   * Adds an instance at run time; one its agent or its peers would refuse (an id, address or
-   * device taken, another device count) changes nothing.
+   * Adds an instance; one its agent or its peers would refuse (conflicts.ts) changes nothing.
    * @example controller.add(instance);
    */
   add(spec: DesiredInstance): void {
@@ -106,16 +104,12 @@ export class Controller {
   }
 
   /**
-   * Removes an instance by draining it: it leaves the snapshot at once, its requests finish
-   * (bounded by the drain timeout), then its peers get role posts without it. Resolves when done.
-   * Refused (409) past max_removed_fraction of the instances, unless `force`.
+   * Drains an instance away: out of the snapshot at once, its requests finished (within the drain
+   * timeout), then its peers posted without it; 409 past max_removed_fraction unless `force`.
    * @example await controller.remove(201);
    */
   remove(id: number, options: { readonly force?: boolean } = {}): Promise<DrainOutcome> {
-    const member = this.#members.get(id);
-    if (member === undefined) throw errors.notFound(`instance ${id}`);
-    refuseRemoval(this.#members, member, this.#settings.maxRemovedFraction, options.force === true);
-    return this.#drain(member);
+    return this.#drain(removable(this.#members, id, this.#settings.maxRemovedFraction, options.force === true));
   }
 
   #drain(member: Member): Promise<DrainOutcome> {
@@ -127,9 +121,7 @@ export class Controller {
   }
 
   /**
-   * Applies a changed topology as a diff: new ids added, missing ones drained away, changed ones
-   * updated (a new role or devices means a new role post), draining ones it lists again kept.
-   * Refused whole on a clash or past max_removed_fraction (unless `force`), changing nothing.
+   * Lays a changed topology over the cluster as a diff, or refuses it whole (topology-change.ts).
    * @example controller.apply(previousFileSpec, nextFileSpec);
    */
   apply(previous: TopologySpec, next: TopologySpec, options: { readonly force?: boolean } = {}): ApplyOutcome {

@@ -114,16 +114,18 @@ export function applyChange(
 }
 
 /**
- * Throws the 409 of removing `member` alone when that removes too large a share of `members` not
- * already draining (a member already draining is not removed again, so never refused).
- * @example refuseRemoval(members, member, 0.5, false);
+ * The member `id` names, which may be removed alone: 404 when there is none, 409 when removing it
+ * takes too large a share of `members` not already draining (one already draining is never refused).
+ * @example const member = removable(members, 201, 0.5, false);
  */
-export function refuseRemoval(members: ReadonlyMap<number, Member>, member: Member, maxFraction: number, force: boolean): void {
-  if (member.drain !== undefined) return;
+export function removable(members: ReadonlyMap<number, Member>, id: number, maxFraction: number, force: boolean): Member {
+  const member = members.get(id);
+  if (member === undefined) throw errors.notFound(`instance ${id}`);
+  if (member.drain !== undefined) return member;
   const present = [...members.values()].filter((m) => m.drain === undefined).length;
   const guard = removalGuard(1, present, maxFraction, force);
-  if (guard !== undefined)
-    throw errors.conflictWith(`instance ${member.id} not removed: ${guard}; send force=true to remove it anyway`, 'force');
+  if (guard !== undefined) throw errors.conflictWith(`instance ${id} not removed: ${guard}; send force=true to remove it anyway`, 'force');
+  return member;
 }
 
 /**
