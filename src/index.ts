@@ -34,6 +34,8 @@ export { createInstanceAgent } from './apps/agent.ts';
 export type { InstanceAgent, InstanceAgentOptions, AgentDevice } from './apps/agent.ts';
 export { createControllerApp } from './apps/controller.ts';
 export type { ControllerApp, ControllerAppOptions } from './apps/controller.ts';
+export type { ApplyOutcome, TopologyChange } from './controller/topology-change.ts';
+export type { TopologyFileStatus } from './controller/topology-file.ts';
 export { LinkManager } from './links/manager.ts';
 export type { Transfers } from './agent/transfers/transfers.ts';
 export type { TransferResult, CallStatus } from './agent/transfers/types.ts';
