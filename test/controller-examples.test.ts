@@ -50,8 +50,9 @@ function copySamples(folder: string, place: Place): string {
 }
 
 const started: PdlinkChild[] = [];
+// After a failure: SIGTERM, so that sim-cluster stops its engines too (a SIGKILL would leave them running).
 afterAll(async () => {
-  await Promise.all(started.map((c) => c.kill('SIGKILL')));
+  await Promise.all(started.map((c) => c.kill('SIGTERM')));
 });
 
 async function start(args: string[], listeners: string[], printed?: string): Promise<PdlinkChild> {

@@ -6,8 +6,7 @@
  * `npm start` in another terminal, that refresh and one curl give a first completion through the
  * PD proxy. With `--wire controller` it leaves the roles to `pdlink controller` and prints the
  * topology file that wires them (examples/controller/cluster.json for the default addresses).
- * Runs until SIGINT/SIGTERM, then stops both engines (in process groups of their own, so a
- * terminal's Ctrl-C reaches them once, through this process).
+ * Runs until SIGINT/SIGTERM, then stops both engines with the same signal.
  */
 import { readManagementToken } from '../config/secret-file.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -101,8 +100,10 @@ export async function runSimCluster(argv: string[]): Promise<void> {
 
   const dir = mkdtempSync(join(tmpdir(), 'pdlink-sim-cluster-'));
   const engines: ManagedProcess[] = [];
+  // A terminal's Ctrl-C reaches the engines too (one process group); stopped with that same
+  // signal, they take it for the one they already have (cli/shutdown.ts) and close in order.
   const stop = async (): Promise<void> => {
-    await Promise.all(engines.map((e) => e.stop()));
+    await Promise.all(engines.map((e) => e.stop(shutdown.signal ?? 'SIGTERM')));
     rmSync(dir, { recursive: true, force: true });
   };
   try {
@@ -183,7 +184,6 @@ async function startEngine(layout: EngineLayout, dir: string, model: string, tls
     ],
     listeners: ['management', 'inference'],
     env: launchEnv(),
-    detached: true,
     onLine: (line) => {
       // The engines' own failures (a taken port, above all) are what the user needs to see.
       if (!/listening on|cluster_id|sim-engine \(simulator\)/.test(line)) console.error(`pdlink sim-cluster: ${line}`);

@@ -28,11 +28,6 @@ export interface SpawnOptions {
   readonly deadlineMs?: number;
   /** Each output line, prefixed with the process name (for verbose harnesses). */
   readonly onLine?: (line: string) => void;
-  /**
-   * In a process group of its own: a terminal's Ctrl-C reaches only the parent, which stops this
-   * one with one signal (otherwise it gets both and the second ends its close at once).
-   */
-  readonly detached?: boolean;
 }
 
 /**
@@ -46,7 +41,6 @@ export async function spawnListening(options: SpawnOptions): Promise<ManagedProc
     cwd: options.cwd,
     env: { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    detached: options.detached === true,
   });
   let out = '';
   let partial = '';
