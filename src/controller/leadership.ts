@@ -75,9 +75,10 @@ export class Leadership {
     this.#election = election;
     this.#keeper = new StateKeeper({
       store: options.store,
+      // Written only while the title is proven: during an etcd election the write waits rather than fails.
       guard: () => {
         const lease = election.leaseId;
-        return lease === undefined ? undefined : { key: KEYS.controllerLeader, lease };
+        return lease === undefined || !election.mayAct() ? undefined : { key: KEYS.controllerLeader, lease };
       },
       lost: (reason) => election.lost(reason),
       source: () => ({

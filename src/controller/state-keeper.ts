@@ -29,7 +29,7 @@ export interface StateKeeperEvents {
 
 export interface StateKeeperOptions {
   readonly store: Store;
-  /** The leader key bound to this holder's lease; undefined while not holding (nothing is written). */
+  /** The leader key bound to this holder's lease; undefined while it may not act (the write waits). */
   readonly guard: () => Guard | undefined;
   /** A guarded write found the key not bound to this holder's lease. */
   readonly lost: (reason: string) => void;
@@ -118,7 +118,12 @@ export class StateKeeper {
     this.#wanted = false;
     this.#lastWriteAt = Date.now();
     try {
-      await this.#write();
+      if ((await this.#write()) === 'held') {
+        // Not allowed to act now (riding out a silent store): written once it may, not failed meanwhile.
+        this.#retryMs = RETRY_MS;
+        this.#wanted = true;
+        return;
+      }
       this.#retryMs = 0;
     } catch (err) {
       const error = toStoreError(err, KEYS.controllerState + MANIFEST);
@@ -130,9 +135,10 @@ export class StateKeeper {
     }
   }
 
-  async #write(): Promise<void> {
+  async #write(): Promise<'held' | void> {
+    if (this.#stopped) return;
     const guard = this.#options.guard();
-    if (guard === undefined || this.#stopped) return;
+    if (guard === undefined) return 'held';
     const { records, meta } = this.#options.source();
     const write = await this.#writer.prepare(records, meta);
     if (write === undefined) return;
