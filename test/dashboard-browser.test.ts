@@ -132,6 +132,15 @@ describe('/dashboard in headless Chromium', () => {
         visibleOutside: [],
       });
       expect(await page.evaluate(() => document.getElementById('connection')!.textContent)).toBe('live');
+      // The topology file's last load stands under the header.
+      const notice = await page.evaluate(() => {
+        const line = document.querySelector('#notices p');
+        return line === null ? null : { ok: line.dataset['ok'], text: line.textContent };
+      });
+      expect(notice).toEqual({
+        ok: 'true',
+        text: expect.stringMatching(/^topology file .*topology\.json, read .*: read at start: 4 instances$/),
+      });
       await page.close();
     }
   }, 60_000);
