@@ -79,6 +79,7 @@ export async function runSimEngine(argv: string[]): Promise<void> {
 
   // The agent's status carries the engine's free slots and blocks, as an engine embedding it would report.
   agent.reportResources(() => engine.resources());
+  agent.role.onRoleSwitch((_from, to) => engine.switchRole(to));
   const management = new Hono();
   management.onError(onError);
   management.notFound(notFoundOf(management));
@@ -165,6 +166,7 @@ async function startEngine(args: SimEngineArgs, agent: InstanceAgent, notifyTls:
     maxModelLen: args.maxModelLen,
     kvLeaseMs: args.kvLeaseMs,
     pullTimeoutMs: args.pullTimeoutMs,
+    roleSwitchMs: args.roleSwitchMs,
     protocol: args.protocol,
   });
   try {

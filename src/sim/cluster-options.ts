@@ -22,6 +22,7 @@ export type SimEngineSettings = Pick<
   | 'maxModelLen'
   | 'kvLeaseMs'
   | 'pullTimeoutMs'
+  | 'roleSwitchMs'
   | 'protocol'
   | 'kvEventsEncoding'
   | 'kvEventsHashes'
@@ -75,6 +76,8 @@ export const CLUSTER_ENGINE_DEFAULTS: SimEngineSettings = {
   maxModelLen: 4096,
   kvLeaseMs: 30_000,
   pullTimeoutMs: 5_000,
+  // A role change still drops the KV cache and refuses requests while it runs; tests need not wait for it.
+  roleSwitchMs: 0,
   protocol: 'vllm',
   kvEventsEncoding: 'array',
   kvEventsHashes: 'int',

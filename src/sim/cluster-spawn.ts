@@ -142,6 +142,8 @@ function engineArgs(layout: EngineLayout, configPath: string, model: string, s: 
     String(s.kvLeaseMs),
     '--pull_timeout_ms',
     String(s.pullTimeoutMs),
+    '--role_switch_ms',
+    String(s.roleSwitchMs),
     '--protocol',
     s.protocol,
     ...(s.tokenizer === undefined ? [] : ['--tokenizer', s.tokenizer]),

@@ -21,6 +21,7 @@ import { SimError } from './sim-error.ts';
 import { runPrefill } from './prefill.ts';
 import { runDecode } from './decode.ts';
 import { runLocal } from './local.ts';
+import { RoleSwitch } from './role-switch.ts';
 import type { KvNotifyAddress, LegEngine, SimDevice, SimEngineOptions, SimRole } from './types.ts';
 
 export type { KvNotifyAddress, SimDevice, SimEngineOptions, SimRole } from './types.ts';
@@ -41,6 +42,9 @@ export interface SimResources {
 
 export interface SimStats {
   readonly role: SimRole;
+  /** Role changes done, and the role being switched to (null when none runs). */
+  readonly role_switches: number;
+  readonly switching_to: SimRole | null;
   readonly model: string;
   readonly requests: {
     readonly prefill: number;
@@ -88,6 +92,8 @@ export class SimEngine implements LegEngine {
   readonly prefixCache: PrefixCache;
   readonly prefillQueue = new PrefillQueue();
   generating = 0;
+  /** A role change in progress refuses requests (role-switch.ts). */
+  readonly roleSwitch: RoleSwitch;
 
   /**
    * An engine over the given KV runtime; call `start()` to register its caches.
@@ -96,6 +102,7 @@ export class SimEngine implements LegEngine {
   constructor(options: SimEngineOptions) {
     this.options = options;
     this.role = options.role;
+    this.roleSwitch = new RoleSwitch(options.roleSwitchMs ?? 0);
     this.releases = new ReleaseNotifier(undefined, options.notifyTls);
     this.prefixCache = new PrefixCache(options.prefixCacheBlocks ?? options.numBlocks * options.devices.length);
     this.pools = new Map(
@@ -124,6 +131,7 @@ export class SimEngine implements LegEngine {
    */
   async handle(kind: SimKind, body: unknown, requestId: string, signal: AbortSignal): Promise<Response> {
     try {
+      this.roleSwitch.refuseWhileSwitching();
       const request = readSimRequest(kind, body, this.options.tokenizer);
       if (request.model !== this.options.model) {
         throw new SimError(404, `The model \`${request.model}\` does not exist.`, 'NotFoundError', 'model');
@@ -148,6 +156,19 @@ export class SimEngine implements LegEngine {
       console.error('pdlink sim-engine: request failed', err);
       return SimError.server(500, err instanceof Error ? err.message : String(err)).toResponse(requestId);
     }
+  }
+
+  /**
+   * The agent changes the engine's role (its role-switch hook): KV cache dropped, nothing served meanwhile.
+   * @example agent.role.onRoleSwitch((_from, to) => engine.switchRole(to));
+   */
+  switchRole(to: SimRole): Promise<void> {
+    return this.roleSwitch.run(this, to);
+  }
+
+  /** The blocks kept for decoders are gone (a role switch dropped them). */
+  forgetExports(): void {
+    this.#exported.clear();
   }
 
   /** The next device for a prefill (round robin, so both devices' caches are used). */
@@ -198,6 +219,8 @@ export class SimEngine implements LegEngine {
     const pools = [...this.pools.values()];
     return {
       role: this.role,
+      role_switches: this.roleSwitch.switches,
+      switching_to: this.roleSwitch.switchingTo ?? null,
       model: this.options.model,
       requests: {
         prefill: count((r) => r.leg === 'prefill'),

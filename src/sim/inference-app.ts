@@ -52,7 +52,8 @@ export function simInferenceApp(engine: SimEngine): Hono {
       data: [{ id: engine.options.model, object: 'model', created: 0, owned_by: 'pdlink-sim', max_model_len: engine.options.maxModelLen }],
     }),
   );
-  app.get('/health', (c) => c.body(null, 200));
+  // Not healthy while a role switch runs: it would refuse the request the check stands for.
+  app.get('/health', (c) => c.body(null, engine.roleSwitch.switchingTo === undefined ? 200 : 503));
   app.notFound(
     methodAwareNotFound(app, {
       notFound: (c) => new SimError(404, `no route ${c.req.method} ${c.req.path}`, 'NotFoundError').toResponse(),

@@ -49,6 +49,9 @@ Options:
   --kv_lease_ms MS          a prefill keeps its blocks this long for a decoder
                             that never says it is done                        (default 30000)
   --pull_timeout_ms MS      deadline of one KV pull                           (default 1000)
+  --role_switch_ms MS       what a role change (prefill <-> decode) costs: the KV cache
+                            is dropped and requests are refused with 503 this long
+                                                                              (default 1000)
   --protocol vllm|sglang    the PD protocol served: vLLM's kv_transfer_params,
                             or SGLang's bootstrap rooms                       (default vllm)
   --kv_events_port PORT     publish the prefix cache's KV events as vLLM does, on a
@@ -92,6 +95,7 @@ export interface SimEngineArgs {
   maxModelLen: number;
   kvLeaseMs: number;
   pullTimeoutMs: number;
+  roleSwitchMs: number;
   protocol: 'vllm' | 'sglang';
   kvEventsPort?: number;
   kvEventsReplayPort?: number;
@@ -112,6 +116,7 @@ export const SIM_DEFAULTS = {
   maxModelLen: 4096,
   kvLeaseMs: 30_000,
   pullTimeoutMs: 1000,
+  roleSwitchMs: 1000,
   protocol: 'vllm',
   kvEventsEncoding: 'array',
   kvEventsHashes: 'int',
@@ -146,6 +151,7 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
         max_model_len: { type: 'string' },
         kv_lease_ms: { type: 'string' },
         pull_timeout_ms: { type: 'string' },
+        role_switch_ms: { type: 'string' },
         protocol: { type: 'string' },
         kv_events_port: { type: 'string' },
         kv_events_replay_port: { type: 'string' },
@@ -179,6 +185,7 @@ export function parseSimEngineArgs(argv: string[]): SimEngineArgs {
     maxModelLen: int('max_model_len', values.max_model_len, SIM_DEFAULTS.maxModelLen, 2, INT32_MAX),
     kvLeaseMs: int('kv_lease_ms', values.kv_lease_ms, SIM_DEFAULTS.kvLeaseMs, 1, INT32_MAX),
     pullTimeoutMs: int('pull_timeout_ms', values.pull_timeout_ms, SIM_DEFAULTS.pullTimeoutMs, 1, INT32_MAX),
+    roleSwitchMs: int('role_switch_ms', values.role_switch_ms, SIM_DEFAULTS.roleSwitchMs, 0, 600_000),
     protocol: values.protocol === 'sglang' ? 'sglang' : SIM_DEFAULTS.protocol,
     kvEventsEncoding: oneOf('kv_events_encoding', values.kv_events_encoding, ['array', 'map'] as const, SIM_DEFAULTS.kvEventsEncoding),
     kvEventsHashes: oneOf('kv_events_hashes', values.kv_events_hashes, ['int', 'bytes'] as const, SIM_DEFAULTS.kvEventsHashes),

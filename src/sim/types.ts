@@ -44,6 +44,8 @@ export interface SimEngineOptions {
   readonly kvLeaseMs: number;
   /** Deadline of one pull (LLM-DataDist's sync_kv_timeout). */
   readonly pullTimeoutMs: number;
+  /** What a role change costs: the time the engine serves nothing while it drops its KV cache (default 0). */
+  readonly roleSwitchMs?: number;
   /** The PD protocol served (default vllm): SGLang's bootstrap rooms are sglang.ts. */
   readonly protocol?: 'vllm' | 'sglang';
   /** Kills the process (SIGKILL by default); the crash fault calls it. */

@@ -93,6 +93,43 @@ describe('role changes and ordering', () => {
     expect(controller.status().service).toMatchObject({ currentRole: 'prefill', roleStatus: 'RoleSwitching' });
   });
 
+  test("the engine's part of a role change runs after the old links are gone, before the new ones, while RoleSwitching", async () => {
+    const { controller, executor, manager, calls } = setupRole();
+    const seen: string[] = [];
+    let finish = (): void => {};
+    controller.onRoleSwitch(async (from, to) => {
+      seen.push(`${from ?? 'none'}→${to} with ${manager.list().length} links, ${calls().length} calls`);
+      await new Promise<void>((resolve) => (finish = resolve));
+    });
+    controller.submit(request('decode', [peer(P1)]));
+    await Bun.sleep(0);
+    expect(seen).toEqual(['none→decode with 0 links, 0 calls']);
+    finish();
+    await controller.whenReady();
+    executor.batches.length = 0;
+    controller.submit(request('prefill', [peer(P2)]));
+    await Bun.sleep(0);
+    // Every link of the decode role is gone before the engine switches; nothing is linked meanwhile.
+    expect(seen[1]).toBe('decode→prefill with 0 links, 2 calls');
+    expect(controller.status().service).toMatchObject({ roleStatus: 'RoleSwitching', currentRole: 'decode', switchingTo: 'prefill' });
+    finish();
+    await controller.settled();
+    expect(controller.status().service).toMatchObject({ currentRole: 'prefill' });
+  });
+
+  test('a failed engine switch shows in the status and the role changes anyway', async () => {
+    const { controller } = setupRole();
+    controller.onRoleSwitch(async () => {
+      throw new Error('out of device memory');
+    });
+    controller.submit(request('prefill', []));
+    await controller.settled();
+    expect(controller.status().service).toMatchObject({
+      currentRole: 'prefill',
+      lastError: { message: "the engine's role switch to prefill failed: out of device memory" },
+    });
+  });
+
   test('a normal unlink that fails falls back to force', async () => {
     const { controller, executor, calls } = setupRole();
     controller.submit(request('decode', [peer(P1, [0, 1])]));

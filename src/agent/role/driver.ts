@@ -33,6 +33,9 @@ import { retryPolicy, RetryTimer } from './retry.ts';
 import { statusBody, type ResourceReport, type RoleStatusName, type StatusBody } from '../status.ts';
 
 export { MAX_QUEUED_POSTS } from './queue.ts';
+
+/** The embedding engine's part of a role change (`from` undefined: the first role it is given). */
+export type RoleSwitchHook = (from: Role | undefined, to: Role) => Promise<void>;
 export type { RoleControllerOptions } from './options.ts';
 
 const closing = () => errors.unavailable('the instance agent is shutting down');
@@ -56,6 +59,7 @@ export class RoleController {
   #readySince: number | undefined;
   #lastError: { message: string; at: number } | undefined;
   #resources: (() => ResourceReport) | undefined;
+  #switching: RoleSwitchHook | undefined;
   #closed = false;
 
   constructor(options: RoleControllerOptions) {
@@ -119,6 +123,15 @@ export class RoleController {
    */
   reportResources(source: () => ResourceReport): void {
     this.#resources = source;
+  }
+
+  /**
+   * The engine's part of a role change, awaited between the old role's unlinks and the new links
+   * (status RoleSwitching); a failure shows in the status, the role changes anyway.
+   * @example controller.onRoleSwitch((from, to) => engine.switchRole(from, to));
+   */
+  onRoleSwitch(hook: RoleSwitchHook): void {
+    this.#switching = hook;
   }
 
   /**
@@ -192,6 +205,7 @@ export class RoleController {
         if (left > 0) this.#error(`${left} link(s) still held after unlinking for the role change`);
       }
       if (from !== role) {
+        await this.#switchEngine(from, role);
         this.#role = role;
         this.#metrics.switched(from ?? 'none', role);
       }
@@ -204,6 +218,14 @@ export class RoleController {
       if (role === 'decode') await this.#attempt(this.#desired.all());
     } finally {
       this.#applying = undefined;
+    }
+  }
+
+  async #switchEngine(from: Role | undefined, to: Role): Promise<void> {
+    try {
+      await this.#switching?.(from, to);
+    } catch (cause) {
+      this.#error(`the engine's role switch to ${to} failed: ${(cause as Error)?.message ?? String(cause)}`);
     }
   }
 
