@@ -43,7 +43,13 @@ test('blocksFor rounds up', () => {
 describe('tokenizedPrompt', () => {
   test("the tokenizer's ids make the count exact; ids the client sent are kept", () => {
     const text = promptOf('completions', { model: 'm', prompt: 'some text' });
-    expect(tokenizedPrompt(text, [1, 2, 3])).toEqual({ text: 'some text', tokens: [1, 2, 3], tokenCount: 3, estimated: false, fewestTokens: 3 });
+    expect(tokenizedPrompt(text, [1, 2, 3])).toEqual({
+      text: 'some text',
+      tokens: [1, 2, 3],
+      tokenCount: 3,
+      estimated: false,
+      fewestTokens: 3,
+    });
     expect(tokenizedPrompt(text, undefined)).toBe(text);
     const ids = promptOf('completions', { model: 'm', prompt: [7, 8] });
     expect(tokenizedPrompt(ids, [1])).toBe(ids);
