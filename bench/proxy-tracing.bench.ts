@@ -31,8 +31,8 @@ import { join } from 'node:path';
 import { markdownTable, spread, times, writeResults } from './lib.ts';
 import type { Instance } from '../src/cluster/instance.ts';
 import { proxyRoutes, type ProxyDeps } from '../src/http/inference.ts';
-import { createOtlpTracing } from '../src/proxy/otlp-export.ts';
-import type { PairPicker, ReservationLedger } from '../src/proxy/ports.ts';
+import { createOtlpTracing } from '../src/proxy/telemetry/otlp-export.ts';
+import type { PairPicker, ReservationLedger } from '../src/proxy/exchange/ports.ts';
 import { SimCluster } from '../src/sim/cluster.ts';
 
 const ROUNDS = Number(process.env['PROXY_TRACING_BENCH_ROUNDS'] ?? 24);
@@ -49,15 +49,18 @@ async function drain(res: Response): Promise<void> {
   if (res.status !== 200 || !text.endsWith('data: [DONE]\n\n')) throw new Error(`bad answer ${res.status}: ${text.slice(0, 200)}`);
 }
 
-/** The commit before tracing: the parent of the commit that added src/proxy/trace.ts. */
+/** The commit before tracing: the parent of the commit that added src/proxy/trace.ts (now telemetry/trace.ts). */
 function baseCommit(): string {
   const given = process.env['PROXY_TRACING_BASE'];
   if (given !== undefined) return given;
-  const added = execFileSync('git', ['log', '--diff-filter=A', '--format=%H', '--', 'src/proxy/trace.ts'], { encoding: 'utf8' })
+  const added = execFileSync('git', ['log', '--follow', '--diff-filter=A', '--format=%H', '--', 'src/proxy/telemetry/trace.ts'], {
+    encoding: 'utf8',
+  })
     .trim()
     .split('\n')
     .at(-1);
-  if (added === undefined || added === '') throw new Error('cannot find the commit that added src/proxy/trace.ts: set PROXY_TRACING_BASE');
+  if (added === undefined || added === '')
+    throw new Error('cannot find the commit that added src/proxy/telemetry/trace.ts: set PROXY_TRACING_BASE');
   return execFileSync('git', ['rev-parse', '--short', `${added}^`], { encoding: 'utf8' }).trim();
 }
 

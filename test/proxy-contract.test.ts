@@ -3,7 +3,7 @@
  * back, the shared request id, and connection reuse.
  */
 import { afterEach, describe, expect, test } from 'bun:test';
-import { PREFILL_KV_REQUEST } from '../src/proxy/legs.ts';
+import { PREFILL_KV_REQUEST } from '../src/proxy/legs/legs.ts';
 import { decodeChunks, decodeJson, kvParamsOf } from './fixtures/proxy/responders.ts';
 import { startHarness, type Harness } from './fixtures/proxy/harness.ts';
 

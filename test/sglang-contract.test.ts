@@ -11,8 +11,8 @@ import { ManualClock } from '../src/core/lease-clock.ts';
 import { createRegistry } from '../src/core/metrics.ts';
 import { proxyRoutes } from '../src/http/inference.ts';
 import { KvLedger } from '../src/ledger/ledger.ts';
-import type { PairPicker, PlacementRequest } from '../src/proxy/ports.ts';
-import { resolveProxySettings } from '../src/proxy/settings.ts';
+import type { PairPicker, PlacementRequest } from '../src/proxy/exchange/ports.ts';
+import { resolveProxySettings } from '../src/proxy/exchange/settings.ts';
 
 const BOOTSTRAP_PORT = 9123;
 /** Rooms P registered, each with a resolver D waits on (SGLang's bootstrap server, in memory). */

@@ -7,7 +7,7 @@ import type { CoordinatorHa } from '../apps/coordinator-ha.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
 import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
 import { InstanceAddressPolicy } from '../core/address-policy.ts';
-import { openAiErrorBody } from '../proxy/errors.ts';
+import { openAiErrorBody } from '../proxy/exchange/errors.ts';
 import { parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 
@@ -64,7 +64,7 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     { ip: settings.predict.ip, port: settings.predict.port },
   ]);
   // The OpenTelemetry SDK (hundreds of modules) is loaded only when tracing is configured.
-  const otlp = settings.tracing === undefined ? undefined : (await import('../proxy/otlp-export.ts')).createOtlpTracing(settings.tracing);
+  const otlp = settings.tracing === undefined ? undefined : (await import('../proxy/telemetry/otlp-export.ts')).createOtlpTracing(settings.tracing);
   const coordinator = createCoordinator({
     notReadyReason: () => ha?.notReadyReason(),
     ...(security.managementToken === undefined ? {} : { managementToken: security.managementToken }),

@@ -25,8 +25,8 @@ import type { AdmissionSection } from '../schema/admission-config.ts';
 import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
 import type { RateLimitSettings } from '../http/rate-limit.ts';
 import { resolveTracingSettings } from './tracing.ts';
-import type { OtlpTracingSettings } from '../proxy/otlp-export.ts';
-import { resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
+import type { OtlpTracingSettings } from '../proxy/telemetry/otlp-export.ts';
+import { resolveProxySettings, type ProxySettings } from '../proxy/exchange/settings.ts';
 import { DEFAULT_POLICY, DEFAULT_PREFILL_POLICY, policyDefinition, policyFor, type PolicyChoice } from '../scheduler/index.ts';
 
 export const CONFIG_PATH_ENV = 'MINDIE_MS_COORDINATOR_CONFIG_FILE_PATH';

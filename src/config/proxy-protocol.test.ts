@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../core/errors.ts';
-import { resolveProxySettings } from '../proxy/settings.ts';
+import { resolveProxySettings } from '../proxy/exchange/settings.ts';
 import { resolveCoordinatorSettings } from './coordinator.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'pdlink-protocol-'));

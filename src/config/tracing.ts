@@ -4,7 +4,7 @@
  */
 import * as v from 'valibot';
 import { ConfigError } from '../core/errors.ts';
-import type { OtlpTracingSettings } from '../proxy/otlp-export.ts';
+import type { OtlpTracingSettings } from '../proxy/telemetry/otlp-export.ts';
 import { OtlpEndpoint, type TracingSection } from '../schema/tracing-config.ts';
 
 export const OTLP_ENDPOINT_ENV = 'OTEL_EXPORTER_OTLP_ENDPOINT';

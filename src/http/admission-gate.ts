@@ -17,12 +17,12 @@ import {
 import { errors, PdlinkError } from '../core/errors.ts';
 import { runtime } from '../runtime/index.ts';
 import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
-import { errorResponse } from '../proxy/errors.ts';
-import type { Exchange } from '../proxy/exchange.ts';
-import type { ProxyMetrics } from '../proxy/metrics.ts';
-import { promptOf } from '../proxy/prompt.ts';
-import type { ProxyTracing } from '../proxy/trace.ts';
-import type { AdmissionNote, ExchangeRequest } from '../proxy/types.ts';
+import { errorResponse } from '../proxy/exchange/errors.ts';
+import type { Exchange } from '../proxy/exchange/exchange.ts';
+import type { ProxyMetrics } from '../proxy/telemetry/metrics.ts';
+import { promptOf } from '../proxy/exchange/prompt.ts';
+import type { ProxyTracing } from '../proxy/telemetry/trace.ts';
+import type { AdmissionNote, ExchangeRequest } from '../proxy/exchange/types.ts';
 import { acceptedKeyOf } from './auth.ts';
 
 /** The plugin API's hook: a gateway that knows who a request is says so (undefined: pdlink works it out). */

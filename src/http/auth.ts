@@ -9,7 +9,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { errorBody } from '../core/error-body.ts';
 import { errors } from '../core/errors.ts';
-import { openAiErrorBody } from '../proxy/errors.ts';
+import { openAiErrorBody } from '../proxy/exchange/errors.ts';
 import { type Gate, gateMiddleware } from './gate.ts';
 
 /** Paths that answer without a token: the probes an orchestrator polls. */

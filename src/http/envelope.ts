@@ -21,7 +21,7 @@ export function onError(err: Error, c: Context): Response {
 
 /**
  * The envelope of `err` as `onError` renders it, for a handler reached without Hono (the proxy's
- * OpenAI-shaped answers are proxy/errors.ts's errorResponse).
+ * OpenAI-shaped answers are proxy/exchange/errors.ts's errorResponse).
  * @example return envelopeResponse(error, 'POST', '/v1/instances/refresh');
  */
 export function envelopeResponse(err: Error, method: string, path: string): Response {

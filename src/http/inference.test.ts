@@ -1,9 +1,9 @@
 import { describe, expect, test } from 'bun:test';
 import { ledgerFixture } from '../../test/doubles/ledger.ts';
 import { createRegistry } from '../core/metrics.ts';
-import type { PairPicker } from '../proxy/ports.ts';
+import type { PairPicker } from '../proxy/exchange/ports.ts';
 import { proxyRoutes } from './inference.ts';
-import { resolveProxySettings } from '../proxy/settings.ts';
+import { resolveProxySettings } from '../proxy/exchange/settings.ts';
 
 const noPair: PairPicker = { pick: () => ({ ok: false, message: 'no decode instance is registered' }) };
 

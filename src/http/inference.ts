@@ -10,19 +10,19 @@ import { jsonRequestReader } from '../core/json-request.ts';
 import { runtime } from '../runtime/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';
-import { asPdlinkError, errorResponse, REQUEST_ID_HEADER } from '../proxy/errors.ts';
-import { Exchange, type ExchangeDeps } from '../proxy/exchange.ts';
-import { viaHasHop, viaHeader, type ClientHeaders } from '../proxy/legs.ts';
-import { InFlightLimit } from '../proxy/limiter.ts';
-import { ProxyMetrics } from '../proxy/metrics.ts';
-import type { BreakerReporter, PairPicker, ReservationLedger } from '../proxy/ports.ts';
-import { ClusterCapacity } from '../proxy/placement.ts';
+import { asPdlinkError, errorResponse, REQUEST_ID_HEADER } from '../proxy/exchange/errors.ts';
+import { Exchange, type ExchangeDeps } from '../proxy/exchange/exchange.ts';
+import { viaHasHop, viaHeader, type ClientHeaders } from '../proxy/legs/legs.ts';
+import { InFlightLimit } from '../proxy/exchange/limiter.ts';
+import { ProxyMetrics } from '../proxy/telemetry/metrics.ts';
+import type { BreakerReporter, PairPicker, ReservationLedger } from '../proxy/exchange/ports.ts';
+import { ClusterCapacity } from '../proxy/placement/placement.ts';
 import type { ClusterView } from '../cluster/instance.ts';
 import { modelList } from './models.ts';
-import { fetchCapWarning } from '../proxy/upstream.ts';
-import { checkSettings, resolveProxySettings, type ProxySettings } from '../proxy/settings.ts';
-import type { ProxyTracing } from '../proxy/trace.ts';
-import type { ExchangeRequest } from '../proxy/types.ts';
+import { fetchCapWarning } from '../proxy/legs/upstream.ts';
+import { checkSettings, resolveProxySettings, type ProxySettings } from '../proxy/exchange/settings.ts';
+import type { ProxyTracing } from '../proxy/telemetry/trace.ts';
+import type { ExchangeRequest } from '../proxy/exchange/types.ts';
 import { AdmissionGate, type AdmissionGateOptions } from './admission-gate.ts';
 
 /** Longest accepted client request id (the KV ledger shows it beside its own key, so both obey its limit). */
@@ -46,7 +46,7 @@ export interface ProxyDeps {
   metrics?: Registry;
   /** Settings (default: MindIE's defaults, see resolveProxySettings). */
   settings?: ProxySettings;
-  /** Per-request traces (default: off, see proxy/trace.ts). */
+  /** Per-request traces (default: off, see proxy/telemetry/trace.ts). */
   tracing?: ProxyTracing;
   /**
    * The registry: what `GET /v1/models` lists, and the largest prompt an instance can hold (a

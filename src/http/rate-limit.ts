@@ -4,7 +4,7 @@
  * up to `burst`, and an empty bucket answers 429 with `Retry-After` in OpenAI's error shape.
  */
 import { errors } from '../core/errors.ts';
-import { openAiErrorBody } from '../proxy/errors.ts';
+import { openAiErrorBody } from '../proxy/exchange/errors.ts';
 import { runtime } from '../runtime/index.ts';
 import { acceptedKeyOf, isProbePath } from './auth.ts';
 import type { Gate } from './gate.ts';

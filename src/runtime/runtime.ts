@@ -49,7 +49,7 @@ export interface Served {
 }
 
 /**
- * What aborts a leg, without an EventTarget: proxy/abort-scope.ts's AbortScope, or an AbortSignal
+ * What aborts a leg, without an EventTarget: proxy/legs/abort-scope.ts's AbortScope, or an AbortSignal
  * through abortSourceOf. Adding and removing an `abort` listener on an AbortSignal per leg, and an
  * AbortController per leg, were a visible share of the proxy's CPU; a scope is a flag and a list.
  */

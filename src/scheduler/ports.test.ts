@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { TestCluster } from '../../test/doubles/cluster.ts';
-import type { BreakerReporter, PairPicker } from '../proxy/ports.ts';
+import type { BreakerReporter, PairPicker } from '../proxy/exchange/ports.ts';
 import { createHealth } from './breakers.ts';
 import { createScheduler } from './scheduler.ts';
 

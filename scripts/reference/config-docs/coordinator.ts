@@ -2,7 +2,7 @@
  * What each key of `ms_coordinator.json` outside its `pdlink` and `scheduler` sections means:
  * MindIE's own sections (listeners, limits, timeouts, master/standby, TLS) as pdlink reads them, and
  * pdlink's `proxy_config`. Defaults come from the constants src/config/coordinator.ts and
- * src/proxy/settings.ts resolve them with.
+ * src/proxy/exchange/settings.ts resolve them with.
  */
 import { COORDINATOR_DEFAULTS, MINDIE_ETCD_PORT } from '../../../src/config/coordinator.ts';
 import { ETCD_ENDPOINTS_ENV } from '../../../src/config/store.ts';
@@ -12,7 +12,7 @@ import {
   DEFAULT_LEASE_MS,
   MINDIE_MAX_RETRY,
   MINDIE_TIMEOUT_SECONDS,
-} from '../../../src/proxy/settings.ts';
+} from '../../../src/proxy/exchange/settings.ts';
 import { BODY_LIMIT_MB, HTTP_TIMEOUT_SECONDS, MAX_REQUESTS, SINGLE_NODE_MAX_REQUESTS } from '../../../src/schema/coordinator-config.ts';
 import { policyNames } from '../../../src/scheduler/index.ts';
 import { tlsKeys, type KeyDocs } from './shared.ts';

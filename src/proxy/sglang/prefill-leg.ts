@@ -5,13 +5,13 @@
  * failure of P. It never throws, so the exchange can wait on it beside D's leg.
  */
 import { parseJsonExact } from '../../core/exact-json.ts';
-import { readLegText } from '../idle.ts';
-import type { LegHeaders } from '../legs.ts';
-import type { RetryReason } from '../metrics.ts';
-import { sendLeg } from '../send-leg.ts';
-import type { LegExchange } from '../types.ts';
-import { passthrough, quoteError, transportMessage } from '../upstream.ts';
-import { UnusableAnswer } from '../unusable-answer.ts';
+import { readLegText } from '../legs/idle.ts';
+import type { LegHeaders } from '../legs/legs.ts';
+import type { RetryReason } from '../telemetry/metrics.ts';
+import { sendLeg } from '../legs/send-leg.ts';
+import type { LegExchange } from '../exchange/types.ts';
+import { passthrough, quoteError, transportMessage } from '../legs/upstream.ts';
+import { UnusableAnswer } from '../legs/unusable-answer.ts';
 
 export type PrefillLegResult =
   | { kind: 'ok'; answer: unknown }
