@@ -4,7 +4,7 @@
  * goodput within 10 % of its values when it runs alone; without admission (the instant-429 proxy,
  * the same load) the same figures for comparison.
  *
- * Set-up: for each configuration a fresh simulated cluster (src/sim/cluster.ts) of one prefill and
+ * Set-up: for each configuration a fresh simulated cluster (src/sim/cluster/cluster.ts) of one prefill and
  * one decode `pdlink sim-engine` process, prefill-bound (PREFILL_MS_PER_TOKEN per prompt token,
  * prompts of INPUT tokens: P serves about CAPACITY requests per second), and `pdlink bench` as a child
  * process with `--tenants`: `chat` (class interactive) at CHAT_RATE/s and, except when alone, `bulk`
@@ -22,7 +22,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 import { markdownTable, writeResults } from './lib.ts';
 
 const REPO = join(import.meta.dir, '..');

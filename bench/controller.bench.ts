@@ -14,9 +14,9 @@
  * 16), every one serving; the cost of one period (4096 status answers read, one evaluation, the
  * snapshot composed) against the baseline of serialising and parsing that snapshot once.
  */
-import { SimCluster } from '../src/sim/cluster.ts';
-import { startSimController } from '../src/sim/controller.ts';
-import { until } from '../src/sim/process.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
+import { startSimController } from '../src/sim/cluster/controller.ts';
+import { until } from '../src/sim/cluster/process.ts';
 import { Controller } from '../src/controller/controller.ts';
 import type { Outgoing, OutgoingReply } from '../src/controller/outgoing.ts';
 import { DEFAULT_TIMING, type DesiredInstance } from '../src/controller/types.ts';

@@ -3,13 +3,13 @@
  * TTFT, TPOT, end to end, goodput under an SLO — measured by `pdlink bench` itself, the way a user
  * runs it? This is the harness's reference run (the policy comparison builds on it).
  *
- * Set-up: a simulated cluster (src/sim/cluster.ts) of 2 prefill and 2 decode `pdlink sim-engine`
+ * Set-up: a simulated cluster (src/sim/cluster/cluster.ts) of 2 prefill and 2 decode `pdlink sim-engine`
  * processes behind the Coordinator's proxy; `pdlink bench` as a child process replays the first
  * HARNESS_BENCH_REQUESTS requests of ../shared/traces/mooncake_synthetic_trace.jsonl open-loop,
  * scaled to fit two shared cores: arrivals × 0.2 (about 20 requests a second), prompt and
  * completion lengths × 0.02 (10-token blocks). The engines take 0.1 ms per prompt token to prefill
  * and 5 ms per generated token. The committed figures were measured before the simulator had its
-prefix cache and prefill queue (src/sim/timing.ts); a new run includes both.
+prefix cache and prefill queue (src/sim/engine/timing.ts); a new run includes both.
  *
  * Run: `bun bench/harness.bench.ts` (or `npm run bench -- harness`); results in
  * bench/results/harness-synthetic.{json,html}.
@@ -17,7 +17,7 @@ prefix cache and prefill queue (src/sim/timing.ts); a new run includes both.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 
 const REPO = join(import.meta.dir, '..');
 const TRACE = [process.env['PDLINK_TRACES'], join(REPO, '..', 'shared', 'traces'), join(REPO, '..', '..', 'shared', 'traces')]

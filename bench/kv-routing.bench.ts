@@ -5,9 +5,9 @@
  * on the multi-tenant load with TTFT p90 ≤ 0.5× of it, and never below cache_affinity on either
  * Mooncake trace.
  *
- * Set-up: for every (workload, configuration) a fresh simulated cluster (src/sim/cluster.ts) of 2
+ * Set-up: for every (workload, configuration) a fresh simulated cluster (src/sim/cluster/cluster.ts) of 2
  * prefill and 2 decode `pdlink sim-engine` processes that publish their prefix caches' KV events as
- * vLLM does (`kvEvents`) and tokenize with one small Hugging Face tokenizer (src/sim/word-tokenizer.ts),
+ * vLLM does (`kvEvents`) and tokenize with one small Hugging Face tokenizer (src/sim/engine/model/word-tokenizer.ts),
  * which the Coordinator loads too (`scheduler.tokenizers`), so text prompts route on exact token
  * blocks; `pdlink bench` replays the workload open loop as a child process. Workloads: Mooncake's
  * synthetic and conversation traces (scaled as bench/policies.bench.ts scales them), and a
@@ -23,8 +23,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SimCluster } from '../src/sim/cluster.ts';
-import { writeWordTokenizer } from '../src/sim/word-tokenizer.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
+import { writeWordTokenizer } from '../src/sim/engine/model/word-tokenizer.ts';
 import { writeResults } from './lib.ts';
 
 const REPO = join(import.meta.dir, '..');

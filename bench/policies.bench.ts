@@ -4,7 +4,7 @@
  * goodput on the synthetic trace at the same load.
  *
  * Set-up: for every (trace, policy, conditional disaggregation on/off) a fresh simulated cluster
- * (src/sim/cluster.ts) of 2 prefill and 2 decode `pdlink sim-engine` processes with the prefix cache
+ * (src/sim/cluster/cluster.ts) of 2 prefill and 2 decode `pdlink sim-engine` processes with the prefix cache
  * and the batch-size decode model, and `pdlink bench` as a child process replaying the first
  * POLICIES_BENCH_REQUESTS requests of the trace open loop, scaled to fit two shared cores (see
  * TRACES below). Rounds alternate the configurations, so drift of the shared machine spreads over
@@ -18,7 +18,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 
 const REPO = join(import.meta.dir, '..');
 const TRACE_DIR = [process.env['PDLINK_TRACES'], join(REPO, '..', 'shared', 'traces'), join(REPO, '..', '..', 'shared', 'traces')]

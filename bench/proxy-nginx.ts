@@ -8,7 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until } from '../src/sim/process.ts';
+import { until } from '../src/sim/cluster/process.ts';
 
 export interface Nginx {
   readonly pid: number;

@@ -17,7 +17,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { markdownTable, percentile, spread, writeResults } from './lib.ts';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 import { makeTestPki, type TestPki } from '../test/support/tls-certs.ts';
 
 const ROUNDS = Number(process.env['PROXY_SECURITY_BENCH_ROUNDS'] ?? 6);

@@ -3,7 +3,7 @@
  * as cheap as the same code before tracing existed? On, what does a request's spans and their
  * OTLP export add?
  *
- * Set-up: one prefill and one decode `pdlink sim-engine` (src/sim/cluster.ts) with zero simulated
+ * Set-up: one prefill and one decode `pdlink sim-engine` (src/sim/cluster/cluster.ts) with zero simulated
  * compute, each in its own process; the proxy runs in this process, built three ways from
  * `proxyRoutes` with a fixed pair and a no-op ledger, so that what is measured is the proxy's own
  * work and nothing else of a Coordinator:
@@ -33,7 +33,7 @@ import type { Instance } from '../src/cluster/instance.ts';
 import { proxyRoutes, type ProxyDeps } from '../src/http/inference.ts';
 import { createOtlpTracing } from '../src/proxy/telemetry/otlp-export.ts';
 import type { PairPicker, ReservationLedger } from '../src/proxy/exchange/ports.ts';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 
 const ROUNDS = Number(process.env['PROXY_TRACING_BENCH_ROUNDS'] ?? 24);
 const PER_ROUND = Number(process.env['PROXY_TRACING_BENCH_REQUESTS'] ?? 200);

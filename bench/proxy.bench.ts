@@ -3,7 +3,7 @@
  * it carry, compared with calling the prefill engine then the decode engine directly (the floor:
  * the same two legs with no proxy), and with vLLM's toy PD proxy?
  *
- * Set-up: a simulated cluster (src/sim/cluster.ts) of one prefill and one decode `pdlink sim-engine`
+ * Set-up: a simulated cluster (src/sim/cluster/cluster.ts) of one prefill and one decode `pdlink sim-engine`
  * with zero simulated compute time, so what is measured is HTTP, the proxy and the engines' real
  * KV work (write, pull over the link, verify: 4 blocks of 4 KiB per request). Each request is a
  * streaming completion of a 64-token prompt and 16 generated tokens, read to its end.
@@ -26,8 +26,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { markdownTable, percentile, spread, times, writeResults } from './lib.ts';
-import { SimCluster } from '../src/sim/cluster.ts';
-import { until } from '../src/sim/process.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
+import { until } from '../src/sim/cluster/process.ts';
 
 const ROUNDS = Number(process.env['PROXY_BENCH_ROUNDS'] ?? 8);
 const SEQUENTIAL_PER_ROUND = Number(process.env['PROXY_BENCH_SEQUENTIAL'] ?? 150);

@@ -27,8 +27,8 @@
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { refreshBody } from '../src/sim/cluster-bodies.ts';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { refreshBody } from '../src/sim/cluster/cluster-bodies.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 import { markdownTable, percentile, writeResults } from './lib.ts';
 import { regions, type Regions } from './rss-regions.ts';
 

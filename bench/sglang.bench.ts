@@ -11,7 +11,7 @@
  * Run: `bun bench/sglang.bench.ts`; results in bench/results/sglang.*.
  */
 import { markdownTable, percentile, spread, writeResults } from './lib.ts';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 
 const ROUNDS = Number(process.env['SGLANG_BENCH_ROUNDS'] ?? 5);
 const SEQUENTIAL = Number(process.env['SGLANG_BENCH_SEQUENTIAL'] ?? 100);

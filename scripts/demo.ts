@@ -10,9 +10,9 @@
  * fifth engine added through the controller's API) and kills -9 and restarts a decoder, printing
  * what the controller did and what the clients saw. Stops everything and exits 0.
  */
-import { SimCluster, type SimEngineHandle } from '../src/sim/cluster.ts';
-import { startSimController, type SimController } from '../src/sim/controller.ts';
-import { until } from '../src/sim/process.ts';
+import { SimCluster, type SimEngineHandle } from '../src/sim/cluster/cluster.ts';
+import { startSimController, type SimController } from '../src/sim/cluster/controller.ts';
+import { until } from '../src/sim/cluster/process.ts';
 
 /** Short enough to watch: a dead engine leaves within 1 s + one 0.5 s period. */
 const TIMING = {

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until } from '../src/sim/process.ts';
+import { until } from '../src/sim/cluster/process.ts';
 import { startPdlink } from './support/child.ts';
 
 const ABORTS = 5;

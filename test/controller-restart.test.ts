@@ -6,7 +6,7 @@
  * registry is sampled all along and never holds fewer instances than before.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 import { FAST_TIMING, SteadyLoad, snapshotWhen, startController, type RunningController } from './support/controller.ts';
 
 const RESTARTS = Number(process.env['CONTROLLER_RESTARTS'] ?? 3);

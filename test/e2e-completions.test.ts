@@ -7,7 +7,7 @@
  * everything.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
-import { chatTemplate, generatedTokens, promptHash, tokenize } from '../src/sim/tokens.ts';
+import { chatTemplate, generatedTokens, promptHash, tokenize } from '../src/sim/engine/model/tokens.ts';
 import { legs, legsWhen, proxyPost, settled, sha256, SimCluster, sseData } from './support/sim-cluster.ts';
 
 const MODEL = 'e2e-sim';

@@ -6,7 +6,7 @@
  * request, and the restarted engine serves again.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
-import { generatedTokens, promptHash, tokenize } from '../src/sim/tokens.ts';
+import { generatedTokens, promptHash, tokenize } from '../src/sim/engine/model/tokens.ts';
 import { legsWhen, proxyPost, settled, SimCluster, sseData } from './support/sim-cluster.ts';
 
 const MODEL = 'e2e-crash';

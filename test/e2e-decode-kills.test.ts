@@ -15,7 +15,7 @@
  * - the Coordinator and the engines hold nothing once the load stops.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { generatedTokens, promptHash, tokenize } from '../src/sim/tokens.ts';
+import { generatedTokens, promptHash, tokenize } from '../src/sim/engine/model/tokens.ts';
 import { E2E_DEADLINE_MS, proxyPost, settled, SimCluster, sseData, until } from './support/sim-cluster.ts';
 
 const MODEL = 'e2e-decode-kills';

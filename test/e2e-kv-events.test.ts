@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until } from '../src/sim/process.ts';
-import { writeWordTokenizer } from '../src/sim/word-tokenizer.ts';
+import { until } from '../src/sim/cluster/process.ts';
+import { writeWordTokenizer } from '../src/sim/engine/model/word-tokenizer.ts';
 import { legsWhen, proxyPost, SimCluster } from './support/sim-cluster.ts';
 
 const MODEL = 'kv-sim';

@@ -5,7 +5,7 @@
  * pdlink_pd_path_total counts each path, and the ledger ends with nothing held.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { generatedTokens, promptHash, tokenize } from '../src/sim/tokens.ts';
+import { generatedTokens, promptHash, tokenize } from '../src/sim/engine/model/tokens.ts';
 import { legsWhen, proxyPost, settled, SimCluster } from './support/sim-cluster.ts';
 
 const MODEL = 'local-sim';

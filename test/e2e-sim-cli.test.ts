@@ -7,7 +7,7 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnListening } from '../src/sim/process.ts';
+import { spawnListening } from '../src/sim/cluster/process.ts';
 import { REPO_ROOT } from './support/child.ts';
 import { unusedLinkPort } from './support/link-port.ts';
 

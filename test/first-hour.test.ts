@@ -14,7 +14,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { until } from '../src/sim/process.ts';
+import { until } from '../src/sim/cluster/process.ts';
 import { REPO_ROOT } from './support/child.ts';
 import { docBlock } from './support/docs.ts';
 

@@ -10,10 +10,10 @@ import { MAX_JSON_DEPTH } from '../src/core/limits.ts';
 import { createInstanceAgent, type InstanceAgent } from '../src/apps/agent.ts';
 import { createRegistry } from '../src/core/metrics.ts';
 import { SEED_REFRESH_BODY } from './doubles/refresh-examples.ts';
-import { simControlApp } from '../src/sim/control-app.ts';
-import { SimEngine } from '../src/sim/engine.ts';
-import { simInferenceApp } from '../src/sim/inference-app.ts';
-import { MemoryFabric } from '../src/sim/kv-port.ts';
+import { simControlApp } from '../src/sim/engine/http/control-app.ts';
+import { SimEngine } from '../src/sim/engine/engine.ts';
+import { simInferenceApp } from '../src/sim/engine/http/inference-app.ts';
+import { MemoryFabric } from '../src/sim/engine/kv/kv-port.ts';
 
 type App = { request(path: string, init?: RequestInit): Response | Promise<Response> };
 

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, test } from 'bun:test';
 import { createCoordinator, type Coordinator } from '../src/apps/coordinator.ts';
-import { until } from '../src/sim/process.ts';
+import { until } from '../src/sim/cluster/process.ts';
 import { ZmqPeer } from './support/zmq-peer.ts';
 
 const BS = 4;

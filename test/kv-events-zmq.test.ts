@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import { Packr } from 'msgpackr';
 import { KvEventIntake, type PublisherSpec } from '../src/kv-events/intake.ts';
 import { MatchResult } from '../src/kv/kv-index.ts';
-import { until } from '../src/sim/process.ts';
+import { until } from '../src/sim/cluster/process.ts';
 import { ZmqPeer } from './support/zmq-peer.ts';
 
 const BS = 4;

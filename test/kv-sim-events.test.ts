@@ -8,9 +8,9 @@ import { afterEach, describe, expect, test } from 'bun:test';
 import * as fc from 'fast-check';
 import { KvEventIntake } from '../src/kv-events/intake.ts';
 import { MatchResult, MEDIUM_GPU } from '../src/kv/kv-index.ts';
-import { blockHashes, PrefixCache } from '../src/sim/prefix-cache.ts';
-import { SimKvEvents, type EngineHashKind, type EventEncoding } from '../src/sim/kv-events.ts';
-import { until } from '../src/sim/process.ts';
+import { blockHashes, PrefixCache } from '../src/sim/engine/kv/prefix-cache.ts';
+import { SimKvEvents, type EngineHashKind, type EventEncoding } from '../src/sim/engine/kv/kv-events.ts';
+import { until } from '../src/sim/cluster/process.ts';
 
 const BS = 4;
 const closers: (() => unknown)[] = [];

@@ -9,9 +9,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { refreshBody } from '../src/sim/cluster-bodies.ts';
-import { SimCluster } from '../src/sim/cluster.ts';
-import { until } from '../src/sim/process.ts';
+import { refreshBody } from '../src/sim/cluster/cluster-bodies.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
+import { until } from '../src/sim/cluster/process.ts';
 
 const ROOT = join(import.meta.dir, '..');
 const DENO = join(ROOT, 'node_modules', '.bin', 'deno');

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Hono } from 'hono';
 import { createPdlink, type Pdlink } from '../src/index.ts';
-import { refreshBody } from '../src/sim/cluster-bodies.ts';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { refreshBody } from '../src/sim/cluster/cluster-bodies.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 import { REPO_ROOT } from './support/child.ts';
 import { blockAsModule, docBlock } from './support/docs.ts';
 

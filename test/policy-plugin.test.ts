@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Hono } from 'hono';
 import { createPdlink, policyNames, registerPolicy, type Pdlink } from '../src/index.ts';
-import { refreshBody } from '../src/sim/cluster-bodies.ts';
-import { SimCluster } from '../src/sim/cluster.ts';
+import { refreshBody } from '../src/sim/cluster/cluster-bodies.ts';
+import { SimCluster } from '../src/sim/cluster/cluster.ts';
 import { highestId } from './fixtures/policies/highest-id.ts';
 
 let cluster: SimCluster;

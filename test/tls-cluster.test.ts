@@ -12,7 +12,7 @@ import { startPdlink } from './support/child.ts';
 import { clientTls, makeTestPki, type TestPki } from './support/tls-certs.ts';
 import { E2E_DEADLINE_MS, proxyPost, SimCluster, until } from './support/sim-cluster.ts';
 import { FAST_TIMING } from './support/controller.ts';
-import { startSimController } from '../src/sim/controller.ts';
+import { startSimController } from '../src/sim/cluster/controller.ts';
 
 let cluster: SimCluster;
 const pkis: TestPki[] = [];

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeWordTokenizer } from '../sim/word-tokenizer.ts';
+import { writeWordTokenizer } from '../sim/engine/model/word-tokenizer.ts';
 import { ModelTokenizer } from './model-tokenizer.ts';
 import { Tokenizers } from './tokenizers.ts';
 

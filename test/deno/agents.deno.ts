@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until, type ManagedProcess } from '../../src/sim/process.ts';
+import { until, type ManagedProcess } from '../../src/sim/cluster/process.ts';
 import { startOnDeno } from './support.ts';
 
 const BLOCK = 4096;

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { refreshBody } from '../../src/sim/cluster-bodies.ts';
+import { refreshBody } from '../../src/sim/cluster/cluster-bodies.ts';
 import { blockAsModule, docBlock } from '../support/docs.ts';
 import { completion, denoCluster, REPO_ROOT } from './support.ts';
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { Hono } from 'hono';
 import { createPdlink, registerPolicy } from '../../src/index.ts';
-import { refreshBody } from '../../src/sim/cluster-bodies.ts';
+import { refreshBody } from '../../src/sim/cluster/cluster-bodies.ts';
 import { highestId } from '../fixtures/policies/highest-id.ts';
 import { denoCluster } from './support.ts';
 

@@ -6,9 +6,9 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { SimCluster } from '../../src/sim/cluster.ts';
-import type { SimClusterOptions } from '../../src/sim/cluster-options.ts';
-import { spawnListening, type ManagedProcess } from '../../src/sim/process.ts';
+import { SimCluster } from '../../src/sim/cluster/cluster.ts';
+import type { SimClusterOptions } from '../../src/sim/cluster/cluster-options.ts';
+import { spawnListening, type ManagedProcess } from '../../src/sim/cluster/process.ts';
 
 export const REPO_ROOT = join(import.meta.dirname!, '..', '..');
 const MAIN = join(REPO_ROOT, 'src', 'main.ts');

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { until } from '../../src/sim/process.ts';
+import { until } from '../../src/sim/cluster/process.ts';
 
 const ROOT = join(import.meta.dir, '..', '..');
 /** Screenshots the tests save; git-ignored. */

@@ -3,9 +3,9 @@
  * watch: the ids the Coordinator holds, the controller's view, and a steady client load whose
  * failures are kept with their start time.
  */
-import { until } from '../../src/sim/process.ts';
-import type { SimCluster, SimEngineHandle } from '../../src/sim/cluster.ts';
-import { startSimController, writeTopology as writeSimTopology, type SimController } from '../../src/sim/controller.ts';
+import { until } from '../../src/sim/cluster/process.ts';
+import type { SimCluster, SimEngineHandle } from '../../src/sim/cluster/cluster.ts';
+import { startSimController, writeTopology as writeSimTopology, type SimController } from '../../src/sim/cluster/controller.ts';
 import { E2E_DEADLINE_MS, proxyPost } from './sim-cluster.ts';
 
 /** Short timings, so a fault test runs in seconds. */

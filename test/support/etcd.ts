@@ -10,7 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { until } from '../../src/sim/process.ts';
+import { until } from '../../src/sim/cluster/process.ts';
 import { REPO_ROOT } from './child.ts';
 
 function etcdBinary(): string {

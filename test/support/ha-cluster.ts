@@ -7,8 +7,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SimCluster } from '../../src/sim/cluster.ts';
-import { spawnListening, until, type ManagedProcess } from '../../src/sim/process.ts';
+import { SimCluster } from '../../src/sim/cluster/cluster.ts';
+import { spawnListening, until, type ManagedProcess } from '../../src/sim/cluster/process.ts';
 import { launchEnv } from '../../src/runtime/launch-env.ts';
 import { TestEtcd } from './etcd.ts';
 import { FAST_TIMING } from './controller.ts';

@@ -14,7 +14,7 @@ import { launchEnv } from '../../src/runtime/launch-env.ts';
 import { readChunked } from '../../src/store/chunked.ts';
 import { EtcdStore } from '../../src/store/etcd.ts';
 import { KEYS } from '../../src/store/store.ts';
-import { spawnListening, until, type ManagedProcess } from '../../src/sim/process.ts';
+import { spawnListening, until, type ManagedProcess } from '../../src/sim/cluster/process.ts';
 import { TestEtcd } from './etcd.ts';
 import { FakeAgents, type FakeAgentsOptions } from './fake-agents.ts';
 

@@ -1,13 +1,13 @@
 /**
- * End-to-end test helpers over a simulated cluster (src/sim/cluster.ts): requests through the
+ * End-to-end test helpers over a simulated cluster (src/sim/cluster/cluster.ts): requests through the
  * Coordinator's proxy, SSE parsing, the digest of what the client received, the engine records of
  * one request id, and the Coordinator's reservations returning to zero.
  */
-import { until } from '../../src/sim/process.ts';
-import type { SimCluster } from '../../src/sim/cluster.ts';
+import { until } from '../../src/sim/cluster/process.ts';
+import type { SimCluster } from '../../src/sim/cluster/cluster.ts';
 
-export { SimCluster } from '../../src/sim/cluster.ts';
-export { until } from '../../src/sim/process.ts';
+export { SimCluster } from '../../src/sim/cluster/cluster.ts';
+export { until } from '../../src/sim/cluster/process.ts';
 
 /** Generous bound for any wait of an end-to-end test. */
 export const E2E_DEADLINE_MS = 20_000;

@@ -1,0 +1,76 @@
+/**
+ * What a role change costs a simulated engine, modelled on a real one's: the weights stay loaded,
+ * but the engine reconfigures for the other stage, so for `roleSwitchMs` it serves nothing (a
+ * request that arrives is refused with 503, as an engine that is not ready refuses it, and its
+ * health check fails), and its KV cache is dropped (every block, whoever held it, and the prefix
+ * cache, whose subscribers hear AllBlocksCleared). The agent awaits this between unlinking the old
+ * role's links and making the new ones, so its status reads RoleSwitching all along.
+ */
+import type { BlockPool } from './kv/block-pool.ts';
+import type { PrefixCache } from './kv/prefix-cache.ts';
+import { SimError } from './http/sim-error.ts';
+import type { SimRole } from './types.ts';
+
+/** The parts of an engine a role change touches. */
+export interface SwitchingEngine {
+  role: SimRole;
+  readonly pools: ReadonlyMap<string, BlockPool>;
+  readonly prefixCache: PrefixCache;
+  /** Forgets which prefills' blocks it kept for decoders (they are gone). */
+  forgetExports(): void;
+}
+
+export class RoleSwitch {
+  readonly #ms: number;
+  readonly #sleep: (ms: number) => Promise<void>;
+  #switchingTo: SimRole | undefined;
+  #switches = 0;
+
+  /**
+   * @example const roleSwitch = new RoleSwitch(2000);
+   */
+  constructor(ms: number, sleep: (ms: number) => Promise<void> = (ms) => new Promise((resolve) => setTimeout(resolve, ms))) {
+    this.#ms = ms;
+    this.#sleep = sleep;
+  }
+
+  /** The role being switched to, while a switch runs. */
+  get switchingTo(): SimRole | undefined {
+    return this.#switchingTo;
+  }
+
+  /** Role changes done since the engine started. */
+  get switches(): number {
+    return this.#switches;
+  }
+
+  /**
+   * Changes `engine` to role `to`: nothing when it already has it (its first role post names the
+   * role it was started with), else the KV cache is dropped and the engine serves nothing for the
+   * switch time.
+   * @example await roleSwitch.run(engine, 'decode');
+   */
+  async run(engine: SwitchingEngine, to: SimRole): Promise<void> {
+    if (engine.role === to && this.#switchingTo === undefined) return;
+    this.#switchingTo = to;
+    try {
+      for (const pool of engine.pools.values()) pool.clear();
+      engine.forgetExports();
+      engine.prefixCache.clear();
+      if (this.#ms > 0) await this.#sleep(this.#ms);
+      engine.role = to;
+      this.#switches++;
+    } finally {
+      this.#switchingTo = undefined;
+    }
+  }
+
+  /**
+   * Throws the 503 a request gets while a switch runs.
+   * @example roleSwitch.refuseWhileSwitching();
+   */
+  refuseWhileSwitching(): void {
+    if (this.#switchingTo === undefined) return;
+    throw SimError.server(503, `the engine is switching its role to ${this.#switchingTo} and serves nothing until it is done`);
+  }
+}
