@@ -4,7 +4,7 @@
  * from the loop so the loop keeps only when to call and what follows; what counts as an answer
  * lives here.
  */
-import { readAgentStatus, type AgentObservation } from './agent-status.ts';
+import { readAgentStatus, shapeChanged, type AgentObservation } from './agent-status.ts';
 import type { Member } from './member.ts';
 import type { Outgoing } from './outgoing.ts';
 import { devicesOf } from './role-plan.ts';
@@ -45,4 +45,54 @@ export async function fetchStatus(client: Outgoing, m: Member): Promise<AgentObs
   const observation = status === 200 ? readAgentStatus(body) : undefined;
   if (observation === undefined) throw new Error(`status answered ${status}`);
   return observation;
+}
+
+/** The loop's clock and event marks (see Member.postDoneMark), as the calls below record them. */
+export interface CallClock {
+  now(): number;
+  mark(): number;
+}
+
+/**
+ * Posts the body `m` should hold and records the outcome on it: in force, or retried after `retryMs`.
+ * @example const ok = await postWanted(client, member, clock, timing.roleRetryMs);
+ */
+export async function postWanted(client: Outgoing, m: Member, clock: CallClock, retryMs: number): Promise<boolean> {
+  const key = m.wantedKey;
+  m.postInFlight = true;
+  let ok = false;
+  try {
+    ok = await postRole(client, m, clock.now);
+  } finally {
+    m.postInFlight = false;
+    m.postDoneMark = clock.mark();
+  }
+  if (ok) m.postedKey = key;
+  else m.nextPostAt = clock.now() + retryMs;
+  return ok;
+}
+
+/**
+ * Polls the status of `m` and records it; true when what the snapshot reads of it changed. Silence
+ * is recorded by not answering: the heartbeat counts it.
+ * @example if (await pollMember(client, member, clock, timing.heartbeatTimeoutMs)) dirty = true;
+ */
+export async function pollMember(client: Outgoing, m: Member, clock: CallClock, heartbeatTimeoutMs: number): Promise<boolean> {
+  m.polling = true;
+  const from = clock.mark();
+  try {
+    const observation = await fetchStatus(client, m);
+    const wasAlive = m.alive(clock.now(), heartbeatTimeoutMs);
+    const changed = shapeChanged(m.observation, observation);
+    m.lastSeenAt = clock.now();
+    m.observation = observation;
+    m.observedMark = from;
+    // Back from the dead (or first seen): its role goes now, not at the next retry.
+    if (!wasAlive) m.nextPostAt = 0;
+    return changed;
+  } catch {
+    return false;
+  } finally {
+    m.polling = false;
+  }
 }

@@ -44,6 +44,14 @@ export function assignRoles(instances: readonly { id: number; role?: Role | unde
 }
 
 /**
+ * How many groups `instances` instances form: ceil(N / 16), at least one.
+ * @example groupCount(40) // 3
+ */
+export function groupCount(instances: number): number {
+  return Math.max(1, Math.ceil(instances / GROUP_SIZE));
+}
+
+/**
  * Group of every instance by MindIE's rule.
  * @example groupOf(new Map([[1, 'prefill'], [2, 'decode']])) // Map { 1 => { role: 'prefill', group: 0 }, 2 => ... }
  */
@@ -55,7 +63,7 @@ export function groupOf(roles: ReadonlyMap<number, Role>): Map<number, Placement
       .sort((a, b) => a - b);
   const ps = ids('prefill');
   const ds = ids('decode');
-  const groups = Math.max(1, Math.ceil((ps.length + ds.length) / GROUP_SIZE));
+  const groups = groupCount(ps.length + ds.length);
   const out = new Map<number, Placement>();
   ps.forEach((id, i) => out.set(id, { role: 'prefill', group: i % groups }));
   ds.forEach((id, i) => out.set(id, { role: 'decode', group: (i + ps.length) % groups }));

@@ -4,6 +4,7 @@
  */
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import type { Outgoing } from './outgoing.ts';
+import type { MoveOutcome, MoveView } from './planner/moves.ts';
 import type { RefreshBody } from './snapshot.ts';
 import type { TopologySpec } from './types.ts';
 
@@ -14,6 +15,9 @@ export interface ControllerEvents {
   evaluated?(ms: number): void;
   /** A snapshot is about to go to the Coordinators (the leader keeps it in the store). */
   composed?(snapshot: RefreshBody, generation: number): void;
+  /** A move between roles began, changed phase, ended, or a pin changed (the leader stores it). */
+  moved?(move: MoveView): void;
+  moveEnded?(move: MoveView, outcome: MoveOutcome, seconds: number): void;
 }
 
 export interface ControllerOptions {

@@ -6,6 +6,7 @@
 import type { AgentResources } from './agent-status.ts';
 import type { CoordinatorView } from './coordinators.ts';
 import type { Member, MemberState } from './member.ts';
+import { inProgress, type RoleMove } from './planner/move.ts';
 import {
   DEFAULT_MAX_REMOVED_FRACTION,
   type ControllerTiming,
@@ -32,6 +33,10 @@ export interface MemberView {
   readonly resources: AgentResources | undefined;
   /** Desired peer id → code of its failed link, as the agent last reported. */
   readonly failedLinks: ReadonlyMap<number, string>;
+  /** Its move between roles: the one under way, or the role it was moved to (and whether it is pinned). */
+  readonly move: RoleMove | undefined;
+  /** The topology file fixes its role (the planner leaves it alone). */
+  readonly roleFixed: boolean;
 }
 
 /** The spec's settings an operator sees besides the timing. */
@@ -105,6 +110,7 @@ export function stateOf(
 ): MemberState {
   if (m.drain !== undefined) return 'draining';
   if (!m.alive(now, timing.heartbeatTimeoutMs)) return m.lastSeenAt === undefined ? 'unreachable' : 'down';
+  if (inProgress(m.move)) return 'moving';
   if (m.postedKey !== m.wantedKey) return 'posting';
   if (!m.joined) return 'linking';
   if (inSnapshot.has(m.id)) return 'serving';
@@ -142,6 +148,8 @@ export function memberViews(
       inferenceUrl: m.spec.inferenceUrl,
       resources: m.observation?.resources,
       failedLinks: failedLinks(m, members),
+      move: m.move,
+      roleFixed: m.spec.role !== undefined,
     }));
 }
 

@@ -6,8 +6,7 @@
  * (an agent silent past the heartbeat timeout) and planned removals (drain, then unlink) change
  * the peers it posts. No HTTP routes here: src/http/controller.ts serves this object.
  */
-import { fetchStatus, postRole } from './agent-calls.ts';
-import { shapeChanged } from './agent-status.ts';
+import { pollMember, postWanted, type CallClock } from './agent-calls.ts';
 import type { ControllerEvents, ControllerOptions } from './controller-options.ts';
 import { controllerView, settingsOf, type ClusterSettings, type ControllerView } from './controller-view.ts';
 import { CoordinatorSet } from './coordinators.ts';
@@ -16,9 +15,12 @@ import { refuseClashes } from './conflicts.ts';
 import { Member, type DrainOutcome } from './member.ts';
 import { admit } from './membership.ts';
 import { ManagementClient, type Outgoing } from './outgoing.ts';
-import { aliveKey, planRoles } from './role-plan.ts';
+import { aliveKey, planRoles, postsDue } from './role-plan.ts';
 import { AddressBook, snapshotCandidates } from './snapshot-candidates.ts';
 import { composeSnapshot, type RefreshBody } from './snapshot.ts';
+import { MoveRunner, type MoveRequest, type MoveStart, type MovesView } from './planner/moves.ts';
+import { PLANNER_DEFAULTS } from './planner/settings.ts';
+import type { Role } from '../schema/role.ts';
 import type { StoredState } from './stored-state.ts';
 import { StartGate } from './start-gate.ts';
 import { restoreMembers, settleRestored, storedStateOf } from './takeover.ts';
@@ -54,6 +56,8 @@ export class Controller {
   readonly #gate: StartGate;
   /** Snapshots sent so far, across leaders (a new leader continues from the stored count). */
   #generation = 0;
+  /** Moves between roles, one at a time (planner/moves.ts). */
+  readonly #moves: MoveRunner;
 
   /** @example const controller = new Controller({ spec }); controller.start(); */
   constructor(options: ControllerOptions) {
@@ -72,6 +76,12 @@ export class Controller {
       ...(this.#events.snapshotPush === undefined ? {} : { onPush: this.#events.snapshotPush }),
     });
     for (const spec of options.spec.instances) this.#members.set(spec.id, new Member(spec, spec.role ?? 'prefill'));
+    const events = this.#events;
+    this.#moves = new MoveRunner(
+      options.spec.planner ?? PLANNER_DEFAULTS,
+      { changed: (v) => events.moved?.(v), ended: (...a) => events.moveEnded?.(...a) },
+      this.#log,
+    );
     this.#replan();
   }
 
@@ -112,6 +122,23 @@ export class Controller {
     return this.#drain(removable(this.#members, id, this.#settings.maxRemovedFraction, options.force === true));
   }
 
+  /**
+   * Moves an instance to another role: drained, switched, ready again (planner/moves.ts); 404, or 409
+   * while another move runs, the instance is leaving or down, or its group would fall below its minimum.
+   * @example controller.move(101, 'decode', { by: 'operator', reason: 'asked through the API' });
+   */
+  move(id: number, to: Role, request: MoveRequest): MoveStart {
+    const now = this.#now();
+    const start = this.#moves.start(this.#members, id, to, request, now, (m) => m.alive(now, this.#timing.heartbeatTimeoutMs));
+    if (start.outcome === 'started') this.#changed();
+    return start;
+  }
+
+  /** The move under way, the last moves, and when each group last ended one. */
+  get moves(): MovesView {
+    return this.#moves.view(this.#members);
+  }
+
   #drain(member: Member): Promise<DrainOutcome> {
     if (member.drain !== undefined) return member.drain.done.promise;
     const done = startDrain(member, this.#now());
@@ -129,6 +156,7 @@ export class Controller {
     this.#log(outcome.applied ? `topology change: ${describeChange(outcome.change)}` : `topology change refused: ${outcome.reason}`);
     if (!outcome.applied) return outcome;
     this.#settings = { ...this.#settings, maxRemovedFraction: settingsOf(next).maxRemovedFraction };
+    this.#moves.limits = next.planner ?? PLANNER_DEFAULTS;
     this.#coordinators.urls = next.coordinators;
     this.#changed();
     return outcome;
@@ -178,6 +206,7 @@ export class Controller {
   lead(state: StoredState): void {
     if (this.#closed) return;
     restoreMembers(this.#members, state);
+    this.#moves.restore(this.#members);
     this.#generation = Math.max(this.#generation, state.generation);
     this.#takeoverMark = this.#mark();
     this.#replan();
@@ -222,26 +251,13 @@ export class Controller {
     const now = this.#now();
     let replan = false;
     for (const m of this.#members.values()) {
-      const wasJoined = m.joined;
-      if (m.lastSeenAt !== undefined && !m.alive(now, this.#timing.heartbeatTimeoutMs) && (m.postedKey !== undefined || m.joined)) {
-        m.lostRole();
-        m.error(`no status answer for ${now - m.lastSeenAt} ms (heartbeat timeout ${this.#timing.heartbeatTimeoutMs} ms)`, now);
-        this.#log(`instance ${m.id} down`);
-      }
-      if (m.forgotRole()) {
-        this.#log(`instance ${m.id} lost its role (restarted?)`);
-        m.lostRole();
-      }
-      if (!m.joined && m.readyInRole()) {
-        m.joined = true;
-        this.#log(`instance ${m.id} ready as ${m.role}`);
-      }
-      if (wasJoined !== m.joined) replan = true;
+      if (m.judge(now, this.#timing.heartbeatTimeoutMs, this.#log)) replan = true;
       if (this.#acts() && m.drain !== undefined && drainFinished(m, now, this.#timing)) {
         finishDrain(this.#members, m, this.#client, this.#log);
         replan = true;
       }
     }
+    if (this.#moves.advance(this.#members, now, this.#timing, this.#acts())) replan = true;
     if (replan || this.#aliveChanged(now)) {
       this.#replan();
       this.#dirty = true;
@@ -288,50 +304,19 @@ export class Controller {
 
   #postRoles(now: number): void {
     if (!this.#gate.mayPost(this.#members, now)) return;
-    for (const m of this.#members.values()) {
-      if (m.postInFlight || m.postedKey === m.wantedKey || now < m.nextPostAt) continue;
-      // After a takeover, what the agent holds is read first: a role already in force is not posted again.
-      if (m.observedMark <= this.#takeoverMark) continue;
-      if (!m.alive(now, this.#timing.heartbeatTimeoutMs)) continue;
-      // P first: a P must want a D before that D links to it, or it would drop the link as unwanted.
-      if (m.role === 'decode' && m.peers.some((id) => this.#members.get(id)?.postInFlight === true)) continue;
-      void this.#post(m);
-    }
+    for (const m of postsDue(this.#members, now, this.#timing.heartbeatTimeoutMs, this.#takeoverMark)) void this.#post(m);
   }
 
+  readonly #clock: CallClock = { now: () => this.#now(), mark: () => this.#mark() };
+
   async #post(m: Member): Promise<void> {
-    const key = m.wantedKey;
-    m.postInFlight = true;
-    let ok = false;
-    try {
-      ok = await postRole(this.#client, m, this.#now);
-    } finally {
-      m.postInFlight = false;
-      m.postDoneMark = this.#mark();
-    }
+    const ok = await postWanted(this.#client, m, this.#clock, this.#timing.roleRetryMs);
     this.#events.rolePost?.(ok);
-    if (ok) m.postedKey = key;
-    else m.nextPostAt = this.#now() + this.#timing.roleRetryMs;
     this.#evaluateSoon();
   }
 
   async #poll(m: Member): Promise<void> {
-    m.polling = true;
-    const from = this.#mark();
-    try {
-      const observation = await fetchStatus(this.#client, m);
-      const wasAlive = m.alive(this.#now(), this.#timing.heartbeatTimeoutMs);
-      if (shapeChanged(m.observation, observation)) this.#dirty = true;
-      m.lastSeenAt = this.#now();
-      m.observation = observation;
-      m.observedMark = from;
-      // Back from the dead (or first seen): its role goes now, not at the next retry.
-      if (!wasAlive) m.nextPostAt = 0;
-    } catch {
-      // Silence is what the heartbeat counts; nothing else to do here.
-    } finally {
-      m.polling = false;
-    }
+    if (await pollMember(this.#client, m, this.#clock, this.#timing.heartbeatTimeoutMs)) this.#dirty = true;
     this.#evaluateSoon();
   }
 
@@ -349,16 +334,16 @@ export class Controller {
     const shape = JSON.stringify(this.#snapshot.instances.map((i) => [i.id, i.static_info, i.dynamic_info.peers]));
     // A drain waits for a snapshot without its instance to reach the Coordinators, even if the
     // instance was not in the last one.
-    const draining = [...this.#members.values()].filter((m) => m.drain !== undefined && !m.drain.pushed);
+    const draining = [...this.#members.values()].flatMap((m) => [m.drain, m.moveDrain]).filter((d) => d !== undefined && !d.pushed);
     if (shape === this.#shapeKey && draining.length === 0 && !always) return Promise.resolve(true);
     this.#shapeKey = shape;
     this.#generation += 1;
     this.#events.composed?.(this.#snapshot, this.#generation);
-    for (const m of draining) m.drain!.pushed = true;
+    for (const d of draining) d!.pushed = true;
     return this.#coordinators.pushAll().then((ok) => {
       // Coordinators that could not be told are not waited for: the drain timeout bounds them.
       const mark = this.#mark();
-      for (const m of draining) if (m.drain!.snapshotMark === undefined) m.drain!.snapshotMark = mark;
+      for (const d of draining) d!.snapshotMark ??= mark;
       if (draining.length > 0) this.#evaluateSoon();
       return ok;
     });

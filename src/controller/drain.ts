@@ -6,7 +6,7 @@
  * in one place, next to nothing that acts on them.
  */
 import { unlinkAll } from './agent-calls.ts';
-import type { DrainOutcome, Member } from './member.ts';
+import type { Drain, DrainOutcome, Member } from './member.ts';
 import type { Outgoing } from './outgoing.ts';
 import type { ControllerTiming } from './types.ts';
 
@@ -15,7 +15,14 @@ import type { ControllerTiming } from './types.ts';
  * @example if (drainFinished(member, now, timing)) finishDrain(member);
  */
 export function drainFinished(m: Member, now: number, timing: ControllerTiming): boolean {
-  const drain = m.drain!;
+  return drainOver(m.drain!, m, now, timing);
+}
+
+/**
+ * Whether `drain` of member `m` (a removal's, or a role move's) is over by the rules above.
+ * @example if (drainOver(member.moveDrain, member, now, timing)) switchRole(member);
+ */
+export function drainOver(drain: Pick<Drain, 'requestedAt' | 'snapshotMark'>, m: Member, now: number, timing: ControllerTiming): boolean {
   if (drain.snapshotMark === undefined) return false;
   if (!m.alive(now, timing.heartbeatTimeoutMs)) return true;
   return m.idle(drain.snapshotMark) || now - drain.requestedAt >= timing.drainTimeoutMs;
@@ -26,8 +33,16 @@ export function drainFinished(m: Member, now: number, timing: ControllerTiming):
  * @example await startDrain(member, Date.now());
  */
 export function startDrain(m: Member, now: number): Promise<DrainOutcome> {
-  m.drain ??= { requestedAt: now, pushed: false, snapshotMark: undefined, done: Promise.withResolvers<DrainOutcome>() };
+  m.drain ??= newDrain(now);
   return m.drain.done.promise;
+}
+
+/**
+ * A drain requested at `at`, not yet pushed.
+ * @example member.moveDrain ??= newDrain(move.since);
+ */
+export function newDrain(at: number): Drain {
+  return { requestedAt: at, pushed: false, snapshotMark: undefined, done: Promise.withResolvers<DrainOutcome>() };
 }
 
 /**

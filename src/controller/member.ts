@@ -6,9 +6,10 @@
  */
 import type { Role } from '../schema/role.ts';
 import type { AgentObservation } from './agent-status.ts';
+import type { RoleMove } from './planner/move.ts';
 import type { DesiredInstance } from './types.ts';
 
-export type MemberState = 'unreachable' | 'down' | 'posting' | 'linking' | 'faulty' | 'waiting' | 'serving' | 'draining';
+export type MemberState = 'unreachable' | 'down' | 'moving' | 'posting' | 'linking' | 'faulty' | 'waiting' | 'serving' | 'draining';
 
 /** How a drain ended: the instance left, the topology took it back, or the controller closed first. */
 export type DrainOutcome = 'removed' | 'cancelled' | 'closed';
@@ -49,10 +50,12 @@ export class Member {
   joined = false;
   drain: Drain | undefined;
   /**
-   * A move between roles under way, as the part that moves instances records it; the store keeps
-   * it with the member, so a controller that takes over mid-move knows the move (takeover.ts).
+   * The record of a move between roles (planner/move.ts): the one under way, or the role it was moved
+   * to; the store keeps it with the member, so a controller that takes over mid-move knows the move.
    */
-  move: unknown;
+  move: RoleMove | undefined;
+  /** The drain of a move under way (in memory: a new leader starts its own, timed from the move's start). */
+  moveDrain: Drain | undefined;
   lastError: { message: string; at: number } | undefined;
 
   constructor(spec: DesiredInstance, role: Role) {
@@ -105,5 +108,28 @@ export class Member {
 
   error(message: string, at: number): void {
     this.lastError = { message, at };
+  }
+
+  /**
+   * Reads the facts anew: silent past the heartbeat timeout (down), showing no role or another one
+   * (restarted), or ready in its role (joined); true when whether it has joined changed.
+   * @example if (member.judge(now, timing.heartbeatTimeoutMs, log)) replan = true;
+   */
+  judge(now: number, heartbeatTimeoutMs: number, log: (line: string) => void): boolean {
+    const wasJoined = this.joined;
+    if (this.lastSeenAt !== undefined && !this.alive(now, heartbeatTimeoutMs) && (this.postedKey !== undefined || this.joined)) {
+      this.lostRole();
+      this.error(`no status answer for ${now - this.lastSeenAt} ms (heartbeat timeout ${heartbeatTimeoutMs} ms)`, now);
+      log(`instance ${this.id} down`);
+    }
+    if (this.forgotRole()) {
+      log(`instance ${this.id} lost its role (restarted?)`);
+      this.lostRole();
+    }
+    if (!this.joined && this.readyInRole()) {
+      this.joined = true;
+      log(`instance ${this.id} ready as ${this.role}`);
+    }
+    return wasJoined !== this.joined;
   }
 }

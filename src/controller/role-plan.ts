@@ -3,8 +3,9 @@
  * agent's role API takes. Recomputed whenever membership or liveness changes; kept apart from the
  * loop because it only reads members and writes their plan, never calls out.
  */
-import { assignRoles, groupOf, peersOf } from './assign.ts';
+import { assignRoles, groupCount, groupOf, peersOf } from './assign.ts';
 import type { Member } from './member.ts';
+import { placementOf } from './planner/move.ts';
 import type { DesiredInstance, PdRates } from './types.ts';
 
 /** A device as the agent's role API names it. */
@@ -40,12 +41,21 @@ function sideOf(spec: DesiredInstance): { side: { server_ip: string; device: Rol
 export function planRoles(members: ReadonlyMap<number, Member>, rates: PdRates, now: number, heartbeatTimeoutMs: number): void {
   // Draining members keep their links (and so their place in peers' bodies) until drained.
   const active = [...members.values()];
-  // A role once given is kept, so a scale-out never flips a serving instance's role.
+  // A topology file that now fixes another role than a moved instance started from wins over the move.
+  for (const m of active) if (m.move?.phase === 'done' && m.spec.role !== undefined && m.spec.role !== m.move.base) m.move = undefined;
+  // A role once given is kept, so a scale-out never flips a serving instance's role. Groups are laid
+  // out from the roles before any move, so a move changes its own group's peers and no other group.
   const roles = assignRoles(
-    active.map((m) => ({ id: m.id, role: m.spec.role ?? (m.wantedKey === '' ? undefined : m.role) })),
+    active.map((m) => ({ id: m.id, role: m.move?.base ?? m.spec.role ?? (m.wantedKey === '' ? undefined : m.role) })),
     rates,
   );
   const placements = groupOf(roles);
+  const groups = groupCount(placements.size);
+  for (const m of active) {
+    const moved = placementOf(m.move);
+    if (moved !== undefined)
+      placements.set(m.id, { role: moved.role, group: moved.group < groups ? moved.group : placements.get(m.id)!.group });
+  }
   const peers = peersOf(placements);
   for (const m of active) {
     const placement = placements.get(m.id)!;
@@ -73,4 +83,23 @@ export function aliveKey(members: ReadonlyMap<number, Member>, now: number, hear
     .filter((m) => m.alive(now, heartbeatTimeoutMs))
     .map((m) => m.id)
     .join(',');
+}
+
+/**
+ * The members whose role body is due now: not in force, not in flight, past its retry time, the
+ * agent answering and read since the takeover (`takeoverMark`: a role already in force after a
+ * takeover is not posted again), and a decode member's prefill peers not being posted (P first: a P
+ * must want a D before that D links to it, or it would drop the link as unwanted).
+ * @example for (const m of postsDue(members, now, timing.heartbeatTimeoutMs, takeoverMark)) post(m);
+ */
+export function postsDue(members: ReadonlyMap<number, Member>, now: number, heartbeatTimeoutMs: number, takeoverMark: number): Member[] {
+  const due = new Set<number>();
+  const posting = (id: number): boolean => due.has(id) || members.get(id)?.postInFlight === true;
+  for (const m of members.values()) {
+    if (m.postInFlight || m.postedKey === m.wantedKey || now < m.nextPostAt) continue;
+    if (m.observedMark <= takeoverMark || !m.alive(now, heartbeatTimeoutMs)) continue;
+    if (m.role === 'decode' && m.peers.some(posting)) continue;
+    due.add(m.id);
+  }
+  return [...due].map((id) => members.get(id)!);
 }

@@ -44,7 +44,8 @@ export function snapshotCandidates(
 ): SnapshotCandidate[] {
   const candidates: SnapshotCandidate[] = [];
   for (const m of members.values()) {
-    if (m.drain !== undefined || !m.joined || !m.alive(now, heartbeatTimeoutMs)) continue;
+    // A member draining for a move leaves the snapshot as one draining for removal does.
+    if (m.drain !== undefined || m.move?.phase === 'draining' || !m.joined || !m.alive(now, heartbeatTimeoutMs)) continue;
     candidates.push({
       id: m.id,
       role: m.role,

@@ -10,6 +10,7 @@
  */
 import { startDrain } from './drain.ts';
 import { Member } from './member.ts';
+import { readMove } from './planner/move.ts';
 import { POSTED_HASH_PREFIX, postedHash, type StoredState } from './stored-state.ts';
 
 /** The wanted key a restored member holds until the replan: non-empty, so planRoles keeps its role. */
@@ -58,8 +59,9 @@ export function restoreMembers(members: Map<number, Member>, state: StoredState)
     const m = members.get(a.id);
     if (m === undefined) continue;
     if (a.drainRequestedAt !== undefined && m.drain === undefined) void startDrain(m, a.drainRequestedAt);
-    if (a.move !== undefined) m.move = a.move;
-    if (m.spec.role !== undefined && m.spec.role !== a.role) continue;
+    if (a.move !== undefined) m.move = readMove(a.move);
+    // A role fixed in the spec wins over a stored one, unless the instance was moved from it.
+    if (m.spec.role !== undefined && m.spec.role !== a.role && m.move === undefined) continue;
     m.role = a.role;
     m.group = a.group;
     m.postedKey = a.postedKey;

@@ -4,6 +4,7 @@
  * names stay in src/schema/.
  */
 import type { Role } from '../schema/role.ts';
+import type { PlannerSettings } from './planner/settings.ts';
 
 export interface DesiredDevice {
   /** Logical id as the role API carries it (integer text). */
@@ -99,4 +100,6 @@ export interface TopologySpec {
   readonly instances: readonly DesiredInstance[];
   /** Largest share of the instances one change may remove unless forced (default 0.5). */
   readonly maxRemovedFraction?: number;
+  /** The P:D planner's settings (absent: planner/settings.ts's defaults, the planner off). */
+  readonly planner?: PlannerSettings;
 }

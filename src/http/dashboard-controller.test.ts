@@ -18,6 +18,8 @@ function member(id: number, role: string, extra: Partial<MemberView> = {}): Memb
     inferenceUrl: `http://127.0.0.${id}:1025`,
     resources: undefined,
     failedLinks: new Map(),
+    move: undefined,
+    roleFixed: false,
     ...extra,
   };
 }
