@@ -7,7 +7,7 @@
  * engine's own hash function or seed. Keys are written as (hi, lo) u32 pairs into a caller's array.
  */
 import { errors } from '../core/errors.ts';
-import { xxh3Words } from './xxh3.ts';
+import { xxh3Pair, xxh3Words } from './xxh3.ts';
 
 const MAX_TOKEN_ID = 0xffff_ffff;
 
@@ -29,7 +29,6 @@ export class BlockHasher {
   readonly seed: Seed;
   #tokens = new Uint32Array(4096);
   readonly #local = new Uint32Array(2);
-  readonly #chain = new Uint32Array(4);
 
   constructor(seed: Seed = ZERO_SEED) {
     this.seed = seed;
@@ -49,13 +48,7 @@ export class BlockHasher {
     if (tokens instanceof Uint32Array) words = tokens;
     else {
       const n = blocks * blockSize;
-      words = n <= SCRATCH_TOKENS ? this.#scratch(n) : new Uint32Array(n);
-      for (let i = 0; i < n; i++) {
-        const t = tokens[i] as number;
-        if (!Number.isInteger(t) || t < 0 || t > MAX_TOKEN_ID)
-          throw errors.invalidArgument(`${path}[${i}]`, `must be an integer in [0, ${MAX_TOKEN_ID}]`);
-        words[i] = t;
-      }
+      words = tokenWords(tokens, n, n <= SCRATCH_TOKENS ? this.#scratch(n) : new Uint32Array(n), path);
     }
     this.chain(words, 0, blocks, blockSize, out, 0, parent);
     return blocks;
@@ -69,25 +62,16 @@ export class BlockHasher {
   chain(words: Uint32Array, start: number, blocks: number, blockSize: number, out: Uint32Array, at: number, parent?: Seed): void {
     const { hi, lo } = this.seed;
     const local = this.#local;
-    const chain = this.#chain;
-    let hasPrevious = parent !== undefined;
-    if (parent !== undefined) {
-      chain[0] = parent.lo;
-      chain[1] = parent.hi;
-    }
     for (let b = 0; b < blocks; b++) {
       const o = at + 2 * b;
-      if (!hasPrevious) {
-        xxh3Words(words, start + b * blockSize, blockSize, hi, lo, out, o);
-        hasPrevious = true;
-      } else {
-        xxh3Words(words, start + b * blockSize, blockSize, hi, lo, local, 0);
-        chain[2] = local[1]!;
-        chain[3] = local[0]!;
-        xxh3Words(chain, 0, 4, hi, lo, out, o);
+      if (b === 0 && parent === undefined) {
+        xxh3Words(words, start, blockSize, hi, lo, out, o);
+        continue;
       }
-      chain[0] = out[o + 1]!;
-      chain[1] = out[o]!;
+      xxh3Words(words, start + b * blockSize, blockSize, hi, lo, local, 0);
+      const prevHi = b === 0 ? parent!.hi : out[o - 2]!;
+      const prevLo = b === 0 ? parent!.lo : out[o - 1]!;
+      xxh3Pair(prevHi, prevLo, local[0]!, local[1]!, hi, lo, out, o);
     }
   }
 
@@ -95,6 +79,27 @@ export class BlockHasher {
     if (this.#tokens.length < n) this.#tokens = new Uint32Array(Math.min(SCRATCH_TOKENS, Math.max(n, 2 * this.#tokens.length)));
     return this.#tokens;
   }
+}
+
+/**
+ * The first `count` token ids of `tokens` as u32 words, in `into` (or a larger array when it is too
+ * short), each checked.
+ * @throws PdlinkError `bad_request` naming `path[i]` for an id that is not an integer in [0, 2^32).
+ * @example const words = tokenWords(request.tokens, request.tokens.length, scratch, 'promptTokens');
+ */
+export function tokenWords(tokens: ArrayLike<number>, count: number, into: Uint32Array, path: string): Uint32Array {
+  const words = into.length >= count ? into : new Uint32Array(count);
+  if (tokens instanceof Uint32Array) {
+    words.set(count === tokens.length ? tokens : tokens.subarray(0, count));
+    return words;
+  }
+  for (let i = 0; i < count; i++) {
+    const t = tokens[i] as number;
+    // One comparison: true only for an integer in [0, 2^32) (a string, NaN, a fraction or a negative fails).
+    if (t >>> 0 !== t) throw errors.invalidArgument(`${path}[${i}]`, `must be an integer in [0, ${MAX_TOKEN_ID}]`);
+    words[i] = t;
+  }
+  return words;
 }
 
 /** Longest prompt, in tokens, whose copy is kept between calls. */

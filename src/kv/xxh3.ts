@@ -8,8 +8,10 @@
  * the reference implementation's outputs for every length class and several seeds.
  *
  * Input is whole u32 words (token ids, or a chain of two hashes), so every read of the reference
- * algorithm lands on a word; 64-bit arithmetic is done on (hi, lo) pairs of u32 with 16-bit partial
- * products, in integer operations only.
+ * algorithm lands on a word. JavaScript has no 64-bit integer multiply, so the hot loops keep 64-bit
+ * sums as exact doubles: a 32 × 32-bit product is two partial products below 2^48, added up
+ * unnormalised (at most 16 stripes, so no sum passes 2^53) and carried into (hi, lo) words once per
+ * 1 KiB block instead of once per lane. Seed-dependent constants are derived once per seed.
  */
 
 if (new Uint8Array(new Uint32Array([1]).buffer)[0] !== 1) throw new Error('pdlink needs a little-endian host (XXH3 over token ids)');
@@ -31,6 +33,9 @@ const SECRET_SIZE_MIN = 136;
 const STRIPE_LEN = 64;
 const STRIPES_PER_BLOCK = (SECRET_SIZE - STRIPE_LEN) / 8;
 const BLOCK_LEN = STRIPE_LEN * STRIPES_PER_BLOCK;
+/** Secret offset of a long input's last stripe, and of its accumulators' merge. */
+const LAST_STRIPE_SECRET = SECRET_SIZE - STRIPE_LEN - 7;
+const MERGE_SECRET = 11;
 
 // The primes, as (hi, lo).
 const P32_1 = 0x9e3779b1;
@@ -51,94 +56,97 @@ const MX1H = 0x16566791,
 const MX2H = 0x9fb21c65,
   MX2L = 0x1e98df25;
 
-/** Result registers of the 64-bit helpers: every helper leaves its answer here. */
-const r = { h: 0, l: 0 };
+const TWO_32 = 4294967296;
+const INV_2_16 = 1 / 65536;
+const INV_2_32 = 1 / TWO_32;
+
+/**
+ * Result registers of the 64-bit helpers: every helper leaves its answer in R[HI], R[LO], as u32
+ * values. Typed arrays, not an object's fields (which JavaScriptCore boxes), and Float64Arrays, like
+ * every table of words ≥ 2^31 here: JavaScriptCore speculates that a Uint32Array read fits an int32
+ * and left its optimised code on every call where one did not.
+ */
+const R = new Float64Array(2);
+const HI = 0;
+const LO = 1;
 
 function rd32(b: Uint8Array, o: number): number {
   return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
 }
 
 /** The u32 at every byte offset of a secret, so the algorithm's unaligned secret reads are one load. */
-function wordsAt(secret: Uint8Array, into: Uint32Array): Uint32Array {
+function wordsAt(secret: Uint8Array, into: Float64Array): Float64Array {
   for (let k = 0; k + 4 <= secret.length; k++) into[k] = rd32(secret, k);
   return into;
 }
-
-const SECRET_WORDS = wordsAt(K_SECRET, new Uint32Array(SECRET_SIZE - 3));
 
 function bswap32(x: number): number {
   return (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0;
 }
 
-/** r.h:r.l = a × b, the full 64-bit product of two u32 (a × 16-bit halves of b stay below 2^53). */
-function mul32(a: number, b: number): void {
-  const p1 = a * (b >>> 16);
-  const t = (p1 & 0xffff) * 65536 + a * (b & 0xffff);
-  r.l = Math.imul(a, b) >>> 0;
-  r.h = (Math.floor(p1 * INV_2_16) + Math.floor(t * INV_2_32)) >>> 0;
+/** The high 32 bits of a × b for two u32 (each partial product stays below 2^48, exact in a double). */
+function mulHi(a: number, b: number): number {
+  return ((a * (b >>> 16) + Math.floor(a * (b & 0xffff) * INV_2_16)) * INV_2_16) >>> 0;
 }
 
-const INV_2_16 = 1 / 65536;
-const INV_2_32 = 1 / 4294967296;
-
-/** r.h:r.l = the low 64 bits of a × b. */
+/** R = the low 64 bits of a × b. */
 function mul64(ah: number, al: number, bh: number, bl: number): void {
-  mul32(al, bl);
-  r.h = (r.h + Math.imul(ah, bl) + Math.imul(al, bh)) >>> 0;
+  R[LO] = Math.imul(al, bl) >>> 0;
+  R[HI] = (mulHi(al, bl) + Math.imul(ah, bl) + Math.imul(al, bh)) >>> 0;
 }
 
-/** r.h:r.l = the low half of the 128-bit product a × b xor its high half. */
+/**
+ * R = the low half of the 128-bit product a × b xor its high half. b is cut in 16-bit limbs, so each
+ * partial product (a 32-bit word of a × a limb) is below 2^48; the column sums carry in doubles.
+ */
 function mul128fold(ah: number, al: number, bh: number, bl: number): void {
-  mul32(al, bl);
-  const llh = r.h;
-  const lll = r.l;
-  mul32(al, bh);
-  const lhh = r.h;
-  const lhl = r.l;
-  mul32(ah, bl);
-  const hlh = r.h;
-  const hll = r.l;
-  mul32(ah, bh);
-  const t1 = (llh + lhl) >>> 0;
-  const w1 = (t1 + hll) >>> 0;
-  const carry = (t1 < llh ? 1 : 0) + (w1 < t1 ? 1 : 0);
-  const u1 = (r.l + lhh) >>> 0;
-  const u2 = (u1 + hlh) >>> 0;
-  const w2 = (u2 + carry) >>> 0;
-  const w3 = (r.h + (u1 < lhh ? 1 : 0) + (u2 < u1 ? 1 : 0) + (w2 < u2 ? 1 : 0)) >>> 0;
-  r.h = (w1 ^ w3) >>> 0;
-  r.l = (lll ^ w2) >>> 0;
+  const b0 = bl & 0xffff;
+  const b1 = bl >>> 16;
+  const b2 = bh & 0xffff;
+  const b3 = bh >>> 16;
+  const c16 = al * b1;
+  const c48 = al * b3 + ah * b1;
+  const c80 = ah * b3;
+  const c16h = Math.floor(c16 * INV_2_16);
+  const w0 = al * b0 + (c16 - c16h * 65536) * 65536;
+  const c48h = Math.floor(c48 * INV_2_16);
+  const w1 = al * b2 + ah * b0 + c16h + Math.floor(w0 * INV_2_32) + (c48 - c48h * 65536) * 65536;
+  const c80h = Math.floor(c80 * INV_2_16);
+  const w2 = ah * b2 + c48h + Math.floor(w1 * INV_2_32) + (c80 - c80h * 65536) * 65536;
+  const w3 = c80h + Math.floor(w2 * INV_2_32);
+  R[HI] = (w1 ^ w3) >>> 0;
+  R[LO] = (w0 ^ w2) >>> 0;
 }
 
-/** r.h:r.l = a + b (mod 2^64). */
+/** R = a + b (mod 2^64). */
 function add64(ah: number, al: number, bh: number, bl: number): void {
   const lo = (al + bl) >>> 0;
-  r.l = lo;
-  r.h = (ah + bh + (lo < al ? 1 : 0)) >>> 0;
+  R[LO] = lo;
+  R[HI] = (ah + bh + (lo < al ? 1 : 0)) >>> 0;
 }
 
-/** r.h:r.l = a − b (mod 2^64). */
+/** R = a − b (mod 2^64). */
 function sub64(ah: number, al: number, bh: number, bl: number): void {
-  r.l = (al - bl) >>> 0;
-  r.h = (ah - bh - (al < bl ? 1 : 0)) >>> 0;
+  R[LO] = (al - bl) >>> 0;
+  R[HI] = (ah - bh - (al < bl ? 1 : 0)) >>> 0;
 }
 
 /** XXH3's final mix. */
 function avalanche(h: number, l: number): void {
   l = (l ^ (h >>> 5)) >>> 0;
   mul64(h, l, MX1H, MX1L);
-  r.l = (r.l ^ r.h) >>> 0;
+  R[LO] = (R[LO]! ^ R[HI]!) >>> 0;
 }
 
 /** XXH64's final mix, used by the shortest inputs. */
 function avalanche64(h: number, l: number): void {
   l = (l ^ (h >>> 1)) >>> 0;
   mul64(h, l, P64_2H, P64_2L);
-  h = r.h;
-  l = (r.l ^ ((r.l >>> 29) | (h << 3))) >>> 0;
+  h = R[HI]!;
+  l = (R[LO]! ^ ((R[LO]! >>> 29) | (h << 3))) >>> 0;
   h = (h ^ (h >>> 29)) >>> 0;
   mul64(h, l, P64_3H, P64_3L);
-  r.l = (r.l ^ r.h) >>> 0;
+  R[LO] = (R[LO]! ^ R[HI]!) >>> 0;
 }
 
 function rrmxmx(h: number, l: number, len: number): void {
@@ -150,197 +158,291 @@ function rrmxmx(h: number, l: number, len: number): void {
   h = (h ^ r49h ^ r24h) >>> 0;
   l = (l ^ r49l ^ r24l) >>> 0;
   mul64(h, l, MX2H, MX2L);
-  h = r.h;
-  l = r.l;
+  h = R[HI]!;
+  l = R[LO]!;
   add64(0, h >>> 3, 0, len);
-  h = (h ^ r.h) >>> 0;
-  l = (l ^ r.l) >>> 0;
+  h = (h ^ R[HI]!) >>> 0;
+  l = (l ^ R[LO]!) >>> 0;
   mul64(h, l, MX2H, MX2L);
-  r.l = (r.l ^ ((r.l >>> 28) | (r.h << 4))) >>> 0;
-  r.h = (r.h ^ (r.h >>> 28)) >>> 0;
+  R[LO] = (R[LO]! ^ ((R[LO]! >>> 28) | (R[HI]! << 4))) >>> 0;
+  R[HI] = (R[HI]! ^ (R[HI]! >>> 28)) >>> 0;
 }
 
-/** The product XXH3 accumulates for 16 input bytes at `p` against secret bytes at `s`. */
-function mix16(w: Uint32Array, p: number, s: Uint32Array, so: number, sh: number, sl: number): void {
-  add64(s[so + 4]!, s[so]!, sh, sl);
-  const ah = (w[(p + 4) >>> 2]! ^ r.h) >>> 0;
-  const al = (w[p >>> 2]! ^ r.l) >>> 0;
-  sub64(s[so + 12]!, s[so + 8]!, sh, sl);
-  mul128fold(ah, al, (w[(p + 12) >>> 2]! ^ r.h) >>> 0, (w[(p + 8) >>> 2]! ^ r.l) >>> 0);
+/**
+ * What a seed changes, derived once per seed: the secret of long inputs (secret words at every byte
+ * offset), the seeded secret pairs of the mid-size inputs' 16-byte mixes (per byte offset: secret
+ * + seed, then secret − seed, each as hi, lo), and the two bit flips of 9-to-16-byte inputs.
+ */
+interface SeedTables {
+  readonly hi: number;
+  readonly lo: number;
+  readonly secret: Float64Array;
+  readonly mix: Float64Array;
+  readonly flip: Float64Array;
 }
 
-function hash0to16(w: Uint32Array, p: number, len: number, sh: number, sl: number): void {
+const SECRET_WORDS = wordsAt(K_SECRET, new Float64Array(SECRET_SIZE - 3));
+
+function seedTables(sh: number, sl: number): SeedTables {
+  const s = SECRET_WORDS;
+  let secret = SECRET_WORDS;
+  if (sh !== 0 || sl !== 0) {
+    const bytes = new Uint8Array(SECRET_SIZE);
+    const view = new DataView(bytes.buffer);
+    for (let i = 0; i < SECRET_SIZE / 16; i++) {
+      add64(s[16 * i + 4]!, s[16 * i]!, sh, sl);
+      view.setUint32(16 * i, R[LO]!, true);
+      view.setUint32(16 * i + 4, R[HI]!, true);
+      sub64(s[16 * i + 12]!, s[16 * i + 8]!, sh, sl);
+      view.setUint32(16 * i + 8, R[LO]!, true);
+      view.setUint32(16 * i + 12, R[HI]!, true);
+    }
+    secret = wordsAt(bytes, new Float64Array(SECRET_SIZE - 3));
+  }
+  const mix = new Float64Array(4 * (SECRET_SIZE - 15));
+  for (let o = 0; o + 16 <= SECRET_SIZE; o++) {
+    add64(s[o + 4]!, s[o]!, sh, sl);
+    mix[4 * o] = R[HI]!;
+    mix[4 * o + 1] = R[LO]!;
+    sub64(s[o + 12]!, s[o + 8]!, sh, sl);
+    mix[4 * o + 2] = R[HI]!;
+    mix[4 * o + 3] = R[LO]!;
+  }
+  const flip = new Float64Array(4);
+  add64((s[28]! ^ s[36]!) >>> 0, (s[24]! ^ s[32]!) >>> 0, sh, sl);
+  flip[0] = R[HI]!;
+  flip[1] = R[LO]!;
+  sub64((s[44]! ^ s[52]!) >>> 0, (s[40]! ^ s[48]!) >>> 0, sh, sl);
+  flip[2] = R[HI]!;
+  flip[3] = R[LO]!;
+  return { hi: sh, lo: sl, secret, mix, flip };
+}
+
+const ZERO_TABLES = seedTables(0, 0);
+/** The tables of the last non-zero seed used (a process keys with one seed). */
+let seededTables = ZERO_TABLES;
+
+function tablesFor(sh: number, sl: number): SeedTables {
+  if (sh === 0 && sl === 0) return ZERO_TABLES;
+  if (seededTables.hi !== sh || seededTables.lo !== sl) seededTables = seedTables(sh, sl);
+  return seededTables;
+}
+
+/**
+ * r = XXH3 of 9 to 16 bytes (`len`) whose first and last eight, as little-endian u64, are a and b:
+ * with 16 bytes, the chain step of block keys.
+ */
+function hash9to16(ah: number, al: number, bh: number, bl: number, len: number, flip: Float64Array): void {
+  const loH = (ah ^ flip[0]!) >>> 0;
+  const loL = (al ^ flip[1]!) >>> 0;
+  const hiH = (bh ^ flip[2]!) >>> 0;
+  const hiL = (bl ^ flip[3]!) >>> 0;
+  mul128fold(loH, loL, hiH, hiL);
+  // len + swap64(lo) + hi + fold, with the carry taken from a double sum.
+  const l = len + bswap32(loH) + hiL + R[LO]!;
+  avalanche((bswap32(loL) + hiH + R[HI]! + Math.floor(l * INV_2_32)) >>> 0, l >>> 0);
+}
+
+function hash0to16(w: Uint32Array, p: number, len: number, sh: number, sl: number, t: SeedTables): void {
   const s = SECRET_WORDS;
   if (len > 8) {
-    add64((s[28]! ^ s[36]!) >>> 0, (s[24]! ^ s[32]!) >>> 0, sh, sl);
-    const loH = (w[(p + 4) >>> 2]! ^ r.h) >>> 0;
-    const loL = (w[p >>> 2]! ^ r.l) >>> 0;
-    sub64((s[44]! ^ s[52]!) >>> 0, (s[40]! ^ s[48]!) >>> 0, sh, sl);
-    const hiH = (w[(p + len - 4) >>> 2]! ^ r.h) >>> 0;
-    const hiL = (w[(p + len - 8) >>> 2]! ^ r.l) >>> 0;
-    mul128fold(loH, loL, hiH, hiL);
-    const fh = r.h;
-    const fl = r.l;
-    // len + swap64(lo) + hi + fold
-    add64(bswap32(loL), bswap32(loH), 0, len);
-    add64(r.h, r.l, hiH, hiL);
-    add64(r.h, r.l, fh, fl);
-    avalanche(r.h, r.l);
+    hash9to16(w[(p + 4) >>> 2]!, w[p >>> 2]!, w[(p + len - 4) >>> 2]!, w[(p + len - 8) >>> 2]!, len, t.flip);
     return;
   }
   if (len >= 4) {
     const seedH = (sh ^ bswap32(sl)) >>> 0;
     sub64((s[12]! ^ s[20]!) >>> 0, (s[8]! ^ s[16]!) >>> 0, seedH, sl);
-    rrmxmx((w[p >>> 2]! ^ r.h) >>> 0, (w[(p + len - 4) >>> 2]! ^ r.l) >>> 0, len);
+    rrmxmx((w[p >>> 2]! ^ R[HI]!) >>> 0, (w[(p + len - 4) >>> 2]! ^ R[LO]!) >>> 0, len);
     return;
   }
   avalanche64((sh ^ s[60]! ^ s[68]!) >>> 0, (sl ^ s[56]! ^ s[64]!) >>> 0);
 }
 
-function hash17to128(w: Uint32Array, p: number, len: number, sh: number, sl: number): void {
-  const s = SECRET_WORDS;
+/** r = the 16-byte mix of the words from index `wi` against the seeded secret pair at byte `o`. */
+function mix16(w: Uint32Array, wi: number, mix: Float64Array, o: number): void {
+  const m = 4 * o;
+  mul128fold(
+    (w[wi + 1]! ^ mix[m]!) >>> 0,
+    (w[wi]! ^ mix[m + 1]!) >>> 0,
+    (w[wi + 3]! ^ mix[m + 2]!) >>> 0,
+    (w[wi + 2]! ^ mix[m + 3]!) >>> 0,
+  );
+}
+
+function hash17to128(w: Uint32Array, p: number, len: number, t: SeedTables): void {
+  const mix = t.mix;
+  const wi = p >>> 2;
+  const last = (p + len) >>> 2;
   mul64(0, len, P64_1H, P64_1L);
-  x.h = r.h;
-  x.l = r.l;
+  // The 64-bit sum kept as two doubles, carried once at the end.
+  let h = R[HI]!;
+  let l = R[LO]!;
   if (len > 32) {
     if (len > 64) {
       if (len > 96) {
-        addMix(w, p + 48, s, 96, sh, sl);
-        addMix(w, p + len - 64, s, 112, sh, sl);
+        mix16(w, wi + 12, mix, 96);
+        h += R[HI]!;
+        l += R[LO]!;
+        mix16(w, last - 16, mix, 112);
+        h += R[HI]!;
+        l += R[LO]!;
       }
-      addMix(w, p + 32, s, 64, sh, sl);
-      addMix(w, p + len - 48, s, 80, sh, sl);
+      mix16(w, wi + 8, mix, 64);
+      h += R[HI]!;
+      l += R[LO]!;
+      mix16(w, last - 12, mix, 80);
+      h += R[HI]!;
+      l += R[LO]!;
     }
-    addMix(w, p + 16, s, 32, sh, sl);
-    addMix(w, p + len - 32, s, 48, sh, sl);
+    mix16(w, wi + 4, mix, 32);
+    h += R[HI]!;
+    l += R[LO]!;
+    mix16(w, last - 8, mix, 48);
+    h += R[HI]!;
+    l += R[LO]!;
   }
-  addMix(w, p, s, 0, sh, sl);
-  addMix(w, p + len - 16, s, 16, sh, sl);
-  avalanche(x.h, x.l);
+  mix16(w, wi, mix, 0);
+  h += R[HI]!;
+  l += R[LO]!;
+  mix16(w, last - 4, mix, 16);
+  h += R[HI]!;
+  l += R[LO]!;
+  avalanche((h + Math.floor(l * INV_2_32)) >>> 0, l >>> 0);
 }
 
-/** The accumulator of the mid-size paths. */
-const x = { h: 0, l: 0 };
-
-/** x.h:x.l += mix16(...). */
-function addMix(w: Uint32Array, p: number, s: Uint32Array, so: number, sh: number, sl: number): void {
-  mix16(w, p, s, so, sh, sl);
-  add64(x.h, x.l, r.h, r.l);
-  x.h = r.h;
-  x.l = r.l;
-}
-
-function hash129to240(w: Uint32Array, p: number, len: number, sh: number, sl: number): void {
-  const s = SECRET_WORDS;
+function hash129to240(w: Uint32Array, p: number, len: number, t: SeedTables): void {
+  const mix = t.mix;
+  const wi = p >>> 2;
   mul64(0, len, P64_1H, P64_1L);
-  let ah = r.h;
-  let al = r.l;
+  let h = R[HI]!;
+  let l = R[LO]!;
   for (let i = 0; i < 8; i++) {
-    mix16(w, p + 16 * i, s, 16 * i, sh, sl);
-    add64(ah, al, r.h, r.l);
-    ah = r.h;
-    al = r.l;
+    mix16(w, wi + 4 * i, mix, 16 * i);
+    h += R[HI]!;
+    l += R[LO]!;
   }
-  mix16(w, p + len - 16, s, SECRET_SIZE_MIN - 17, sh, sl);
-  let eh = r.h;
-  let el = r.l;
-  avalanche(ah, al);
-  ah = r.h;
-  al = r.l;
+  avalanche((h + Math.floor(l * INV_2_32)) >>> 0, l >>> 0);
+  const ah = R[HI]!;
+  const al = R[LO]!;
+  mix16(w, ((p + len) >>> 2) - 4, mix, SECRET_SIZE_MIN - 17);
+  h = R[HI]!;
+  l = R[LO]!;
   const rounds = Math.floor(len / 16);
   for (let i = 8; i < rounds; i++) {
-    mix16(w, p + 16 * i, s, 16 * (i - 8) + 3, sh, sl);
-    add64(eh, el, r.h, r.l);
-    eh = r.h;
-    el = r.l;
+    mix16(w, wi + 4 * i, mix, 16 * (i - 8) + 3);
+    h += R[HI]!;
+    l += R[LO]!;
   }
-  add64(ah, al, eh, el);
-  avalanche(r.h, r.l);
+  l += al;
+  avalanche((h + ah + Math.floor(l * INV_2_32)) >>> 0, l >>> 0);
 }
 
-const INIT_H = Uint32Array.from([0, P64_1H, P64_2H, P64_3H, P64_4H, 0, P64_5H, 0]);
-const INIT_L = Uint32Array.from([P32_3, P64_1L, P64_2L, P64_3L, P64_4L, P32_2, P64_5L, P32_1]);
-const accH = new Uint32Array(8);
-const accL = new Uint32Array(8);
-/** The secret derived from the last non-zero seed of a long input, kept for the next one. */
-const customSecret = new Uint8Array(SECRET_SIZE);
-const customWords = new Uint32Array(SECRET_SIZE - 3);
-let customHi = 0;
-let customLo = 0;
-let customMade = false;
+const INIT_H = Float64Array.from([0, P64_1H, P64_2H, P64_3H, P64_4H, 0, P64_5H, 0]);
+const INIT_L = Float64Array.from([P32_3, P64_1L, P64_2L, P64_3L, P64_4L, P32_2, P64_5L, P32_1]);
+/** A long input's eight 64-bit accumulators as u32 words (between its 1 KiB blocks). */
+const accH = new Float64Array(8);
+const accL = new Float64Array(8);
 
-function secretFor(sh: number, sl: number): Uint32Array {
-  if (sh === 0 && sl === 0) return SECRET_WORDS;
-  if (customMade && customHi === sh && customLo === sl) return customWords;
-  const view = new DataView(customSecret.buffer);
-  for (let i = 0; i < SECRET_SIZE / 16; i++) {
-    add64(rd32(K_SECRET, 16 * i + 4), rd32(K_SECRET, 16 * i), sh, sl);
-    view.setUint32(16 * i, r.l, true);
-    view.setUint32(16 * i + 4, r.h, true);
-    sub64(rd32(K_SECRET, 16 * i + 12), rd32(K_SECRET, 16 * i + 8), sh, sl);
-    view.setUint32(16 * i + 8, r.l, true);
-    view.setUint32(16 * i + 12, r.h, true);
+/**
+ * Accumulates `stripes` stripes from word `base` (secret offsets 0, 8, 16, …) and, when lastBase ≥ 0,
+ * the stripe at word lastBase against the secret at byte lastSecret, onto the accumulators held in
+ * fromH/fromL. Lanes go in pairs (a lane's data is added to its neighbour's accumulator, and the
+ * merge folds a pair together), all stripes of a pair at once, in exact double sums: a (units), b
+ * (units of 2^16: the high partial products) and c (units of 2^32: the data's high words). At most 16
+ * stripes per call, so no sum reaches 2^53. With mergeLen > 0 (the input's last stripes, mergeLen
+ * bytes long in all) the pairs are merged as they are carried and the hash is left in R; otherwise
+ * the carried accumulators go to accH/accL.
+ */
+function accumulate(
+  w: Uint32Array,
+  base: number,
+  stripes: number,
+  s: Float64Array,
+  lastBase: number,
+  lastSecret: number,
+  fromH: Float64Array,
+  fromL: Float64Array,
+  mergeLen: number,
+): void {
+  const count = lastBase >= 0 ? stripes + 1 : stripes;
+  mul64(0, mergeLen, P64_1H, P64_1L);
+  let mh = R[HI]!;
+  let ml = R[LO]!;
+  for (let pair = 0; pair < 4; pair++) {
+    let ae = 0;
+    let be = 0;
+    let ce = 0;
+    let ao = 0;
+    let bo = 0;
+    let co = 0;
+    for (let k = 0; k < count; k++) {
+      const b = (k < stripes ? base + 16 * k : lastBase) + 4 * pair;
+      const o = (k < stripes ? 8 * k : lastSecret) + 16 * pair;
+      const del = w[b]!;
+      const deh = w[b + 1]!;
+      const dol = w[b + 2]!;
+      const doh = w[b + 3]!;
+      const kel = (del ^ s[o]!) >>> 0;
+      const keh = (deh ^ s[o + 4]!) >>> 0;
+      const kol = (dol ^ s[o + 8]!) >>> 0;
+      const koh = (doh ^ s[o + 12]!) >>> 0;
+      ae += kel * (keh & 0xffff) + dol;
+      be += kel * (keh >>> 16);
+      ce += doh;
+      ao += kol * (koh & 0xffff) + del;
+      bo += kol * (koh >>> 16);
+      co += deh;
+    }
+    // Carried: low words below 3 × 2^32, high words below 2^53 (both taken mod 2^32 where used).
+    const i = 2 * pair;
+    let aHi = Math.floor(ae * INV_2_32);
+    let bHi = Math.floor(be * INV_2_16);
+    const el = fromL[i]! + (ae - aHi * TWO_32) + (be - bHi * 65536) * 65536;
+    const eh = fromH[i]! + aHi + bHi + ce + Math.floor(el * INV_2_32);
+    aHi = Math.floor(ao * INV_2_32);
+    bHi = Math.floor(bo * INV_2_16);
+    const ol = fromL[i + 1]! + (ao - aHi * TWO_32) + (bo - bHi * 65536) * 65536;
+    const oh = fromH[i + 1]! + aHi + bHi + co + Math.floor(ol * INV_2_32);
+    if (mergeLen > 0) {
+      const m = MERGE_SECRET + 16 * pair;
+      mul128fold((eh ^ s[m + 4]!) >>> 0, (el ^ s[m]!) >>> 0, (oh ^ s[m + 12]!) >>> 0, (ol ^ s[m + 8]!) >>> 0);
+      mh += R[HI]!;
+      ml += R[LO]!;
+    } else {
+      accH[i] = eh >>> 0;
+      accL[i] = el >>> 0;
+      accH[i + 1] = oh >>> 0;
+      accL[i + 1] = ol >>> 0;
+    }
   }
-  customHi = sh;
-  customLo = sl;
-  customMade = true;
-  return wordsAt(customSecret, customWords);
+  if (mergeLen > 0) avalanche((mh + Math.floor(ml * INV_2_32)) >>> 0, ml >>> 0);
 }
 
-function accumulate512(w: Uint32Array, p: number, s: Uint32Array, so: number): void {
-  for (let i = 0; i < 8; i++) {
-    const dh = w[(p + 8 * i + 4) >>> 2]!;
-    const dl = w[(p + 8 * i) >>> 2]!;
-    const kh = (dh ^ s[so + 8 * i + 4]!) >>> 0;
-    const kl = (dl ^ s[so + 8 * i]!) >>> 0;
-    const j = i ^ 1;
-    add64(accH[j]!, accL[j]!, dh, dl);
-    accH[j] = r.h;
-    accL[j] = r.l;
-    mul32(kl, kh);
-    add64(accH[i]!, accL[i]!, r.h, r.l);
-    accH[i] = r.h;
-    accL[i] = r.l;
-  }
-}
-
-function scramble(s: Uint32Array, so: number): void {
+function scramble(s: Float64Array, so: number): void {
   for (let i = 0; i < 8; i++) {
     const h = accH[i]!;
     const l = (accL[i]! ^ (h >>> 15) ^ s[so + 8 * i]!) >>> 0;
     mul64((h ^ s[so + 8 * i + 4]!) >>> 0, l, 0, P32_1);
-    accH[i] = r.h;
-    accL[i] = r.l;
+    accH[i] = R[HI]!;
+    accL[i] = R[LO]!;
   }
 }
 
-function hashLong(w: Uint32Array, p: number, len: number, sh: number, sl: number): void {
-  const s = secretFor(sh, sl);
-  accH.set(INIT_H);
-  accL.set(INIT_L);
+function hashLong(w: Uint32Array, p: number, len: number, t: SeedTables): void {
+  const s = t.secret;
+  const wi = p >>> 2;
   const blocks = Math.floor((len - 1) / BLOCK_LEN);
+  let fromH = INIT_H;
+  let fromL = INIT_L;
   for (let n = 0; n < blocks; n++) {
-    for (let k = 0; k < STRIPES_PER_BLOCK; k++) accumulate512(w, p + n * BLOCK_LEN + k * STRIPE_LEN, s, k * 8);
+    accumulate(w, wi + n * (BLOCK_LEN >>> 2), STRIPES_PER_BLOCK, s, -1, 0, fromH, fromL, 0);
     scramble(s, SECRET_SIZE - STRIPE_LEN);
+    fromH = accH;
+    fromL = accL;
   }
   const stripes = Math.floor((len - 1 - BLOCK_LEN * blocks) / STRIPE_LEN);
-  for (let k = 0; k < stripes; k++) accumulate512(w, p + blocks * BLOCK_LEN + k * STRIPE_LEN, s, k * 8);
-  accumulate512(w, p + len - STRIPE_LEN, s, SECRET_SIZE - STRIPE_LEN - 7);
-  mul64(0, len, P64_1H, P64_1L);
-  let ah = r.h;
-  let al = r.l;
-  for (let i = 0; i < 4; i++) {
-    mul128fold(
-      (accH[2 * i]! ^ s[11 + 16 * i + 4]!) >>> 0,
-      (accL[2 * i]! ^ s[11 + 16 * i]!) >>> 0,
-      (accH[2 * i + 1]! ^ s[11 + 16 * i + 12]!) >>> 0,
-      (accL[2 * i + 1]! ^ s[11 + 16 * i + 8]!) >>> 0,
-    );
-    add64(ah, al, r.h, r.l);
-    ah = r.h;
-    al = r.l;
-  }
-  avalanche(ah, al);
+  const lastBase = ((p + len) >>> 2) - STRIPE_LEN / 4;
+  accumulate(w, wi + blocks * (BLOCK_LEN >>> 2), stripes, s, lastBase, LAST_STRIPE_SECRET, fromH, fromL, len);
 }
 
 /**
@@ -360,10 +462,31 @@ export function xxh3Words(
 ): void {
   const p = start * 4;
   const len = count * 4;
-  if (len <= 16) hash0to16(words, p, len, seedHi >>> 0, seedLo >>> 0);
-  else if (len <= 128) hash17to128(words, p, len, seedHi >>> 0, seedLo >>> 0);
-  else if (len <= 240) hash129to240(words, p, len, seedHi >>> 0, seedLo >>> 0);
-  else hashLong(words, p, len, seedHi >>> 0, seedLo >>> 0);
-  out[at] = r.h;
-  out[at + 1] = r.l;
+  const t = tablesFor(seedHi >>> 0, seedLo >>> 0);
+  if (len <= 16) hash0to16(words, p, len, seedHi >>> 0, seedLo >>> 0, t);
+  else if (len <= 128) hash17to128(words, p, len, t);
+  else if (len <= 240) hash129to240(words, p, len, t);
+  else hashLong(words, p, len, t);
+  out[at] = R[HI]!;
+  out[at + 1] = R[LO]!;
+}
+
+/**
+ * XXH3-64 of the 16 bytes `a ‖ b` (two u64 as little-endian, each given as hi, lo), seeded: the
+ * chain step of block keys, without an array for its input. The hash is written to out[at], out[at + 1].
+ * @example xxh3Pair(prevHi, prevLo, localHi, localLo, 0, 0, keys, 2 * i);
+ */
+export function xxh3Pair(
+  aHi: number,
+  aLo: number,
+  bHi: number,
+  bLo: number,
+  seedHi: number,
+  seedLo: number,
+  out: Uint32Array,
+  at: number,
+): void {
+  hash9to16(aHi >>> 0, aLo >>> 0, bHi >>> 0, bLo >>> 0, 16, tablesFor(seedHi >>> 0, seedLo >>> 0).flip);
+  out[at] = R[HI]!;
+  out[at + 1] = R[LO]!;
 }
