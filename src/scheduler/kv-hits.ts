@@ -5,8 +5,15 @@
  * each P prefilled for one that does not (the approximate index cache_affinity uses), so instances
  * without an events endpoint are scored as before. Read through blocksOf()/tokensOf() by the policy
  * and by decode-first's rule.
+ *
+ * Hashing the prompt is most of a pick's cost, so it is done once per block size (keys depend on the
+ * tokens, the block size and the seed, not on the model), and the keys of the last prompt are kept:
+ * the proxy hands the same token array to a retry's pick and to pickDecode(), which then only match.
+ * A copy of that prompt is kept with its keys and compared before they are reused, so a caller that
+ * refills one array between picks still gets the keys of what the array holds now.
  */
 import { MatchResult } from '../kv/kv-index.ts';
+import { tokenWords } from '../kv/block-keys.ts';
 import type { KvState } from '../kv/kv-state.ts';
 import type { PrefixIndex } from './prefix-index.ts';
 
@@ -21,11 +28,16 @@ export class KvHits {
   readonly #state: KvState;
   readonly #approx: PrefixIndex;
   readonly #result = new MatchResult();
-  #keys = new Uint32Array(512);
+  /** Block size → the keys of the last prompt at that size (its first `blocks` pairs). */
+  readonly #keys = new Map<number, { words: Uint32Array; blocks: number }>();
+  /** The prompt whose keys #keys holds, and a copy of its tokens (its first #copied words). */
+  #keyed: ArrayLike<number> | undefined;
+  #copy: Uint32Array = new Uint32Array(4096);
+  #copied = 0;
   /** Source id → instance id (NaN when the source's instance is not a refresh id). */
   #instanceOfSource: number[] = [];
-  /** The (model, block size) pairs publishers key blocks in. */
-  #namespaces: [string, number][] = [];
+  /** Block size → the models publishers key blocks in at that size. */
+  #namespaces = new Map<number, string[]>();
   #sourcesSeen = -1;
 
   constructor(state: KvState, approx: PrefixIndex) {
@@ -43,8 +55,19 @@ export class KvHits {
     this.#tokens.clear();
     this.promptTokens = tokens?.length ?? 0;
     this.#mapSources();
-    if (tokens !== undefined && tokens.length > 0)
-      for (const [model, blockSize] of this.#namespaces) this.#exactHits(tokens, model, blockSize);
+    if (tokens !== undefined && tokens.length > 0 && this.#namespaces.size > 0) {
+      if (!this.#isKeyed(tokens)) {
+        this.#keyed = undefined;
+        this.#copy = tokenWords(tokens, tokens.length, this.#copy, 'promptTokens');
+        this.#copied = tokens.length;
+        this.#keyed = tokens;
+        for (const keys of this.#keys.values()) keys.blocks = -1;
+      }
+      for (const [blockSize, models] of this.#namespaces) {
+        const keys = this.#keysOf(blockSize);
+        for (const model of models) this.#exactHits(keys.words, keys.blocks, model, blockSize);
+      }
+    }
     this.#approxHits(hashes, hashBlock);
   }
 
@@ -63,14 +86,30 @@ export class KvHits {
     return this.#tokens.entries();
   }
 
-  #exactHits(tokens: ArrayLike<number>, model: string, blockSize: number): void {
+  /** Whether `tokens` is the array last keyed and still holds what it held then. */
+  #isKeyed(tokens: ArrayLike<number>): boolean {
+    if (tokens !== this.#keyed || tokens.length !== this.#copied) return false;
+    const copy = this.#copy;
+    for (let i = 0; i < tokens.length; i++) if (tokens[i] !== copy[i]) return false;
+    return true;
+  }
+
+  /** The keyed prompt's keys at a block size: computed once per prompt and size. */
+  #keysOf(blockSize: number): { words: Uint32Array; blocks: number } {
+    let keys = this.#keys.get(blockSize);
+    if (keys === undefined) this.#keys.set(blockSize, (keys = { words: new Uint32Array(512), blocks: -1 }));
+    if (keys.blocks >= 0) return keys;
+    const blocks = Math.floor(this.#copied / blockSize);
+    if (keys.words.length < 2 * blocks) keys.words = new Uint32Array(2 * blocks);
+    keys.blocks = this.#state.hasher.keys(this.#copy.subarray(0, this.#copied), blockSize, keys.words);
+    return keys;
+  }
+
+  #exactHits(keys: Uint32Array, blocks: number, model: string, blockSize: number): void {
     const state = this.#state;
     const ns = state.namespace(model, blockSize, '', '', false);
     if (ns < 0) return;
-    const blocks = Math.floor(tokens.length / blockSize);
-    if (this.#keys.length < 2 * blocks) this.#keys = new Uint32Array(2 * blocks);
-    state.hasher.keys(tokens, blockSize, this.#keys, undefined, 'promptTokens');
-    state.index.match(ns, this.#keys, blocks, this.#result);
+    state.index.match(ns, keys, blocks, this.#result);
     const r = this.#result;
     for (let i = 0; i < r.count; i++) {
       const id = this.#instanceOfSource[r.sources[i]!];
@@ -103,10 +142,12 @@ export class KvHits {
     const state = this.#state;
     if (this.#sourcesSeen === state.generation) return;
     const list: number[] = [];
-    const namespaces = new Map<string, [string, number]>();
+    const namespaces = new Map<number, string[]>();
     this.#exact.clear();
     for (const [source, spec] of state.sources()) {
-      namespaces.set(`${spec.model}\u0000${spec.blockSize}`, [spec.model, spec.blockSize]);
+      const models = namespaces.get(spec.blockSize) ?? [];
+      if (!models.includes(spec.model)) models.push(spec.model);
+      namespaces.set(spec.blockSize, models);
       const id = /^\d{1,15}$/.test(spec.instance) ? Number(spec.instance) : NaN;
       list[source] = id;
       // Every instance that publishes is exact, hit or not.
@@ -114,7 +155,7 @@ export class KvHits {
     }
     for (let i = 0; i < list.length; i++) if (list[i] === undefined) list[i] = NaN;
     this.#instanceOfSource = list;
-    this.#namespaces = [...namespaces.values()];
+    this.#namespaces = namespaces;
     this.#sourcesSeen = state.generation;
   }
 }

@@ -184,6 +184,8 @@ export class PdScheduler {
     this.health.poll();
     const p = this.#topology.get(pId);
     if (p === undefined || p.role !== 'prefill') return this.#fail('no_prefill', checked);
+    // precise_prefix orders D's by this request's prompt (its keys are kept from the pick: only matched).
+    if (this.#hits !== undefined) this.#hits.begin(checked.promptTokens, this.#hashesOf(checked, request), this.#blockSize);
     const walk = (): SchedulerNode | PickFailureReason => {
       let excluded = false;
       const dContext = decodeOnlyContext(this.#rng, checked.excludeD);

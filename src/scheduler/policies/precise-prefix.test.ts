@@ -113,6 +113,45 @@ describe('precise_prefix', () => {
   });
 });
 
+describe('precise_prefix keys a prompt once and reads it fresh', () => {
+  const cluster = () => [P(0), D(10, [0]), D(11, [0], { availSlots: 90 })];
+
+  test("pickDecode orders D's by its own request's prompt, not by the last pick's", () => {
+    const { state, scheduler, pick } = setup(cluster());
+    const first = prompt(4, 1);
+    const second = prompt(4, 2);
+    holds(state, 10, first, 4);
+    holds(state, 11, second, 4);
+    expect(pick({ promptTokens: first }).d.id).toBe(10);
+    const again = scheduler.pickDecode(0, { promptTokens: second }) as Pair;
+    expect(again.d.id).toBe(11);
+  });
+
+  test('an array refilled with another prompt between picks is keyed anew', () => {
+    const { state, pick } = setup(cluster());
+    const first = prompt(4, 1);
+    const second = prompt(4, 2);
+    holds(state, 10, first, 4);
+    holds(state, 11, second, 4);
+    const buffer = [...first];
+    expect(pick({ promptTokens: buffer }).d.id).toBe(10);
+    buffer.splice(0, buffer.length, ...second);
+    expect(pick({ promptTokens: buffer }).d.id).toBe(11);
+    // The same prompt again (a retry) reads the same answer from its kept keys.
+    expect(pick({ promptTokens: buffer, excludeD: new Set([10]) }).d.id).toBe(11);
+  });
+
+  test('a bad token id anywhere in the prompt is refused with its index, and nothing is kept of it', () => {
+    const { state, pick } = setup(cluster());
+    const tokens = prompt(4, 1);
+    holds(state, 10, tokens, 4);
+    const bad = [...tokens.slice(0, 9), -1, ...tokens.slice(10)];
+    expect(() => pick({ promptTokens: bad })).toThrow('promptTokens[9]: must be an integer in [0, 4294967295]');
+    expect(() => pick({ promptTokens: bad })).toThrow('promptTokens[9]');
+    expect(pick({ promptTokens: tokens }).d.id).toBe(10);
+  });
+});
+
 describe('decode-first', () => {
   const cluster = () => [P(0), P(1), D(10, [0, 1]), D(11, [0, 1], { availSlots: 90 })];
 
