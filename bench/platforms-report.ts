@@ -1,10 +1,10 @@
 /**
- * The measures of bench/runtimes.bench.ts and how their rounds become bench/results/runtimes.{json,md}:
- * per measure each runtime's median and the spread of the per-round Deno / Bun ratios.
+ * The measures of bench/platforms.bench.ts and how their rounds become bench/results/platforms.{json,md}:
+ * per measure each platform's median and the spread of the per-round Deno / Bun ratios.
  */
 import { markdownTable, percentile, spread, times, writeResults, type Spread } from './lib.ts';
 
-export type RuntimeName = 'bun' | 'deno';
+export type PlatformName = 'bun' | 'deno';
 
 export const MEASURES = [
   'ffiCallsPerS',
@@ -39,7 +39,7 @@ const LABELS: Record<Measure, [string, 'higher' | 'lower']> = {
  * @example report(rounds, '1.4.5', '2.9.6', { rounds: 12 })
  */
 export function report(
-  rounds: Record<RuntimeName, Round[]>,
+  rounds: Record<PlatformName, Round[]>,
   bunVersion: string,
   denoVersion: string,
   settings: Record<string, number>,
@@ -53,8 +53,8 @@ export function report(
     stats[m] = { bun: percentile(bun, 50), deno: percentile(deno, 50), ratio: spread(ratios), ratios };
   }
   const fmt = (x: number) => (Math.abs(x) >= 100 ? Math.round(x).toLocaleString('en-US') : x.toFixed(2));
-  /** The better runtime on a measure, or none when the p10–p90 spread of the ratio spans 1×. */
-  const ahead = (m: Measure): RuntimeName | undefined => {
+  /** The better platform on a measure, or none when the p10–p90 spread of the ratio spans 1×. */
+  const ahead = (m: Measure): PlatformName | undefined => {
     const { median, p10, p90 } = stats[m].ratio;
     if (p10 <= 1 && p90 >= 1) return undefined;
     return (LABELS[m][1] === 'higher') === median > 1 ? 'deno' : 'bun';
@@ -79,7 +79,7 @@ export function report(
     const call = winner === undefined ? 'no clear difference' : `${winner === 'bun' ? 'Bun' : 'Deno'} ahead`;
     return `Deno ${fmt(stats[m].deno)} vs Bun ${fmt(stats[m].bun)}, ${times(stats[m].ratio.median)} (${call})`;
   };
-  const within = (rt: RuntimeName, a: Measure, b: Measure) =>
+  const within = (rt: PlatformName, a: Measure, b: Measure) =>
     times(
       percentile(
         rounds[rt].map((x) => x[a] / x[b]),
@@ -87,24 +87,24 @@ export function report(
       ),
     );
   const label = (m: Measure) => LABELS[m][0].replace(/, (µs|ms|requests\/s|calls\/s).*$/, '').replace(/ \(.*\)$/, '');
-  const listOf = (winner: RuntimeName | undefined) => {
+  const listOf = (winner: PlatformName | undefined) => {
     const names = MEASURES.filter((m) => ahead(m) === winner && m !== 'proxyAddedP99Ms').map(label);
     return names.length === 0 ? 'none of these measures' : names.join('; ');
   };
   const summary = [
     `Bun ${bunVersion} and Deno ${denoVersion}, the same pdlink code on each, driven by one Bun client in ${ROUNDS} rounds after a warm-up round; ` +
-      `in each round every measure ran on both runtimes back to back, the first of the two swapped every round. The table gives each runtime's ` +
+      `in each round every measure ran on both platforms back to back, the first of the two swapped every round. The table gives each platform's ` +
       `median and the median of the per-round Deno / Bun ratios with their p10–p90 spread; a spread that spans 1× is called no clear difference.`,
-    `**What each runtime is better at.** Bun: ${listOf('bun')}. Deno: ${listOf('deno')}. Neither clearly: ${listOf(undefined)}.`,
+    `**What each platform is better at.** Bun: ${listOf('bun')}. Deno: ${listOf('deno')}. Neither clearly: ${listOf(undefined)}.`,
     `FFI floor: direct calls per second on a context handle: ${r('ffiCallsPerS')}; on Deno the handle goes through a ` +
       `cached pointer object, on Bun it is passed as the number itself. A direct lone link+unlink pair, µs: ${r('directLoneUs')}; ` +
       `pairs per second with 16 clusters per call: ${r('directBatchedPairsPerS')}. A pair is the runtime library's socket round trips, ` +
       `the same C code under both.`,
     `Link storm through the LinkManager: a lone pair, µs: ${r('managerLoneUs')}; pairs per second from 16 concurrent callers: ` +
-      `${r('managerStormPairsPerS')}. Within each runtime the manager's lone pair is ${within('bun', 'managerLoneUs', 'directLoneUs')} ` +
-      `the direct pair on Bun and ${within('deno', 'managerLoneUs', 'directLoneUs')} on Deno: the manager's calls go to the runtime's ` +
-      `call-queue threads and come back through each runtime's thread-safe callback (Bun's JSCallback, Deno's UnsafeCallback, which holds ` +
-      `the runtime's thread until the callback has run), two hops per pair that batching spreads once 16 callers share them.`,
+      `${r('managerStormPairsPerS')}. Within each platform the manager's lone pair is ${within('bun', 'managerLoneUs', 'directLoneUs')} ` +
+      `the direct pair on Bun and ${within('deno', 'managerLoneUs', 'directLoneUs')} on Deno: the manager's calls go to the device runtime's ` +
+      `call-queue threads and come back through each platform's thread-safe callback (Bun's JSCallback, Deno's UnsafeCallback, which holds ` +
+      `the device runtime's thread until the callback has run), two hops per pair that batching spreads once 16 callers share them.`,
     `Refresh over HTTP, requests per second: 2 instances ${r('refresh2PerS')}; 4096 instances (1.5 MB bodies, every instance ` +
       `changed) ${r('refresh4096PerS')}, where reading, parsing and validating the body dominate.`,
     `Proxy against fast fake engines: added latency at c=1, ms, p50 ${r('proxyAddedP50Ms')}; p99 ${r('proxyAddedP99Ms')} ` +
@@ -113,7 +113,7 @@ export function report(
     `The machine is a 2-core VM shared with other tests and benchmarks while this ran; the client, the fake engines and the ` +
       `prefill contexts share it too, so only the ratios of one run mean anything.`,
   ].join('\n\n');
-  writeResults('runtimes', {
+  writeResults('platforms', {
     json: {
       question: 'Bun vs Deno for pdlink: link storm (and FFI floor), refresh over HTTP, proxy added latency and CPU per request',
       rounds: ROUNDS,

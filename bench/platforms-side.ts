@@ -1,10 +1,10 @@
 /**
- * One runtime's side of bench/runtimes.bench.ts: the same pdlink code on Bun or Deno (a LinkManager
+ * One platform's side of bench/platforms.bench.ts: the same pdlink code on Bun or Deno (a LinkManager
  * over the worker pool, a direct context, a Coordinator's management and inference apps served by
- * the runtime seam), driven by JSON lines on stdin and answering on stdout, one command at a time.
+ * the platform seam), driven by JSON lines on stdin and answering on stdout, one command at a time.
  *
- * Started by the bench: `bun bench/runtimes-side.ts TARGETS SNAPSHOT` or
- * `npx deno run -A bench/runtimes-side.ts TARGETS SNAPSHOT`.
+ * Started by the bench: `bun bench/platforms-side.ts TARGETS SNAPSHOT` or
+ * `npx deno run -A bench/platforms-side.ts TARGETS SNAPSHOT`.
  */
 import { createInterface } from 'node:readline';
 import { createCoordinator } from '../src/apps/coordinator.ts';
@@ -12,7 +12,7 @@ import { LLM_STATUS } from '../src/core/llm-status.ts';
 import * as ffi from '../src/ffi/index.ts';
 import { LinkManager } from '../src/links/manager.ts';
 import type { EndpointTarget } from '../src/links/types.ts';
-import { runtime } from '../src/runtime/index.ts';
+import { platform } from '../src/platform/index.ts';
 import { parseRefresh } from '../src/schema/refresh.ts';
 import { PoolLinkExecutor } from '../src/workers/pool-executor.ts';
 import { DEFAULT_POOL_THREADS, WorkerPool } from '../src/workers/pool.ts';
@@ -52,7 +52,7 @@ async function side(): Promise<void> {
   const proxy = createCoordinator();
   proxy.registry.apply(parseRefresh(JSON.parse(engineSnapshot)));
   const serve = (fetch: (request: Request, env: never) => Response | Promise<Response>) =>
-    runtime.serve({ hostname: '127.0.0.1', port: 0, fetch: (request, env) => fetch(request, env as never), idleTimeoutSeconds: 60 });
+    platform.serve({ hostname: '127.0.0.1', port: 0, fetch: (request, env) => fetch(request, env as never), idleTimeoutSeconds: 60 });
   const management = serve(refresh.managementFetch);
   const inference = serve(proxy.inferenceFetch);
 
@@ -127,7 +127,7 @@ async function side(): Promise<void> {
   };
 
   const version = process.versions['deno'] ?? process.versions['bun'] ?? 'unknown';
-  console.log(JSON.stringify({ ready: true, runtime: runtime.name, version, management: management.port, inference: inference.port }));
+  console.log(JSON.stringify({ ready: true, platform: platform.name, version, management: management.port, inference: inference.port }));
   // One command at a time: the parent waits for each answer, so measurements never overlap.
   for await (const line of createInterface({ input: process.stdin })) {
     const c = JSON.parse(line) as SideCommand;

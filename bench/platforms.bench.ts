@@ -1,10 +1,10 @@
 /**
  * Question: what does a gateway gain or lose running pdlink on Deno instead of Bun? The same code
- * runs as a "side" process on each runtime, and this process (Bun) drives both in one run, as the
+ * runs as a "side" process on each platform, and this process (Bun) drives both in one run, as the
  * same client, against the same prefill contexts and fake engines, measure by measure with the two
- * runtimes back to back (the first of them swapped every round):
- * (1) a link storm through the LinkManager (the runtime's threads, 1 ms window): lone link+unlink pairs and
- *     pairs from 16 concurrent callers; beside it each runtime's floor: direct FFI calls per second
+ * platforms back to back (the first of them swapped every round):
+ * (1) a link storm through the LinkManager (the device runtime's threads, 1 ms window): lone link+unlink pairs and
+ *     pairs from 16 concurrent callers; beside it each platform's floor: direct FFI calls per second
  *     (pdrt_listen_port), direct pairs on the main thread (lone, and 16 clusters per call);
  * (2) POST /v1/instances/refresh over HTTP with 2 and 4096 instances (every instance changed from
  *     one request to the next, 8 connections);
@@ -13,10 +13,10 @@
  *     completions against fast fake engines.
  * The answer is a ratio per round (Deno / Bun), median with the p10–p90 spread.
  *
- * Run: npx bun bench/runtimes.bench.ts   (--quick: two short rounds that write nothing; --report: the
- * table and summary again from the rounds in bench/results/runtimes.json, measuring nothing)
- * Each runtime's side is bench/runtimes-side.ts; the Deno one starts with `npx deno run -A`, and the
- * table is written by bench/runtimes-report.ts.
+ * Run: npx bun bench/platforms.bench.ts   (--quick: two short rounds that write nothing; --report: the
+ * table and summary again from the rounds in bench/results/platforms.json, measuring nothing)
+ * Each platform's side is bench/platforms-side.ts; the Deno one starts with `npx deno run -A`, and the
+ * table is written by bench/platforms-report.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -29,8 +29,8 @@ import { FakeEngine } from '../test/fixtures/proxy/fake-engine.ts';
 import { snapshot } from '../test/fixtures/proxy/harness.ts';
 import { decodeResponder, prefillResponder } from '../test/fixtures/proxy/responders.ts';
 import { RESULTS_DIR, percentile } from './lib.ts';
-import { report, type Measure, type Round, type RuntimeName } from './runtimes-report.ts';
-import { P_IP } from './runtimes-side.ts';
+import { report, type Measure, type Round, type PlatformName } from './platforms-report.ts';
+import { P_IP } from './platforms-side.ts';
 
 const QUICK = process.argv.includes('--quick');
 const ROUNDS = QUICK ? 2 : Number(process.env['RUNTIMES_ROUNDS'] ?? 12);
@@ -46,15 +46,15 @@ const MODEL = 'test-model';
 const BODY = JSON.stringify({ model: MODEL, prompt: 'word '.repeat(51).trim(), max_tokens: 16, stream: true });
 
 class Side {
-  readonly name: RuntimeName;
+  readonly name: PlatformName;
   readonly child: ChildProcess;
   readonly ready: Promise<{ version: string; management: number; inference: number }>;
   #answers: ((line: string) => void)[] = [];
   #stderr = '';
 
-  constructor(name: RuntimeName, args: string[]) {
+  constructor(name: PlatformName, args: string[]) {
     this.name = name;
-    const self = fileURLToPath(new URL('runtimes-side.ts', import.meta.url));
+    const self = fileURLToPath(new URL('platforms-side.ts', import.meta.url));
     const command = name === 'bun' ? [process.execPath, self, ...args] : ['npx', 'deno', 'run', '-A', self, ...args];
     this.child = spawn(command[0]!, command.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
     this.child.stderr!.on('data', (chunk: Buffer) => (this.#stderr += chunk.toString()));
@@ -216,9 +216,9 @@ async function parent(): Promise<void> {
       ];
     };
 
-    // Measure by measure, both runtimes back to back (the first one swapped every round), so the two
+    // Measure by measure, both platforms back to back (the first one swapped every round), so the two
     // figures of a ratio come from adjacent moments of the shared machine's load.
-    const runRound = async (r: number): Promise<Record<RuntimeName, Round>> => {
+    const runRound = async (r: number): Promise<Record<PlatformName, Round>> => {
       const out = { bun: {} as Round, deno: {} as Round };
       const order = r % 2 === 0 ? [0, 1] : [1, 0];
       const perSide = sides.map((_, i) => steps(i));
@@ -235,7 +235,7 @@ async function parent(): Promise<void> {
     };
 
     await runRound(1); // warm-up, not recorded
-    const rounds: Record<RuntimeName, Round[]> = { bun: [], deno: [] };
+    const rounds: Record<PlatformName, Round[]> = { bun: [], deno: [] };
     for (let r = 0; r < ROUNDS; r++) {
       const round = await runRound(r);
       rounds.bun.push(round.bun);
@@ -267,9 +267,9 @@ async function parent(): Promise<void> {
 
 if (process.argv.includes('--report')) {
   // Renders the table and summary again from the rounds of the last run, without measuring.
-  const last = JSON.parse(readFileSync(`${RESULTS_DIR}/runtimes.json`, 'utf8')) as {
-    rawRounds: Record<RuntimeName, Round[]>;
-    versions: Record<RuntimeName, string>;
+  const last = JSON.parse(readFileSync(`${RESULTS_DIR}/platforms.json`, 'utf8')) as {
+    rawRounds: Record<PlatformName, Round[]>;
+    versions: Record<PlatformName, string>;
     settings: Record<string, number>;
   };
   report(last.rawRounds, last.versions.bun, last.versions.deno, last.settings);

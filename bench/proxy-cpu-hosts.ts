@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MODEL } from './proxy-cpu-client.ts';
 import { pinned } from './proxy-cpu-proc.ts';
-import { launchEnv } from '../src/runtime/launch-env.ts';
+import { launchEnv } from '../src/platform/launch-env.ts';
 
 export const PROXY_CPU = '1';
 export const ENGINE_CPU = '0';

@@ -5,7 +5,7 @@
  */
 import type { Socket } from 'bun';
 import { readdirSync, readFileSync } from 'node:fs';
-import { launchEnv } from '../src/runtime/launch-env.ts';
+import { launchEnv } from '../src/platform/launch-env.ts';
 import { exampleSnapshot, SEED_REFRESH_BODY } from '../test/doubles/refresh-examples.ts';
 
 /** Keep-alive connections the load generator keeps busy. */

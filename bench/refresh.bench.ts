@@ -30,7 +30,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { createCoordinator } from '../src/apps/coordinator.ts';
 import { REFRESH_PATH } from '../src/http/refresh.ts';
-import { runtime } from '../src/runtime/index.ts';
+import { platform } from '../src/platform/index.ts';
 import { InstanceAddressPolicy } from '../src/core/address-policy.ts';
 import { exampleSnapshot } from '../test/doubles/refresh-examples.ts';
 import { parseRefresh, type RefreshSnapshot } from '../src/schema/refresh.ts';
@@ -86,7 +86,7 @@ async function serve(kind: string): Promise<void> {
     JSON.parse(await request.text());
     return new Response(null, { status: 200 });
   };
-  const server = runtime.serve({
+  const server = platform.serve({
     hostname: '127.0.0.1',
     port: 0,
     fetch: coordinator?.managementFetch ?? raw,
@@ -108,7 +108,7 @@ async function main(): Promise<void> {
   const bigChanged = http.filter((h) => h.size === 4096 && h.change !== 'same');
   const pinning = PINNED ? `servers pinned to core ${SERVER_CPU}, load generator to core ${CLIENT_CPU}` : 'not pinned (no taskset)';
   const summary = [
-    `(a) refresh over HTTP end to end, pdlink's management listener vs a raw server on the same runtime seam and refresh route reading and parsing the same JSON and answering the same (200, empty body): ` +
+    `(a) refresh over HTTP end to end, pdlink's management listener vs a raw server on the same platform seam and refresh route reading and parsing the same JSON and answering the same (200, empty body): ` +
       `throughput ratio (pdlink / raw; ≥ 1 is as fast) and server CPU time per request ratio (pdlink / raw; ≤ 1 is as cheap), medians with p10–p90: ` +
       http
         .map(

@@ -14,7 +14,7 @@
  * alone depends on where the collector's cycle happens to be); CPU is its utime+stime over the
  * phase. The heap by type comes from `bun:jsc` heapStats() inside the Coordinator, through a
  * preload script (BUN_OPTIONS) that answers SIGUSR2. The cluster's processes start with the
- * environment `bin/pdlink` gives them (src/runtime/launch-env.ts), as shipped.
+ * environment `bin/pdlink` gives them (src/platform/launch-env.ts), as shipped.
  * BENCH_RSS_BUN_OPTIONS adds Bun options (e.g. `--smol`) and BENCH_RSS_ENV variables (`K=V,K=V`, e.g.
  * a JSC or mimalloc setting, or `BUN_JSC_forceRAMSize` at the machine's memory to see the Coordinator
  * without the launcher's heap budget) to the cluster's processes; the bare proxy runs without.

@@ -2,8 +2,8 @@
  * The one import direction of `src/` (DESIGN §3), checked on every test run: a module may import from its
  * own folder or from a folder on a lower floor, never upward or sideways; only `workers/` opens the FFI;
  * `schema/` and `ffi/` stand on `core/` alone; only `cli/` starts the simulator and the bench harness; nothing in `src/` reaches
- * into `test/`; and no two files import each other, even for types, by any path. Besides, the runtime
- * (Bun or Deno) is named only by `runtime/`, `ffi/` and the simulator's process launcher.
+ * into `test/`; and no two files import each other, even for types, by any path. Besides, the platform
+ * (Bun or Deno) is named only by `platform/`, `ffi/` and the simulator's process launcher.
  */
 import { describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -20,7 +20,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ['proxy', 'agent', 'controller', 'sim', 'harness'],
   ['scheduler', 'ledger', 'links', 'workers', 'store', 'admission', 'kv-events', 'tokenizer'],
   ['cluster', 'schema', 'ffi', 'kv'],
-  ['core', 'runtime', 'zmtp'],
+  ['core', 'platform', 'zmtp'],
 ];
 
 /** Sideways imports on one floor that the design allows (a few domain folders lean on a neighbour's types). */
@@ -30,7 +30,7 @@ const SIDEWAYS: ReadonlySet<string> = new Set([
   'scheduler>ledger',
   'apps>config',
   'workers>links',
-  'runtime>core',
+  'platform>core',
 ]);
 
 /** Folders that only some units may import, and the units that may. */
@@ -47,7 +47,7 @@ const STANDS_ON: Readonly<Record<string, readonly string[]>> = {
   ffi: ['core'],
   kv: ['core'],
   zmtp: ['core'],
-  runtime: ['core'],
+  platform: ['core'],
 };
 
 function unitOf(file: string): string {
@@ -183,15 +183,15 @@ describe('the import direction of src/', () => {
     expect(violation(f('proxy/a.ts'), join(SRC, '..', 'test', 'doubles', 'x.ts'))).toContain('outside src/');
     expect(violation(f('http/a.ts'), f('proxy/b.ts'))).toBeUndefined();
     expect(violation(f('workers/a.ts'), f('ffi/b.ts'))).toBeUndefined();
-    expect(violation(f('http/a.ts'), f('runtime/index.ts'))).toBeUndefined();
-    expect(violation(f('runtime/bun.ts'), f('core/errors.ts'))).toBeUndefined();
-    expect(violation(f('runtime/deno.ts'), f('cluster/instance.ts'))).toContain('stands on core');
-    expect(violation(f('core/errors.ts'), f('runtime/index.ts'))).toContain('nothing of pdlink');
+    expect(violation(f('http/a.ts'), f('platform/index.ts'))).toBeUndefined();
+    expect(violation(f('platform/bun.ts'), f('core/errors.ts'))).toBeUndefined();
+    expect(violation(f('platform/deno.ts'), f('cluster/instance.ts'))).toContain('stands on core');
+    expect(violation(f('core/errors.ts'), f('platform/index.ts'))).toContain('nothing of pdlink');
   });
 });
 
-/** Where naming the runtime is the point: the seam, the FFI, and the simulator's process launcher. */
-const RUNTIME_SPECIFIC: readonly string[] = ['runtime/', 'ffi/', 'sim/cluster/cluster-spawn.ts', 'sim/cluster/process.ts'];
+/** Where naming the platform is the point: the seam, the FFI, and the simulator's process launcher. */
+const PLATFORM_SPECIFIC: readonly string[] = ['platform/', 'ffi/', 'sim/cluster/cluster-spawn.ts', 'sim/cluster/process.ts'];
 
 /** Bun's and Deno's globals and Bun's built-in modules. */
 const RUNTIME_NAMES = /\bBun\.|\bDeno\b|\bbun:/g;
@@ -223,8 +223,8 @@ export function withoutComments(text: string): string {
   return out;
 }
 
-/** Each use of a runtime's name in `text` outside comments, as `line: excerpt`. */
-export function runtimeMentions(text: string): string[] {
+/** Each use of a platform's name in `text` outside comments, as `line: excerpt`. */
+export function platformMentions(text: string): string[] {
   const found: string[] = [];
   withoutComments(text)
     .split('\n')
@@ -234,23 +234,23 @@ export function runtimeMentions(text: string): string[] {
   return found;
 }
 
-describe('the runtime is named only by the seam', () => {
-  test('no Bun. / Deno / bun: in src/ outside runtime/, ffi/ and the simulator launcher', () => {
+describe('the platform is named only by the seam', () => {
+  test('no Bun. / Deno / bun: in src/ outside platform/, ffi/ and the simulator launcher', () => {
     const bad: string[] = [];
     for (const file of sourceFiles(SRC)) {
       const rel = relative(SRC, file);
-      if (RUNTIME_SPECIFIC.some((allowed) => rel === allowed || (allowed.endsWith('/') && rel.startsWith(allowed)))) continue;
-      for (const mention of runtimeMentions(readFileSync(file, 'utf8'))) bad.push(`${rel}:${mention}`);
+      if (PLATFORM_SPECIFIC.some((allowed) => rel === allowed || (allowed.endsWith('/') && rel.startsWith(allowed)))) continue;
+      for (const mention of platformMentions(readFileSync(file, 'utf8'))) bad.push(`${rel}:${mention}`);
     }
     expect(bad).toEqual([]);
   });
 
   test('the check sees code and skips comments', () => {
-    expect(runtimeMentions('const s = Bun.serve({});')).toEqual(['1: const s = Bun.serve({});']);
-    expect(runtimeMentions("import { dlopen } from 'bun:ffi';")).toHaveLength(1);
-    expect(runtimeMentions('if (typeof Deno !== "undefined") x();')).toHaveLength(1);
-    expect(runtimeMentions('const url = "http://h/"; Deno.exit(1);')).toHaveLength(1);
-    expect(runtimeMentions('// Bun.serve here\n/* Deno.serve\n there */ const a = 1;')).toEqual([]);
-    expect(runtimeMentions("const bundle = 'Bunny'; const d = 'Denote';")).toEqual([]);
+    expect(platformMentions('const s = Bun.serve({});')).toEqual(['1: const s = Bun.serve({});']);
+    expect(platformMentions("import { dlopen } from 'bun:ffi';")).toHaveLength(1);
+    expect(platformMentions('if (typeof Deno !== "undefined") x();')).toHaveLength(1);
+    expect(platformMentions('const url = "http://h/"; Deno.exit(1);')).toHaveLength(1);
+    expect(platformMentions('// Bun.serve here\n/* Deno.serve\n there */ const a = 1;')).toEqual([]);
+    expect(platformMentions("const bundle = 'Bunny'; const d = 'Denote';")).toEqual([]);
   });
 });

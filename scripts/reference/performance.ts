@@ -17,7 +17,7 @@ const GROUPS: readonly (readonly [string, readonly string[]])[] = [
     ['proxy', 'proxy-cpu', 'proxy-cpu-admission', 'proxy-ablation', 'proxy-security', 'proxy-tracing', 'sglang', 'rss', 'gc-held'],
   ],
   ['Scheduling and goodput', ['policies', 'admission', 'harness-synthetic', 'scheduler']],
-  ['Links, the worker pool and the device runtime', ['links', 'links-floor', 'pool', 'role', 'runtime', 'runtimes', 'transfer']],
+  ['Links, the worker pool and the device runtime', ['links', 'links-floor', 'pool', 'role', 'runtime', 'platforms', 'transfer']],
   ['The control plane', ['refresh', 'json-depth', 'ledger', 'controller', 'failover']],
 ];
 

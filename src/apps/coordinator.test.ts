@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createCoordinator, type Coordinator } from './coordinator.ts';
 import { parseRefresh } from '../schema/refresh.ts';
-import type { PostRoutes } from '../runtime/index.ts';
+import type { PostRoutes } from '../platform/index.ts';
 
 const seed = readFileSync(join(import.meta.dir, '..', '..', 'test', 'fixtures', 'seed-refresh.json'), 'utf8');
 

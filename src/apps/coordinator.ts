@@ -26,7 +26,7 @@ import { KvLedger } from '../ledger/index.ts';
 import { CHAT_COMPLETIONS_PATH, COMPLETIONS_PATH, proxyRoutes, type ProxyApp } from '../http/inference.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/exchange/settings.ts';
 import type { ProxyTracing } from '../proxy/telemetry/trace.ts';
-import type { PostRoute, PostRoutes } from '../runtime/index.ts';
+import type { PostRoute, PostRoutes } from '../platform/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { collectProcessMetrics } from '../core/process-metrics.ts';
 import { createCoordinatorKv, type CoordinatorKvOptions } from './coordinator-kv.ts';

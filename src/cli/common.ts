@@ -6,9 +6,9 @@ import { isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ConfigError, type PdlinkError } from '../core/errors.ts';
 import type { ServerTlsOptions } from '../core/tls-options.ts';
-import type { PostRoute, PostRoutes, ServeEnv } from '../runtime/index.ts';
+import type { PostRoute, PostRoutes, ServeEnv } from '../platform/index.ts';
 import { capConnections, DEFAULT_MAX_CONNECTIONS, type ServerFetch } from '../http/connection-cap.ts';
-import { runtime } from '../runtime/index.ts';
+import { platform } from '../platform/index.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 export interface ListenerSpec {
@@ -67,7 +67,7 @@ export async function startListeners(specs: readonly ListenerSpec[], preamble: r
   for (const spec of specs) {
     try {
       const max = spec.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-      const server = runtime.serve({
+      const server = platform.serve({
         hostname: spec.hostname,
         port: spec.port,
         fetch: capConnections(spec.fetch as ServerFetch, max, spec.renderRefusal),

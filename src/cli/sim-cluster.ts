@@ -23,8 +23,8 @@ import { loadConfigFile } from '../config/load.ts';
 import { clientTlsOf } from '../config/tls.ts';
 import { InstanceTlsSection } from '../schema/instance-config.ts';
 import { shutdownSignals } from './shutdown.ts';
-import { runtime } from '../runtime/index.ts';
-import { launchEnv } from '../runtime/launch-env.ts';
+import { platform } from '../platform/index.ts';
+import { launchEnv } from '../platform/launch-env.ts';
 import { pdlinkModule } from '../core/module-path.ts';
 
 export const SIM_CLUSTER_DEFAULTS = {
@@ -96,7 +96,7 @@ export async function runSimCluster(argv: string[]): Promise<void> {
     tls?.client_tls_items,
   );
   const call = (url: string, init: RequestInit = {}): Promise<Response> =>
-    fetch(url, clientTls === undefined ? init : { ...init, ...runtime.tlsInit(clientTls) });
+    fetch(url, clientTls === undefined ? init : { ...init, ...platform.tlsInit(clientTls) });
 
   const dir = mkdtempSync(join(tmpdir(), 'pdlink-sim-cluster-'));
   const engines: ManagedProcess[] = [];

@@ -9,7 +9,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../core/errors.ts';
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
-import { runtime } from '../runtime/index.ts';
+import { platform } from '../platform/index.ts';
 import type { TlsItems } from '../schema/tls-items.ts';
 
 /**
@@ -31,7 +31,7 @@ export function serverTlsOf(
   const identity = readIdentity(itemsKey, items);
   const trust = readTrust(itemsKey, items);
   const tls: ServerTlsOptions = trust.ca === undefined ? identity : { ...identity, ...trust, requestCert: true, rejectUnauthorized: true };
-  refuseUnenforced(itemsKey, runtime.unsupportedServerTls(tls));
+  refuseUnenforced(itemsKey, platform.unsupportedServerTls(tls));
   return tls;
 }
 
@@ -54,7 +54,7 @@ export function clientTlsOf(
   }
   const identity = given.tls_cert === undefined ? {} : readIdentity(itemsKey, given);
   const tls: ClientTlsOptions = { ...identity, ...readTrust(itemsKey, given) };
-  refuseUnenforced(itemsKey, runtime.unsupportedClientTls(tls));
+  refuseUnenforced(itemsKey, platform.unsupportedClientTls(tls));
   return tls;
 }
 
@@ -70,7 +70,7 @@ function refuseUnenforced(itemsKey: string, fields: readonly string[]): void {
   if (first === undefined) return;
   const item = `${itemsKey}.${ITEM_OF[first] ?? first}`;
   throw new ConfigError(
-    `${item}: this runtime (${runtime.name}) cannot enforce ${first === 'crl' ? 'a certificate revocation list' : 'client certificates'} here; ` +
+    `${item}: this platform (${platform.name}) cannot enforce ${first === 'crl' ? 'a certificate revocation list' : 'client certificates'} here; ` +
       `drop the setting or run pdlink on Bun`,
   );
 }

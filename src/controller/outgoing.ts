@@ -5,7 +5,7 @@
  */
 
 import type { ClientTlsOptions } from '../core/tls-options.ts';
-import { runtime } from '../runtime/index.ts';
+import { platform } from '../platform/index.ts';
 
 export interface OutgoingReply {
   readonly status: number;
@@ -64,7 +64,7 @@ export class ManagementClient implements Outgoing {
   async #call(url: string, init: RequestInit): Promise<OutgoingReply> {
     const res = await fetch(url, {
       ...init,
-      ...(this.#tls === undefined ? {} : runtime.tlsInit(this.#tls)),
+      ...(this.#tls === undefined ? {} : platform.tlsInit(this.#tls)),
       signal: AbortSignal.timeout(this.#timeoutMs),
     });
     const text = await res.text();

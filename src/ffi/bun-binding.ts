@@ -51,7 +51,7 @@ function callback(arity: number, call: (...args: number[]) => void): NativeCallb
 }
 
 export const bunBinding: FfiBinding = {
-  runtime: 'bun',
+  platform: 'bun',
   open,
   addressOf: (bytes) => BigInt(ptr(bytes)),
   callback,

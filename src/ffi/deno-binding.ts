@@ -88,7 +88,7 @@ function callback(arity: number, call: (...args: number[]) => void): NativeCallb
 }
 
 export const denoBinding: FfiBinding = {
-  runtime: 'deno',
+  platform: 'deno',
   open,
   addressOf: (bytes) => deno.UnsafePointer.value(deno.UnsafePointer.of(bytes)),
   callback,

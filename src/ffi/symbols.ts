@@ -99,10 +99,10 @@ export interface NativeCallback {
   close(): void;
 }
 
-/** What each runtime's binding provides: dlopen over the neutral table, and a buffer's address. */
+/** What each platform's binding (Bun's or Deno's FFI) provides: dlopen over the neutral table, and a buffer's address. */
 export interface FfiBinding {
   /** `bun` or `deno`, for messages and benchmarks. */
-  readonly runtime: 'bun' | 'deno';
+  readonly platform: 'bun' | 'deno';
   open<T extends Record<string, SymbolSpec>>(path: string, symbols: T): OpenLibrary<T>;
   /** The address of a buffer's first byte, to be stored in a C struct (it must stay referenced). */
   addressOf(bytes: Uint8Array): bigint;

@@ -15,7 +15,7 @@ import {
   type SuppliedIdentity,
 } from '../admission/index.ts';
 import { errors, PdlinkError } from '../core/errors.ts';
-import { runtime } from '../runtime/index.ts';
+import { platform } from '../platform/index.ts';
 import type { CompletionBody, CompletionKind } from '../schema/completions.ts';
 import { errorResponse } from '../proxy/exchange/errors.ts';
 import type { Exchange } from '../proxy/exchange/exchange.ts';
@@ -73,7 +73,7 @@ export class AdmissionGate {
       supplied: this.#options.identify?.(request),
       keyTenant: this.#keyTenant(acceptedKeyOf(request)),
       header: (name) => headers.get(name),
-      address: () => runtime.peerAddress(request, env),
+      address: () => platform.peerAddress(request, env),
     });
     if (who instanceof PdlinkError) {
       metrics.requestEnded(api, who.status === 400 ? 'invalid' : 'internal');

@@ -9,7 +9,7 @@ import { errorBody } from '../core/error-body.ts';
 import { errors, type PdlinkError } from '../core/errors.ts';
 import { isProbePath } from './auth.ts';
 
-/** The runtime's env (Bun's server, Deno's connection info via the seam), as far as the cap needs it. */
+/** The platform's env (Bun's server, Deno's connection info via the seam), as far as the cap needs it. */
 export interface PendingCounter {
   readonly pendingRequests: number;
 }

@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { errors } from '../core/errors.ts';
 import type { DashboardFeed } from './dashboard-feed.ts';
-import { runtime } from '../runtime/index.ts';
+import { platform } from '../platform/index.ts';
 import { onError } from './envelope.ts';
 
 /** Where `scripts/build-ui.mjs` writes the bundle. */
@@ -48,7 +48,7 @@ export function dashboardRoutes(feed: DashboardFeed, dist: URL = UI_DIST): Hono 
 }
 
 async function asset(dist: URL, name: string, type: string): Promise<Response> {
-  const response = await runtime.fileResponse(new URL(name, dist), { 'content-type': type, 'cache-control': 'no-cache' });
+  const response = await platform.fileResponse(new URL(name, dist), { 'content-type': type, 'cache-control': 'no-cache' });
   if (response === undefined)
     throw errors.notReady(`the dashboard is not built (${name} missing): run \`npm install\` or \`node scripts/build-ui.mjs\``);
   return response;

@@ -7,7 +7,7 @@
 import { Hono } from 'hono';
 import { errors, PdlinkError } from '../core/errors.ts';
 import { jsonRequestReader } from '../core/json-request.ts';
-import { runtime } from '../runtime/index.ts';
+import { platform } from '../platform/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';
 import { asPdlinkError, errorResponse, REQUEST_ID_HEADER } from '../proxy/exchange/errors.ts';
@@ -80,9 +80,9 @@ export interface ProxyApp extends Hono {
  */
 export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   const settings = checkSettings(deps.settings ?? resolveProxySettings());
-  // Only https legs go over Bun's fetch and its cap; plain ones use the runtime's own client (runtime/h1-client.ts).
+  // Only https legs go over Bun's fetch and its cap; plain ones use the platform's own client (platform/h1-client.ts).
   if (settings.engineTls !== undefined) warnOnce(fetchCapWarning(settings.maxInFlight, process.env));
-  if (settings.maxIdleConnections !== undefined) runtime.limitIdleConnections(settings.maxIdleConnections);
+  if (settings.maxIdleConnections !== undefined) platform.limitIdleConnections(settings.maxIdleConnections);
   const metrics = new ProxyMetrics(deps.metrics ?? createRegistry());
   const limit = new InFlightLimit(settings.maxInFlight);
   const gate = deps.admission === undefined ? undefined : new AdmissionGate({ ...deps.admission, metrics, tracing: deps.tracing });
@@ -206,5 +206,5 @@ function warnOnce(message: string | undefined): void {
  * silent for longer than it, and the proxy bounds the request by its own deadlines.
  */
 function keepConnectionOpen(request: Request, env: unknown): void {
-  runtime.keepOpen(request, env);
+  platform.keepOpen(request, env);
 }

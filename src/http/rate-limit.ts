@@ -5,7 +5,7 @@
  */
 import { errors } from '../core/errors.ts';
 import { openAiErrorBody } from '../proxy/exchange/errors.ts';
-import { runtime } from '../runtime/index.ts';
+import { platform } from '../platform/index.ts';
 import { acceptedKeyOf, isProbePath } from './auth.ts';
 import type { Gate } from './gate.ts';
 
@@ -67,7 +67,7 @@ export function rateGate(settings: RateLimitSettings): Gate {
   return (request, env, path) => {
     if (isProbePath(path)) return undefined;
     const key = acceptedKeyOf(request);
-    const client = key !== undefined ? `key:${key}` : `ip:${runtime.peerAddress(request, env) ?? 'unknown'}`;
+    const client = key !== undefined ? `key:${key}` : `ip:${platform.peerAddress(request, env) ?? 'unknown'}`;
     const wait = buckets.take(client);
     if (wait === 0) return undefined;
     const seconds = Math.max(1, Math.ceil(wait));

@@ -1,29 +1,29 @@
 import { describe, expect, test } from 'bun:test';
-import { runtime } from './index.ts';
-import { bunRuntime } from './bun.ts';
-import type { ServeEnv } from './runtime.ts';
+import { platform } from './index.ts';
+import { bunPlatform } from './bun.ts';
+import type { ServeEnv } from './platform.ts';
 import { recordingSource } from '../../test/doubles/pushed-source.ts';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
 
-describe('the runtime seam on Bun', () => {
+describe('the platform seam on Bun', () => {
   test('index.ts picks it under Bun', () => {
-    expect(runtime).toBe(bunRuntime);
-    expect(runtime.name).toBe('bun');
+    expect(platform).toBe(bunPlatform);
+    expect(platform.name).toBe('bun');
   });
 
   test("serve: Bun's server is the env, counting requests in flight and naming the peer", async () => {
     const seen: { pending: number; peer: string | undefined }[] = [];
     const holding = Promise.withResolvers<void>();
     const release = Promise.withResolvers<void>();
-    const server = runtime.serve({
+    const server = platform.serve({
       hostname: '127.0.0.1',
       port: 0,
       idleTimeoutSeconds: 1000, // above Bun's limit: capped, not refused
       fetch: async (request: Request, env: ServeEnv) => {
-        seen.push({ pending: env.pendingRequests, peer: runtime.peerAddress(request, env) });
-        runtime.keepOpen(request, env);
+        seen.push({ pending: env.pendingRequests, peer: platform.peerAddress(request, env) });
+        platform.keepOpen(request, env);
         if (new URL(request.url).pathname === '/hold') {
           holding.resolve();
           await release.promise;
@@ -49,14 +49,14 @@ describe('the runtime seam on Bun', () => {
   });
 
   test('serve: POSTs to an exact path go to its route (query and all, with the server as env); the rest to fetch', async () => {
-    const server = runtime.serve({
+    const server = platform.serve({
       hostname: '127.0.0.1',
       port: 0,
       idleTimeoutSeconds: 10,
       fetch: (request: Request) => new Response(`fetch ${request.method} ${new URL(request.url).pathname}`),
       posts: {
         '/v1/x': (request: Request, env: unknown) =>
-          new Response(`route ${new URL(request.url).search} ${(env as ServeEnv).pendingRequests} ${runtime.peerAddress(request, env)}`),
+          new Response(`route ${new URL(request.url).search} ${(env as ServeEnv).pendingRequests} ${platform.peerAddress(request, env)}`),
       },
     });
     try {
@@ -75,27 +75,27 @@ describe('the runtime seam on Bun', () => {
 
   test("tlsInit is Bun's own `tls` option, and the Bun seam refuses no TLS setting", () => {
     const tls = { ca: 'ca', cert: 'c', key: 'k', crl: 'crl' };
-    expect(runtime.tlsInit(tls)).toEqual({ tls } as RequestInit);
-    expect(runtime.unsupportedClientTls(tls)).toEqual([]);
-    expect(runtime.unsupportedServerTls({ cert: 'c', key: 'k', ca: 'ca', crl: 'crl', requestCert: true })).toEqual([]);
+    expect(platform.tlsInit(tls)).toEqual({ tls } as RequestInit);
+    expect(platform.unsupportedClientTls(tls)).toEqual([]);
+    expect(platform.unsupportedServerTls({ cert: 'c', key: 'k', ca: 'ca', crl: 'crl', requestCert: true })).toEqual([]);
   });
 
   test('fileResponse: the file with its headers, undefined when there is none', async () => {
-    const res = await runtime.fileResponse(new URL('../../package.json', import.meta.url), { 'content-type': 'application/json' });
+    const res = await platform.fileResponse(new URL('../../package.json', import.meta.url), { 'content-type': 'application/json' });
     expect(res!.headers.get('content-type')).toBe('application/json');
     expect(((await res!.json()) as { name: string }).name).toBe('pdlink');
-    expect(await runtime.fileResponse(new URL('./no-such-file', import.meta.url), {})).toBeUndefined();
+    expect(await platform.fileResponse(new URL('./no-such-file', import.meta.url), {})).toBeUndefined();
   });
 
   test('peerAddress and keepOpen tolerate an env that is not a server (app.request in tests)', () => {
     const request = new Request('http://x/');
-    expect(runtime.peerAddress(request, undefined)).toBeUndefined();
-    expect(() => runtime.keepOpen(request, {})).not.toThrow();
+    expect(platform.peerAddress(request, undefined)).toBeUndefined();
+    expect(() => platform.keepOpen(request, {})).not.toThrow();
   });
 
   test('pushedBody: the source starts at the first read, once, and what it writes is read in order', async () => {
     const source = recordingSource('a');
-    const reader = runtime.pushedBody(source).getReader();
+    const reader = platform.pushedBody(source).getReader();
     expect(source.starts).toBe(0);
     expect(dec.decode((await reader.read()).value)).toBe('a');
     expect(source.starts).toBe(1);
@@ -111,14 +111,14 @@ describe('the runtime seam on Bun', () => {
 
   test('pushedBody: a failure reaches the reader; a reader that cancels reaches the source', async () => {
     const failing = recordingSource('a');
-    const broken = runtime.pushedBody(failing).getReader();
+    const broken = platform.pushedBody(failing).getReader();
     expect(dec.decode((await broken.read()).value)).toBe('a');
     // Not an Error: made one, so the reader still learns what went wrong.
     failing.out!.error('engine gone');
     await expect(broken.read()).rejects.toThrow('engine gone');
 
     const left = recordingSource('a');
-    const reader = runtime.pushedBody(left).getReader();
+    const reader = platform.pushedBody(left).getReader();
     await reader.read();
     await reader.cancel('client left');
     expect(await left.cancelled).toBe('client left');
@@ -127,11 +127,11 @@ describe('the runtime seam on Bun', () => {
   test("pushedBody as Bun.serve's response: each write reaches the client before the end, and a client that leaves cancels it", async () => {
     const sources = [recordingSource('first\n'), recordingSource('first\n')];
     let served = 0;
-    const server = runtime.serve({
+    const server = platform.serve({
       hostname: '127.0.0.1',
       port: 0,
       idleTimeoutSeconds: 10,
-      fetch: () => new Response(runtime.pushedBody(sources[served++]!)),
+      fetch: () => new Response(platform.pushedBody(sources[served++]!)),
     });
     try {
       const base = `http://127.0.0.1:${server.port}`;

@@ -1,11 +1,11 @@
 /**
- * The runtime seam on Bun: Bun.serve (TLS with client certificates and CRLs, an idle timeout it
+ * The platform seam on Bun: Bun.serve (TLS with client certificates and CRLs, an idle timeout it
  * can lift per request), plain-HTTP posts on Bun's TCP sockets, Bun's `tls` fetch option and Bun.file.
  */
 import type { ClientTlsOptions } from '../core/tls-options.ts';
 import { H1Client } from './h1-client.ts';
 import { defaultIdleCap } from './fd-limit.ts';
-import type { BodyOut, PostRoutes, PushedSource, Runtime, Served, ServeSpec } from './runtime.ts';
+import type { BodyOut, PostRoutes, PushedSource, Platform, Served, ServeSpec } from './platform.ts';
 
 /** Bun's idle timeout is at most 255 seconds. */
 const MAX_IDLE_SECONDS = 255;
@@ -85,7 +85,7 @@ function ignore(): void {}
 /** The process's plain-HTTP client: one pool of keep-alive connections per origin, as fetch has. */
 const plainClient = new H1Client({ maxIdle: defaultIdleCap() });
 
-export const bunRuntime: Runtime = {
+export const bunPlatform: Platform = {
   name: 'bun',
   serve,
   peerAddress: (request, env) => (env as BunServerEnv | undefined)?.requestIP?.(request)?.address,

@@ -48,7 +48,7 @@ export interface DenoApi {
 }
 
 /**
- * Deno's global, or undefined on another runtime.
+ * Deno's global, or undefined on another platform.
  * @example const deno = denoGlobal(); if (deno) deno.serve({ ... });
  */
 export function denoGlobal(): DenoApi | undefined {

@@ -1,5 +1,5 @@
 /**
- * The runtime seam on Deno: Deno.serve, Deno.createHttpClient for https calls with our CA and
+ * The platform seam on Deno: Deno.serve, Deno.createHttpClient for https calls with our CA and
  * certificate, and Deno.open for files. Deno.serve cannot ask for a client certificate nor check a
  * CRL, so a listener configured with either refuses to start (fail closed), as does an outgoing
  * client with a CRL; an encrypted key is decrypted here since Deno takes only plain PEM keys.
@@ -8,7 +8,7 @@ import { createPrivateKey } from 'node:crypto';
 import { ConfigError } from '../core/errors.ts';
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
 import { denoGlobal, type DenoApi, type DenoServeInfo } from './deno-api.ts';
-import { answerOf, type BodyOut, type PushedSource, type Runtime, type Served, type ServeSpec } from './runtime.ts';
+import { answerOf, type BodyOut, type PushedSource, type Platform, type Served, type ServeSpec } from './platform.ts';
 
 /** Deno's connection info as the handler's env, plus the listener's count of requests in flight. */
 interface DenoEnv extends DenoServeInfo {
@@ -17,7 +17,7 @@ interface DenoEnv extends DenoServeInfo {
 
 function deno(): DenoApi {
   const api = denoGlobal();
-  if (api === undefined) throw new Error('the Deno runtime seam was used outside Deno');
+  if (api === undefined) throw new Error('the Deno platform seam was used outside Deno');
   return api;
 }
 
@@ -165,7 +165,7 @@ class QueuedBody implements BodyOut {
   }
 }
 
-export const denoRuntime: Runtime = {
+export const denoPlatform: Platform = {
   name: 'deno',
   serve,
   peerAddress: (_request, env) => (env as Partial<DenoServeInfo> | undefined)?.remoteAddr?.hostname,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { BodyQueue, QUEUE_HIGH_BYTES } from './h1-answer.ts';
-import type { BodySink, BodyWatch } from './runtime.ts';
+import type { BodySink, BodyWatch } from './platform.ts';
 
 /** A body whose arrivals the test makes, recording when it stops and resumes reading its connection. */
 class RecordedBody extends BodyQueue {

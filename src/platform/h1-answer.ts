@@ -3,7 +3,7 @@
  * header fields, read as a `Headers` reads them, and its body, whose chunks wait in a queue until
  * read. No `Response` and no JS stream per leg: those were a tenth of the proxy's JS thread.
  */
-import type { BodyReader, BodySink, BodyWatch } from './runtime.ts';
+import type { BodyReader, BodySink, BodyWatch } from './platform.ts';
 
 type ReadResult = Awaited<ReturnType<BodyReader['read']>>;
 const DONE: ReadResult = Object.freeze({ done: true });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import type { Socket, TCPSocketListener } from 'bun';
 import { H1Client } from './h1-client.ts';
-import { abortSourceOf, neverSent, type LegAnswer } from './runtime.ts';
+import { abortSourceOf, neverSent, type LegAnswer } from './platform.ts';
 
 /** An answer's whole body as text. */
 async function textOf(answer: LegAnswer): Promise<string> {

@@ -26,7 +26,7 @@
  */
 import { Conn, connectionLost, Exchange, HANDLERS, type ConnPool } from './h1-connection.ts';
 import { requestOf } from './h1-request.ts';
-import { markNeverSent, type AbortSource, type LegAnswer } from './runtime.ts';
+import { markNeverSent, type AbortSource, type LegAnswer } from './platform.ts';
 
 export interface H1ClientOptions {
   /** Idle keep-alive connections kept per origin; more are closed when their answer ends. */

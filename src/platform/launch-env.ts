@@ -1,5 +1,5 @@
 /**
- * The runtime settings every pdlink process starts with. Bun reads them only when it starts, so they
+ * The platform settings every pdlink process starts with. Bun reads them only when it starts, so they
  * cannot be set from inside: `bin/pdlink` (and `src/main.ts`'s first line) put them in the
  * environment, and whatever starts pdlink's processes itself (the simulated cluster, benchmarks)
  * takes them from here so it runs them as shipped. A value the caller already set wins.

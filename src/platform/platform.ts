@@ -8,7 +8,7 @@
 import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
 
 /**
- * A listener's handler: the runtime's per-request value (Bun's server, Deno's connection info) is
+ * A listener's handler: the platform's per-request value (Bun's server, Deno's connection info) is
  * passed on as Hono's env, so `peerAddress` and `keepOpen` can read it. `pendingRequests` counts
  * the requests in flight on the listener, this one included.
  */
@@ -33,7 +33,7 @@ export interface ServeSpec {
   /**
    * POSTs to these exact paths (any query) that the runtime may send to their handler itself,
    * without `fetch` building and matching the URL (Bun's routes). `fetch` must answer them the same:
-   * a runtime without such routing (Deno) sends every request to `fetch`.
+   * a platform without such routing (Deno) sends every request to `fetch`.
    */
   readonly posts?: PostRoutes;
   readonly tls?: ServerTlsOptions;
@@ -106,7 +106,7 @@ export interface BodySink {
   fail(err: unknown): void;
 }
 
-/** Where a pushed body's chunks go (Runtime.pushedBody); nothing is called after close() or error(). */
+/** Where a pushed body's chunks go (Platform.pushedBody); nothing is called after close() or error(). */
 export interface BodyOut {
   /**
    * Takes the chunk; false when the body's reader is behind (the chunk was taken all the same):
@@ -119,7 +119,7 @@ export interface BodyOut {
   error(err: unknown): void;
 }
 
-/** A body that pushes its chunks as they come rather than being asked for each (Runtime.pushedBody). */
+/** A body that pushes its chunks as they come rather than being asked for each (Platform.pushedBody). */
 export interface PushedSource {
   /** Called once, when the body is first wanted: from then on, chunks go to `out`. */
   start(out: BodyOut): void;
@@ -200,7 +200,7 @@ export function answerOf(res: Response): LegAnswer {
   };
 }
 
-export interface Runtime {
+export interface Platform {
   readonly name: 'bun' | 'deno';
   /** Starts a listener; throws when the address cannot be bound or a TLS setting cannot be enforced. */
   serve(spec: ServeSpec): Served;

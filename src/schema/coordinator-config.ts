@@ -37,7 +37,7 @@ export const PolicyNameSchema = v.pipe(
   v.regex(POLICY_NAME, 'must be a policy name (lowercase letters, digits and _, starting with a letter)'),
 );
 
-/** Longest timer a JavaScript runtime honours (2^31−1 ms); longer values would fire at once. */
+/** Longest timer a JavaScript platform honours (2^31−1 ms); longer values would fire at once. */
 export const MAX_TIMER_MS = INT32_MAX;
 
 const ms = (min: number) =>

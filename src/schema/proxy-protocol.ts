@@ -21,7 +21,7 @@ export const BootstrapPort = v.pipe(
   v.maxValue(65535, 'must be in [1, 65535]'),
 );
 
-/** The client the plain-HTTP legs go over: pdlink's own on Bun's sockets, or the runtime's fetch. */
+/** The client the plain-HTTP legs go over: pdlink's own on Bun's sockets, or the platform's fetch. */
 export const ENGINE_CLIENTS = ['sockets', 'fetch'] as const;
 export type EngineClient = (typeof ENGINE_CLIENTS)[number];
 

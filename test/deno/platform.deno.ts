@@ -1,5 +1,5 @@
 /**
- * The runtime seam's Deno side (src/runtime/deno.ts), picked by index.ts under Deno: serving with
+ * The platform seam's Deno side (src/platform/deno.ts), picked by index.ts under Deno: serving with
  * the count of requests in flight the connection cap reads, the peer address, stopping with a
  * stream still open, https calls with our CA through one reused client, files, and the TLS
  * settings it refuses rather than ignore.
@@ -7,26 +7,26 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../../src/core/errors.ts';
-import { runtime } from '../../src/runtime/index.ts';
-import type { ServeEnv } from '../../src/runtime/index.ts';
+import { platform } from '../../src/platform/index.ts';
+import type { ServeEnv } from '../../src/platform/index.ts';
 import { makeTestPki } from '../support/tls-certs.ts';
 import { recordingSource } from '../doubles/pushed-source.ts';
 
 Deno.test('index.ts picks the Deno seam under Deno', () => {
-  assert.equal(runtime.name, 'deno');
+  assert.equal(platform.name, 'deno');
 });
 
 Deno.test('serve: the env counts requests in flight and names the peer; stop closes an open stream', async () => {
   const seen: { pending: number; peer: string | undefined }[] = [];
   const release = Promise.withResolvers<void>();
   const holding = Promise.withResolvers<void>();
-  const server = runtime.serve({
+  const server = platform.serve({
     hostname: '127.0.0.1',
     port: 0,
     idleTimeoutSeconds: 180,
     fetch: async (request: Request, env: ServeEnv) => {
-      seen.push({ pending: env.pendingRequests, peer: runtime.peerAddress(request, env) });
-      runtime.keepOpen(request, env);
+      seen.push({ pending: env.pendingRequests, peer: platform.peerAddress(request, env) });
+      platform.keepOpen(request, env);
       if (new URL(request.url).pathname === '/hold') {
         holding.resolve();
         await release.promise;
@@ -58,18 +58,18 @@ Deno.test('serve: the env counts requests in flight and names the peer; stop clo
 Deno.test('serve refuses client certificates and CRLs, naming them; tlsInit refuses a client CRL', () => {
   const tls = { cert: 'c', key: 'k' };
   assert.throws(
-    () => runtime.serve({ hostname: '127.0.0.1', port: 0, idleTimeoutSeconds: 1, fetch: () => new Response(), tls: { ...tls, ca: 'ca' } }),
+    () => platform.serve({ hostname: '127.0.0.1', port: 0, idleTimeoutSeconds: 1, fetch: () => new Response(), tls: { ...tls, ca: 'ca' } }),
     (err: unknown) => err instanceof ConfigError && /TLS setting ca cannot be enforced/.test(err.message),
   );
-  assert.deepEqual(runtime.unsupportedServerTls({ ...tls, ca: 'ca', crl: 'crl', requestCert: true }), ['ca', 'crl']);
-  assert.deepEqual(runtime.unsupportedServerTls({ ...tls, passphrase: 'p' }), []);
-  assert.deepEqual(runtime.unsupportedClientTls({ ca: 'ca', cert: 'c', key: 'k' }), []);
-  assert.throws(() => runtime.tlsInit({ ca: 'ca', crl: 'crl' }), /TLS setting crl cannot be enforced/);
+  assert.deepEqual(platform.unsupportedServerTls({ ...tls, ca: 'ca', crl: 'crl', requestCert: true }), ['ca', 'crl']);
+  assert.deepEqual(platform.unsupportedServerTls({ ...tls, passphrase: 'p' }), []);
+  assert.deepEqual(platform.unsupportedClientTls({ ca: 'ca', cert: 'c', key: 'k' }), []);
+  assert.throws(() => platform.tlsInit({ ca: 'ca', crl: 'crl' }), /TLS setting crl cannot be enforced/);
 });
 
 Deno.test("tlsInit: https with our CA and an encrypted key's server, one client per config", async () => {
   const pki = makeTestPki();
-  const server = runtime.serve({
+  const server = platform.serve({
     hostname: '127.0.0.1',
     port: 0,
     idleTimeoutSeconds: 180,
@@ -83,11 +83,11 @@ Deno.test("tlsInit: https with our CA and an encrypted key's server, one client 
       cert: readFileSync(pki.clientCert, 'utf8'),
       key: readFileSync(pki.clientKey, 'utf8'),
     };
-    const init = runtime.tlsInit(tls) as RequestInit & { client: { close(): void } };
-    assert.equal((runtime.tlsInit(tls) as { client?: unknown }).client, init.client, 'the same config reuses its client');
-    assert.notEqual((runtime.tlsInit({ ...tls }) as { client?: unknown }).client, init.client);
+    const init = platform.tlsInit(tls) as RequestInit & { client: { close(): void } };
+    assert.equal((platform.tlsInit(tls) as { client?: unknown }).client, init.client, 'the same config reuses its client');
+    assert.notEqual((platform.tlsInit({ ...tls }) as { client?: unknown }).client, init.client);
     assert.equal(await (await fetch(url, init)).text(), 'over tls');
-    assert.equal(await (await fetch(url, runtime.tlsInit(tls))).text(), 'over tls');
+    assert.equal(await (await fetch(url, platform.tlsInit(tls))).text(), 'over tls');
     await assert.rejects(fetch(url), 'without our CA the server is not trusted');
   } finally {
     await server.stop();
@@ -97,19 +97,19 @@ Deno.test("tlsInit: https with our CA and an encrypted key's server, one client 
 
 Deno.test('fileResponse: a file as a body with its headers, undefined when there is none', async () => {
   const url = new URL('../../package.json', import.meta.url);
-  const res = await runtime.fileResponse(url, { 'content-type': 'application/json' });
+  const res = await platform.fileResponse(url, { 'content-type': 'application/json' });
   assert.equal(res!.headers.get('content-type'), 'application/json');
   assert.equal(JSON.parse(await res!.text()).name, 'pdlink');
-  assert.equal(await runtime.fileResponse(new URL('./no-such-file', import.meta.url), {}), undefined);
+  assert.equal(await platform.fileResponse(new URL('./no-such-file', import.meta.url), {}), undefined);
 });
 
 Deno.test("pushedBody as Deno.serve's response: each write reaches the client before the end", async () => {
   const source = recordingSource('first\n');
-  const server = runtime.serve({
+  const server = platform.serve({
     hostname: '127.0.0.1',
     port: 0,
     idleTimeoutSeconds: 10,
-    fetch: () => new Response(runtime.pushedBody(source)),
+    fetch: () => new Response(platform.pushedBody(source)),
   });
   try {
     const dec = new TextDecoder();

@@ -57,7 +57,7 @@ export function runOnDeno(args: readonly string[], deadlineMs = 60_000): Promise
  * @example const cluster = await denoCluster(); try { ... } finally { await cluster.stop(); }
  */
 export function denoCluster(options: Partial<SimClusterOptions> = {}): Promise<SimCluster> {
-  return SimCluster.start({ prefill: 1, decode: 1, ...options, runtimes: { coordinator: 'deno', engines: 'bun', ...options.runtimes } });
+  return SimCluster.start({ prefill: 1, decode: 1, ...options, platforms: { coordinator: 'deno', engines: 'bun', ...options.platforms } });
 }
 
 /**

@@ -2,7 +2,7 @@
  * A PushedSource (runtime.ts) for the runtime seams' tests: it records when it is started and
  * cancelled, and hands its output to the test.
  */
-import type { BodyOut, PushedSource } from '../../src/runtime/runtime.ts';
+import type { BodyOut, PushedSource } from '../../src/platform/platform.ts';
 
 export interface RecordingSource extends PushedSource {
   /** The output it was started with; undefined before. */

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SimCluster } from '../../src/sim/cluster/cluster.ts';
 import { spawnListening, until, type ManagedProcess } from '../../src/sim/cluster/process.ts';
-import { launchEnv } from '../../src/runtime/launch-env.ts';
+import { launchEnv } from '../../src/platform/launch-env.ts';
 import { TestEtcd } from './etcd.ts';
 import { FAST_TIMING } from './controller.ts';
 import { E2E_DEADLINE_MS } from './sim-cluster.ts';

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeRecords } from '../../src/controller/stored-state.ts';
-import { launchEnv } from '../../src/runtime/launch-env.ts';
+import { launchEnv } from '../../src/platform/launch-env.ts';
 import { readChunked } from '../../src/store/chunked.ts';
 import { EtcdStore } from '../../src/store/etcd.ts';
 import { KEYS } from '../../src/store/store.ts';

@@ -12,7 +12,7 @@ import {
 } from '../../../src/admission/settings.ts';
 import { DEFAULT_SERVICE_NAME, OTLP_ENDPOINT_ENV } from '../../../src/config/tracing.ts';
 import { API_KEYS_ENV } from '../../../src/core/secret-env.ts';
-import { IDLE_CAP_CEILING } from '../../../src/runtime/fd-limit.ts';
+import { IDLE_CAP_CEILING } from '../../../src/platform/fd-limit.ts';
 import { ADMISSION_LIMITS, DEFAULT_CLASS_NAMES } from '../../../src/schema/admission-config.ts';
 import { MAX_ANSWER_BYTES, SGLANG_DEFAULT_BOOTSTRAP_PORT } from '../../../src/schema/proxy-protocol.ts';
 import { sharedPdlinkKeys, type KeyDocs } from './shared.ts';

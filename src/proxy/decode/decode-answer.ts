@@ -10,7 +10,7 @@ import { kvMovedOf } from '../../core/kv-report.ts';
 import { legReader, readLegBytes } from '../legs/idle.ts';
 import { relayStream, type ChunkReader } from './stream.ts';
 import type { DecodeExchange, Prefilled } from '../exchange/types.ts';
-import type { LegAnswer } from '../../runtime/runtime.ts';
+import type { LegAnswer } from '../../platform/platform.ts';
 import { firstChunk, passthrough, streamHeaders, transportMessage } from '../legs/upstream.ts';
 import { UnusableAnswer } from '../legs/unusable-answer.ts';
 

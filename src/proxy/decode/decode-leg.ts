@@ -14,7 +14,7 @@ import type { PickedPair } from '../exchange/ports.ts';
 import { sendLeg } from '../legs/send-leg.ts';
 import { servedBy } from '../exchange/served-by.ts';
 import type { DecodeExchange, Prefilled } from '../exchange/types.ts';
-import { neverSent, type LegAnswer } from '../../runtime/runtime.ts';
+import { neverSent, type LegAnswer } from '../../platform/platform.ts';
 import { passthrough, quoteError, transportMessage } from '../legs/upstream.ts';
 import { UnusableAnswer } from '../legs/unusable-answer.ts';
 

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import type { Socket } from 'bun';
 import { errors, type PdlinkError } from '../../core/errors.ts';
-import { H1Client } from '../../runtime/h1-client.ts';
+import { H1Client } from '../../platform/h1-client.ts';
 import { rawEngine } from '../../../test/doubles/raw-engine.ts';
-import type { BodySink } from '../../runtime/runtime.ts';
+import type { BodySink } from '../../platform/platform.ts';
 import { AbortScope } from '../legs/abort-scope.ts';
 import { lastEventEnd, MAX_HELD_BYTES, relayStream, type ChunkReader } from './stream.ts';
 

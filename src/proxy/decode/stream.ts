@@ -10,8 +10,8 @@
  * socket client's) until it catches up.
  */
 import type { PdlinkError } from '../../core/errors.ts';
-import { runtime } from '../../runtime/index.ts';
-import type { BodyOut, BodySink, PushedSource } from '../../runtime/runtime.ts';
+import { platform } from '../../platform/index.ts';
+import type { BodyOut, BodySink, PushedSource } from '../../platform/platform.ts';
 import { sseErrorEvent } from '../exchange/errors.ts';
 
 /** A torn SSE tail larger than this is forwarded as it is rather than held. */
@@ -45,7 +45,7 @@ export function relayStream(first: Uint8Array, reader: ChunkReader, handlers: Re
   // A reader that hands its chunks over as they arrive (the socket client's) feeds the client's
   // body straight from the socket: no read, no promise and no pull per chunk. The body (the
   // runtime's pushed body) holds what it has not sent yet, as the reader's queue would have.
-  if (reader.sinkTo !== undefined) return runtime.pushedBody(new HandedRelay(first, reader, handlers, sse));
+  if (reader.sinkTo !== undefined) return platform.pushedBody(new HandedRelay(first, reader, handlers, sse));
   return new ReadableStream<Uint8Array>(new PulledRelay(first, reader, handlers, sse));
 }
 

@@ -4,9 +4,9 @@ import { AbortScope } from './abort-scope.ts';
 import { Deadlines } from './deadlines.ts';
 import { ENGINE_IDLE_CODE, legReader, readLegBytes, readLegText, withIdleTimeout } from './idle.ts';
 import { UnusableAnswer } from './unusable-answer.ts';
-import { H1Client } from '../../runtime/h1-client.ts';
+import { H1Client } from '../../platform/h1-client.ts';
 import { rawEngine, type RawEngine } from '../../../test/doubles/raw-engine.ts';
-import { answerOf, type AbortSource, type LegAnswer } from '../../runtime/runtime.ts';
+import { answerOf, type AbortSource, type LegAnswer } from '../../platform/platform.ts';
 
 /**
  * A response whose body chunks the test pushes, and the signal the send saw. Like fetch, an abort

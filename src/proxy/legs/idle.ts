@@ -18,7 +18,7 @@
 import { AbortScope, offAbort, onAbort, type AbortParent } from './abort-scope.ts';
 import { requestDeadlines, type Deadline, type Deadlines } from './deadlines.ts';
 import type { ChunkReader } from '../decode/stream.ts';
-import { abortSourceOf, type AbortSource, type BodySink, type LegAnswer } from '../../runtime/runtime.ts';
+import { abortSourceOf, type AbortSource, type BodySink, type LegAnswer } from '../../platform/platform.ts';
 import { answerTooLarge } from './unusable-answer.ts';
 
 /** Code of the error a silent engine's leg fails with. */

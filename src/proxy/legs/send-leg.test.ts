@@ -5,7 +5,7 @@ import { AbortScope } from './abort-scope.ts';
 import { readLegText } from './idle.ts';
 import { sendLeg, type LegSending } from './send-leg.ts';
 import { UnusableAnswer } from './unusable-answer.ts';
-import { neverSent } from '../../runtime/runtime.ts';
+import { neverSent } from '../../platform/platform.ts';
 
 const stops: (() => void)[] = [];
 afterEach(() => {

@@ -16,7 +16,7 @@ import type { AbortParent } from './abort-scope.ts';
 import type { LegHeaders } from './legs.ts';
 import { postLeg, type LegClient } from './upstream.ts';
 import { refuseEncoded } from './unusable-answer.ts';
-import type { LegAnswer } from '../../runtime/runtime.ts';
+import type { LegAnswer } from '../../platform/platform.ts';
 
 /** How a leg is sent: the client it goes over and the engine's silence that fails it. */
 export interface LegSending extends LegClient {

@@ -6,7 +6,7 @@
  * D reported), the request alone fails with a message that says what the engine did, and the
  * answer's connection is closed rather than read on.
  */
-import type { LegAnswer } from '../../runtime/runtime.ts';
+import type { LegAnswer } from '../../platform/platform.ts';
 
 /** What every leg asks of the engine's answer: no content coding, so bytes can be relayed and bounded as they are. */
 export const LEG_ACCEPT_ENCODING = 'identity';

@@ -1,7 +1,7 @@
 /**
  * The HTTP side of a leg: one POST to an engine, over keep-alive connections pooled per origin, so
  * consecutive requests to an instance reuse its connections: on Bun over its TCP sockets for plain
- * HTTP (runtime/h1-client.ts) and its fetch for https, on Deno over fetch.
+ * HTTP (platform/h1-client.ts) and its fetch for https, on Deno over fetch.
  */
 import type { AbortParent } from './abort-scope.ts';
 import { withIdleTimeout } from './idle.ts';
@@ -10,8 +10,8 @@ import type { LegHeaders } from './legs.ts';
 import type { ChunkReader } from '../decode/stream.ts';
 import type { ClientTlsOptions } from '../../core/tls-options.ts';
 import type { EngineClient } from '../../schema/proxy-protocol.ts';
-import { runtime } from '../../runtime/index.ts';
-import { answerOf, type LegAnswer } from '../../runtime/runtime.ts';
+import { platform } from '../../platform/index.ts';
+import { answerOf, type LegAnswer } from '../../platform/platform.ts';
 
 /** Requests Bun's fetch runs at once unless `BUN_CONFIG_MAX_HTTP_REQUESTS` says otherwise; more wait in a queue. */
 export const BUN_DEFAULT_MAX_HTTP_REQUESTS = 256;
@@ -40,7 +40,7 @@ export const MAX_QUOTED_CHARS = 300;
 /** Which client a leg goes over: https legs over fetch with `engineTls`; plain ones as `engineClient` says. */
 export interface LegClient {
   readonly engineTls?: ClientTlsOptions | undefined;
-  /** `sockets` (the default): the runtime's own (runtime/h1-client.ts on Bun); `fetch`: fetch. */
+  /** `sockets` (the default): the platform's own (platform/h1-client.ts on Bun); `fetch`: fetch. */
   readonly engineClient?: EngineClient;
 }
 
@@ -59,12 +59,12 @@ export function postLeg(
   client: LegClient = {},
 ): Promise<LegAnswer> {
   const tls = client.engineTls;
-  // Plain legs go over the runtime's cheapest client (on Bun, sockets of its own: see runtime/h1-client.ts).
+  // Plain legs go over the platform's cheapest client (on Bun, sockets of its own: see platform/h1-client.ts).
   if (tls === undefined && client.engineClient !== 'fetch') {
-    return withIdleTimeout((abort) => runtime.postPlain(url, headers, body, abort), signal, idleMs);
+    return withIdleTimeout((abort) => platform.postPlain(url, headers, body, abort), signal, idleMs);
   }
   // The seam keeps one pool per TLS config (Bun per origin and options, Deno per client), so keep-alive holds.
-  const tlsInit = tls === undefined ? undefined : runtime.tlsInit(tls);
+  const tlsInit = tls === undefined ? undefined : platform.tlsInit(tls);
   return withIdleTimeout(
     (abort) => fetch(url, { method: 'POST', headers, body, redirect: 'manual', ...tlsInit, signal: abort.signal }).then(answerOf),
     signal,

@@ -13,7 +13,7 @@
 import { errors, PdlinkError } from '../../core/errors.ts';
 import { parseJsonExact } from '../../core/exact-json.ts';
 import { kvMovedOf } from '../../core/kv-report.ts';
-import type { LegAnswer } from '../../runtime/runtime.ts';
+import type { LegAnswer } from '../../platform/platform.ts';
 import type { AttemptClock } from '../prefill/attempt.ts';
 import { abortableDelay, backoffDelay } from '../prefill/backoff.ts';
 import { engineUrl, legHeaders, legText } from '../legs/legs.ts';

@@ -58,12 +58,12 @@ export interface SimClusterOptions {
    * process is started with it and every call of the launcher sends it.
    */
   readonly managementTokenFile?: string;
-  /** The runtime each kind of process runs on (default: the one running the launcher). */
-  readonly runtimes?: { readonly coordinator?: RuntimeName; readonly engines?: RuntimeName };
+  /** The platform (Bun or Deno) each kind of process runs on (default: the one running the launcher). */
+  readonly platforms?: { readonly coordinator?: PlatformName; readonly engines?: PlatformName };
 }
 
-/** The runtimes a pdlink process can run on. */
-export type RuntimeName = 'bun' | 'deno';
+/** The platforms a pdlink process can run on. */
+export type PlatformName = 'bun' | 'deno';
 
 /** Engine settings of a launched cluster unless overridden: fast enough for tests on two cores. */
 export const CLUSTER_ENGINE_DEFAULTS: SimEngineSettings = {

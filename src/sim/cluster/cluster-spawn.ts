@@ -8,11 +8,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MANAGEMENT_TOKEN_ENV } from '../../core/secret-env.ts';
 import { engineConfig, type EngineLayout } from './cluster-bodies.ts';
-import type { RuntimeName, SimClusterOptions, SimClusterTls, SimEngineSettings } from './cluster-options.ts';
-import { runtime } from '../../runtime/index.ts';
+import type { PlatformName, SimClusterOptions, SimClusterTls, SimEngineSettings } from './cluster-options.ts';
+import { platform } from '../../platform/index.ts';
 import { withEngineTls } from './cluster-tls.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
-import { launchEnv } from '../../runtime/launch-env.ts';
+import { launchEnv } from '../../platform/launch-env.ts';
 import { MODULE_ROOT, pdlinkModule } from '../../core/module-path.ts';
 
 const REPO_ROOT = join(MODULE_ROOT, '..');
@@ -26,10 +26,10 @@ const SIM_ENGINE_ENTRY = pdlinkModule('cli/sim-engine');
 /**
  * The command that runs a pdlink entry on `name` (default: this process's runtime): the runtime
  * running this process by its own path, the other one as installed beside pdlink by npm.
- * @example runtimeCommand('deno') // ['/…/node_modules/.bin/deno', 'run', '-A']
+ * @example platformCommand('deno') // ['/…/node_modules/.bin/deno', 'run', '-A']
  */
-export function runtimeCommand(name: RuntimeName = runtime.name): string[] {
-  const executable = name === runtime.name ? process.execPath : join(REPO_ROOT, 'node_modules', '.bin', name);
+export function platformCommand(name: PlatformName = platform.name): string[] {
+  const executable = name === platform.name ? process.execPath : join(REPO_ROOT, 'node_modules', '.bin', name);
   return name === 'deno' ? [executable, 'run', '-A'] : [executable];
 }
 
@@ -62,7 +62,7 @@ export function coordinatorArgs(configPath: string, ip: string): string[] {
 export function startCoordinator(args: readonly string[], dir: string, options: SimClusterOptions): Promise<ManagedProcess> {
   return spawnListening({
     name: 'coordinator',
-    command: [...runtimeCommand(options.runtimes?.coordinator), ...args],
+    command: [...platformCommand(options.platforms?.coordinator), ...args],
     listeners: ['management', 'inference'],
     env: launchEnv(),
     cwd: dir,
@@ -96,7 +96,7 @@ export async function startEngine(
   return spawnListening({
     name: layout.name,
     command: [
-      ...runtimeCommand(options.runtimes?.engines),
+      ...platformCommand(options.platforms?.engines),
       SIM_ENGINE_ENTRY,
       ...(ports === undefined
         ? args

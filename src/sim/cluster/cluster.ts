@@ -22,10 +22,10 @@ import {
   type SimEngineHandle,
   type SimEngineSettings,
 } from './cluster-options.ts';
-import { coordinatorArgs, runtimeCommand, startCoordinator, startEngine, tokenFileOf, type EnginePlace } from './cluster-spawn.ts';
+import { coordinatorArgs, platformCommand, startCoordinator, startEngine, tokenFileOf, type EnginePlace } from './cluster-spawn.ts';
 import { coordinatorConfigOf } from './cluster-tls.ts';
 import { until, type ManagedProcess } from './process.ts';
-import { runtime } from '../../runtime/index.ts';
+import { platform } from '../../platform/index.ts';
 
 export { CLUSTER_ENGINE_DEFAULTS } from './cluster-options.ts';
 export type { SimClusterOptions, SimClusterTls, SimEngineHandle, SimEngineSettings } from './cluster-options.ts';
@@ -53,7 +53,7 @@ export class SimCluster {
    * @example const res = await cluster.fetch(`${cluster.proxyUrl}/v1/models`);
    */
   fetch(url: string, init: RequestInit = {}): Promise<Response> {
-    return fetch(url, this.#clientTls === undefined ? init : { ...init, ...runtime.tlsInit(this.#clientTls) });
+    return fetch(url, this.#clientTls === undefined ? init : { ...init, ...platform.tlsInit(this.#clientTls) });
   }
 
   private constructor(
@@ -253,7 +253,7 @@ export class SimCluster {
   async restartCoordinator(): Promise<void> {
     const manage = new URL(this.coordinatorUrl);
     const inference = new URL(this.proxyUrl);
-    const args = this.coordinator.child.spawnargs.slice(runtimeCommand(this.#options.runtimes?.coordinator).length);
+    const args = this.coordinator.child.spawnargs.slice(platformCommand(this.#options.platforms?.coordinator).length);
     await this.coordinator.stop('SIGKILL');
     this.coordinator = await startCoordinator(
       args.map((arg, i, all) => (all[i - 1] === '--manage_port' ? manage.port : all[i - 1] === '--predict_port' ? inference.port : arg)),

@@ -5,7 +5,7 @@
  */
 
 import type { ClientTlsOptions } from '../../../core/tls-options.ts';
-import { runtime } from '../../../runtime/index.ts';
+import { platform } from '../../../platform/index.ts';
 
 /** Longest wait for one notice; a lost one is covered by the prefiller's lease. */
 export const RELEASE_TIMEOUT_MS = 5_000;
@@ -62,7 +62,7 @@ export class ReleaseNotifier {
 
 async function postRelease(url: string, ids: readonly string[], tls: ClientTlsOptions | undefined, token?: string): Promise<void> {
   const res = await fetch(url, {
-    ...(tls === undefined ? {} : runtime.tlsInit(tls)),
+    ...(tls === undefined ? {} : platform.tlsInit(tls)),
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
     body: JSON.stringify({ remote_request_ids: ids }),
