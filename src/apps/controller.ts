@@ -10,6 +10,10 @@ import { leadershipMetrics } from '../controller/leadership-metrics.ts';
 import { storeMetrics } from '../store/metrics.ts';
 import type { Store } from '../store/store.ts';
 import { controllerMetrics } from '../controller/metrics.ts';
+import { plannerMetrics } from '../controller/planner/metrics.ts';
+import { Planner } from '../controller/planner/planner.ts';
+import { RequestTotals } from '../controller/planner/request-totals.ts';
+import { PLANNER_DEFAULTS } from '../controller/planner/settings.ts';
 import { desiredInstance, rankDevices } from '../controller/spec.ts';
 import type { TopologySpec } from '../controller/types.ts';
 import { ManagementClient } from '../controller/outgoing.ts';
@@ -26,7 +30,7 @@ import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import type { RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
-import type { ClientTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions } from '../platform/tls-options.ts';
 
 export interface ControllerAppOptions {
   readonly spec: TopologySpec;
@@ -63,6 +67,8 @@ export interface ControllerApp {
    * @example app.reloadFile(); // the CLI's watcher
    */
   reloadFile(options?: { readonly force?: boolean }): TopologyFileStatus;
+  /** The P:D planner (planner/planner.ts); call `planner.start()` with the loop (nothing runs while its mode is off). */
+  readonly planner: Planner;
   /** With `ha`: runs for leader under this management URL (known once the listener is up). */
   campaign(url: string): void;
   /** Stops the loop; idempotent. */
@@ -80,6 +86,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
   const source = controllerSource(
     () => controller,
     () => fileRecord?.status,
+    () => planner.view(),
   );
   const ha = options.ha;
   let leadership: Leadership | undefined;
@@ -101,16 +108,41 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
       source.events.evaluated(ms);
     },
     composed: (snapshot, generation) => leadership?.composed(snapshot, generation),
+    // A move's record is stored at each step, so a new leader knows the move under way.
+    moved: () => leadership?.rolePosted(),
+    moveEnded: (move, outcome, seconds) => plannerEvents.moveEnded(move, outcome, seconds),
   };
+  const client = new ManagementClient(options.spec.timing.httpTimeoutMs, options.managementToken, options.clientTls);
   const controller: Controller = new Controller({
     spec: options.spec,
     events,
     leading: ha === undefined,
     // Several controllers: the leader acts only while its lease is proven live (store/election.ts).
     mayAct: () => leadership === undefined || leadership.mayAct(),
-    client: new ManagementClient(options.spec.timing.httpTimeoutMs, options.managementToken, options.clientTls),
+    client,
     ...(options.log === undefined ? {} : { log: options.log }),
   });
+  const plannerSettingsNow = options.spec.planner ?? PLANNER_DEFAULTS;
+  const planner: Planner = new Planner({
+    settings: plannerSettingsNow,
+    port: {
+      view: () => controller.view(),
+      acting: () => controller.leading && (leadership === undefined || leadership.mayAct()),
+      move: (id, to, request) => controller.move(id, to, request),
+      get moves() {
+        return controller.moves;
+      },
+      coordinators: () => controller.view().coordinators.map((c) => c.url),
+    },
+    totals: new RequestTotals(client, plannerSettingsNow.windowMs),
+    ...(options.log === undefined ? {} : { log: options.log }),
+    decided: (decision) => plannerEvents.decided(decision),
+  });
+  const plannerEvents = plannerMetrics(
+    metrics,
+    () => planner.view(),
+    () => controller.moves.current !== undefined,
+  );
   if (ha !== undefined) storeMetrics(metrics, ha.store);
   const leadershipEvents = ha === undefined ? undefined : leadershipMetrics(metrics);
   m.watch(controller);
@@ -123,6 +155,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
     if (outcome.applied) {
       fileSpec = next;
       leadership?.fileApplied();
+      planner.configure(next.planner ?? PLANNER_DEFAULTS);
     }
     fileRecord?.record(outcome);
     return outcome;
@@ -153,6 +186,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
       leadership: () => leadership?.view(),
       topologyFile: () => fileRecord?.status,
       reload: reloadFile,
+      planner: () => planner.view(),
     }),
   );
   managementApp.route('/', probeRoutes({ notReadyReason: () => undefined, metrics }));
@@ -164,6 +198,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
     metrics,
     applyFile,
     reloadFile,
+    planner,
     campaign(url) {
       if (ha === undefined || leadership !== undefined) return;
       leadership = new Leadership({
@@ -178,6 +213,7 @@ export function createControllerApp(options: ControllerAppOptions): ControllerAp
       leadership.start();
     },
     async close() {
+      planner.stop();
       dashboard.close();
       await leadership?.close();
       await controller.close();

@@ -6,8 +6,9 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { createControllerApp } from '../apps/controller.ts';
+import { settingsLine } from '../controller/planner/settings.ts';
 import { loadTopology } from '../config/controller.ts';
-import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
+import { parseCliIp, parseCliPort } from './values.ts';
 import { ConfigError } from '../core/errors.ts';
 import { openStore } from '../store/open.ts';
 import { timingLine } from '../controller/spec.ts';
@@ -94,6 +95,8 @@ export async function runController(argv: string[]): Promise<void> {
     },
   ]);
   app.controller.start();
+  log(settingsLine(app.planner.settings));
+  app.planner.start();
   // Several controllers on one etcd: the one elected leads, the others stand by.
   if (store !== undefined) {
     log(`sharing cluster ${store.cluster} on etcd ${store.endpoints.join(',')} (lease ${store.leaseTtlSeconds} s)`);

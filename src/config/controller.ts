@@ -1,14 +1,16 @@
 /**
- * Reads the controller's topology file and the MindIE files it points at (`ms_controller`,
- * `rank_table`, relative to the topology file), and resolves them into a TopologySpec; every
- * problem is a ConfigError naming the file and the field.
+ * Reads the controller's topology file and the files it points at (MindIE's `ms_controller` and
+ * `rank_table`, the SLA planner's `planner.sla.profile`, relative to the topology file), and resolves
+ * them into a TopologySpec; every problem is a ConfigError naming the file and the field.
  */
 import { dirname, resolve } from 'node:path';
 import { ConfigError, describeIssues } from '../core/errors.ts';
 import { clusterSpec } from '../controller/spec.ts';
 import type { TopologySpec } from '../controller/types.ts';
 import { MsControllerFile, RankTableFile, TopologyFile } from '../schema/controller-topology.ts';
-import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
+import { PdProfile } from '../schema/pd-profile.ts';
+import { plannerSettings } from '../controller/planner/settings.ts';
+import type { ClientTlsOptions, ServerTlsOptions } from '../platform/tls-options.ts';
 import { loadConfigFile } from './load.ts';
 import { resolveStoreSettings, type StoreSettings } from './store.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';
@@ -42,6 +44,10 @@ export function loadTopology(path: string, env: Record<string, string | undefine
   const rankTable = file.rank_table === undefined ? undefined : loadConfigFile(near(file.rank_table), RankTableFile);
   const result = clusterSpec(file, ms, rankTable);
   if (!result.ok) throw new ConfigError(`config file ${path}: ${describeIssues(result.issues)}`);
+  // The SLA planner's profile is read with the file (a reload reads it again).
+  const profilePath = file.planner?.sla?.profile;
+  const profile = profilePath === undefined ? undefined : loadConfigFile(near(profilePath), PdProfile);
+  const planner = plannerSettings(file.planner, profile);
   let store: StoreSettings | undefined;
   try {
     store = resolveStoreSettings(file.pdlink, env);
@@ -54,7 +60,7 @@ export function loadTopology(path: string, env: Record<string, string | undefine
   const tls = { ...(server === undefined ? {} : { server }), ...(client === undefined ? {} : { client }) };
   const managementToken = readManagementToken(file.pdlink?.auth?.management_token_file, env);
   return {
-    spec: result.spec,
+    spec: { ...result.spec, planner },
     rankTable,
     staticDefaults: file.static_info ?? {},
     store,

@@ -3,7 +3,8 @@
  * Coordinators, per-instance state and last error, the topology file's last load),
  * `POST /v1/cluster/instances` (add one instance: the topology file's entry),
  * `DELETE /v1/cluster/instances/{id}` (drain, then remove), `POST /v1/cluster/reload` (read the
- * topology file again). 400: request errors (content type, malformed JSON, a bad id or `force`);
+ * topology file again), `POST /v1/cluster/instances/{id}/role` (move it to another role:
+ * controller-planner.ts). 400: request errors (content type, malformed JSON, a bad id or `force`);
  * 422: an entry off the schema or unlike the cluster's instances; 409: an id, address or device
  * already taken, or a removal past the guard; 404: no such instance. A refused change changes nothing.
  */
@@ -18,6 +19,8 @@ import { AddInstanceBody, ForceParam, InstanceIdParam } from '../schema/controll
 import { parseOrRefuse } from '../schema/issues.ts';
 import { onError } from './envelope.ts';
 import { jsonBody } from './json-body.ts';
+import { moveRoutes, moveWire, plannerWire } from './controller-planner.ts';
+import type { PlannerView } from '../controller/planner/planner.ts';
 
 export { CONTROLLER_BODY_LIMIT_BYTES };
 
@@ -31,6 +34,8 @@ export interface ControllerRouteDeps {
   readonly topologyFile?: () => TopologyFileStatus | undefined;
   /** Reads the topology file again and applies it (`force`: past the mass-removal guard). */
   readonly reload?: (options: { readonly force: boolean }) => TopologyFileStatus;
+  /** The P:D planner's state (absent: no planner, shown as null). */
+  readonly planner?: () => PlannerView;
 }
 
 const ALONE: LeadershipView = { state: 'leader', leader: undefined, store: 'memory', storeConnected: true };
@@ -50,6 +55,7 @@ export function controllerRoutes(deps: ControllerRouteDeps): Hono {
       ...clusterWire(deps.controller.view()),
       leadership: leadershipWire(leadership()),
       topology_file: file === undefined ? null : fileWire(file),
+      planner: deps.planner === undefined ? null : plannerWire(deps.planner(), deps.controller.moves),
     });
   });
 
@@ -64,6 +70,8 @@ export function controllerRoutes(deps: ControllerRouteDeps): Hono {
   app.post('/v1/cluster/instances', leaderOnly);
   app.delete('/v1/cluster/instances/:id', leaderOnly);
   app.post('/v1/cluster/reload', leaderOnly);
+  app.post('/v1/cluster/instances/:id/role', leaderOnly);
+  app.route('/', moveRoutes(deps.controller));
 
   app.post('/v1/cluster/instances', jsonBody(AddInstanceBody, { limitBytes: CONTROLLER_BODY_LIMIT_BYTES, object: true }), (c) => {
     const resolved = deps.resolve(c.req.valid('json'));
@@ -131,6 +139,9 @@ function memberWire(m: MemberView): Record<string, unknown> {
     linked_peers: m.linkedPeers,
     in_snapshot: m.inSnapshot,
     last_error: m.lastError === undefined ? null : { message: m.lastError.message, at: iso(m.lastError.at) },
+    move: m.move === undefined ? null : moveWire(m.move),
+    // What keeps the planner off it: an operator's pin, or a role the topology file fixes.
+    pinned: m.move?.pinned === true ? 'operator' : m.roleFixed ? 'file' : null,
   };
 }
 

@@ -9,6 +9,7 @@ import { UnsafeInteger } from '../core/exact-json.ts';
 import { PdlinkSection } from './store-config.ts';
 import { TlsItems } from './tls-items.ts';
 import { HttpCaps, SecretFilePath } from './security.ts';
+import { PlannerSection } from './planner-config.ts';
 
 /** Most instances one controller manages: a snapshot's cap (MindIE's 4096). */
 export const MAX_CLUSTER_INSTANCES = 4096;
@@ -137,6 +138,8 @@ export const TopologyFile = v.pipe(
     max_removed_fraction: v.optional(
       v.pipe(v.number('must be a number'), v.minValue(0, 'must be >= 0'), v.maxValue(1, 'must be <= 1 (1 turns the guard off)')),
     ),
+    /** The P:D planner: moves instances between prefill and decode as the load changes (off by default). */
+    planner: v.optional(PlannerSection),
     /** Path of MindIE's ms_controller.json (relative to this file): timings and rates. */
     ms_controller: v.optional(v.pipe(v.string('must be a path'), v.minLength(1, 'must not be empty'))),
     /** Path of an Ascend global rank table (relative to this file): devices by server_ip. */

@@ -1,12 +1,14 @@
 /**
  * What each key of the controller's topology file means: the Coordinators, the loop's timings (whose
  * defaults depend on whether the file reads MindIE's `ms_controller.json`), the P:D rates, the
- * mass-removal guard, MindIE's inputs, TLS, the shared `pdlink` section and the instances. Defaults
- * come from src/controller/types.ts and src/controller/spec.ts.
+ * mass-removal guard, the P:D planner, MindIE's inputs, TLS, the shared `pdlink` section and the
+ * instances. Defaults come from src/controller/types.ts, src/controller/spec.ts and
+ * src/controller/planner/settings.ts.
  */
 import { DEFAULT_STATIC } from '../../../src/controller/spec.ts';
 import { DEFAULT_MAX_REMOVED_FRACTION, MINDIE_TIMING, PDLINK_TIMING, type ControllerTiming } from '../../../src/controller/types.ts';
 import { MANAGEMENT_TOKEN_ENV } from '../../../src/core/secret-env.ts';
+import { PLANNER_DEFAULTS } from '../../../src/controller/planner/settings.ts';
 import { sharedPdlinkKeys, tlsKeys, type KeyDocs } from './shared.ts';
 
 /** A timing's default: pdlink's own, and MindIE's when the file names an `ms_controller`. */
@@ -154,5 +156,62 @@ const instances: KeyDocs = {
   ...staticInfo('instances[].static_info', "the file's `static_info`"),
 };
 
+const P = PLANNER_DEFAULTS;
+const planner: KeyDocs = {
+  planner: {
+    doc: 'The P:D planner: moves instances between prefill and decode, one at a time, as the load changes. A move drains the instance (out of the snapshot, its requests finish), posts its new role and peers, and puts it back once RoleReady. It moves only instances whose `role` this file leaves open, never one an operator pinned (`POST /v1/cluster/instances/{id}/role`). Re-read with every reload.',
+  },
+  'planner.mode': {
+    doc: "`off`; `load`: a stage whose instances are saturated (see `planner.load`) takes an instance from the other stage if that one keeps `margin` of headroom; `sla`: the split follows the request mix the Coordinators report, against what one instance of each role serves at `planner.sla`'s targets.",
+    default: P.mode,
+  },
+  'planner.interval_seconds': {
+    doc: 'A decision for every group this often; the signals are sampled every second (or this often, if shorter).',
+    default: String(P.intervalMs / 1000),
+  },
+  'planner.window_seconds': {
+    doc: 'Decisions read the mean of the signals over this long; the window starts again when the group changes (a move, a death, a scale-out), so no decision is made on less.',
+    default: String(P.windowMs / 1000),
+  },
+  'planner.cooldown_seconds': { doc: 'No move in a group this long after its last move ended.', default: String(P.cooldownMs / 1000) },
+  'planner.margin': {
+    doc: 'Load mode: the stage giving an instance must stay at or below 1 − margin of saturation after giving it. SLA mode: act when a stage is within the margin of its capacity, and only for a move that lowers the busier stage by this share. Either way the move back must clear the same bar, so a load near a threshold does not flap.',
+    default: String(P.margin),
+  },
+  'planner.min_prefill_per_group': {
+    doc: 'Prefill instances a group always keeps (also for moves an operator asks for).',
+    default: String(P.minPrefillPerGroup),
+  },
+  'planner.min_decode_per_group': {
+    doc: 'Decode instances a group always keeps (also for moves an operator asks for).',
+    default: String(P.minDecodePerGroup),
+  },
+  'planner.move_timeout_seconds': {
+    doc: 'A move not done by then is given up: still draining, the instance keeps its old role; already switched, it keeps the new one and joins when ready.',
+    default: String(P.moveTimeoutMs / 1000),
+  },
+  'planner.load': {
+    doc: "Load mode's saturation points, read from each agent's status (its legs in flight, its slots and KV blocks in use).",
+  },
+  'planner.load.prefill_in_flight': {
+    doc: 'Prefill legs in flight (queued or running) on one prefill instance at which it counts as saturated.',
+    default: String(P.load.prefillInFlight),
+  },
+  'planner.load.decode_in_flight': {
+    doc: 'Decode legs in flight on one decode instance at which it counts as saturated: the batch at which its TPOT reaches what you accept.',
+    default: 'none: only `usage` counts',
+  },
+  'planner.load.usage': {
+    doc: "Share of an instance's slots or KV blocks in use at which it counts as saturated.",
+    default: String(P.load.usage),
+  },
+  'planner.sla': { doc: 'SLA mode: the targets and the profile they are read against. Required when `mode` is `sla`.' },
+  'planner.sla.ttft_ms': { doc: 'The TTFT target (p90): one prefill instance serves the prompt-token rate at which the profile shows it.' },
+  'planner.sla.tpot_ms': { doc: 'The TPOT target (p90): one decode instance serves the output-token rate at which the profile shows it.' },
+  'planner.sla.profile': {
+    doc: 'Path (relative to this file) of the profile of one prefill and one decode instance that `pdlink bench --profile` measured (JSON, `pdlink-pd-profile` version 1). Read with the file.',
+  },
+};
+
 /** Every key of the controller's topology file. */
-export const topologyKeys: KeyDocs = { ...top, ...statics, ...pdlink, ...instances };
+export const topologyKeys: KeyDocs = { ...top, ...planner, ...statics, ...pdlink, ...instances };
