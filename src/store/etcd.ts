@@ -13,6 +13,8 @@ import { prefixOf, type Claim, type Guard, type HeldKey, type Store, type StoreH
 
 /** How often the connection is probed while nothing else talks to etcd. */
 const PROBE_MS = 500;
+/** A listing's deadline, in attempt deadlines. */
+const LIST_DEADLINES = 5;
 
 export interface EtcdStoreOptions {
   readonly endpoints: readonly string[];
@@ -104,7 +106,11 @@ export class EtcdStore implements Store {
   list(prefix: string): Promise<Map<string, string>> {
     return this.#call(prefix, async () => {
       const start = this.#key(prefix);
-      const res = await this.#client.kv.range({ key: start, range_end: rangeEnd(start) });
+      // A whole prefix may be megabytes (a large cluster's stored state): more time than a small call.
+      const res = await this.#client.kv.range(
+        { key: start, range_end: rangeEnd(start) },
+        { deadline: Date.now() + LIST_DEADLINES * this.#deadlineMs },
+      );
       this.#saw(res.header.revision);
       return new Map((res.kvs as Kv[]).map((kv) => [kv.key.toString().slice(this.prefix.length), kv.value.toString()]));
     });

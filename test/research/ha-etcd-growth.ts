@@ -8,7 +8,7 @@
  * the controllers' state writes and bytes and any NOSPACE. Prints a JSON summary.
  *
  *   HA_GROWTH_INSTANCES=4096 HA_GROWTH_IDLE_MINUTES=30 HA_GROWTH_BUSY_MINUTES=30 \
- *     BUN_CONFIG_MAX_HTTP_REQUESTS=65535 bun test/research/ha-etcd-growth.ts
+ *     HA_GROWTH_TTL=10 HA_GROWTH_POLL=2 bun test/research/ha-etcd-growth.ts
  */
 import { HaScale } from '../support/ha-scale.ts';
 
@@ -31,7 +31,14 @@ interface Sample {
 }
 
 const started = Date.now();
-const scale = await HaScale.start({ count: INSTANCES, devices: 8, modelName: 'm'.repeat(100), quotaBytes: QUOTA });
+const scale = await HaScale.start({
+  count: INSTANCES,
+  devices: 8,
+  modelName: 'm'.repeat(100),
+  quotaBytes: QUOTA,
+  ttlSeconds: Number(process.env['HA_GROWTH_TTL'] ?? 2),
+  pollSeconds: Number(process.env['HA_GROWTH_POLL'] ?? 1),
+});
 const samples: Sample[] = [];
 
 async function status(): Promise<{ db: number; inUse: number }> {
@@ -65,13 +72,13 @@ async function sample(phase: string): Promise<Sample> {
   return s;
 }
 
-async function phase(name: string, ms: number, each?: () => void): Promise<{ first: Sample; last: Sample }> {
+async function phase(name: string, ms: number, each?: () => Promise<void>): Promise<{ first: Sample; last: Sample }> {
   const first = await sample(name);
   const end = Date.now() + ms;
   let tick = 0;
   while (Date.now() < end) {
     await new Promise((resolve) => setTimeout(resolve, 10_000));
-    each?.();
+    await each?.();
     if (++tick % (SAMPLE_MS / 10_000) === 0) await sample(name);
   }
   return { first, last: await sample(name) };
@@ -86,7 +93,7 @@ try {
   console.log(`bring-up: settled after ${Date.now() - started} ms, leader ${leader}`);
   const bringUp = await sample('bring-up');
   const idle = await phase('idle', IDLE_MS);
-  scale.agents.busy = true;
+  await scale.agents.setBusy(true);
   let k = 0;
   const busy = await phase('busy', BUSY_MS, () => scale.agents.forget((k++ * 97) % INSTANCES));
   const summary = {

@@ -1,6 +1,6 @@
 /**
  * HA at the shape users run: a three-member etcd, fake agents for thousands of instances (one
- * listener, see fake-agents.ts) with 8 devices and long model names, two active/active `pdlink
+ * listener in a process of its own, see fake-agents.ts) with 8 devices and long model names, two active/active `pdlink
  * coordinator` processes and two `pdlink controller` processes sharing the cluster's keys. What the
  * scale test and the growth research read: who leads, the role posts the agents took, what each
  * Coordinator holds, the state writes by result, the stored state as a new leader reads it, and
@@ -16,7 +16,7 @@ import { EtcdStore } from '../../src/store/etcd.ts';
 import { KEYS } from '../../src/store/store.ts';
 import { spawnListening, until, type ManagedProcess } from '../../src/sim/cluster/process.ts';
 import { TestEtcd } from './etcd.ts';
-import { FakeAgents, type FakeAgentsOptions } from './fake-agents.ts';
+import { FakeAgentsClient, type FakeAgentsOptions } from './fake-agents.ts';
 
 const REPO_ROOT = join(import.meta.dir, '..', '..');
 const CLUSTER = 'scale';
@@ -26,6 +26,10 @@ export interface HaScaleOptions extends FakeAgentsOptions {
   readonly quotaBytes?: number;
   /** pdlink.store.etcd.compaction_seconds (default pdlink's). */
   readonly compactionSeconds?: number;
+  /** pdlink.store.etcd.lease_ttl_seconds (default 2). */
+  readonly ttlSeconds?: number;
+  /** The controllers' status poll, in seconds (default 1, MindIE's). */
+  readonly pollSeconds?: number;
   readonly onLine?: (line: string) => void;
 }
 
@@ -41,7 +45,7 @@ const TIMING = {
 
 export class HaScale {
   readonly etcd: TestEtcd;
-  readonly agents: FakeAgents;
+  readonly agents: FakeAgentsClient;
   readonly coordinators: ManagedProcess[];
   readonly controllers: ManagedProcess[];
   readonly #dir: string;
@@ -50,7 +54,7 @@ export class HaScale {
 
   private constructor(
     etcd: TestEtcd,
-    agents: FakeAgents,
+    agents: FakeAgentsClient,
     coordinators: ManagedProcess[],
     controllers: ManagedProcess[],
     dir: string,
@@ -70,13 +74,13 @@ export class HaScale {
   static async start(options: HaScaleOptions): Promise<HaScale> {
     const dir = mkdtempSync(join(tmpdir(), 'pdlink-ha-scale-'));
     const etcd = await TestEtcd.start({ members: 3, ...(options.quotaBytes === undefined ? {} : { quotaBytes: options.quotaBytes }) });
-    const agents = FakeAgents.start(options);
+    const agents = await FakeAgentsClient.spawn(options);
     const started: ManagedProcess[] = [];
     const extras = options.onLine === undefined ? {} : { onLine: options.onLine };
     try {
       const etcdSection = {
         endpoints: etcd.endpoints,
-        lease_ttl_seconds: 2,
+        lease_ttl_seconds: options.ttlSeconds ?? 2,
         ...(options.compactionSeconds === undefined ? {} : { compaction_seconds: options.compactionSeconds }),
       };
       const pdlink = { cluster: CLUSTER, store: { etcd: etcdSection } };
@@ -166,8 +170,9 @@ export class HaScale {
       async () => {
         const leader = await this.leader();
         const held = [await this.held(0), await this.held(1)];
-        last = `leader ${leader}, ${this.agents.holding()} agents holding a role, Coordinators hold ${held.join(' and ')}`;
-        const all = this.agents.holding() === this.agents.entries().length && held.every((n) => n === this.agents.entries().length);
+        const { holding } = await this.agents.counts();
+        last = `leader ${leader}, ${holding} agents holding a role, Coordinators hold ${held.join(' and ')}`;
+        const all = holding === this.agents.count && held.every((n) => n === this.agents.count);
         return leader !== undefined && all ? leader : undefined;
       },
       deadlineMs,
@@ -221,7 +226,7 @@ export class HaScale {
         const stored = await this.stored();
         const a = stored?.state.assignments ?? [];
         last = `${a.length} stored assignments, ${a.filter((x) => x.joined).length} joined, snapshot of ${stored?.state.snapshot?.ids.length}`;
-        const n = this.agents.entries().length;
+        const n = this.agents.count;
         const done = a.length === n && a.every((x) => x.joined && x.postedKey !== undefined) && stored?.state.snapshot?.ids.length === n;
         return done ? stored : undefined;
       },
