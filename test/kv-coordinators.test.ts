@@ -100,12 +100,22 @@ describe('two Coordinators on the same engines', () => {
     ]);
   });
 
-  test('a refresh entry with a bad endpoint is not subscribed and says why; the instance is scored as before', async () => {
+  test('a refresh entry with a bad endpoint is refused naming the field: nothing is registered or subscribed', async () => {
     const c = createCoordinator({ policy: { prefill: 'precise_prefix', decode: 'load_balance' } });
     coordinators.push(c);
     const bad = { ...instance(1, 'P'), kv_events_endpoint: 'udp://x' };
-    await refresh(c, [bad, instance(10, 'D', undefined, [1])]);
+    const instances = [bad, instance(10, 'D', undefined, [1])];
+    const res = await c.managementFetch(
+      new Request('http://c/v1/instances/refresh', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ ids: instances.map((i) => i['id']), instances }),
+      }),
+    );
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { issues: { path: string; message: string }[] };
+    expect(body.issues.map((i) => i.path)).toEqual(['instances[0].kv_events_endpoint']);
     expect([...c.kv.publishers()]).toEqual([]);
-    expect(c.scheduler.pick({ promptTokens: prompt(2) }).ok).toBe(true);
+    expect(c.scheduler.pick({ promptTokens: prompt(2) }).ok).toBe(false);
   });
 });

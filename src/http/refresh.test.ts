@@ -7,7 +7,7 @@ import { createRegistry, type Registry } from '../core/metrics.ts';
 import { parsesIn } from '../../test/doubles/json-parse-count.ts';
 import { exampleSnapshot, type ExampleBody, SEED_REFRESH_BODY, seedExample } from '../../test/doubles/refresh-examples.ts';
 import { MAX_INSTANCES, parseRefresh } from '../schema/refresh.ts';
-import { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { refreshEndpoint, refreshRoutes } from './refresh.ts';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -289,6 +289,21 @@ describe('POST /v1/instances/refresh', () => {
       b.instances[0]!.static_info.block_size = 256;
     });
     expect((await refresh(app, bad)).status).toBe(400);
+    expect(await (await app.request('/v1/instances')).text()).toBe(before);
+    expect(registry.generation).toBe(1);
+  });
+
+  test('an entry whose KV-event endpoint cannot be used is refused naming the field, and nothing changes', async () => {
+    const { app, registry } = setup();
+    const good = seedWith((b) => (b.instances[0]!.kv_events_endpoint = 'tcp://10.0.0.5:5557'));
+    expect((await refresh(app, good)).status).toBe(200);
+    const before = await (await app.request('/v1/instances')).text();
+    const bad = seedWith((b) => {
+      b.instances[0]!.kv_events_endpoint = 'tcp://10.0.0.5';
+      b.instances[1]!.kv_events_endpoint = 'tcp://10.0.0.6:5557';
+    });
+    const body = await expectRejected(await refresh(app, bad), 400, 'InvalidRequestBody');
+    expect(body.issues).toEqual([{ path: 'instances[0].kv_events_endpoint', message: expect.stringContaining('must be tcp://HOST:PORT') }]);
     expect(await (await app.request('/v1/instances')).text()).toBe(before);
     expect(registry.generation).toBe(1);
   });

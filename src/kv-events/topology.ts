@@ -3,15 +3,15 @@
  * `kv_events_endpoint` (rank 0's PUB; `kv_events_replay_endpoint` its ROUTER; `kv_events_dp_size`
  * ranks on consecutive ports, vLLM's rule) is subscribed to under its refresh id, with its model and
  * block size; an instance that leaves, or stops naming an endpoint, is unsubscribed and its entries
- * dropped. An entry whose endpoint cannot be used is not subscribed, and says why in `problems`
- * (shown on /dashboard); that instance is scored as one without events.
+ * dropped. The refresh refuses an entry whose publisher fields cannot be used (schema/kv-endpoint.ts
+ * holds the rules); one that reaches this follower anyway (a registry fed otherwise) is not
+ * subscribed, and says why in `problems` (shown on /dashboard); that instance is scored as one
+ * without events.
  */
 import type { ClusterView, Instance } from '../cluster/instance.ts';
-import { parseEndpoint, rankEndpoint } from '../zmtp/endpoint.ts';
+import { kvEventsIssue } from '../schema/kv-endpoint.ts';
+import { rankEndpoint } from '../zmtp/endpoint.ts';
 import type { KvEventIntake } from './intake.ts';
-
-/** Most DP ranks one refresh entry may name. */
-export const MAX_DP_SIZE = 1024;
 
 export interface TopologyFollower {
   /** Instance id → why its KV-event fields were not used. */
@@ -81,15 +81,13 @@ function publisherFields(instance: Instance): { endpoint: string; replay: string
   const wire = instance.wire;
   const endpoint = wire['kv_events_endpoint'];
   if (endpoint === undefined || endpoint === null) return '';
-  if (typeof endpoint !== 'string' || typeof parseEndpoint(endpoint) === 'string')
-    return `kv_events_endpoint: must be tcp://HOST:PORT, got ${JSON.stringify(endpoint)}`;
+  const issue = kvEventsIssue(wire);
+  if (issue !== undefined) return `${issue[0]}: ${issue[1]}`;
   const replay = wire['kv_events_replay_endpoint'];
-  if (replay !== undefined && replay !== null && (typeof replay !== 'string' || typeof parseEndpoint(replay) === 'string'))
-    return `kv_events_replay_endpoint: must be tcp://HOST:PORT, got ${JSON.stringify(replay)}`;
-  const dpSize = wire['kv_events_dp_size'] ?? 1;
-  if (!Number.isSafeInteger(dpSize) || (dpSize as number) < 1 || (dpSize as number) > MAX_DP_SIZE)
-    return `kv_events_dp_size: must be an integer in [1, ${MAX_DP_SIZE}], got ${JSON.stringify(dpSize)}`;
-  const last = Number(/:(\d+)$/.exec(endpoint)![1]) + (dpSize as number) - 1;
-  if (last > 65535) return `kv_events_dp_size: ranks up to ${dpSize as number} need ports past 65535`;
-  return { endpoint, replay: typeof replay === 'string' ? replay : undefined, dpSize: dpSize as number };
+  const dpSize = wire['kv_events_dp_size'];
+  return {
+    endpoint: endpoint as string,
+    replay: typeof replay === 'string' ? replay : undefined,
+    dpSize: typeof dpSize === 'number' ? dpSize : 1,
+  };
 }

@@ -30,6 +30,12 @@ const FIELDS: readonly { path: readonly string[]; values: readonly unknown[] }[]
   { path: ['dynamic_info', 'avail_slots_num'], values: [-1, 0, 1, 199, 200, 201, 5000] },
   { path: ['dynamic_info', 'avail_block_num'], values: [-1, 0, 1, 1023, 1024, 1025] },
   { path: ['dynamic_info', 'peers'], values: [[], [0], [0, 0], [1], [0, 1], [-1], 0, null] },
+  {
+    path: ['kv_events_endpoint'],
+    values: ['tcp://10.0.0.5:5557', 'tcp://*:65535', 'tcp://[::1]:1', 'tcp://h:0', 'tcp://h', 'udp://h:1', 5557],
+  },
+  { path: ['kv_events_replay_endpoint'], values: ['tcp://h:5558', 'tcp://h:65535', 'tcp://[x]:1', ''] },
+  { path: ['kv_events_dp_size'], values: [0, 1, 2, 1024, 1025, 1.5, '2'] },
 ];
 /** Wrong for every field. */
 const ANYWHERE: readonly unknown[] = [null, true, undefined, '1', Number.NaN];

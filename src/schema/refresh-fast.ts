@@ -18,6 +18,7 @@ import {
   TOTAL_SLOTS_MAX,
   UINT32_MAX,
 } from './refresh-limits.ts';
+import { kvEventsIssue } from './kv-endpoint.ts';
 
 type Obj = Record<string, unknown>;
 const isObject = (x: unknown): x is Obj => typeof x === 'object' && x !== null;
@@ -232,6 +233,11 @@ function isValidInstance(x: unknown): x is Obj {
     return false;
   }
   if (!isUintIn(d.avail_slots_num, 0, totalSlots) || !isUintIn(d.avail_block_num, 0, totalBlocks)) return false;
+  if (
+    (x.kv_events_endpoint !== undefined || x.kv_events_replay_endpoint !== undefined || x.kv_events_dp_size !== undefined) &&
+    kvEventsIssue(x) !== undefined
+  )
+    return false;
   const peers = d.peers;
   if (peers === undefined) return role !== ROLE_DECODE;
   if (!Array.isArray(peers)) return false;

@@ -26,6 +26,7 @@ import {
   UINT64_MAX_EXACT,
 } from './refresh-limits.ts';
 import { toFieldIssues } from './issues.ts';
+import { KV_ENDPOINT_MESSAGE, KV_EVENTS_DP_SIZE_MAX, kvEndpointPort, kvRanksIssue } from './kv-endpoint.ts';
 
 export * from './refresh-limits.ts';
 
@@ -163,6 +164,15 @@ const dynamicInfo = wireObject({
   peers: v.optional(arrayOf(uint64(), 'peers')),
 });
 
+/** A KV-event publisher endpoint, or null for none. */
+const kvEndpoint = () =>
+  v.optional(
+    leaf<string | null>(
+      (x) => x === null || kvEndpointPort(x) >= 0,
+      (x) => `${KV_ENDPOINT_MESSAGE}, got ${received(x)}`,
+    ),
+  );
+
 const instanceObject = wireObject({
   id: uint64(),
   ip: ipString,
@@ -171,6 +181,14 @@ const instanceObject = wireObject({
   model_name: nonEmptyString,
   static_info: staticInfo,
   dynamic_info: dynamicInfo,
+  kv_events_endpoint: kvEndpoint(),
+  kv_events_replay_endpoint: kvEndpoint(),
+  kv_events_dp_size: v.optional(
+    leaf<number | null>(
+      (x) => x === null || isUintIn(x, 1, KV_EVENTS_DP_SIZE_MAX),
+      (x) => `must be an integer in [1, ${KV_EVENTS_DP_SIZE_MAX}], got ${received(x)}`,
+    ),
+  ),
 });
 
 type InstanceShape = v.InferOutput<typeof instanceObject>;
@@ -209,6 +227,14 @@ const instanceSchema = v.pipe(
     ),
     ['dynamic_info', 'peers'] as never,
   ),
+  // The ranks' ports: the one rule across the publisher fields (each checked on its own above).
+  v.rawCheck(({ dataset, addIssue }) => {
+    // Actions run on input with issues too: an entry that is no object has its own issue.
+    const entry = dataset.value as unknown;
+    if (typeof entry !== 'object' || entry === null) return;
+    const issue = kvRanksIssue(entry as Record<string, unknown>);
+    if (issue !== undefined && spend()) addIssue({ message: issue[1], path: toPathItems([issue[0]]) });
+  }),
 );
 
 /** The snapshot schema, structural and cross-instance rules included. */
