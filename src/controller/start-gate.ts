@@ -10,6 +10,7 @@
  * member has been read once: a body lists only the peers that answer.
  */
 import type { Member } from './member.ts';
+import { inProgress } from './planner/move.ts';
 import type { RefreshBody, RefreshInstanceBody, SnapshotCandidate } from './snapshot.ts';
 import type { ControllerTiming } from './types.ts';
 
@@ -103,11 +104,12 @@ export class StartGate {
     return (this.#seenAll = true);
   }
 
-  /** Serving (joined and answering), dead (silent past the heartbeat timeout), leaving, or the settle time gone. */
+  /** Serving (joined and answering), dead (silent past the heartbeat timeout), leaving or moving, or the settle time gone. */
   #judged(m: Member, now: number): boolean {
     const t = this.#timing;
     const since = now - (this.#startedAt ??= now);
-    if (m.drain !== undefined || since >= t.heartbeatTimeoutMs + t.roleRetryMs) return true;
+    // Leaving, or moving between roles: out of the snapshot by decision, until it joins again.
+    if (m.drain !== undefined || inProgress(m.move) || since >= t.heartbeatTimeoutMs + t.roleRetryMs) return true;
     if (m.lastSeenAt === undefined) return since >= t.heartbeatTimeoutMs;
     return !m.alive(now, t.heartbeatTimeoutMs) || m.joined;
   }

@@ -202,9 +202,13 @@ describe('a move across a change of leader', () => {
     expect(state.assignments.find((x) => x.id === 100)).toMatchObject({ role: 'decode', move: { phase: 'switching', seq: 1 } });
 
     const b = setup({ fake, clock, leading: false });
+    const pushed = fake.refreshes.length;
     b.controller.lead(JSON.parse(JSON.stringify(state)));
     await rounds(b.controller);
     expect(b.controller.moves.current).toMatchObject({ id: 100, phase: 'switching' });
+    // The moving instance is out of the snapshot by decision: the new leader does not hold its snapshots for it.
+    expect(fake.refreshes.length).toBeGreaterThan(pushed);
+    expect(fake.last.ids).toEqual([101, 102, 103]);
     fake.agent(IPS[100]).ready = true;
     await rounds(b.controller);
     expect(b.controller.moves.history[0]).toMatchObject({ id: 100, outcome: 'done' });
