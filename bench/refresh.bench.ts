@@ -31,7 +31,7 @@ import { cpus } from 'node:os';
 import { createCoordinator } from '../src/apps/coordinator.ts';
 import { REFRESH_PATH } from '../src/http/refresh.ts';
 import { platform } from '../src/platform/index.ts';
-import { InstanceAddressPolicy } from '../src/core/address-policy.ts';
+import { InstanceAddressPolicy } from '../src/net/address-policy.ts';
 import { exampleSnapshot } from '../test/doubles/refresh-examples.ts';
 import { parseRefresh, type RefreshSnapshot } from '../src/schema/refresh.ts';
 import { parseRefreshText } from '../src/schema/refresh-plain.ts';

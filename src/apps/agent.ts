@@ -10,7 +10,7 @@ import { createRegistry, type Registry } from '../core/metrics.ts';
 import { blockRoutes } from '../http/blocks.ts';
 import { onError } from '../http/envelope.ts';
 import { managementAuth } from '../http/auth.ts';
-import type { InstanceAddressPolicy } from '../core/address-policy.ts';
+import type { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { linkRoutes } from '../http/links.ts';
 import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';

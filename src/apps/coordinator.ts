@@ -17,7 +17,7 @@ import { onError } from '../http/envelope.ts';
 import { inferenceGate, managementRefusal } from '../http/auth.ts';
 import { type Gate, gateMiddleware } from '../http/gate.ts';
 import { rateGate, type RateLimitSettings } from '../http/rate-limit.ts';
-import { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { notFoundOf, urlPathIs } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { ledgerRoutes } from '../http/ledger.ts';

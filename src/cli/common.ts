@@ -5,7 +5,7 @@
 import { isIPv6 } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ConfigError, type PdlinkError } from '../core/errors.ts';
-import type { ServerTlsOptions } from '../core/tls-options.ts';
+import type { ServerTlsOptions } from '../platform/tls-options.ts';
 import type { PostRoute, PostRoutes, ServeEnv } from '../platform/index.ts';
 import { capConnections, DEFAULT_MAX_CONNECTIONS, type ServerFetch } from '../http/connection-cap.ts';
 import { platform } from '../platform/index.ts';

@@ -5,8 +5,8 @@ import { kvOptionsOf } from '../config/kv-events.ts';
 import { createCoordinator } from '../apps/coordinator.ts';
 import type { CoordinatorHa } from '../apps/coordinator-ha.ts';
 import { resolveCoordinatorSettings, type CoordinatorArgs, CONFIG_PATH_ENV, DEFAULT_CONFIG_FILE } from '../config/coordinator.ts';
-import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
-import { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { parseCliIp, parseCliPort } from './values.ts';
+import { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { openAiErrorBody } from '../proxy/exchange/errors.ts';
 import { parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
@@ -64,7 +64,8 @@ export async function runCoordinator(argv: string[]): Promise<void> {
     { ip: settings.predict.ip, port: settings.predict.port },
   ]);
   // The OpenTelemetry SDK (hundreds of modules) is loaded only when tracing is configured.
-  const otlp = settings.tracing === undefined ? undefined : (await import('../proxy/telemetry/otlp-export.ts')).createOtlpTracing(settings.tracing);
+  const otlp =
+    settings.tracing === undefined ? undefined : (await import('../proxy/telemetry/otlp-export.ts')).createOtlpTracing(settings.tracing);
   const coordinator = createCoordinator({
     notReadyReason: () => ha?.notReadyReason(),
     ...(security.managementToken === undefined ? {} : { managementToken: security.managementToken }),

@@ -6,7 +6,7 @@ import { agentOptionsOf, resolveInstanceSettings, type InstanceArgs, MANAGEMENT_
 import { ConfigError, PdlinkError } from '../core/errors.ts';
 import { createInstanceAgent } from '../apps/agent.ts';
 import { formatIpPort } from '../links/endpoint.ts';
-import { parseCliIp, parseCliPort } from '../core/cli-values.ts';
+import { parseCliIp, parseCliPort } from './values.ts';
 import { listeningLine, parseStringOptions, startListeners, untilSignal } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
 

@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { CLUSTER_ENGINE_DEFAULTS } from '../sim/cluster/cluster.ts';
 import { engineConfig, refreshBody, roleBody, topologyEntry, type EngineLayout } from '../sim/cluster/cluster-bodies.ts';
 import { spawnListening, until, type ManagedProcess } from '../sim/cluster/process.ts';
-import { isAllInterfaces } from '../core/all-interfaces.ts';
-import { parseCliIp } from '../core/cli-values.ts';
+import { isAllInterfaces } from '../net/all-interfaces.ts';
+import { parseCliIp } from './values.ts';
 import { ConfigError } from '../core/errors.ts';
 import { listeningLine, parseStringOptions } from './common.ts';
 import { loadConfigFile } from '../config/load.ts';
@@ -25,7 +25,7 @@ import { InstanceTlsSection } from '../schema/instance-config.ts';
 import { shutdownSignals } from './shutdown.ts';
 import { platform } from '../platform/index.ts';
 import { launchEnv } from '../platform/launch-env.ts';
-import { pdlinkModule } from '../core/module-path.ts';
+import { pdlinkModule } from '../platform/module-path.ts';
 
 export const SIM_CLUSTER_DEFAULTS = {
   prefillIp: '127.0.0.11',

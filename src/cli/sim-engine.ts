@@ -21,10 +21,11 @@ import { simInferenceApp } from '../sim/engine/http/inference-app.ts';
 import { prefixCacheApp, publishKvEvents, type SimKvEvents } from '../sim/engine/kv/kv-events.ts';
 import { endpointText } from '../zmtp/endpoint.ts';
 import { ModelTokenizer } from '../tokenizer/model-tokenizer.ts';
-import { parseSimEngineArgs, SIM_ENGINE_HELP, type SimEngineArgs } from '../sim/engine/options.ts';
-import { refuseAllInterfaces } from '../core/all-interfaces.ts';
+import type { SimEngineArgs } from '../sim/engine/options.ts';
+import { parseSimEngineArgs, SIM_ENGINE_HELP } from './sim-engine-options.ts';
+import { refuseAllInterfaces } from '../net/all-interfaces.ts';
 import { listeningLine, startListeners, untilSignal } from './common.ts';
-import type { ClientTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions } from '../platform/tls-options.ts';
 import { shutdownSignals } from './shutdown.ts';
 
 /** Inference listener port default, as MindIE's ServerConfig has it. */

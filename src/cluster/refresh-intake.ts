@@ -18,7 +18,7 @@
  * applies move only loads; any other apply drops it.
  */
 import type { Registry } from 'prom-client';
-import type { InstanceAddressPolicy } from '../core/address-policy.ts';
+import type { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { errors, type FieldIssue, PdlinkError } from '../core/errors.ts';
 import { parseRefresh } from '../schema/refresh.ts';
 import { isPlainSnapshot, parseRefreshText } from '../schema/refresh-plain.ts';

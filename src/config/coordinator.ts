@@ -5,7 +5,7 @@
 import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { refuseAllInterfaces } from '../core/all-interfaces.ts';
+import { refuseAllInterfaces } from '../net/all-interfaces.ts';
 import { ConfigError, PdlinkError } from '../core/errors.ts';
 import {
   BODY_LIMIT_MB,
@@ -16,7 +16,7 @@ import {
   SINGLE_NODE_MAX_REQUESTS,
   type TlsItems as CoordinatorTlsItems,
 } from '../schema/coordinator-config.ts';
-import type { ServerTlsOptions } from '../core/tls-options.ts';
+import type { ServerTlsOptions } from '../platform/tls-options.ts';
 import { loadConfigFile } from './load.ts';
 import { ETCD_ENDPOINTS_ENV, resolveStoreSettings, type StoreSettings } from './store.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';

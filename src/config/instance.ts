@@ -9,12 +9,12 @@
  * `device_ip:(link_base_port + d)`; its cluster id is its own `cluster_id`, else `pdlink.cluster_id`
  * (single device only), else computed from that address (src/links/endpoint.ts: IPv4 u32 × 65536 + port).
  */
-import { InstanceAddressPolicy } from '../core/address-policy.ts';
+import { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { DEFAULT_MAX_CONNECTIONS } from '../http/connection-cap.ts';
 import { readManagementToken } from './secret-file.ts';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { refuseAllInterfaces } from '../core/all-interfaces.ts';
+import { refuseAllInterfaces } from '../net/all-interfaces.ts';
 import { ConfigError } from '../core/errors.ts';
 import { SECRET_MAX, SECRET_MIN, type LinkPortLimits } from '../core/limits.ts';
 import type { ContextSecurity } from '../workers/protocol.ts';
@@ -24,7 +24,7 @@ import type { Encoding } from '../workers/protocol.ts';
 import type { LinkThreads } from '../workers/pool.ts';
 import { loadConfigFile } from './load.ts';
 import { clientTlsOf, serverTlsOf } from './tls.ts';
-import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions, ServerTlsOptions } from '../platform/tls-options.ts';
 import type { TransferSettings } from '../agent/transfers/setup.ts';
 
 export const MANAGEMENT_IP_ENV = 'MIES_CONTAINER_MANAGEMENT_IP';

@@ -8,7 +8,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from '../core/errors.ts';
-import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions, ServerTlsOptions } from '../platform/tls-options.ts';
 import { platform } from '../platform/index.ts';
 import type { TlsItems } from '../schema/tls-items.ts';
 

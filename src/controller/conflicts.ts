@@ -6,7 +6,7 @@
  * instance leaves itself and its peers posting roles that are refused forever. The topology file
  * and the API check through this one function, so they refuse alike.
  */
-import { ipKey, urlKey } from '../core/address-key.ts';
+import { ipKey, urlKey } from '../net/address-key.ts';
 import { errors, PdlinkError, type FieldIssue } from '../core/errors.ts';
 import type { Member } from './member.ts';
 import type { DesiredInstance } from './types.ts';

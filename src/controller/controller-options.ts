@@ -2,7 +2,7 @@
  * What a Controller is built from and what it reports as it runs. Kept apart from the loop so the
  * apps and the HTTP layer that wire a Controller up can name these shapes without reading the loop.
  */
-import type { ClientTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions } from '../platform/tls-options.ts';
 import type { Outgoing } from './outgoing.ts';
 import type { MoveOutcome, MoveView } from './planner/moves.ts';
 import type { RefreshBody } from './snapshot.ts';

@@ -4,7 +4,7 @@
  * management token when the cluster has one.
  */
 
-import type { ClientTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions } from '../platform/tls-options.ts';
 import { platform } from '../platform/index.ts';
 
 export interface OutgoingReply {

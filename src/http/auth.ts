@@ -7,7 +7,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import { errorBody } from '../core/error-body.ts';
+import { errorBody } from '../web/error-body.ts';
 import { errors } from '../core/errors.ts';
 import { openAiErrorBody } from '../proxy/exchange/errors.ts';
 import { type Gate, gateMiddleware } from './gate.ts';

@@ -3,9 +3,9 @@
  * core/json-request.ts (on a standard Request, so listeners without Hono share them).
  */
 import type { Context } from 'hono';
-import { readJsonRequest, type ReadJsonOptions } from '../core/json-request.ts';
+import { readJsonRequest, type ReadJsonOptions } from '../web/json-request.ts';
 
-export type { ReadJsonOptions } from '../core/json-request.ts';
+export type { ReadJsonOptions } from '../web/json-request.ts';
 
 /**
  * Returns the parsed body, or throws the PdlinkError the route should answer with.

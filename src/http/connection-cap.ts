@@ -5,7 +5,7 @@
  * the cap counts connections busy with a request: past it a new non-probe request is answered
  * 503 with `Retry-After` at once (cheap, and the socket is not held), while probes always answer.
  */
-import { errorBody } from '../core/error-body.ts';
+import { errorBody } from '../web/error-body.ts';
 import { errors, type PdlinkError } from '../core/errors.ts';
 import { isProbePath } from './auth.ts';
 

@@ -5,10 +5,10 @@
  * and says nothing is wrong.
  */
 import type { Context } from 'hono';
-import { asPdlinkError, errorBody } from '../core/error-body.ts';
+import { asPdlinkError, errorBody } from '../web/error-body.ts';
 import { errors, type PdlinkError } from '../core/errors.ts';
 
-export { errorBody, type ErrorBody } from '../core/error-body.ts';
+export { errorBody, type ErrorBody } from '../web/error-body.ts';
 
 /**
  * Hono `onError` handler rendering the envelope.

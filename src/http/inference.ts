@@ -6,7 +6,7 @@
  */
 import { Hono } from 'hono';
 import { errors, PdlinkError } from '../core/errors.ts';
-import { jsonRequestReader } from '../core/json-request.ts';
+import { jsonRequestReader } from '../web/json-request.ts';
 import { platform } from '../platform/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { parseCompletionBody, type CompletionKind } from '../schema/completions.ts';

@@ -7,7 +7,7 @@ import { Hono } from 'hono';
 import { LINKS_BODY_LIMIT_BYTES } from '../core/limits.ts';
 import { clusterIdToWire, formatIpPort, type IpPort } from '../links/endpoint.ts';
 import type { LinkManager } from '../links/manager.ts';
-import type { InstanceAddressPolicy } from '../core/address-policy.ts';
+import type { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { LLM_STATUS, statusName } from '../core/llm-status.ts';
 import type { CallResult, EndpointTarget, LinkInfo } from '../links/types.ts';
 import { LinkRequestSchema, UnlinkRequestSchema } from '../schema/links.ts';

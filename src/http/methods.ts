@@ -4,10 +4,10 @@
  */
 import type { Context, Hono, NotFoundHandler } from 'hono';
 import { errors } from '../core/errors.ts';
-import { methodAwareNotFound } from '../core/route-methods.ts';
+import { methodAwareNotFound } from '../web/route-methods.ts';
 import { errorBody, onNotFound } from './envelope.ts';
 
-export { allowedMethods, methodAwareNotFound, type NotFoundRenderers } from '../core/route-methods.ts';
+export { allowedMethods, methodAwareNotFound, type NotFoundRenderers } from '../web/route-methods.ts';
 
 /** The 405 in pdlink's error envelope. */
 export function onMethodNotAllowed(c: Context, allow: readonly string[]): Response {

@@ -10,9 +10,9 @@ import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import { RefreshIntake } from '../cluster/refresh-intake.ts';
-import type { InstanceAddressPolicy } from '../core/address-policy.ts';
+import type { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { optionErrors } from '../core/errors.ts';
-import { jsonRequestReader } from '../core/json-request.ts';
+import { jsonRequestReader } from '../web/json-request.ts';
 import { envelopeResponse, onError } from './envelope.ts';
 
 /** The Controller's refresh path. */

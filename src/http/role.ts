@@ -6,7 +6,7 @@
  * does not meet the specification, or local devices this agent does not serve.
  */
 import { Hono, type MiddlewareHandler } from 'hono';
-import type { InstanceAddressPolicy } from '../core/address-policy.ts';
+import type { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { errors, optionErrors, type FieldIssue } from '../core/errors.ts';
 import type { RoleController } from '../agent/role/driver.ts';
 import { ROLE_BODY_LIMIT_BYTES } from '../core/limits.ts';

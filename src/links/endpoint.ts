@@ -5,7 +5,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { UINT64_MAX } from '../core/limits.ts';
 
-export { formatIpPort, parseIpPort, type IpPort } from '../core/ip-port.ts';
+export { formatIpPort, parseIpPort, type IpPort } from '../net/ip-port.ts';
 
 /** Largest uint64, the range of an LLM-DataDist cluster id. */
 export const MAX_CLUSTER_ID = UINT64_MAX;

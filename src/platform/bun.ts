@@ -2,7 +2,7 @@
  * The platform seam on Bun: Bun.serve (TLS with client certificates and CRLs, an idle timeout it
  * can lift per request), plain-HTTP posts on Bun's TCP sockets, Bun's `tls` fetch option and Bun.file.
  */
-import type { ClientTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions } from './tls-options.ts';
 import { H1Client } from './h1-client.ts';
 import { defaultIdleCap } from './fd-limit.ts';
 import type { BodyOut, PostRoutes, PushedSource, Platform, Served, ServeSpec } from './platform.ts';

@@ -6,7 +6,7 @@
  */
 import { createPrivateKey } from 'node:crypto';
 import { ConfigError } from '../core/errors.ts';
-import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions, ServerTlsOptions } from './tls-options.ts';
 import { denoGlobal, type DenoApi, type DenoServeInfo } from './deno-api.ts';
 import { answerOf, type BodyOut, type PushedSource, type Platform, type Served, type ServeSpec } from './platform.ts';
 

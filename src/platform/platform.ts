@@ -5,7 +5,7 @@
  * file. `bun.ts` and `deno.ts` implement it; `index.ts` picks one at start, so nothing above this
  * folder names a runtime.
  */
-import type { ClientTlsOptions, ServerTlsOptions } from '../core/tls-options.ts';
+import type { ClientTlsOptions, ServerTlsOptions } from './tls-options.ts';
 
 /**
  * A listener's handler: the platform's per-request value (Bun's server, Deno's connection info) is

@@ -4,7 +4,7 @@
  */
 import * as v from 'valibot';
 import { UnsafeInteger } from '../core/exact-json.ts';
-import { parseIpPort } from '../core/ip-port.ts';
+import { parseIpPort } from '../net/ip-port.ts';
 import { INT32_MAX, UINT64_MAX } from '../core/limits.ts';
 
 /** Default link/unlink timeout in milliseconds, as LLM-DataDist's Python API. */

@@ -3,7 +3,7 @@
  * alike everywhere: secret file paths, the instance allow-list and the listener caps.
  */
 import * as v from 'valibot';
-import { parseCidr } from '../core/address-policy.ts';
+import { parseCidr } from '../net/address-policy.ts';
 
 export const MAX_CONNECTIONS = { min: 1, max: 1_000_000 } as const;
 

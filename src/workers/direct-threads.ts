@@ -19,7 +19,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { LLM_STATUS } from '../core/llm-status.ts';
-import { MODULE_EXTENSION } from '../core/module-path.ts';
+import { MODULE_EXTENSION } from '../platform/module-path.ts';
 import { packTask, unpackReply } from './link-wire.ts';
 import type { TaskReply } from './protocol.ts';
 

@@ -11,7 +11,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { optionErrors } from '../core/errors.ts';
 import { LLM_STATUS } from '../core/llm-status.ts';
-import { MODULE_EXTENSION } from '../core/module-path.ts';
+import { MODULE_EXTENSION } from '../platform/module-path.ts';
 import { DirectThreads } from './direct-threads.ts';
 import { NativeLinkCalls } from './native-calls.ts';
 import type { TaskReply, WorkerTask } from './protocol.ts';

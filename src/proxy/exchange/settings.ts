@@ -15,7 +15,7 @@ import {
   type CoordinatorConfigFile,
 } from '../../schema/coordinator-config.ts';
 import { parseOrRefuse } from '../../schema/issues.ts';
-import type { ClientTlsOptions } from '../../core/tls-options.ts';
+import type { ClientTlsOptions } from '../../platform/tls-options.ts';
 import {
   ENGINE_CLIENTS,
   MAX_ANSWER_BYTES,

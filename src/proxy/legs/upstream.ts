@@ -8,7 +8,7 @@ import { withIdleTimeout } from './idle.ts';
 import { REQUEST_ID_HEADER } from '../exchange/errors.ts';
 import type { LegHeaders } from './legs.ts';
 import type { ChunkReader } from '../decode/stream.ts';
-import type { ClientTlsOptions } from '../../core/tls-options.ts';
+import type { ClientTlsOptions } from '../../platform/tls-options.ts';
 import type { EngineClient } from '../../schema/proxy-protocol.ts';
 import { platform } from '../../platform/index.ts';
 import { answerOf, type LegAnswer } from '../../platform/platform.ts';

@@ -13,7 +13,7 @@ import { platform } from '../../platform/index.ts';
 import { withEngineTls } from './cluster-tls.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
 import { launchEnv } from '../../platform/launch-env.ts';
-import { MODULE_ROOT, pdlinkModule } from '../../core/module-path.ts';
+import { MODULE_ROOT, pdlinkModule } from '../../platform/module-path.ts';
 
 const REPO_ROOT = join(MODULE_ROOT, '..');
 

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SimCluster, SimEngineHandle } from './cluster.ts';
 import { spawnListening, type ManagedProcess } from './process.ts';
-import { pdlinkModule } from '../../core/module-path.ts';
+import { pdlinkModule } from '../../platform/module-path.ts';
 
 export interface SimController {
   readonly process: ManagedProcess;

@@ -11,7 +11,7 @@ import { PrefixCache, type PrefixCacheStats } from './kv/prefix-cache.ts';
 import { PrefillQueue } from './legs/prefill-queue.ts';
 import { SIM_CACHE_ID, type SimKv } from './kv/kv-port.ts';
 import { ReleaseNotifier } from './kv/release-notifier.ts';
-import type { ClientTlsOptions } from '../../core/tls-options.ts';
+import type { ClientTlsOptions } from '../../platform/tls-options.ts';
 import { SharedScratch } from './kv/scratch.ts';
 import { BootstrapRooms } from './legs/rooms.ts';
 import { finish, RequestLog, type Leg } from './request-log.ts';

@@ -3,7 +3,7 @@
  * each leg (prefill.ts, decode.ts, local.ts) has of the engine that runs it. They live apart from
  * engine.ts so that the legs import types downward and only the engine's callers import the engine.
  */
-import type { ClientTlsOptions } from '../../core/tls-options.ts';
+import type { ClientTlsOptions } from '../../platform/tls-options.ts';
 import type { SimTokenizer } from './legs/request.ts';
 import type { BlockPool } from './kv/block-pool.ts';
 import type { FaultPlan } from './faults.ts';

@@ -6,9 +6,9 @@
  */
 import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
-import { asPdlinkError, errorBody } from '../../../core/error-body.ts';
+import { asPdlinkError, errorBody } from '../../../web/error-body.ts';
 import { errors } from '../../../core/errors.ts';
-import { readJsonRequest } from '../../../core/json-request.ts';
+import { readJsonRequest } from '../../../web/json-request.ts';
 import { SMALL_BODY_LIMIT_BYTES } from '../../../core/limits.ts';
 import { parseOrRefuse } from '../../../schema/issues.ts';
 import type { SimEngine } from '../engine.ts';

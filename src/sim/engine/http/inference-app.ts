@@ -4,8 +4,8 @@
  */
 import { Hono, type Context } from 'hono';
 import { PdlinkError } from '../../../core/errors.ts';
-import { readJsonRequest } from '../../../core/json-request.ts';
-import { methodAwareNotFound } from '../../../core/route-methods.ts';
+import { readJsonRequest } from '../../../web/json-request.ts';
+import { methodAwareNotFound } from '../../../web/route-methods.ts';
 import type { SimEngine } from '../engine.ts';
 import type { SimKind } from '../legs/request.ts';
 import { SimError } from './sim-error.ts';

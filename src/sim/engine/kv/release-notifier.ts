@@ -4,7 +4,7 @@
  * under load the notices cost a handful of requests instead of one per decoded request.
  */
 
-import type { ClientTlsOptions } from '../../../core/tls-options.ts';
+import type { ClientTlsOptions } from '../../../platform/tls-options.ts';
 import { platform } from '../../../platform/index.ts';
 
 /** Longest wait for one notice; a lost one is covered by the prefiller's lease. */

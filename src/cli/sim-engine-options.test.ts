@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
-import { ConfigError } from '../../core/errors.ts';
-import { parseSimEngineArgs, SIM_DEFAULTS, SIM_ENGINE_HELP } from './options.ts';
+import { ConfigError } from '../core/errors.ts';
+import { parseSimEngineArgs, SIM_ENGINE_HELP } from './sim-engine-options.ts';
+import { SIM_DEFAULTS } from '../sim/engine/options.ts';
 
 describe('sim-engine options', () => {
   test('defaults, and every option read', () => {

@@ -5,8 +5,8 @@
  * mid-body is its own event (`client_closed`), not a fault of the server. It needs no web framework,
  * so the engine simulator reads its bodies the same way pdlink's routes do.
  */
-import { errors } from './errors.ts';
-import { parseJsonExact } from './exact-json.ts';
+import { errors } from '../core/errors.ts';
+import { parseJsonExact } from '../core/exact-json.ts';
 
 export interface ReadJsonOptions {
   /** Maximum body size in bytes. */

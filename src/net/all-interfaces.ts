@@ -5,7 +5,7 @@
  * `000.0.0.0`, `::`, `[::]`, `0:0:0:0:0:0:0:0`, the IPv4-mapped `::ffff:0.0.0.0` / `::ffff:0:0`,
  * the IPv4-compatible `::0.0.0.0`, zone ids), not only the two canonical ones.
  */
-import { ConfigError } from './errors.ts';
+import { ConfigError } from '../core/errors.ts';
 
 /**
  * True when `host` binds every interface (IPv4 0.0.0.0 or IPv6 ::, in any spelling).

@@ -1,9 +1,9 @@
 /**
  * Command-line values every pdlink command parses the same way (ports, addresses), with the same
- * messages. They live below cli/ because the simulator's option parser uses them too.
+ * messages.
  */
 import { isIP } from 'node:net';
-import { ConfigError } from './errors.ts';
+import { ConfigError } from '../core/errors.ts';
 
 /** Parses a command-line port: an integer in 0..65535 where 0 means any free port. */
 export function parseCliPort(option: string, value: string): number {

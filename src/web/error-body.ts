@@ -3,7 +3,7 @@
  * the error, so every listener renders errors alike whether it mounts pdlink's HTTP layer (the
  * envelope in http/envelope.ts) or not (the engine simulator's control routes).
  */
-import { errors, PdlinkError } from './errors.ts';
+import { errors, PdlinkError } from '../core/errors.ts';
 
 export interface ErrorBody {
   error: string;
