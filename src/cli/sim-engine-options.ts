@@ -70,6 +70,7 @@ Faults for tests (management listener): POST /sim/faults with any of
   {"prefill_status": {"status": 500, "count": 1}}   answer the next prefill legs with a status
   {"decode_status": {"status": 503, "count": 1}}    same for decode legs
   {"stall_prefill": {"ms": 5000, "count": 1}}       hold the next prefill legs that much longer
+  {"stall_role_switch": {"ms": 5000, "count": 1}}   make the next role switches last that much longer
   {"corrupt_kv": {"count": 1}}                      flip a byte of the next prefills' KV bytes
   {"decode_crash": {"after_tokens": 0}}             SIGKILL itself in the next decode leg after
                                                     that many tokens (0 = before the first byte)

@@ -1,7 +1,8 @@
 /**
  * Faults a test can arm on a simulated engine through `POST /sim/faults` on its management
  * listener: answer the next N prefill (or decode) legs with an HTTP status, hold the next N
- * prefills for a while (so a test can act while P is busy), corrupt the KV bytes of the next N
+ * prefills for a while (so a test can act while P is busy), make the next N role switches last longer
+ * (so a test can act while the engine switches), corrupt the KV bytes of the next N
  * prefills, or crash the process (SIGKILL, as an engine dies) on the next decode leg,
  * before its first byte or after K tokens. Each armed fault is used up by the requests it hits.
  */
@@ -41,6 +42,18 @@ export const FaultsBody = v.strictObject({
       count: v.optional(Count, 1),
     }),
   ),
+  /** Make the next `count` role switches last `ms` longer (a test can act while the engine switches). */
+  stall_role_switch: v.optional(
+    v.strictObject({
+      ms: v.pipe(
+        v.number('must be a number of milliseconds'),
+        v.integer('must be an integer'),
+        v.minValue(1, 'must be ≥ 1'),
+        v.maxValue(600_000, 'must be ≤ 600000'),
+      ),
+      count: v.optional(Count, 1),
+    }),
+  ),
   /** Flip one byte of the KV cache the next `count` prefills write, after writing it. */
   corrupt_kv: v.optional(v.strictObject({ count: v.optional(Count, 1) })),
   /** Die (SIGKILL) in the next decode leg after sending `after_tokens` tokens; 0 = before the first byte. */
@@ -62,6 +75,7 @@ export class FaultPlan {
   #decode: StatusArm | undefined;
   #corrupt = 0;
   #stall: { ms: number; remaining: number } | undefined;
+  #switchStall: { ms: number; remaining: number } | undefined;
   #crashAfter: number | undefined;
 
   /**
@@ -73,6 +87,8 @@ export class FaultPlan {
     if (input.decode_status !== undefined) this.#decode = { status: input.decode_status.status, remaining: input.decode_status.count };
     if (input.corrupt_kv !== undefined) this.#corrupt = input.corrupt_kv.count;
     if (input.stall_prefill !== undefined) this.#stall = { ms: input.stall_prefill.ms, remaining: input.stall_prefill.count };
+    if (input.stall_role_switch !== undefined)
+      this.#switchStall = { ms: input.stall_role_switch.ms, remaining: input.stall_role_switch.count };
     if (input.decode_crash !== undefined) this.#crashAfter = input.decode_crash.after_tokens;
   }
 
@@ -82,6 +98,7 @@ export class FaultPlan {
     this.#decode = undefined;
     this.#corrupt = 0;
     this.#stall = undefined;
+    this.#switchStall = undefined;
     this.#crashAfter = undefined;
   }
 
@@ -91,6 +108,15 @@ export class FaultPlan {
     if (stall === undefined) return 0;
     stall.remaining--;
     if (stall.remaining === 0) this.#stall = undefined;
+    return stall.ms;
+  }
+
+  /** Extra milliseconds this role switch must take (uses up one shot); 0 = none. */
+  takeSwitchStall(): number {
+    const stall = this.#switchStall;
+    if (stall === undefined) return 0;
+    stall.remaining--;
+    if (stall.remaining === 0) this.#switchStall = undefined;
     return stall.ms;
   }
 
@@ -125,6 +151,7 @@ export class FaultPlan {
       decode_status: this.#decode === undefined ? null : { status: this.#decode.status, count: this.#decode.remaining },
       corrupt_kv: this.#corrupt === 0 ? null : { count: this.#corrupt },
       stall_prefill: this.#stall === undefined ? null : { ms: this.#stall.ms, count: this.#stall.remaining },
+      stall_role_switch: this.#switchStall === undefined ? null : { ms: this.#switchStall.ms, count: this.#switchStall.remaining },
       decode_crash: this.#crashAfter === undefined ? null : { after_tokens: this.#crashAfter },
     };
   }

@@ -78,6 +78,21 @@ describe('a simulated role switch', () => {
     expect(sim.stats().role_switches).toBe(0);
   });
 
+  test('a stall_role_switch fault makes the next switch last longer', async () => {
+    const sim = engine();
+    const { roleSwitch, release, waited } = heldSwitch();
+    (sim as { roleSwitch: RoleSwitch }).roleSwitch = roleSwitch;
+    sim.faults.arm({ stall_role_switch: { ms: 700, count: 1 } });
+    expect(sim.faults.toJSON()['stall_role_switch']).toEqual({ ms: 700, count: 1 });
+    const switching = sim.switchRole('decode');
+    release();
+    await switching;
+    const back = sim.switchRole('prefill');
+    release();
+    await back;
+    expect(waited).toEqual([5700, 5000]);
+  });
+
   test('a switch time of 0 still drops the cache', async () => {
     const sim = engine();
     await sim.start();

@@ -8,6 +8,7 @@
  */
 import type { BlockPool } from './kv/block-pool.ts';
 import type { PrefixCache } from './kv/prefix-cache.ts';
+import type { FaultPlan } from './faults.ts';
 import { SimError } from './http/sim-error.ts';
 import type { SimRole } from './types.ts';
 
@@ -16,6 +17,8 @@ export interface SwitchingEngine {
   role: SimRole;
   readonly pools: ReadonlyMap<string, BlockPool>;
   readonly prefixCache: PrefixCache;
+  /** A `stall_role_switch` fault makes a switch last longer. */
+  readonly faults: FaultPlan;
   /** Forgets which prefills' blocks it kept for decoders (they are gone). */
   forgetExports(): void;
 }
@@ -57,7 +60,8 @@ export class RoleSwitch {
       for (const pool of engine.pools.values()) pool.clear();
       engine.forgetExports();
       engine.prefixCache.clear();
-      if (this.#ms > 0) await this.#sleep(this.#ms);
+      const ms = this.#ms + engine.faults.takeSwitchStall();
+      if (ms > 0) await this.#sleep(ms);
       engine.role = to;
       this.#switches++;
     } finally {
