@@ -3,7 +3,6 @@
  * and the plugin API (`createPdlink`).
  */
 import type { LocalPrefillRule } from '../scheduler/pd-path.ts';
-import type { CompletionKind } from '../schema/completions.ts';
 import { Hono } from 'hono';
 import { createAdmission, resolveAdmissionSettings, type Admission } from '../admission/index.ts';
 import type { AdmissionSection } from '../schema/admission-config.ts';
@@ -15,18 +14,19 @@ import { DashboardFeed } from '../http/dashboard-feed.ts';
 import { dashboardRoutes } from '../http/dashboard.ts';
 import { onError } from '../http/envelope.ts';
 import { inferenceGate, managementRefusal } from '../http/auth.ts';
+import { fastFetch, gatedPosts } from '../http/fast-posts.ts';
 import { type Gate, gateMiddleware } from '../http/gate.ts';
 import { rateGate, type RateLimitSettings } from '../http/rate-limit.ts';
 import { InstanceAddressPolicy } from '../net/address-policy.ts';
-import { notFoundOf, urlPathIs } from '../http/methods.ts';
+import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
 import { ledgerRoutes } from '../http/ledger.ts';
-import { REFRESH_PATH, refreshEndpoint } from '../http/refresh.ts';
+import { refreshEndpoint } from '../http/refresh.ts';
 import { KvLedger } from '../ledger/index.ts';
-import { CHAT_COMPLETIONS_PATH, COMPLETIONS_PATH, proxyRoutes, type ProxyApp } from '../http/inference.ts';
+import { proxyRoutes, type ProxyApp } from '../http/inference.ts';
 import { resolveProxySettings, type ProxySettings } from '../proxy/exchange/settings.ts';
 import type { ProxyTracing } from '../proxy/telemetry/trace.ts';
-import type { PostRoute, PostRoutes } from '../platform/index.ts';
+import type { PostRoutes } from '../platform/index.ts';
 import { createRegistry, type Registry } from '../core/metrics.ts';
 import { collectProcessMetrics } from '../core/process-metrics.ts';
 import { createCoordinatorKv, type CoordinatorKvOptions } from './coordinator-kv.ts';
@@ -223,33 +223,12 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   }
   for (const gate of gates) inferenceApp.use('*', gateMiddleware(gate));
   inferenceApp.route('/', proxy);
-  // The two proxy routes after the same checks in the same order: all the app would do with their paths.
-  const proxied = (kind: CompletionKind, path: string, request: Request, env: unknown): Response | Promise<Response> => {
-    for (const gate of gates) {
-      const refused = gate(request, env, path);
-      if (refused !== undefined) return refused;
-    }
-    return proxy.answer(kind, request, env);
-  };
-  const completions: PostRoute = (request, env) => proxied('completions', COMPLETIONS_PATH, request, env);
-  const chat: PostRoute = (request, env) => proxied('chat', CHAT_COMPLETIONS_PATH, request, env);
-  const inferencePosts: PostRoutes = { [COMPLETIONS_PATH]: completions, [CHAT_COMPLETIONS_PATH]: chat };
-  const inferenceFetch = (request: Request, env?: unknown): Response | Promise<Response> => {
-    if (request.method === 'POST') {
-      const url = request.url;
-      if (urlPathIs(url, COMPLETIONS_PATH)) return completions(request, env);
-      if (urlPathIs(url, CHAT_COMPLETIONS_PATH)) return chat(request, env);
-    }
-    return inferenceApp.fetch(request, env);
-  };
-
-  // The token's check first, as the app's middleware makes it; then what the route would do.
-  const refreshPost: PostRoute = (request, env) => tokenGate?.(request, env, REFRESH_PATH) ?? refresh.refresh(request);
-  const managementPosts: PostRoutes = { [REFRESH_PATH]: refreshPost };
-  const managementFetch = (request: Request, env?: unknown): Response | Promise<Response> => {
-    if (request.method === 'POST' && urlPathIs(request.url, REFRESH_PATH)) return refreshPost(request, env);
-    return managementApp.fetch(request, env);
-  };
+  // The routes the listeners take before Hono, from the same list the apps mounted, after the same
+  // checks in the same order: all the app would do with their paths.
+  const inferencePosts = gatedPosts(proxy.posts, gates);
+  const inferenceFetch = fastFetch(inferenceApp, inferencePosts);
+  const managementPosts = gatedPosts(refresh.posts, tokenGate === undefined ? [] : [tokenGate]);
+  const managementFetch = fastFetch(managementApp, managementPosts);
 
   let closed = false;
   return {

@@ -18,6 +18,7 @@ import { ProxyMetrics } from '../proxy/telemetry/metrics.ts';
 import type { BreakerReporter, PairPicker, ReservationLedger } from '../proxy/exchange/ports.ts';
 import { ClusterCapacity } from '../proxy/placement/placement.ts';
 import type { ClusterView } from '../cluster/instance.ts';
+import { type FastPost, mountPosts } from './fast-posts.ts';
 import { modelList } from './models.ts';
 import { fetchCapWarning } from '../proxy/legs/upstream.ts';
 import { checkSettings, resolveProxySettings, type ProxySettings } from '../proxy/exchange/settings.ts';
@@ -72,6 +73,8 @@ export interface ProxyApp extends Hono {
    * Hono's dispatch (apps/coordinator.ts). `env` is the runtime's per-request value, as Hono's env.
    */
   readonly answer: (kind: CompletionKind, request: Request, env: unknown) => Promise<Response>;
+  /** The two completion routes, as the app mounts them and a listener takes them first (fast-posts.ts). */
+  readonly posts: readonly FastPost[];
 }
 
 /**
@@ -153,16 +156,19 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
 
   const app = new Hono();
   app.onError((err, c) => errorResponse(asPdlinkError(err), c.req.header(REQUEST_ID_HEADER)));
-  app.post(COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'completions'));
-  app.post(CHAT_COMPLETIONS_PATH, (c) => serve(c.req.raw, c.env, 'chat'));
-  const models = modelList(deps.cluster);
-  app.get(MODELS_PATH, (c) => c.json(models.list()));
   // What the app's onError would answer for an error the route let out.
   const answer = (kind: CompletionKind, request: Request, env: unknown): Promise<Response> =>
     serve(request, env, kind).catch((err: unknown) =>
       errorResponse(asPdlinkError(err), request.headers.get(REQUEST_ID_HEADER) ?? undefined),
     );
-  return Object.assign(app, { inFlight: () => gate?.inFlight ?? limit.count, answer });
+  const posts: readonly FastPost[] = [
+    { path: COMPLETIONS_PATH, answer: (request, env) => answer('completions', request, env) },
+    { path: CHAT_COMPLETIONS_PATH, answer: (request, env) => answer('chat', request, env) },
+  ];
+  mountPosts(app, posts);
+  const models = modelList(deps.cluster);
+  app.get(MODELS_PATH, (c) => c.json(models.list()));
+  return Object.assign(app, { inFlight: () => gate?.inFlight ?? limit.count, answer, posts });
 }
 
 /** The breakers, with every failure charged to an instance also counted by instance (pdlink_pd_instance_failures_total). */

@@ -14,6 +14,7 @@ import type { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { optionErrors } from '../core/errors.ts';
 import { jsonRequestReader } from '../web/json-request.ts';
 import { envelopeResponse, onError } from './envelope.ts';
+import { type FastPost, mountPosts } from './fast-posts.ts';
 
 /** The Controller's refresh path. */
 export const REFRESH_PATH = '/v1/instances/refresh';
@@ -47,6 +48,8 @@ export interface RefreshEndpoint {
    * this one path here before Hono's dispatch (apps/coordinator.ts). The route calls it too.
    */
   readonly refresh: (request: Request) => Promise<Response>;
+  /** The refresh route, as the routes mount it and a listener takes it first (fast-posts.ts). */
+  readonly posts: readonly FastPost[];
 }
 
 /**
@@ -80,8 +83,9 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
   };
   const refresh = (request: Request): Promise<Response> => read(request).then(answer, refused);
 
+  const posts: readonly FastPost[] = [{ path: REFRESH_PATH, answer: refresh }];
   const app = new Hono();
-  app.post(REFRESH_PATH, (c) => refresh(c.req.raw));
+  mountPosts(app, posts);
   app.get('/v1/instances', (c) => {
     try {
       return c.body(JSON.stringify(registry.view()), 200, { 'content-type': 'application/json; charset=UTF-8' });
@@ -89,5 +93,5 @@ export function refreshEndpoint(deps: RefreshRouteDeps): RefreshEndpoint {
       return onError(error as Error, c);
     }
   });
-  return { routes: app, refresh };
+  return { routes: app, refresh, posts };
 }
