@@ -4,10 +4,14 @@
  * on an HTTP thread of its own, which costs a cross-thread hand-off at each step of a leg (the
  * request out, the head in, each chunk in); on the proxy's hot path those hand-offs were about a
  * third of a proxied request's CPU (bench/results/proxy-cpu.md). It speaks only what a leg needs:
- * one POST with a body, the answer as a LegAnswer (runtime.ts): status, headers and a reader of the
+ * one POST with a body, the answer as a LegAnswer (platform.ts): status, headers and a reader of the
  * body as it arrives.
  *
- * It keeps fetch's contract where the proxy depends on it: an abort (runtime.ts's AbortSource) rejects with its
+ * A performance twin of fetch for the legs: h1-client.test.ts holds it to fetch's contract (what it
+ * sends, what it refuses, how each failure reads), and test/hostile-engines.test.ts and
+ * test/e2e-decode-kills.test.ts run the same engines through both clients and expect the same
+ * outcomes. It keeps fetch's contract where the proxy
+ * depends on it: an abort (platform.ts's AbortSource) rejects with its
  * reason (or fails the body's read), a refused connection fails with code ECONNREFUSED, a connection
  * lost before the answer is complete fails with ECONNRESET, redirects are not followed, header values are
  * refused as fetch refuses them. An answer it cannot frame fails with code HPE_INVALID and its
@@ -18,7 +22,7 @@
  * A connection lost after bytes went out fails the request, even when the engine may only have
  * been closing an idle connection: it may as well have received the request and acted on it.
  * Failures that prove the request never left (the connection could not be made) are marked so
- * (runtime.ts's neverSent). Pooled connections do not keep the process alive, close after
+ * (platform.ts's neverSent). Pooled connections do not keep the process alive, close after
  * `idleSeconds` unused (by default below the 5 s keep-alive of uvicorn, which serves vLLM and
  * SGLang, so that pdlink, not the engine, closes an idle one), and number at most `maxIdle` over
  * every origin, the oldest idle one closed first. An answer that arrives before its request was
