@@ -12,16 +12,27 @@ export function tasks(pid: number): string[] {
   }
 }
 
-/** ns on CPU, every thread of `pid`. */
+/** Per process, the CPU each thread had used when last read (threads that ended keep their last figure). */
+const seen = new Map<number, Map<string, number>>();
+
+/**
+ * ns on CPU of `pid`, every thread, from /proc's exact per-thread schedstat figures. A thread that
+ * has ended since the last reading counts with what it had used then, so the sum never goes
+ * backwards (summing the live threads alone did, whenever one ended between two readings); only
+ * what it used after the last reading is missed.
+ */
 export function cpuNs(pid: number): number {
-  let ns = 0;
+  let threads = seen.get(pid);
+  if (threads === undefined) seen.set(pid, (threads = new Map()));
   for (const tid of tasks(pid)) {
     try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      threads.set(tid, Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
     } catch {
-      // A thread that ended between the listing and the read.
+      // A thread that ended between the listing and the read: its last figure stands.
     }
   }
+  let ns = 0;
+  for (const used of threads.values()) ns += used;
   return ns;
 }
 
