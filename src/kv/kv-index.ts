@@ -5,11 +5,12 @@
  * namespace (model, block size, LoRA, salt); each source's engine hash of a block is mapped to the
  * record, so a removal names what the engine named. Pure data: no sockets, no clocks.
  *
- * Memory is struct-of-arrays (typed arrays that double as they fill, up to `maxRecords`): a held
- * block costs one record (engine hash, block, source, medium, two holder links: 23 bytes), its slot
- * in the engine-hash table (4 to 8 bytes), and its share of the block itself (key, namespace, first
- * holder: 14 bytes, and 4 to 8 bytes of table): at most 53 bytes when no two sources share a block,
- * less when they do, plus what the doubling leaves unused (bench/results/kv-index.md measures it).
+ * Memory is struct-of-arrays (typed arrays that grow by a quarter as they fill, records up to
+ * `maxRecords`): a held block costs one record (engine hash, block, source, medium, two holder links:
+ * 23 bytes) and its slot in the engine-hash table (8 to 12 bytes: tables grow by half when half
+ * full), and its share of the block itself (key, namespace, first holder: 14 bytes, and 8 to 12 of
+ * table). With no block shared, 53 to 61 bytes, plus up to a quarter of the arrays not yet used;
+ * less the more sources share blocks (bench/results/kv-index.md measures it at 2.2 M held blocks).
  * A lookup walks a prompt's keys once and allocates nothing.
  */
 import { SlotTable } from './slot-table.ts';
@@ -312,7 +313,7 @@ export class KvIndex {
   }
 
   #growBlocks(): void {
-    const n = this.#bHi.length * 2;
+    const n = grownLength(this.#bHi.length, this.maxRecords);
     this.#bHi = grown(this.#bHi, new Uint32Array(n));
     this.#bLo = grown(this.#bLo, new Uint32Array(n));
     this.#bNs = grown(this.#bNs, new Uint16Array(n));
@@ -320,7 +321,7 @@ export class KvIndex {
   }
 
   #growRecords(): void {
-    const n = Math.min(this.#rBlock.length * 2, Math.max(this.maxRecords, 1024));
+    const n = grownLength(this.#rBlock.length, this.maxRecords);
     this.#rBlock = grown(this.#rBlock, new Int32Array(n));
     this.#rSource = grown(this.#rSource, new Uint16Array(n));
     this.#rMedium = grown(this.#rMedium, new Uint8Array(n));
@@ -329,6 +330,11 @@ export class KvIndex {
     this.#rEngHi = grown(this.#rEngHi, new Uint32Array(n));
     this.#rEngLo = grown(this.#rEngLo, new Uint32Array(n));
   }
+}
+
+/** Arrays grow by a quarter (at least 1024 entries), never past the bound (a block needs a record). */
+function grownLength(length: number, maxRecords: number): number {
+  return Math.min(Math.max(length + 1024, Math.ceil(length * 1.25)), Math.max(maxRecords, 1024));
 }
 
 function grown<T extends Uint32Array | Int32Array | Uint16Array | Uint8Array>(old: T, into: T): T {

@@ -1,8 +1,11 @@
 /**
- * An open-addressing table from a 96-bit key (three u32 words) to a non-negative int32 handle, for
- * the KV index: the keys live in the caller's own arrays (the table stores only handles), probing is
- * linear, deletion shifts the run back so no tombstones pile up, and the table doubles when half full.
- * Nothing is allocated per lookup; memory is 4 bytes per slot, at most 8 bytes per entry.
+ * An open-addressing table from a 96-bit key (three u32 words) to a handle below 2^27, for the KV
+ * index: the keys live in the caller's own arrays and the table stores only handles, each with four
+ * bits of its key's hash beside it in the same int32, so a probe that passes another key is told
+ * apart there without reading that key (a cache miss into a large array) fifteen times in sixteen.
+ * Probing is linear, deletion shifts the run back so no tombstones pile up, and the table grows by
+ * half when half full, so it holds 8 to 12 bytes per entry (4 per slot). Its size need not be a
+ * power of two: a key's home slot is its hash scaled to the table. Nothing is allocated per lookup.
  */
 
 /** What the table asks of its owner: the key words behind a handle. */
@@ -13,8 +16,11 @@ export interface SlotKeys {
 }
 
 const EMPTY = -1;
+/** Handles take the low 27 bits of a slot, the hash's tag the four above (the sign bit stays 0). */
+export const MAX_HANDLE = (1 << 27) - 1;
+const TAG_SHIFT = 27;
 
-/** A well-mixed slot index for three key words (a murmur-style finaliser over their combination). */
+/** A well-mixed hash of three key words (a murmur-style finaliser over their combination). */
 function mix(a: number, b: number, c: number): number {
   let h = Math.imul(a ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(b ^ 0xc2b2ae35, 0x27d4eb2f) ^ Math.imul(c + 0x165667b1, 0x9e3779b1);
   h ^= h >>> 15;
@@ -23,17 +29,27 @@ function mix(a: number, b: number, c: number): number {
   return h >>> 0;
 }
 
+/** The home slot: the hash's top 25 bits, times the slot count, over 2^25 (exact up to 2^28 slots). */
+const INV_2_25 = 1 / 33554432;
+/** Most slots a table grows to. */
+const MAX_SLOTS = 1 << 28;
+
+function home(hash: number, slots: number): number {
+  return Math.floor((hash >>> 7) * slots * INV_2_25);
+}
+
+/** The hash's low four bits, in place above the handle. */
+function tagOf(hash: number): number {
+  return (hash & 15) << TAG_SHIFT;
+}
+
 export class SlotTable {
   #slots: Int32Array;
-  #mask: number;
   #size = 0;
   readonly #keys: SlotKeys;
 
   constructor(keys: SlotKeys, initialSlots = 1024) {
-    let n = 16;
-    while (n < initialSlots) n *= 2;
-    this.#slots = new Int32Array(n).fill(EMPTY);
-    this.#mask = n - 1;
+    this.#slots = new Int32Array(Math.max(16, initialSlots)).fill(EMPTY);
     this.#keys = keys;
   }
 
@@ -52,21 +68,28 @@ export class SlotTable {
    */
   find(a: number, b: number, c: number): number {
     const slots = this.#slots;
-    const mask = this.#mask;
+    const n = slots.length;
     const keys = this.#keys;
-    for (let i = mix(a, b, c) & mask; ; i = (i + 1) & mask) {
-      const h = slots[i]!;
-      if (h === EMPTY) return EMPTY;
+    const hash = mix(a, b, c);
+    const tag = tagOf(hash);
+    for (let i = home(hash, n); ; i = i + 1 === n ? 0 : i + 1) {
+      const s = slots[i]!;
+      if (s === EMPTY) return EMPTY;
+      if ((s & ~MAX_HANDLE) !== tag) continue;
+      const h = s & MAX_HANDLE;
       if (keys.keyC(h) === c && keys.keyB(h) === b && keys.keyA(h) === a) return h;
     }
   }
 
   /**
-   * Stores a handle whose key is not in the table yet (the caller checked with find()).
+   * Stores a handle (at most MAX_HANDLE) whose key is not in the table yet (the caller checked with find()).
+   * @throws RangeError when the handle is out of range or the table is full (MAX_SLOTS).
    * @example table.insert(record);
    */
   insert(handle: number): void {
+    if (handle < 0 || handle > MAX_HANDLE) throw new RangeError(`a slot table's handles are in [0, ${MAX_HANDLE}]`);
     if (2 * (this.#size + 1) > this.#slots.length) this.#grow();
+    if (this.#size + 1 >= this.#slots.length) throw new RangeError(`a slot table holds fewer than ${MAX_SLOTS} entries`);
     this.#place(handle);
     this.#size++;
   }
@@ -77,23 +100,28 @@ export class SlotTable {
    */
   remove(a: number, b: number, c: number): boolean {
     const slots = this.#slots;
-    const mask = this.#mask;
+    const n = slots.length;
     const keys = this.#keys;
-    let i = mix(a, b, c) & mask;
-    for (; ; i = (i + 1) & mask) {
-      const h = slots[i]!;
-      if (h === EMPTY) return false;
+    const hash = mix(a, b, c);
+    const tag = tagOf(hash);
+    let i = home(hash, n);
+    for (; ; i = i + 1 === n ? 0 : i + 1) {
+      const s = slots[i]!;
+      if (s === EMPTY) return false;
+      if ((s & ~MAX_HANDLE) !== tag) continue;
+      const h = s & MAX_HANDLE;
       if (keys.keyC(h) === c && keys.keyB(h) === b && keys.keyA(h) === a) break;
     }
     // Backward-shift deletion: move later members of the run into the hole when their home allows.
     let hole = i;
-    for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
-      const h = slots[j]!;
-      if (h === EMPTY) break;
-      const home = mix(keys.keyA(h), keys.keyB(h), keys.keyC(h)) & mask;
-      // h may move to the hole when its home is not in (hole, j] cyclically.
-      if (hole <= j ? home <= hole || home > j : home <= hole && home > j) {
-        slots[hole] = h;
+    for (let j = i + 1 === n ? 0 : i + 1; ; j = j + 1 === n ? 0 : j + 1) {
+      const s = slots[j]!;
+      if (s === EMPTY) break;
+      const h = s & MAX_HANDLE;
+      const at = home(mix(keys.keyA(h), keys.keyB(h), keys.keyC(h)), n);
+      // It may move to the hole when its home is not in (hole, j] cyclically.
+      if (hole <= j ? at <= hole || at > j : at <= hole && at > j) {
+        slots[hole] = s;
         hole = j;
       }
     }
@@ -111,16 +139,17 @@ export class SlotTable {
   #place(handle: number): void {
     const keys = this.#keys;
     const slots = this.#slots;
-    const mask = this.#mask;
-    let i = mix(keys.keyA(handle), keys.keyB(handle), keys.keyC(handle)) & mask;
-    while (slots[i] !== EMPTY) i = (i + 1) & mask;
-    slots[i] = handle;
+    const n = slots.length;
+    const hash = mix(keys.keyA(handle), keys.keyB(handle), keys.keyC(handle));
+    let i = home(hash, n);
+    while (slots[i] !== EMPTY) i = i + 1 === n ? 0 : i + 1;
+    slots[i] = handle | tagOf(hash);
   }
 
   #grow(): void {
     const old = this.#slots;
-    this.#slots = new Int32Array(old.length * 2).fill(EMPTY);
-    this.#mask = this.#slots.length - 1;
-    for (let i = 0; i < old.length; i++) if (old[i] !== EMPTY) this.#place(old[i]!);
+    if (old.length >= MAX_SLOTS) return;
+    this.#slots = new Int32Array(Math.min(MAX_SLOTS, Math.ceil(old.length * 1.5))).fill(EMPTY);
+    for (let i = 0; i < old.length; i++) if (old[i] !== EMPTY) this.#place(old[i]! & MAX_HANDLE);
   }
 }

@@ -29,7 +29,7 @@ export const KvEventsSection = v.looseObject({
     ),
   ),
   /** Most held blocks (one per instance, medium and block) the index keeps; more are refused and counted. */
-  max_blocks: v.optional(int(1024, 1 << 28)),
+  max_blocks: v.optional(int(1024, 1 << 27)),
   /** Largest event batch read, in bytes; larger ones are skipped and counted. */
   max_batch_bytes: v.optional(int(1024, 1 << 30)),
   /** How long a replay request may take. */

@@ -70,7 +70,7 @@ export const coordinatorSchedulerKeys: KeyDocs = {
     default: String((BigInt(ZERO_SEED.hi) << 32n) | BigInt(ZERO_SEED.lo)),
   },
   'scheduler.kv_events.max_blocks': {
-    doc: 'Most held blocks the index keeps (one record per instance, medium and block, at most 53 bytes each); a block stored past it is refused and counted.',
+    doc: 'Most held blocks the index keeps (one record per instance, medium and block: 53 to 61 bytes each with no block shared, and up to a quarter more while its arrays fill; bench/results/kv-index.md measures it); a block stored past it is refused and counted.',
     default: String(DEFAULT_MAX_RECORDS),
   },
   'scheduler.kv_events.max_batch_bytes': {
