@@ -47,11 +47,11 @@ export class KvHits {
 
   /**
    * Works out the hits of a prompt: `tokens` for the exact index (in the namespace of each
-   * publisher's model and block size), `hashes` (the approximate index's keys, `hashBlock` tokens
-   * each) for instances without events.
-   * @example hits.begin(tokens, hashes, 128);
+   * publisher's model and block size), `hashes()` (the approximate index's keys, `hashBlock` tokens
+   * each, asked for only while that index holds any) for instances without events.
+   * @example hits.begin(tokens, () => hashes, 128);
    */
-  begin(tokens: ArrayLike<number> | undefined, hashes: readonly number[], hashBlock: number): void {
+  begin(tokens: ArrayLike<number> | undefined, hashes: () => readonly number[], hashBlock: number): void {
     this.#tokens.clear();
     this.promptTokens = tokens?.length ?? 0;
     this.#mapSources();
@@ -68,7 +68,7 @@ export class KvHits {
         for (const model of models) this.#exactHits(keys.words, keys.blocks, model, blockSize);
       }
     }
-    this.#approxHits(hashes, hashBlock);
+    if (this.#approx.size > 0) this.#approxHits(hashes(), hashBlock);
   }
 
   /** Cached prompt tokens on an instance (0 when none). */

@@ -24,6 +24,8 @@ export interface PolicySetup {
   readonly prefix: PrefixIndex | undefined;
   /** Kept when a policy needs `kv_hits`: what the prompt of the pick in progress finds cached where. */
   readonly hits: KvHits | undefined;
+  /** Whether a policy reads the prompt's approximate hashes in the walk (`prefix_index`: cache_affinity). */
+  readonly walkHashes: boolean;
   readonly loadWeight: number;
   readonly decodeFirst: boolean;
 }
@@ -50,6 +52,7 @@ export function setUpPolicies(options: SchedulerOptions, lookup: (id: number) =>
     reasons: prefillPolicy.reasons,
     prefix,
     hits,
+    walkHashes: needs('prefix_index'),
     loadWeight,
     decodeFirst: hits !== undefined && options.kv?.decodeFirst === true,
   };

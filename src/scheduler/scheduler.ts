@@ -44,7 +44,7 @@ export class PdScheduler {
   readonly #blockSize: number;
   readonly #rng: () => number;
   readonly #metrics: SchedulerMetrics | undefined;
-  /** The proxy hands the same request object to pick() and recordPrefill(); hash it once. */
+  /** The proxy hands one request object to pick() and recordPrefill(): hashed once. */
   readonly #hashes = new WeakMap<object, readonly number[]>();
   readonly #unsubscribe: () => void;
   readonly #loads: LoadSource;
@@ -53,6 +53,7 @@ export class PdScheduler {
   readonly #hits: KvHits | undefined;
   readonly #loadWeight: number;
   readonly #decodeFirst: boolean;
+  readonly #walkHashes: boolean;
 
   constructor(options: SchedulerOptions) {
     if (typeof options !== 'object' || options === null) throw errors.invalidArgument('options', 'must be an object');
@@ -71,6 +72,7 @@ export class PdScheduler {
     this.#hits = setup.hits;
     this.#loadWeight = setup.loadWeight;
     this.#decodeFirst = setup.decodeFirst;
+    this.#walkHashes = setup.walkHashes;
     this.#prefill = setup.prefill;
     this.#decode = setup.decode;
     const maxRequests = options.maxRequestsPerInstance;
@@ -105,7 +107,7 @@ export class PdScheduler {
     const checked = checkPickRequest(request);
     // Circuits whose cool-down ended become half-open here; the topology hears of it before the walk.
     this.health.poll();
-    if (this.#hits !== undefined) this.#hits.begin(checked.promptTokens, this.#hashesOf(checked, request), this.#blockSize);
+    this.#hits?.begin(checked.promptTokens, () => this.#hashesOf(checked, request), this.#blockSize);
     if (this.#decodeFirst) {
       const d = holdingDecode(this.#topology, this.#hits!, checked, this.#localPrefill.maxLocalPrefillLength ?? 0, this.#loadWeight);
       if (d !== undefined) return this.#local(d, 'cache_hit');
@@ -149,7 +151,7 @@ export class PdScheduler {
   #walk(checked: CheckedRequest, request: PickRequest): PairWalk | PickFailureReason {
     const prefills = this.#topology.prefills;
     if (prefills.size === 0) return diagnose(this.#topology.counts());
-    const hashes = this.#prefix === undefined ? NO_HASHES : this.#hashesOf(checked, request);
+    const hashes = this.#walkHashes ? this.#hashesOf(checked, request) : NO_HASHES;
     const pWalk = new PairWalk(this.#rng, hashes, checked, checked.excludeP, undefined);
     const dWalk = new PairWalk(this.#rng, NO_HASHES, checked, checked.excludeD, pWalk);
     // The usual pick: the first P of the order fits, and so does the first of its D's. The walk
@@ -184,8 +186,8 @@ export class PdScheduler {
     this.health.poll();
     const p = this.#topology.get(pId);
     if (p === undefined || p.role !== 'prefill') return this.#fail('no_prefill', checked);
-    // precise_prefix orders D's by this request's prompt (its keys are kept from the pick: only matched).
-    if (this.#hits !== undefined) this.#hits.begin(checked.promptTokens, this.#hashesOf(checked, request), this.#blockSize);
+    // precise_prefix orders D's by this request's prompt (keyed at the pick: only matched).
+    this.#hits?.begin(checked.promptTokens, () => this.#hashesOf(checked, request), this.#blockSize);
     const walk = (): SchedulerNode | PickFailureReason => {
       let excluded = false;
       const dContext = decodeOnlyContext(this.#rng, checked.excludeD);
@@ -233,7 +235,8 @@ export class PdScheduler {
     if (this.#prefix === undefined) return;
     if (!Number.isSafeInteger(pId) || pId < 0) throw errors.invalidArgument('pId', 'must be an instance id');
     const node = this.#topology.get(pId);
-    if (node === undefined || node.role !== 'prefill') return;
+    // One that publishes KV events is scored from them: a record would never be read.
+    if (node === undefined || node.role !== 'prefill' || this.#hits?.exact(pId) === true) return;
     this.#prefix.record(pId, this.#hashesOf(checkPickRequest(request), request), node.instance.totalBlocks);
   }
 

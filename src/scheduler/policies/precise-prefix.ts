@@ -61,11 +61,15 @@ export function precisePrefix(hits: KvHits, lookup: (id: number) => SchedulerNod
     },
     first(pool, context) {
       let top: SchedulerNode | undefined;
+      let holding = 0;
       for (const [id] of hits.entries()) {
         const node = lookup(id);
-        if (node !== undefined && pool.has(node) && (top === undefined || better(node, top))) top = node;
+        if (node === undefined || !pool.has(node)) continue;
+        holding++;
+        if (top === undefined || better(node, top)) top = node;
       }
-      const least = firstMiss(pool, hits);
+      // When every member holds some of the prompt there is no miss to weigh (and none to search for).
+      const least = holding === pool.size ? undefined : firstMiss(pool, hits);
       const pick = top === undefined ? least : least === undefined || better(top, least) ? top : least;
       if (pick !== undefined) mark(context, pick);
       return pick;
