@@ -104,7 +104,7 @@ describe('two Coordinators on the same engines', () => {
     const c = createCoordinator({ policy: { prefill: 'precise_prefix', decode: 'load_balance' } });
     coordinators.push(c);
     const bad = { ...instance(1, 'P'), kv_events_endpoint: 'udp://x' };
-    const instances = [bad, instance(10, 'D', undefined, [1])];
+    const instances: Record<string, unknown>[] = [bad, instance(10, 'D', undefined, [1])];
     const res = await c.managementFetch(
       new Request('http://c/v1/instances/refresh', {
         method: 'POST',
