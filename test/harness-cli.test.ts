@@ -19,6 +19,25 @@ function bench(...args: string[]): { status: number | null; stderr: string } {
   return { status: res.status, stderr: res.stderr };
 }
 
+describe('pdlink bench --profile arguments', () => {
+  const base = ['--base-url', 'http://127.0.0.1:9', '--model', 'm'];
+  const profile = join(dir, 'profile.json');
+  test.each([
+    [[] as string[], '--base-url: an http(s) URL is required, got null'],
+    [[...base, '--rates', '1,x'], '--rates: must be a comma-separated list of numbers > 0, got "1,x"'],
+    [[...base, '--concurrency', '0'], '--concurrency: must be a comma-separated list of integers ≥ 1, got "0"'],
+    [[...base, '--output-len', '1'], '--output-len: must be an integer ≥ 2, got "1"'],
+    [[...base, '--out', 'x'], "Unknown option '--out'"],
+  ])('%j is refused with a message naming the option', (args, message) => {
+    const res = spawnSync(process.execPath, [join(REPO_ROOT, 'src', 'main.ts'), 'bench', '--profile', profile, ...args], {
+      encoding: 'utf8',
+    });
+    expect(res.status).toBe(2);
+    expect(res.stderr).toContain(message);
+    expect(existsSync(profile)).toBe(false);
+  });
+});
+
 describe('pdlink bench arguments', () => {
   const base = ['--base-url', 'http://127.0.0.1:9', '--model', 'm'];
   test.each([
@@ -33,6 +52,12 @@ describe('pdlink bench arguments', () => {
     [[...base, '--slo-ttft-ms=-5'], '--slo-ttft-ms: must be a number > 0, got "-5"'],
     [[...base, '--trace', '/nonexistent/trace.jsonl'], '--trace: cannot read /nonexistent/trace.jsonl'],
     [[...base, '--frobnicate', '1'], "Unknown option '--frobnicate'"],
+    [[...base, '--then-rate', '0'], '--then-rate: must be a number > 0, got "0"'],
+    [[...base, '--shift-at', '2'], '--shift-at: must be a number in [0, 1], got "2"'],
+    [[...base, '--then-output-len', 'x'], '--then-output-len: must be N, uniform:MIN:MAX'],
+    [[...base, '--trace', 't.jsonl', '--then-rate', '2'], "--then-rate: a synthetic workload's option, not with --trace"],
+    [[...base, '--tenants', 'a:x:1', '--shift-at', '0.5'], '--then-*, --shift-at: not with --tenants'],
+    [[...base, '--controller-url', '127.0.0.1:1030'], '--controller-url: must be an http(s) URL, got "127.0.0.1:1030"'],
   ])('%j is refused with a message naming the option', (args, message) => {
     const { status, stderr } = bench(...args);
     expect(status).toBe(2);

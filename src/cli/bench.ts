@@ -19,52 +19,11 @@ import { parseTenants, tenantSynthetic, withTenants, type TenantMix } from '../h
 import { ConfigError } from '../core/errors.ts';
 import { parseStringOptions } from './common.ts';
 import { shutdownSignals } from './shutdown.ts';
+import { BENCH_HELP } from './bench-help.ts';
+import { firstModel, int, num, parseLevels } from './bench-values.ts';
+import { runProfileCommand } from './bench-profile.ts';
 
-export const BENCH_HELP = `Usage: pdlink bench --base-url URL [options]
-
-Sends a workload to an OpenAI-compatible endpoint (pdlink's proxy, vLLM, any engine), streaming,
-and reports TTFT, inter-token latency, TPOT, end to end, throughput and goodput. Writes
-<out>.json (schema pdlink-bench-report, version 2) and <out>.html (charts, opens offline).
-Progress goes to stderr; Ctrl-C stops and writes the report of what was measured.
-
-Target:
-  --base-url URL            e.g. http://127.0.0.1:1025 (required)
-  --endpoint KIND           completions | chat (default completions)
-  --model NAME              model name (default: the first of GET <base-url>/v1/models)
-  --request-timeout-s S     bound on one request (default 300)
-
-Workload (a trace when --trace is given, else synthetic):
-  --trace FILE              Mooncake-format JSONL (timestamp, input_length, output_length, hash_ids)
-  --time-scale X            arrival times × X (default 1; 0.1 replays ten times faster)
-  --length-scale X          prompt lengths and block size × X (default 1)
-  --output-scale X          completion lengths × X (default: the length scale)
-  --rate R                  synthetic: Poisson arrivals per second (default 1)
-  --input-len DIST          synthetic prompt tokens: N, uniform:MIN:MAX, exponential:MEAN,
-                            lognormal:MEAN:CV (default 512)
-  --output-len DIST         synthetic completion tokens (default 64)
-  --prefix-share F          synthetic: share of each prompt's blocks from a shared prefix (default 0.5)
-  --prefix-groups N         synthetic: number of shared prefixes (default 8)
-  --block-tokens N          synthetic: tokens per hash block (default 512)
-  --seed N                  synthetic: random seed (default 1)
-  --tenants LIST            NAME:CLASS:RATE,... : each request is sent as a tenant with a priority
-                            class (pdlink's x-pdlink-tenant and x-pdlink-priority headers) and the
-                            report summarises each tenant; synthetic: each tenant its own Poisson
-                            stream at RATE per second (--rate is then unused); trace: requests dealt
-                            to the tenants in proportion to RATE
-
-Runs and bounds:
-  --concurrency LIST        closed-loop sweep, e.g. 1,2,4,8 (default: open-loop replay at the arrival times)
-  --max-requests N          requests per run (default: the whole trace; 200 synthetic)
-  --duration-s S            time bound per run (default 600)
-
-Report:
-  --slo-ttft-ms MS          goodput counts requests with TTFT ≤ MS
-  --slo-tpot-ms MS          …and TPOT ≤ MS
-  --out PREFIX              output files PREFIX.json and PREFIX.html (default pdlink-bench-<time>)
-  --chart-library WHERE     inline (default: the page carries uPlot) | beside (the page references
-                            uPlot's two files, written once into its directory: for many reports)
-  -h, --help                show this help
-`;
+export { BENCH_HELP } from './bench-help.ts';
 
 const OPTIONS = [
   'base-url',
@@ -82,6 +41,10 @@ const OPTIONS = [
   'prefix-groups',
   'block-tokens',
   'seed',
+  'then-rate',
+  'then-input-len',
+  'then-output-len',
+  'shift-at',
   'tenants',
   'concurrency',
   'max-requests',
@@ -90,6 +53,7 @@ const OPTIONS = [
   'slo-tpot-ms',
   'out',
   'chart-library',
+  'controller-url',
 ] as const;
 
 type Values = Partial<Record<(typeof OPTIONS)[number], string>>;
@@ -99,6 +63,8 @@ type Values = Partial<Record<(typeof OPTIONS)[number], string>>;
  * @example await runBenchCommand(['--base-url', 'http://127.0.0.1:1025', '--trace', 'trace.jsonl', '--time-scale', '0.1']);
  */
 export async function runBenchCommand(argv: string[]): Promise<void> {
+  // The profile mode has options of its own.
+  if (argv.some((a) => a === '--profile' || a.startsWith('--profile='))) return runProfileCommand(argv);
   const shutdown = shutdownSignals();
   const { values, help } = parseStringOptions(argv, OPTIONS, BENCH_HELP);
   if (help) {
@@ -126,13 +92,16 @@ export async function runBenchCommand(argv: string[]): Promise<void> {
   const out = values.out ?? `pdlink-bench-${new Date().toISOString().replace(/[:.]/g, '-')}`;
   const model = values.model ?? (await firstModel(baseUrl));
   const target: Target = { baseUrl, endpoint: endpoint as Endpoint, model, requestTimeoutMs };
+  const controllerUrl = values['controller-url'];
+  if (controllerUrl !== undefined && !/^https?:\/\/[^/]+/.test(controllerUrl))
+    throw new ConfigError(`--controller-url: must be an http(s) URL, got ${JSON.stringify(controllerUrl)}`);
 
   const stop = new AbortController();
   void shutdown.received().then(() => stop.abort());
   const settings: Record<string, string | number | boolean | null> = {};
   for (const name of OPTIONS) settings[name] = values[name] ?? null;
   const report = await runBench(
-    { target, workload, maxRequests, durationMs, concurrency, slo, settings },
+    { target, workload, maxRequests, durationMs, concurrency, slo, settings, ...(controllerUrl === undefined ? {} : { controllerUrl }) },
     stop.signal,
     progressFor(process.stderr),
   );
@@ -145,6 +114,8 @@ export async function runBenchCommand(argv: string[]): Promise<void> {
 
 function loadWorkload(values: Values): Workload {
   if (values.trace !== undefined) {
+    const shift = (['then-rate', 'then-input-len', 'then-output-len', 'shift-at'] as const).find((name) => values[name] !== undefined);
+    if (shift !== undefined) throw new ConfigError(`--${shift}: a synthetic workload's option, not with --trace`);
     let text: string;
     try {
       text = readFileSync(values.trace, 'utf8');
@@ -178,6 +149,18 @@ function loadWorkload(values: Values): Workload {
     blockTokens: int(values, 'block-tokens', 512, 1),
     seed: int(values, 'seed', 1, 0),
   };
+  const shifts = ['then-rate', 'then-input-len', 'then-output-len', 'shift-at'] as const;
+  if (shifts.some((name) => values[name] !== undefined)) {
+    if (tenants !== undefined) throw new ConfigError('--then-*, --shift-at: not with --tenants');
+    const from = Math.round(synthetic.requests * num(values, 'shift-at', 0.5, { min: 0, max: 1 }));
+    const then = {
+      from,
+      rate: num(values, 'then-rate', synthetic.rate, { min: 0, exclusive: true }),
+      input: values['then-input-len'] === undefined ? synthetic.input : length(values, 'then-input-len', ''),
+      output: values['then-output-len'] === undefined ? synthetic.output : length(values, 'then-output-len', ''),
+    };
+    return syntheticWorkload({ ...synthetic, then });
+  }
   return tenants === undefined ? syntheticWorkload(synthetic) : tenantSynthetic(synthetic, tenants);
 }
 
@@ -190,52 +173,15 @@ function tenantsOf(values: Values): TenantMix[] | undefined {
   }
 }
 
-function num(values: Values, name: keyof Values, fallback: number, range: { min: number; max?: number; exclusive?: boolean }): number {
-  const text = values[name];
-  if (text === undefined) return fallback;
-  const value = Number(text);
-  const low = range.exclusive === true ? value > range.min : value >= range.min;
-  if (text.trim() === '' || !Number.isFinite(value) || !low || (range.max !== undefined && value > range.max)) {
-    const bound =
-      range.max !== undefined ? `in [${range.min}, ${range.max}]` : range.exclusive === true ? `> ${range.min}` : `≥ ${range.min}`;
-    throw new ConfigError(`--${name}: must be a number ${bound}, got ${JSON.stringify(text)}`);
-  }
-  return value;
-}
-
-function int(values: Values, name: keyof Values, fallback: number, min: number): number {
-  const text = values[name];
-  if (text === undefined) return fallback;
-  if (!/^\d+$/.test(text) || Number(text) < min || !Number.isSafeInteger(Number(text)))
-    throw new ConfigError(`--${name}: must be an integer ≥ ${min}, got ${JSON.stringify(text)}`);
-  return Number(text);
-}
-
-function length(values: Values, name: 'input-len' | 'output-len', fallback: string): LengthDistribution {
+function length(
+  values: Values,
+  name: 'input-len' | 'output-len' | 'then-input-len' | 'then-output-len',
+  fallback: string,
+): LengthDistribution {
   try {
     return parseLength(values[name] ?? fallback);
   } catch (err) {
     throw new ConfigError(`--${name}: ${(err as Error).message}`);
-  }
-}
-
-function parseLevels(text: string): number[] {
-  const levels = text.split(',').map((s) => s.trim());
-  if (levels.some((s) => !/^\d+$/.test(s) || Number(s) < 1))
-    throw new ConfigError(`--concurrency: must be a comma-separated list of integers ≥ 1, got ${JSON.stringify(text)}`);
-  return levels.map(Number);
-}
-
-async function firstModel(baseUrl: string): Promise<string> {
-  const url = `${baseUrl.replace(/\/+$/, '')}/v1/models`;
-  try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-    const body = (await res.json()) as { data?: { id?: unknown }[] };
-    const id = body.data?.[0]?.id;
-    if (res.ok && typeof id === 'string') return id;
-    throw new Error(`answered ${res.status} without a model`);
-  } catch (err) {
-    throw new ConfigError(`--model: not given, and GET ${url} did not name one (${(err as Error).message}); pass --model`);
   }
 }
 

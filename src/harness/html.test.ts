@@ -105,6 +105,22 @@ describe('the HTML report', () => {
     expect(parsed.runs[0]!.timeline.t.length).toBeGreaterThan(0);
   });
 
+  test("a run with the cluster's roles: the serving prefill and decode counts as steps, and a table of its moves", async () => {
+    const page = await parse(html);
+    const data = JSON.parse(page.scripts.find((s) => s.type === 'application/json')!.text) as {
+      runs: { roles?: { t: number[]; prefill: number[]; decode: number[]; other: number[] }; timeline: { goodPerS: number[] } }[];
+    };
+    // 100 serving as prefill, then moving, then serving as decode; closed at the run's end (5 s).
+    expect(data.runs[0]!.roles).toEqual({ t: [0, 1, 2, 5], prefill: [1, 0, 0, 0], decode: [1, 1, 2, 2], other: [0, 1, 0, 0] });
+    expect(data.runs[1]!.roles).toBeUndefined();
+    // 10 requests met the 60 ms TTFT, all sent within the first 2 s of 5.
+    const binS = 5 / data.runs[0]!.timeline.goodPerS.length;
+    expect(data.runs[0]!.timeline.goodPerS.reduce((a, b) => a + b, 0) * binS).toBeCloseTo(10, 6);
+    expect(html).toContain('1 move(s) between roles ended during the run.');
+    expect(html).toContain('<tr><td>100</td><td>prefill → decode</td><td>planner</td><td>0.9</td><td>2.0</td><td>done</td></tr>');
+    expect(html).toContain("'serving decode'");
+  });
+
   test("beside: references the library's two files in its directory and carries no copy of it", async () => {
     const page = await parse(renderHtml(report, { chartLibrary: 'beside' }));
     expect(page.urlAttributes).toEqual([`href=${CHART_LIBRARY_FILES.style}`, `src=${CHART_LIBRARY_FILES.script}`]);

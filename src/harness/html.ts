@@ -1,6 +1,7 @@
 /**
  * The HTML page of a report: a summary table per run, latency CDFs (TTFT, TPOT, inter-token,
- * end to end) and a timeline of load and latency, drawn by uPlot. Everything — the library, its
+ * end to end), a timeline of load and latency, and with a role timeline the cluster's serving
+ * prefill and decode instances over the run and the moves between roles, drawn by uPlot. Everything — the library, its
  * style sheet and the data — is inline by default, so the file opens offline and can be mailed
  * around; or the page references the library's files beside it (chart-library.ts writes them once).
  */
@@ -37,7 +38,7 @@ ${report.partial ? '<strong>Partial report: a run was stopped before its workloa
 ${report.runs.map(runTable).join('\n')}
 <h2>Latency CDFs</h2>
 <div id="cdfs" class="charts"></div>
-<h2>Timeline: load and latency</h2>
+<h2>Timeline: load, latency${report.runs.some((r) => r.roles !== undefined) ? ' and roles' : ''}</h2>
 <div id="timelines" class="charts"></div>
 <script type="application/json" id="bench-data">${JSON.stringify(data).replace(/</g, '\\u003c')}</script>
 ${library === undefined ? `<script src="${CHART_LIBRARY_FILES.script}"></script>` : `<script>${inlineText(library.script)}</script>`}
@@ -67,7 +68,23 @@ ${row('inter-token', s.itlMs)}
 ${row('end to end', s.e2eMs)}
 ${row('send drift', s.driftMs)}
 </tbody>
-</table>`;
+</table>${movesTable(run)}`;
+}
+
+/** The moves between roles that ended during a run, with the controller it watched. */
+function movesTable(run: BenchReport['runs'][number]): string {
+  const roles = run.roles;
+  if (roles === undefined) return '';
+  const s = (ms: number): string => (ms / 1000).toFixed(1);
+  const rows = roles.moves
+    .map(
+      (m) =>
+        `<tr><td>${m.id}</td><td>${escapeHtml(`${m.from} → ${m.to}`)}</td><td>${escapeHtml(m.by)}</td><td>${s(m.startedMs)}</td><td>${s(m.endedMs)}</td><td>${escapeHtml(m.outcome)}</td></tr>`,
+    )
+    .join('\n');
+  return `
+<p>Roles read from <code>${escapeHtml(roles.controller)}</code> (${roles.polls} reads, ${roles.failedPolls} unanswered): ${roles.moves.length} move(s) between roles ended during the run.</p>
+${rows === '' ? '' : `<table>\n<thead><tr><th>instance</th><th>move</th><th>by</th><th>began (s)</th><th>ended (s)</th><th>outcome</th></tr></thead>\n<tbody>\n${rows}\n</tbody>\n</table>`}`;
 }
 
 function fmt(x: number | null): string {
@@ -113,9 +130,20 @@ const PAGE_SCRIPT = `(function () {
       series: [{ label: 's' },
         { label: 'in flight', scale: 'load', stroke: '#1f77b4' },
         { label: 'sent/s', scale: 'load', stroke: '#2ca02c' },
+        { label: 'met the SLO/s', scale: 'load', stroke: '#9467bd' },
         { label: 'mean TTFT (ms)', scale: 'ms', stroke: '#d62728', spanGaps: true },
         { label: 'mean TPOT (ms)', scale: 'ms', stroke: '#ff7f0e', spanGaps: true }],
       axes: [{ label: 'seconds from start' }, { scale: 'load', label: 'requests' }, { scale: 'ms', side: 1, label: 'ms', grid: { show: false } }] },
-      [tl.t, tl.inFlight, tl.sentPerS, tl.ttftMs, tl.tpotMs], box('timelines'));
+      [tl.t, tl.inFlight, tl.sentPerS, tl.goodPerS, tl.ttftMs, tl.tpotMs], box('timelines'));
+    if (!run.roles) return;
+    var steps = uPlot.paths.stepped({ align: 1 });
+    new uPlot({ title: 'Run ' + run.label + ': roles', width: 1060, height: 220,
+      scales: { x: { time: false } },
+      series: [{ label: 's' },
+        { label: 'serving prefill', stroke: '#1f77b4', paths: steps },
+        { label: 'serving decode', stroke: '#d62728', paths: steps },
+        { label: 'moving or not serving', stroke: '#7f7f7f', paths: steps }],
+      axes: [{ label: 'seconds from start' }, { label: 'instances' }] },
+      [run.roles.t, run.roles.prefill, run.roles.decode, run.roles.other], box('timelines'));
   });
 })();`;

@@ -81,3 +81,20 @@ export function sampleLength(dist: LengthDistribution, random: Random): number {
     }
   }
 }
+
+/**
+ * A length distribution as `--input-len` takes it.
+ * @example lengthText({ kind: 'uniform', min: 128, max: 512 }) // 'uniform:128:512'
+ */
+export function lengthText(dist: LengthDistribution): string {
+  switch (dist.kind) {
+    case 'fixed':
+      return String(dist.value);
+    case 'uniform':
+      return `uniform:${dist.min}:${dist.max}`;
+    case 'exponential':
+      return `exponential:${dist.mean}`;
+    case 'lognormal':
+      return `lognormal:${dist.mean}:${dist.cv}`;
+  }
+}

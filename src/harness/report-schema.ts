@@ -57,6 +57,24 @@ const RequestRecord = v.strictObject({
 
 const StoppedBy = v.picklist(['complete', 'time_bound', 'signal']);
 
+const Roles = v.strictObject({
+  controller: v.string(),
+  polls: Num,
+  failedPolls: Num,
+  changes: v.array(v.strictObject({ atMs: Num, id: Num, role: v.string(), state: v.string() })),
+  moves: v.array(
+    v.strictObject({
+      id: Num,
+      from: v.string(),
+      to: v.string(),
+      by: v.string(),
+      outcome: v.string(),
+      startedMs: Num,
+      endedMs: Num,
+    }),
+  ),
+});
+
 const Run = v.strictObject({
   label: v.string(),
   mode: v.picklist(['open', 'closed']),
@@ -66,10 +84,11 @@ const Run = v.strictObject({
   stoppedBy: StoppedBy,
   summary: Summary,
   byTenant: v.optional(v.record(v.string(), Summary)),
+  roles: v.optional(Roles),
   requests: v.array(RequestRecord),
 });
 
-/** The whole report, version 2. */
+/** The whole report, version 3. */
 export const BenchReportSchema = v.strictObject({
   schema: v.literal(REPORT_SCHEMA),
   version: v.literal(REPORT_VERSION),

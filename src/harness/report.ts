@@ -4,6 +4,7 @@
  * tools reading it should check both fields. docs/bench.md documents the fields.
  */
 import type { RequestRecord } from './client.ts';
+import type { RoleTimeline } from './roles.ts';
 import type { RunResult, StoppedBy } from './runner.ts';
 import { summarize, type Slo, type Summary } from './stats.ts';
 import type { Target } from './target.ts';
@@ -13,8 +14,9 @@ export const REPORT_SCHEMA = 'pdlink-bench-report';
 /**
  * Raised on any change a reader could notice: a field added, renamed, removed, or changing meaning.
  * 2: each request's `tenant`, and each run's `byTenant` summaries when the workload has tenants.
+ * 3: each run's `roles` (the cluster's roles and moves during the run) with `--controller-url`.
  */
-export const REPORT_VERSION = 2;
+export const REPORT_VERSION = 3;
 
 export interface RunReport {
   /** `open` for a replay, `closed-cN` for a closed loop of N clients. */
@@ -27,6 +29,8 @@ export interface RunReport {
   readonly summary: Summary;
   /** The summary of each tenant's requests, when the workload has tenants (`--tenants`). */
   readonly byTenant?: Record<string, Summary>;
+  /** The cluster's roles while it ran (`--controller-url`): each instance's role and state changes, the moves that ended. */
+  readonly roles?: RoleTimeline;
   readonly requests: RequestRecord[];
 }
 
@@ -57,7 +61,7 @@ export interface ReportInput {
   readonly maxRequests: number;
   readonly settings: Record<string, string | number | boolean | null>;
   readonly slo: Slo;
-  readonly runs: readonly RunResult[];
+  readonly runs: readonly (RunResult & { readonly roles?: RoleTimeline })[];
 }
 
 /**
@@ -105,6 +109,7 @@ export function buildReport(input: ReportInput): BenchReport {
                 ]),
               ),
             }),
+        ...(r.roles === undefined ? {} : { roles: r.roles }),
         requests: r.records,
       };
     }),

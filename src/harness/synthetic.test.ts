@@ -35,4 +35,23 @@ describe('syntheticWorkload', () => {
     expect(syntheticWorkload(SETTINGS)).toEqual(syntheticWorkload(SETTINGS));
     expect(syntheticWorkload({ ...SETTINGS, seed: 8 }).items[1]!.arrivalMs).not.toBe(syntheticWorkload(SETTINGS).items[1]!.arrivalMs);
   });
+
+  test('a second phase from a request on: its own rate and lengths, the source saying so', () => {
+    const w = syntheticWorkload({
+      ...SETTINGS,
+      requests: 400,
+      output: { kind: 'fixed', value: 8 },
+      then: { from: 200, rate: 20, input: { kind: 'fixed', value: 100 }, output: { kind: 'fixed', value: 300 } },
+    });
+    expect(w.items.slice(0, 200).every((i) => i.inputTokens === 1000 && i.outputTokens === 8)).toBe(true);
+    expect(w.items.slice(200).every((i) => i.inputTokens === 100 && i.outputTokens === 300)).toBe(true);
+    const first = (w.items[199]!.arrivalMs - w.items[0]!.arrivalMs) / 199;
+    const second = (w.items[399]!.arrivalMs - w.items[200]!.arrivalMs) / 199;
+    // Mean gaps of 100 ms, then 50 ms.
+    expect(first / second).toBeGreaterThan(1.6);
+    expect(first / second).toBeLessThan(2.5);
+    expect(w.source).toBe(
+      'synthetic: 400 requests, Poisson 10/s, prefix share 0.5 over 4 groups, seed 7, prompts 1000, outputs 8; from request 200: Poisson 20/s, prompts 100, outputs 300',
+    );
+  });
 });
