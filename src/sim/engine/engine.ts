@@ -143,9 +143,11 @@ export class SimEngine implements LegEngine {
           kind === 'chat' ? 'messages' : 'prompt',
         );
       }
-      if (request.kv.kind === 'export') return await runPrefill(this, request, requestId, signal);
-      if (request.kv.kind === 'import') return await runDecode(this, request, request.kv, requestId, signal);
-      return await runLocal(this, request, requestId, signal);
+      // A role switch ends the legs running when it drops the KV cache (role-switch.ts).
+      const legSignal = this.roleSwitch.signalFor(signal);
+      if (request.kv.kind === 'export') return await runPrefill(this, request, requestId, legSignal);
+      if (request.kv.kind === 'import') return await runDecode(this, request, request.kv, requestId, legSignal);
+      return await runLocal(this, request, requestId, legSignal);
     } catch (err) {
       if (err instanceof SimError) {
         // Refused before a leg began: still recorded, so a test can see which engine said no.

@@ -6,7 +6,7 @@ import { RoleSwitch } from './role-switch.ts';
 
 const DEVICE = { endpoint: '0', clusterId: 1001n };
 
-function engine(role: 'prefill' | 'decode' = 'prefill'): SimEngine {
+function engine(role: 'prefill' | 'decode' = 'prefill', decodeMsPerToken = 0): SimEngine {
   return new SimEngine({
     model: 'sim',
     role,
@@ -16,7 +16,7 @@ function engine(role: 'prefill' | 'decode' = 'prefill'): SimEngine {
     blockBytes: 256,
     blockTokens: 4,
     prefillMsPerToken: 0,
-    decodeMsPerToken: 0,
+    decodeMsPerToken,
     maxModelLen: 512,
     kvLeaseMs: 60_000,
     pullTimeoutMs: 1000,
@@ -91,6 +91,20 @@ describe('a simulated role switch', () => {
     release();
     await back;
     expect(waited).toEqual([5700, 5000]);
+  });
+
+  test('ends the legs running when it drops the KV cache: a stream in flight is cut, recorded aborted', async () => {
+    const sim = engine('decode', 20);
+    await sim.start();
+    const res = await post(simInferenceApp(sim), { model: 'sim', prompt: 'a sequence the switch drops', max_tokens: 200, stream: true });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read();
+    await sim.switchRole('prefill');
+    let text = '';
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
+    expect(text).not.toContain('[DONE]');
+    expect(sim.log.list()[0]).toMatchObject({ leg: 'local', outcome: 'aborted' });
   });
 
   test('a switch time of 0 still drops the cache', async () => {

@@ -3,7 +3,8 @@
  * but the engine reconfigures for the other stage, so for `roleSwitchMs` it serves nothing (a
  * request that arrives is refused with 503, as an engine that is not ready refuses it, and its
  * health check fails), and its KV cache is dropped (every block, whoever held it, and the prefix
- * cache, whose subscribers hear AllBlocksCleared). The agent awaits this between unlinking the old
+ * cache, whose subscribers hear AllBlocksCleared), which ends every leg still running (a request the
+ * controller did not drain first is cut, as the sequence it held is gone). The agent awaits this between unlinking the old
  * role's links and making the new ones, so its status reads RoleSwitching all along.
  */
 import type { BlockPool } from './kv/block-pool.ts';
@@ -28,6 +29,8 @@ export class RoleSwitch {
   readonly #sleep: (ms: number) => Promise<void>;
   #switchingTo: SimRole | undefined;
   #switches = 0;
+  /** Aborted by each switch: the legs running when the KV cache is dropped cannot go on. */
+  #epoch = new AbortController();
 
   /**
    * @example const roleSwitch = new RoleSwitch(2000);
@@ -57,6 +60,8 @@ export class RoleSwitch {
     if (engine.role === to && this.#switchingTo === undefined) return;
     this.#switchingTo = to;
     try {
+      this.#epoch.abort(new Error(`the engine switched its role to ${to}: its KV cache was dropped`));
+      this.#epoch = new AbortController();
       for (const pool of engine.pools.values()) pool.clear();
       engine.forgetExports();
       engine.prefixCache.clear();
@@ -67,6 +72,15 @@ export class RoleSwitch {
     } finally {
       this.#switchingTo = undefined;
     }
+  }
+
+  /**
+   * The signal a leg runs under: its request's, and the next switch's (which ends every leg running
+   * then, as dropping the KV cache ends the sequences it held).
+   * @example runDecode(engine, request, kv, requestId, engine.roleSwitch.signalFor(signal));
+   */
+  signalFor(request: AbortSignal): AbortSignal {
+    return AbortSignal.any([request, this.#epoch.signal]);
   }
 
   /**
