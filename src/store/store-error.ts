@@ -34,12 +34,13 @@ export function storeErrorReason(err: unknown): StoreErrorReason {
   const code = (err as { code?: unknown } | null)?.code;
   if (/database space exceeded|NOSPACE/i.test(message)) return 'no_space';
   if (/request is too large|larger than max|too many operations/i.test(message)) return 'too_large';
+  // etcd3's error classes keep Error's name; the gRPC status shows in the message ("4 DEADLINE_EXCEEDED: …").
   if (
     code === 14 ||
     code === 4 ||
     code === 1 ||
-    /Unavailable|DeadlineExceeded|Cancelled|no leader|leader changed|request timed out|BrokenCircuit|circuit|ECONNREFUSED|No connection|no answer within|closed/i.test(
-      `${(err as Error | null)?.name ?? ''} ${message}`,
+    /UNAVAILABLE|DEADLINE_EXCEEDED|CANCELLED|deadline exceeded|no leader|leader changed|request timed out|BrokenCircuit|circuit|ECONNREFUSED|No connection|no answer within|client was already closed/i.test(
+      `${err instanceof Error ? err.constructor.name : ''} ${message}`,
     )
   ) {
     return 'unreachable';
