@@ -8,27 +8,18 @@
  * the reference implementation's outputs for every length class and several seeds.
  *
  * Input is whole u32 words (token ids, or a chain of two hashes), so every read of the reference
- * algorithm lands on a word. JavaScript has no 64-bit integer multiply, so the hot loops keep 64-bit
- * sums as exact doubles: a 32 × 32-bit product is two partial products below 2^48, added up
- * unnormalised (at most 16 stripes, so no sum passes 2^53) and carried into (hi, lo) words once per
- * 1 KiB block instead of once per lane. Seed-dependent constants are derived once per seed.
+ * algorithm lands on a word. JavaScript has no 64-bit integer multiply (u64.ts does the arithmetic),
+ * so the hot loop keeps 64-bit sums as exact doubles: a 32 × 32-bit product is two partial products
+ * below 2^48, added up unnormalised (at most 16 stripes, so no sum passes 2^53) and carried into
+ * (hi, lo) words once per 1 KiB block instead of once per lane. What a seed changes is derived once
+ * per seed (xxh3-secret.ts).
  */
+
+import { add64, bswap32, HI, INV_2_16, INV_2_32, LO, mul128fold, mul64, R, sub64, TWO_32 } from './u64.ts';
+import { SECRET_SIZE, SECRET_WORDS, type SeedTables, tablesFor } from './xxh3-secret.ts';
 
 if (new Uint8Array(new Uint32Array([1]).buffer)[0] !== 1) throw new Error('pdlink needs a little-endian host (XXH3 over token ids)');
 
-/** The reference implementation's default 192-byte secret. */
-const K_SECRET = Uint8Array.from([
-  0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad, 0x1c, 0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97,
-  0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3, 0x67, 0x1f, 0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc, 0xff,
-  0x72, 0x21, 0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6, 0x81, 0x3a, 0x26, 0x4c, 0x3c, 0x28, 0x52, 0xbb, 0x91,
-  0xc3, 0x00, 0xcb, 0x88, 0xd0, 0x65, 0x8b, 0x1b, 0x53, 0x2e, 0xa3, 0x71, 0x64, 0x48, 0x97, 0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19, 0xef, 0x46,
-  0xa9, 0xde, 0xac, 0xd8, 0xa8, 0xfa, 0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9, 0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d, 0x8a, 0x51, 0xe0,
-  0x4b, 0xcd, 0xb4, 0x59, 0x31, 0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, 0x73, 0x64, 0xea, 0xc5, 0xac, 0x83, 0x34, 0xd3, 0xeb, 0xc3, 0xc5, 0x81,
-  0xa0, 0xff, 0xfa, 0x13, 0x63, 0xeb, 0x17, 0x0d, 0xdd, 0x51, 0xb7, 0xf0, 0xda, 0x49, 0xd3, 0x16, 0x55, 0x26, 0x29, 0xd4, 0x68, 0x9e, 0x2b,
-  0x16, 0xbe, 0x58, 0x7d, 0x47, 0xa1, 0xfc, 0x8f, 0xf8, 0xb8, 0xd1, 0x7a, 0xd0, 0x31, 0xce, 0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, 0x04, 0x28,
-  0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e,
-]);
-const SECRET_SIZE = 192;
 const SECRET_SIZE_MIN = 136;
 const STRIPE_LEN = 64;
 const STRIPES_PER_BLOCK = (SECRET_SIZE - STRIPE_LEN) / 8;
@@ -55,81 +46,6 @@ const MX1H = 0x16566791,
   MX1L = 0x9e3779f9;
 const MX2H = 0x9fb21c65,
   MX2L = 0x1e98df25;
-
-const TWO_32 = 4294967296;
-const INV_2_16 = 1 / 65536;
-const INV_2_32 = 1 / TWO_32;
-
-/**
- * Result registers of the 64-bit helpers: every helper leaves its answer in R[HI], R[LO], as u32
- * values. Typed arrays, not an object's fields (which JavaScriptCore boxes), and Float64Arrays, like
- * every table of words ≥ 2^31 here: JavaScriptCore speculates that a Uint32Array read fits an int32
- * and left its optimised code on every call where one did not.
- */
-const R = new Float64Array(2);
-const HI = 0;
-const LO = 1;
-
-function rd32(b: Uint8Array, o: number): number {
-  return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
-}
-
-/** The u32 at every byte offset of a secret, so the algorithm's unaligned secret reads are one load. */
-function wordsAt(secret: Uint8Array, into: Float64Array): Float64Array {
-  for (let k = 0; k + 4 <= secret.length; k++) into[k] = rd32(secret, k);
-  return into;
-}
-
-function bswap32(x: number): number {
-  return (((x & 0xff) << 24) | ((x & 0xff00) << 8) | ((x >>> 8) & 0xff00) | (x >>> 24)) >>> 0;
-}
-
-/** The high 32 bits of a × b for two u32 (each partial product stays below 2^48, exact in a double). */
-function mulHi(a: number, b: number): number {
-  return ((a * (b >>> 16) + Math.floor(a * (b & 0xffff) * INV_2_16)) * INV_2_16) >>> 0;
-}
-
-/** R = the low 64 bits of a × b. */
-function mul64(ah: number, al: number, bh: number, bl: number): void {
-  R[LO] = Math.imul(al, bl) >>> 0;
-  R[HI] = (mulHi(al, bl) + Math.imul(ah, bl) + Math.imul(al, bh)) >>> 0;
-}
-
-/**
- * R = the low half of the 128-bit product a × b xor its high half. b is cut in 16-bit limbs, so each
- * partial product (a 32-bit word of a × a limb) is below 2^48; the column sums carry in doubles.
- */
-function mul128fold(ah: number, al: number, bh: number, bl: number): void {
-  const b0 = bl & 0xffff;
-  const b1 = bl >>> 16;
-  const b2 = bh & 0xffff;
-  const b3 = bh >>> 16;
-  const c16 = al * b1;
-  const c48 = al * b3 + ah * b1;
-  const c80 = ah * b3;
-  const c16h = Math.floor(c16 * INV_2_16);
-  const w0 = al * b0 + (c16 - c16h * 65536) * 65536;
-  const c48h = Math.floor(c48 * INV_2_16);
-  const w1 = al * b2 + ah * b0 + c16h + Math.floor(w0 * INV_2_32) + (c48 - c48h * 65536) * 65536;
-  const c80h = Math.floor(c80 * INV_2_16);
-  const w2 = ah * b2 + c48h + Math.floor(w1 * INV_2_32) + (c80 - c80h * 65536) * 65536;
-  const w3 = c80h + Math.floor(w2 * INV_2_32);
-  R[HI] = (w1 ^ w3) >>> 0;
-  R[LO] = (w0 ^ w2) >>> 0;
-}
-
-/** R = a + b (mod 2^64). */
-function add64(ah: number, al: number, bh: number, bl: number): void {
-  const lo = (al + bl) >>> 0;
-  R[LO] = lo;
-  R[HI] = (ah + bh + (lo < al ? 1 : 0)) >>> 0;
-}
-
-/** R = a − b (mod 2^64). */
-function sub64(ah: number, al: number, bh: number, bl: number): void {
-  R[LO] = (al - bl) >>> 0;
-  R[HI] = (ah - bh - (al < bl ? 1 : 0)) >>> 0;
-}
 
 /** XXH3's final mix. */
 function avalanche(h: number, l: number): void {
@@ -166,66 +82,6 @@ function rrmxmx(h: number, l: number, len: number): void {
   mul64(h, l, MX2H, MX2L);
   R[LO] = (R[LO]! ^ ((R[LO]! >>> 28) | (R[HI]! << 4))) >>> 0;
   R[HI] = (R[HI]! ^ (R[HI]! >>> 28)) >>> 0;
-}
-
-/**
- * What a seed changes, derived once per seed: the secret of long inputs (secret words at every byte
- * offset), the seeded secret pairs of the mid-size inputs' 16-byte mixes (per byte offset: secret
- * + seed, then secret − seed, each as hi, lo), and the two bit flips of 9-to-16-byte inputs.
- */
-interface SeedTables {
-  readonly hi: number;
-  readonly lo: number;
-  readonly secret: Float64Array;
-  readonly mix: Float64Array;
-  readonly flip: Float64Array;
-}
-
-const SECRET_WORDS = wordsAt(K_SECRET, new Float64Array(SECRET_SIZE - 3));
-
-function seedTables(sh: number, sl: number): SeedTables {
-  const s = SECRET_WORDS;
-  let secret = SECRET_WORDS;
-  if (sh !== 0 || sl !== 0) {
-    const bytes = new Uint8Array(SECRET_SIZE);
-    const view = new DataView(bytes.buffer);
-    for (let i = 0; i < SECRET_SIZE / 16; i++) {
-      add64(s[16 * i + 4]!, s[16 * i]!, sh, sl);
-      view.setUint32(16 * i, R[LO]!, true);
-      view.setUint32(16 * i + 4, R[HI]!, true);
-      sub64(s[16 * i + 12]!, s[16 * i + 8]!, sh, sl);
-      view.setUint32(16 * i + 8, R[LO]!, true);
-      view.setUint32(16 * i + 12, R[HI]!, true);
-    }
-    secret = wordsAt(bytes, new Float64Array(SECRET_SIZE - 3));
-  }
-  const mix = new Float64Array(4 * (SECRET_SIZE - 15));
-  for (let o = 0; o + 16 <= SECRET_SIZE; o++) {
-    add64(s[o + 4]!, s[o]!, sh, sl);
-    mix[4 * o] = R[HI]!;
-    mix[4 * o + 1] = R[LO]!;
-    sub64(s[o + 12]!, s[o + 8]!, sh, sl);
-    mix[4 * o + 2] = R[HI]!;
-    mix[4 * o + 3] = R[LO]!;
-  }
-  const flip = new Float64Array(4);
-  add64((s[28]! ^ s[36]!) >>> 0, (s[24]! ^ s[32]!) >>> 0, sh, sl);
-  flip[0] = R[HI]!;
-  flip[1] = R[LO]!;
-  sub64((s[44]! ^ s[52]!) >>> 0, (s[40]! ^ s[48]!) >>> 0, sh, sl);
-  flip[2] = R[HI]!;
-  flip[3] = R[LO]!;
-  return { hi: sh, lo: sl, secret, mix, flip };
-}
-
-const ZERO_TABLES = seedTables(0, 0);
-/** The tables of the last non-zero seed used (a process keys with one seed). */
-let seededTables = ZERO_TABLES;
-
-function tablesFor(sh: number, sl: number): SeedTables {
-  if (sh === 0 && sl === 0) return ZERO_TABLES;
-  if (seededTables.hi !== sh || seededTables.lo !== sl) seededTables = seedTables(sh, sl);
-  return seededTables;
 }
 
 /**

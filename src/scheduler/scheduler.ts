@@ -289,7 +289,7 @@ export class PdScheduler {
 
 /**
  * Creates the scheduler of a Coordinator.
- * @example const scheduler = createScheduler({ cluster: registry, loads: ledgerLoads(ledger), policy: { prefill: 'cache_affinity', decode: 'load_balance' } });
+ * @example const scheduler = createScheduler({ cluster: registry, loads: ledgerLoads(ledger), policy: { prefill: 'cache_affinity' } });
  */
 export function createScheduler(options: SchedulerOptions): PdScheduler {
   return new PdScheduler(options);
