@@ -104,14 +104,16 @@ export class StartGate {
     return (this.#seenAll = true);
   }
 
-  /** Serving (joined and answering), dead (silent past the heartbeat timeout), leaving or moving, or the settle time gone. */
+  /** Serving (joined and answering), dead (silent a heartbeat timeout counted from the start), leaving or moving, or the settle time gone. */
   #judged(m: Member, now: number): boolean {
     const t = this.#timing;
     const since = now - (this.#startedAt ??= now);
     // Leaving, or moving between roles: out of the snapshot by decision, until it joins again.
     if (m.drain !== undefined || inProgress(m.move) || since >= t.heartbeatTimeoutMs + t.roleRetryMs) return true;
-    if (m.lastSeenAt === undefined) return since >= t.heartbeatTimeoutMs;
-    return !m.alive(now, t.heartbeatTimeoutMs) || m.joined;
+    if (m.lastSeenAt !== undefined && m.alive(now, t.heartbeatTimeoutMs)) return m.joined;
+    // Silent: dead once silent for the heartbeat timeout counted from the start. The silence a
+    // standby saw before may be its own (a starved process reads its agents late).
+    return since >= t.heartbeatTimeoutMs;
   }
 }
 
