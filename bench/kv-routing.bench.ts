@@ -21,11 +21,11 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimCluster } from '../src/sim/cluster/cluster.ts';
 import { writeWordTokenizer } from '../src/sim/engine/model/word-tokenizer.ts';
-import { writeResults } from './lib.ts';
+import { reportKvRouting, type RoutingRow, type RoutingSummary } from './kv-routing-report.ts';
 
 const REPO = join(import.meta.dir, '..');
 const TRACE_DIR = [process.env['PDLINK_TRACES'], join(REPO, '..', 'shared', 'traces'), join(REPO, '..', '..', 'shared', 'traces')]
@@ -115,27 +115,10 @@ const CONFIGS = [
 ] as const;
 type Config = (typeof CONFIGS)[number];
 
-interface Summary {
-  requests: number;
-  completed: number;
-  failed: number;
-  errorsByStatus: Record<string, number>;
-  ttftMs: { p50: number; p90: number; p99: number };
-  tpotMs: { p50: number; p90: number; p99: number };
-  goodput: { requestsPerS: number; share: number };
-}
-
-interface Row {
-  workload: string;
-  config: string;
-  round: number;
-  summary: Summary;
-  cacheHitShare: number;
-  localShare: number;
-  indexedBlocks: number;
-}
+type Row = RoutingRow;
 
 async function runOne(workload: (typeof WORKLOADS)[number], config: Config, round: number): Promise<Row> {
+  const loadAtStart = loadavg()[0]!;
   const cluster = await SimCluster.start({
     prefill: 2,
     decode: 2,
@@ -173,11 +156,12 @@ async function runOne(workload: (typeof WORKLOADS)[number], config: Config, roun
     child.stderr!.on('data', (chunk: Buffer) => (errText = (errText + chunk.toString()).slice(-4000)));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     if (code !== 0) throw new Error(`pdlink bench exited with ${code}: ${errText}`);
-    const report = JSON.parse(readFileSync(`${out}.json`, 'utf8')) as { runs: { summary: Summary }[] };
+    const report = JSON.parse(readFileSync(`${out}.json`, 'utf8')) as { runs: { summary: RoutingSummary }[] };
     let prompt = 0;
     let hit = 0;
     let local = 0;
     let legs = 0;
+    const prefillLegs: number[] = [];
     for (const engine of cluster.engines) {
       const status = (await (await cluster.fetch(`${engine.manageUrl}/sim/status`, { headers: cluster.authorization() })).json()) as {
         requests: { prefill: number; local: number };
@@ -187,7 +171,9 @@ async function runOne(workload: (typeof WORKLOADS)[number], config: Config, roun
       hit += status.prefix_cache.hit_tokens;
       local += status.requests.local;
       legs += status.requests.prefill + status.requests.local;
+      if (engine.role === 'prefill') prefillLegs.push(status.requests.prefill);
     }
+    const allPrefill = prefillLegs.reduce((a, b) => a + b, 0);
     const view = (await (await cluster.fetch(`${cluster.coordinatorUrl}/global_view`, { headers: cluster.authorization() })).json()) as {
       index: { held_blocks: number };
     };
@@ -199,6 +185,8 @@ async function runOne(workload: (typeof WORKLOADS)[number], config: Config, roun
       cacheHitShare: prompt === 0 ? 0 : hit / prompt,
       localShare: legs === 0 ? 0 : local / legs,
       indexedBlocks: view.index.held_blocks,
+      prefillSplit: allPrefill === 0 ? 0 : Math.max(...prefillLegs) / allPrefill,
+      load: [loadAtStart, loadavg()[0]!],
     };
   } finally {
     await cluster.stop();
@@ -217,68 +205,21 @@ for (let round = 0; round < ROUNDS; round++) {
       rows.push(row);
       const s = row.summary;
       console.log(
-        `round ${round} ${workload.name} ${config.name}: goodput ${s.goodput.requestsPerS.toFixed(2)} req/s (${(s.goodput.share * 100).toFixed(1)} %), TTFT p50/p90 ${s.ttftMs.p50.toFixed(0)}/${s.ttftMs.p90.toFixed(0)} ms, cache hits ${(row.cacheHitShare * 100).toFixed(0)} %, local ${(row.localShare * 100).toFixed(0)} %, indexed ${row.indexedBlocks}, failed ${s.failed} ${JSON.stringify(s.errorsByStatus)}`,
+        `round ${round} ${workload.name} ${config.name}: goodput ${s.goodput.requestsPerS.toFixed(2)} req/s (${(s.goodput.share * 100).toFixed(1)} %), TTFT p50/p90 ${s.ttftMs.p50.toFixed(0)}/${s.ttftMs.p90.toFixed(0)} ms, cache hits ${(row.cacheHitShare * 100).toFixed(0)} %, local ${(row.localShare * 100).toFixed(0)} %, busier P ${(row.prefillSplit * 100).toFixed(0)} %, load ${row.load.map((l) => l.toFixed(1)).join('→')}, indexed ${row.indexedBlocks}, failed ${s.failed} ${JSON.stringify(s.errorsByStatus)}`,
       );
     }
   }
 }
 rmSync(work, { recursive: true, force: true });
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
-const ratio = (r: Row, field: (s: Summary) => number): number => {
-  const base = rows.find((b) => b.workload === r.workload && b.config === 'cache_affinity' && b.round === r.round);
-  return base === undefined ? NaN : field(r.summary) / field(base.summary);
-};
-const table: string[][] = [];
-const verdicts: string[] = [];
-for (const workload of WORKLOADS) {
-  for (const config of CONFIGS) {
-    const mine = rows.filter((r) => r.workload === workload.name && r.config === config.name);
-    if (mine.length === 0) continue;
-    const g = median(mine.map((r) => ratio(r, (s) => s.goodput.requestsPerS)));
-    const t = median(mine.map((r) => ratio(r, (s) => s.ttftMs.p90)));
-    table.push([
-      workload.name,
-      config.name,
-      median(mine.map((r) => r.summary.goodput.requestsPerS)).toFixed(2),
-      `${g.toFixed(2)}×`,
-      `${median(mine.map((r) => r.summary.goodput.share * 100)).toFixed(1)} %`,
-      `${median(mine.map((r) => r.summary.ttftMs.p50)).toFixed(0)} / ${median(mine.map((r) => r.summary.ttftMs.p90)).toFixed(0)}`,
-      `${t.toFixed(2)}×`,
-      `${median(mine.map((r) => r.cacheHitShare * 100)).toFixed(0)} %`,
-      `${median(mine.map((r) => r.localShare * 100)).toFixed(0)} %`,
-      String(mine.reduce((n, r) => n + r.summary.failed, 0)),
-    ]);
-    if (config.name === 'precise_prefix' || config.name === 'precise_prefix+decode_first')
-      verdicts.push(`${workload.name} ${config.name}: goodput ${g.toFixed(2)}× cache_affinity's, TTFT p90 ${t.toFixed(2)}×`);
-  }
-}
-const summary = [
-  `2 P + 2 D simulated, KV events on, one tokenizer for engines and Coordinator; ${REQUESTS} requests per run (synthetic and conversation traces: time × 0.06, lengths × 0.02; multi-tenant: ${TENANTS} tenants, time × 0.7, lengths × 0.06); SLO TTFT ≤ ${SLO.ttftMs} ms, TPOT ≤ ${SLO.tpotMs} ms; ${ROUNDS} alternating rounds; "+local" = max_local_prefill_length ${LOCAL_PREFILL}. Ratios against cache_affinity of the same round, medians over rounds.`,
-  ...verdicts,
-].join('\n\n');
-console.log(summary);
-const headers = [
-  'workload',
-  'config',
-  'goodput req/s',
-  'goodput vs cache_affinity',
-  'goodput share',
-  'TTFT p50 / p90 ms',
-  'TTFT p90 vs cache_affinity',
-  'prefix-cache hits',
-  'local prefills',
-  'failed',
-];
-writeResults('kv-routing', {
-  json: { engine: ENGINE, slo: SLO, requests: Number(REQUESTS), rounds: ROUNDS, localPrefill: LOCAL_PREFILL, tenants: TENANTS, rows },
-  markdownTable: [
-    `| ${headers.join(' | ')} |`,
-    `| ${headers.map(() => '---').join(' | ')} |`,
-    ...table.map((r) => `| ${r.join(' | ')} |`),
-  ].join('\n'),
-  summary,
+reportKvRouting(rows, {
+  engine: ENGINE,
+  slo: SLO,
+  requests: Number(REQUESTS),
+  rounds: ROUNDS,
+  localPrefill: LOCAL_PREFILL,
+  tenants: TENANTS,
+  workloads: WORKLOADS.map((w) => w.name),
+  configs: CONFIGS.map((c) => c.name),
+  scales: `synthetic and conversation traces: time × 0.06, lengths × 0.02; multi-tenant: ${TENANTS} tenants, time × 0.7, lengths × 0.06`,
 });
