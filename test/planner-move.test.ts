@@ -1,8 +1,9 @@
 /**
  * Moves between roles on a simulated cluster of processes: 2 P + 2 D `pdlink sim-engine` (whose role
  * switch drops the KV cache and refuses requests while it runs), a Coordinator and `pdlink
- * controller`. An operator moves a decode instance to prefill under steady load: the move drains it
- * first (out of the snapshot, its decodes in flight finish), then switches it, and no request fails
+ * controller`. An operator moves a decode instance to prefill under steady load while a long answer
+ * runs on it: the move drains it first (out of the snapshot, what runs on it finishes), then switches
+ * it, and no request fails
  * anywhere; a second move asked for meanwhile is refused with 409, and one that would leave a group
  * without a decode instance too.
  */
@@ -75,6 +76,17 @@ describe('a move between roles under load', () => {
     await snapshotWhen(cluster, (ids) => ids.length === 4);
     const load = new SteadyLoad(cluster, 8, 'move', 40);
     await load.more(40);
+    // A long answer straight from d1's engine: running when the move begins, whatever the load's timing.
+    const running = fetch(`${cluster.engine('d1').inferenceUrl}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: cluster.model, prompt: 'a long answer', max_tokens: 400, stream: true }),
+    }).then((r) => r.text());
+    await until(
+      async () => ((await legs('d1')).some((l) => l.leg === 'local' && l.outcome === 'running') ? true : undefined),
+      E2E_DEADLINE_MS,
+      () => 'the long answer never started',
+    );
     const movedAt = Date.now();
     const res = await moveRole(201, 'prefill');
     expect(res.status).toBe(202);
@@ -95,10 +107,20 @@ describe('a move between roles under load', () => {
     await load.more(40);
     const outcomes = await load.stop();
     expect(outcomes.filter((o) => o.status !== 200)).toEqual([]);
+    // What the controller's SLA planner reads of the Coordinator: every request it took on, with the
+    // output tokens each asked for.
+    const info = (await (
+      await fetch(`${cluster.coordinatorUrl}/v1/coordinator_info`, { headers: cluster.authorization() })
+    ).json()) as Record<string, number>;
+    expect(info['requests_total']).toBe(outcomes.length);
+    expect(info['output_tokens_total']).toBe(40 * outcomes.length);
+    expect(info['input_tokens_total']).toBeGreaterThan(outcomes.length);
 
     const d1 = await legs('d1');
-    // The decodes that were running when the move began all finished, in the old role.
-    const inFlight = d1.filter((l) => l.leg === 'decode' && l.startedAt < movedAt && (l.endedAt ?? Infinity) > movedAt);
+    // What was running on it when the move began finished, in the old role: the long answer whole,
+    // and every decode leg.
+    expect(await running).toContain('data: [DONE]');
+    const inFlight = d1.filter((l) => l.startedAt < movedAt && (l.endedAt ?? Infinity) > movedAt);
     expect(inFlight.length).toBeGreaterThan(0);
     expect(inFlight.every((l) => l.outcome === 'ok' && l.status === 200)).toBe(true);
     // Nothing reached it while it switched (a switching engine refuses with 503), nothing failed on it,

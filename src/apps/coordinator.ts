@@ -20,7 +20,7 @@ import { rateGate, type RateLimitSettings } from '../http/rate-limit.ts';
 import { InstanceAddressPolicy } from '../net/address-policy.ts';
 import { notFoundOf } from '../http/methods.ts';
 import { probeRoutes } from '../http/probes.ts';
-import { ledgerRoutes } from '../http/ledger.ts';
+import { ledgerRoutes, type RequestStats } from '../http/ledger.ts';
 import { refreshEndpoint } from '../http/refresh.ts';
 import { KvLedger } from '../ledger/index.ts';
 import { proxyRoutes, type ProxyApp } from '../http/inference.ts';
@@ -174,7 +174,13 @@ export function createCoordinator(options: CoordinatorOptions = {}): Coordinator
   const addressPolicy = options.addressPolicy ?? new InstanceAddressPolicy(undefined);
   const refresh = refreshEndpoint({ registry, bodyLimitBytes, metrics, addressPolicy });
   managementApp.route('/', refresh.routes);
-  managementApp.route('/', ledgerRoutes({ ledger, cluster: registry }));
+  // What the proxy took on (MindIE's request count and mean lengths, and pdlink's totals for the SLA planner).
+  const requestStats = (): RequestStats => {
+    const totals = proxy.requestTotals();
+    const mean = (n: number): number => (totals.requests === 0 ? 0 : Math.round(n / totals.requests));
+    return { requestNum: proxy.inFlight(), inputLen: mean(totals.promptTokens), outputLen: mean(totals.outputTokens), totals };
+  };
+  managementApp.route('/', ledgerRoutes({ ledger, cluster: registry, requestStats }));
   managementApp.route('/', probeRoutes({ notReadyReason: () => options.notReadyReason?.() ?? notReadyReason(registry), metrics }));
   const dashboardSource = coordinatorSource({
     registry,

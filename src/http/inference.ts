@@ -67,6 +67,8 @@ export interface ProxyDeps {
 export interface ProxyApp extends Hono {
   /** Requests currently in flight. */
   readonly inFlight: () => number;
+  /** Requests taken on so far, their prompt tokens and the output tokens they asked for. */
+  readonly requestTotals: () => { readonly requests: number; readonly promptTokens: number; readonly outputTokens: number };
   /**
    * One of the two routes without Hono: what `POST /v1/completions` (`completions`) or
    * `POST /v1/chat/completions` (`chat`) answers, for a listener that sends those paths here before
@@ -168,7 +170,7 @@ export function proxyRoutes(deps: ProxyDeps): ProxyApp {
   mountPosts(app, posts);
   const models = modelList(deps.cluster);
   app.get(MODELS_PATH, (c) => c.json(models.list()));
-  return Object.assign(app, { inFlight: () => gate?.inFlight ?? limit.count, answer, posts });
+  return Object.assign(app, { inFlight: () => gate?.inFlight ?? limit.count, answer, posts, requestTotals: () => metrics.requestTotals() });
 }
 
 /** The breakers, with every failure charged to an instance also counted by instance (pdlink_pd_instance_failures_total). */

@@ -51,6 +51,22 @@ test('coordinator_info takes request counters from the supplied source', async (
   expect(body).toEqual({ schedule_info: [], request_num: 7, request_length_info: { input_len: 512, output_len: 128 } });
 });
 
+test("coordinator_info carries pdlink's request totals when the source has them", async () => {
+  const cluster = new TestCluster();
+  const ledger = new KvLedger({ cluster, clock: new ManualClock() });
+  const totals = { requests: 3, promptTokens: 3000, outputTokens: 96 };
+  const app = ledgerRoutes({ ledger, cluster, requestStats: () => ({ requestNum: 1, inputLen: 1000, outputLen: 32, totals }) });
+  cluster.refresh([]);
+  expect(await (await app.request('/v1/coordinator_info')).json()).toEqual({
+    schedule_info: [],
+    request_num: 1,
+    request_length_info: { input_len: 1000, output_len: 32 },
+    requests_total: 3,
+    input_tokens_total: 3000,
+    output_tokens_total: 96,
+  });
+});
+
 test('transfers lists active and recent records with wire names, and the totals', async () => {
   const { app, cluster, ledger, clock } = setup();
   twoInstances(cluster);

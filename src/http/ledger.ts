@@ -20,6 +20,8 @@ export interface RequestStats {
   /** Average prompt and output lengths, in tokens. */
   readonly inputLen: number;
   readonly outputLen: number;
+  /** pdlink's: requests taken on so far, and their prompt and asked-for output tokens (the controller's SLA planner reads their growth). */
+  readonly totals?: { readonly requests: number; readonly promptTokens: number; readonly outputTokens: number };
 }
 
 export interface LedgerRouteDeps {
@@ -60,6 +62,13 @@ export function ledgerRoutes(deps: LedgerRouteDeps): Hono {
       schedule_info: scheduleInfo,
       request_num: stats.requestNum,
       request_length_info: { input_len: stats.inputLen, output_len: stats.outputLen },
+      ...(stats.totals === undefined
+        ? {}
+        : {
+            requests_total: stats.totals.requests,
+            input_tokens_total: stats.totals.promptTokens,
+            output_tokens_total: stats.totals.outputTokens,
+          }),
     });
   });
 

@@ -60,6 +60,7 @@ export class Exchange implements DecodeExchange {
     this.deps = deps;
     this.#onEnd = onEnd;
     this.prompt = tokenizedPrompt(promptOf(request.kind, request.body), deps.tokenize?.(request.kind, request.body));
+    deps.metrics.requestSized(this.prompt.tokenCount, askedOutputTokens(request.body));
     this.trace = (deps.tracing ?? NO_TRACING).start(request);
     const { settings } = deps;
     this.#reservation = new RequestReservation(deps.ledger, request.transferId, settings.leaseMs, request.requestId);
@@ -210,4 +211,10 @@ export class Exchange implements DecodeExchange {
     requestDeadlines.cancel(this.#attemptTimer);
     this.#attemptTimer = undefined;
   }
+}
+
+/** The output tokens a request asks for: `max_tokens` (or chat's `max_completion_tokens`), 0 when it names none. */
+function askedOutputTokens(body: Readonly<Record<string, unknown>>): number {
+  const n = body['max_tokens'] ?? body['max_completion_tokens'];
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0 ? n : 0;
 }

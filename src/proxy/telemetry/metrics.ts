@@ -48,6 +48,10 @@ export class ProxyMetrics {
   readonly #staleRetries: Counter<'leg'>;
   readonly #decodeRetries: Counter<'reason'>;
   readonly #instanceFailures: Counter<'instance'>;
+  /** Requests the proxy took on, their prompt tokens and the output tokens they asked for (max_tokens). */
+  readonly #sized = { requests: 0, promptTokens: 0, outputTokens: 0 };
+  readonly #promptTokens: CounterCell;
+  readonly #outputTokens: CounterCell;
   /** `requests_total` children by api then outcome, bound once rather than looked up per request. */
   readonly #requestChildren = new Map<string, Map<ProxyOutcome, CounterCell>>();
 
@@ -109,6 +113,16 @@ export class ProxyMetrics {
       labelNames: ['reason'],
       registers,
     });
+    this.#promptTokens = new FastCounter({
+      name: `${p}prompt_tokens_total`,
+      help: 'Prompt tokens of the requests the proxy took on (exact when tokenised, else its estimate).',
+      registers,
+    }).labels();
+    this.#outputTokens = new FastCounter({
+      name: `${p}requested_output_tokens_total`,
+      help: 'Output tokens the requests the proxy took on asked for (max_tokens; 0 when a request named none).',
+      registers,
+    }).labels();
     this.#instanceFailures = new Counter({
       name: `${p}instance_failures_total`,
       help:
@@ -121,6 +135,24 @@ export class ProxyMetrics {
 
   requestStarted(): void {
     this.#inFlight++;
+  }
+
+  /**
+   * A request the proxy took on, by its size: its prompt tokens (exact when tokenised, else the
+   * proxy's estimate) and the output tokens it asked for (0 when it named none).
+   * @example metrics.requestSized(prompt.tokenCount, 256);
+   */
+  requestSized(promptTokens: number, outputTokens: number): void {
+    this.#sized.requests++;
+    this.#sized.promptTokens += promptTokens;
+    this.#sized.outputTokens += outputTokens;
+    this.#promptTokens.inc(promptTokens);
+    this.#outputTokens.inc(outputTokens);
+  }
+
+  /** Requests taken on so far, with their prompt and asked-for output tokens (what the controller's SLA planner reads). */
+  requestTotals(): { readonly requests: number; readonly promptTokens: number; readonly outputTokens: number } {
+    return { ...this.#sized };
   }
 
   requestEnded(api: string, outcome: ProxyOutcome): void {
