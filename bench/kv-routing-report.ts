@@ -6,6 +6,7 @@
  * `bun bench/kv-routing-report.ts bench/results/kv-routing.json`.
  */
 import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { writeResults } from './lib.ts';
 
 export interface RoutingSummary {
@@ -52,10 +53,10 @@ const median = (xs: number[]): number => {
 };
 
 /**
- * Writes bench/results/kv-routing.{json,md} from a run's rows.
- * @example reportKvRouting(rows, meta);
+ * Writes bench/results/<name>.{json,md} from a run's rows.
+ * @example reportKvRouting('kv-routing', rows, meta);
  */
-export function reportKvRouting(rows: readonly RoutingRow[], meta: RoutingMeta): void {
+export function reportKvRouting(name: string, rows: readonly RoutingRow[], meta: RoutingMeta): void {
   const against = (r: RoutingRow, config: string, field: (s: RoutingSummary) => number): number => {
     const base = rows.find((b) => b.workload === r.workload && b.config === config && b.round === r.round);
     return base === undefined ? NaN : field(r.summary) / field(base.summary);
@@ -83,10 +84,9 @@ export function reportKvRouting(rows: readonly RoutingRow[], meta: RoutingMeta):
         String(mine.reduce((n, r) => n + r.summary.failed, 0)),
       ]);
       if (!PRECISE.includes(config)) continue;
-      const goal =
-        workload === 'multi-tenant'
-          ? `goal ≥ 1.30× and ≤ 0.50×: ${g >= 1.3 && t <= 0.5 ? 'met' : 'NOT MET'}`
-          : `goal never below cache_affinity: ${g >= 1 ? 'met' : 'NOT MET'}`;
+      const goal = workload.startsWith('multi-tenant')
+        ? `goal ≥ 1.30× and ≤ 0.50×: ${g >= 1.3 && t <= 0.5 ? 'met' : 'NOT MET'}`
+        : `goal never below cache_affinity: ${g >= 1 ? 'met' : 'NOT MET'}`;
       verdicts.push(`${workload}, ${config}: goodput ${g.toFixed(2)}× cache_affinity's, TTFT p90 ${t.toFixed(2)}× (${goal}).`);
     }
     const lb = rows.filter((r) => r.workload === workload && r.config === 'load_balance');
@@ -117,7 +117,7 @@ export function reportKvRouting(rows: readonly RoutingRow[], meta: RoutingMeta):
     'load average',
     'failed',
   ];
-  writeResults('kv-routing', {
+  writeResults(name, {
     json: { ...meta, rows },
     markdownTable: [
       `| ${headers.join(' | ')} |`,
@@ -133,7 +133,8 @@ if (import.meta.main) {
     rows: RoutingRow[];
   };
   const rows = saved.rows;
-  reportKvRouting(rows, {
+  const file = process.argv[2] ?? 'bench/results/kv-routing.json';
+  reportKvRouting(basename(file, '.json'), rows, {
     engine: saved.engine ?? {},
     slo: saved.slo ?? { ttftMs: 2000, tpotMs: 25 },
     requests: saved.requests ?? 0,
