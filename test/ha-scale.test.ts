@@ -24,6 +24,7 @@ beforeAll(async () => {
     modelName: MODEL,
     ...(process.env['HA_SCALE_TTL'] === undefined ? {} : { ttlSeconds: Number(process.env['HA_SCALE_TTL']) }),
     ...(process.env['HA_SCALE_POLL'] === undefined ? {} : { pollSeconds: Number(process.env['HA_SCALE_POLL']) }),
+    ...(process.env['HA_SCALE_HEARTBEAT'] === undefined ? {} : { heartbeatSeconds: Number(process.env['HA_SCALE_HEARTBEAT']) }),
   });
   leader = await scale.settled(DEADLINE_MS);
 }, DEADLINE_MS + 60_000);

@@ -38,6 +38,7 @@ const scale = await HaScale.start({
   quotaBytes: QUOTA,
   ttlSeconds: Number(process.env['HA_GROWTH_TTL'] ?? 2),
   pollSeconds: Number(process.env['HA_GROWTH_POLL'] ?? 1),
+  heartbeatSeconds: Number(process.env['HA_GROWTH_HEARTBEAT'] ?? 5),
 });
 const samples: Sample[] = [];
 

@@ -30,6 +30,8 @@ export interface HaScaleOptions extends FakeAgentsOptions {
   readonly ttlSeconds?: number;
   /** The controllers' status poll, in seconds (default 1, MindIE's). */
   readonly pollSeconds?: number;
+  /** The controllers' heartbeat timeout, in seconds (default 5, MindIE's). */
+  readonly heartbeatSeconds?: number;
   readonly onLine?: (line: string) => void;
 }
 
@@ -113,7 +115,11 @@ export class HaScale {
         topology,
         JSON.stringify({
           coordinators: coordinators.map((c) => c.urls['management']),
-          timing: TIMING,
+          timing: {
+            ...TIMING,
+            ...(options.pollSeconds === undefined ? {} : { status_poll_seconds: options.pollSeconds }),
+            ...(options.heartbeatSeconds === undefined ? {} : { instance_heartbeat_timeout_seconds: options.heartbeatSeconds }),
+          },
           instances: agents.entries(),
           pdlink,
         }),
