@@ -17,8 +17,10 @@ const GROUPS: readonly (readonly [string, readonly string[]])[] = [
     ['proxy', 'proxy-cpu', 'proxy-cpu-admission', 'proxy-ablation', 'proxy-security', 'proxy-tracing', 'sglang', 'rss', 'gc-held'],
   ],
   ['Scheduling and goodput', ['policies', 'admission', 'harness-synthetic', 'scheduler']],
+  ["Routing on the engines' KV events", ['kv-routing', 'kv-routing-multi-tenant-heavy', 'kv-index', 'proxy-cpu-kv']],
   ['Links, the worker pool and the device runtime', ['links', 'links-floor', 'pool', 'role', 'runtime', 'platforms', 'transfer']],
   ['The control plane', ['refresh', 'json-depth', 'ledger', 'controller', 'failover']],
+  ['The P:D planner', ['planner']],
 ];
 
 /** Results written by a bench of another name. */
@@ -96,7 +98,14 @@ function fromDocs(text: string): string {
   );
 }
 
-function section(result: Result, root: string): string {
+/** A grouped result's companions: results named after it (`planner-off` of `planner`), such as the reports of its runs. */
+function companionsOf(name: string, names: readonly string[], grouped: ReadonlySet<string>): string[] {
+  return names.filter(
+    (n) => !grouped.has(n) && n.startsWith(`${name}-`) && ![...grouped].some((g) => g.length > name.length && n.startsWith(`${g}-`)),
+  );
+}
+
+function section(result: Result, root: string, companions: readonly string[] = []): string {
   const bench = BENCH_OF[result.name] ?? result.name;
   const command = existsSync(join(root, 'bench', `${bench}.bench.ts`)) ? `\`npm run bench -- ${bench}\`` : 'no bench of this name today';
   const links = (['md', 'json', 'html'] as const)
@@ -109,6 +118,17 @@ function section(result: Result, root: string): string {
     fromDocs(result.summary),
     '',
     `Run: ${result.when}. Rerun: ${command}. ${links.join(' · ')}`,
+    ...(companions.length === 0
+      ? []
+      : [
+          '',
+          `Its runs: ${companions
+            .map((c) => {
+              const ext = existsSync(join(root, 'bench', 'results', `${c}.html`)) ? 'html' : 'json';
+              return `[${c}](../bench/results/${c}.${ext})`;
+            })
+            .join(' · ')}`,
+        ]),
   ].join('\n');
 }
 
@@ -124,7 +144,9 @@ export function performancePage(root: string): string {
     .sort();
   const grouped = new Set(GROUPS.flatMap(([, members]) => members));
   const groups: [string, string[]][] = GROUPS.map(([title, members]) => [title, members.filter((m) => names.includes(m))]);
-  const other = names.filter((n) => !grouped.has(n));
+  const companions = new Map(GROUPS.flatMap(([, members]) => members).map((m) => [m, companionsOf(m, names, grouped)] as const));
+  const attached = new Set([...companions.values()].flat());
+  const other = names.filter((n) => !grouped.has(n) && !attached.has(n));
   if (other.length > 0) groups.push(['Other', other]);
   const out = [
     '# Performance',
@@ -142,7 +164,7 @@ export function performancePage(root: string): string {
   for (const [title, members] of groups) {
     if (members.length === 0) continue;
     out.push(`## ${title}`, '');
-    for (const name of members) out.push(section(readResult(dir, name), root), '');
+    for (const name of members) out.push(section(readResult(dir, name), root, companions.get(name)), '');
   }
   return `${out.join('\n').trimEnd()}\n`;
 }
