@@ -42,13 +42,14 @@ describe('the performance page', () => {
       write('planner-off', { summary: 'one run' });
       writeFileSync(join(results, 'planner-off.html'), '<html></html>');
       write('planner-profile', { summary: 'a profile' });
+      writeFileSync(join(results, 'planner-load.html'), '<html></html>');
       write('kv-routing', { summary: 'kv' });
       write('kv-routing-multi-tenant-heavy', { summary: 'heavier' });
       write('unknown-result', { summary: 'new' });
       const page = performancePage(root);
       expect(page).toContain('## The P:D planner');
       expect(page).toContain(
-        'Its runs: [planner-off](../bench/results/planner-off.html) · [planner-profile](../bench/results/planner-profile.json)',
+        'Its runs: [planner-load](../bench/results/planner-load.html) · [planner-off](../bench/results/planner-off.html) · [planner-profile](../bench/results/planner-profile.json)',
       );
       expect(page).not.toContain('### planner-off');
       // A grouped result is its own section, never another's run.

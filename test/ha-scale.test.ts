@@ -4,7 +4,7 @@
  * stored snapshot reads back whole, and a kill -9 of the leader costs no role post and no instance
  * in any Coordinator, sampled all along. CI runs 256 instances (HA_SCALE_INSTANCES); the same test
  * at MindIE's 4096 is `HA_SCALE_INSTANCES=4096 bun test test/ha-scale.test.ts` (HA_SCALE_TTL and
- * HA_SCALE_POLL set the lease and the status poll, in seconds; figures in the HA notes). Before, the whole state was one value per kind: past ~320 instances with 8 devices etcd
+ * HA_SCALE_POLL and HA_SCALE_HEARTBEAT set the lease, the status poll and the heartbeat timeout, in seconds; HA_SCALE_LOG=1 prints the processes' lines; figures in docs/high-availability.md). Before, the whole state was one value per kind: past ~320 instances with 8 devices etcd
  * refused it, and a new leader trusted the copy from bring-up and emptied every Coordinator.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -17,6 +17,7 @@ const DEADLINE_MS = Math.max(120_000, INSTANCES * 100);
 
 let scale: HaScale;
 let leader: number;
+const startedAt = Date.now();
 beforeAll(async () => {
   scale = await HaScale.start({
     count: INSTANCES,
@@ -25,6 +26,10 @@ beforeAll(async () => {
     ...(process.env['HA_SCALE_TTL'] === undefined ? {} : { ttlSeconds: Number(process.env['HA_SCALE_TTL']) }),
     ...(process.env['HA_SCALE_POLL'] === undefined ? {} : { pollSeconds: Number(process.env['HA_SCALE_POLL']) }),
     ...(process.env['HA_SCALE_HEARTBEAT'] === undefined ? {} : { heartbeatSeconds: Number(process.env['HA_SCALE_HEARTBEAT']) }),
+    // HA_SCALE_LOG=1 prints the processes' lines, with seconds since the start.
+    ...(process.env['HA_SCALE_LOG'] === undefined
+      ? {}
+      : { onLine: (line: string) => console.log(((Date.now() - startedAt) / 1000).toFixed(1), line.slice(0, 400)) }),
   });
   leader = await scale.settled(DEADLINE_MS);
 }, DEADLINE_MS + 60_000);

@@ -144,7 +144,12 @@ export function performancePage(root: string): string {
     .sort();
   const grouped = new Set(GROUPS.flatMap(([, members]) => members));
   const groups: [string, string[]][] = GROUPS.map(([title, members]) => [title, members.filter((m) => names.includes(m))]);
-  const companions = new Map(GROUPS.flatMap(([, members]) => members).map((m) => [m, companionsOf(m, names, grouped)] as const));
+  // A run may have kept only its page (a report's JSON holding every request is not kept).
+  const files = readdirSync(dir);
+  const runs = [
+    ...new Set(files.filter((f) => f.endsWith('.json') || f.endsWith('.html')).map((f) => f.replace(/\.(json|html)$/, ''))),
+  ].sort();
+  const companions = new Map(GROUPS.flatMap(([, members]) => members).map((m) => [m, companionsOf(m, runs, grouped)] as const));
   const attached = new Set([...companions.values()].flat());
   const other = names.filter((n) => !grouped.has(n) && !attached.has(n));
   if (other.length > 0) groups.push(['Other', other]);
