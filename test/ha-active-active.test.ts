@@ -1,6 +1,7 @@
 /**
  * Two controllers and two active/active Coordinators on one real etcd, under steady load: the
- * leader controller killed with SIGKILL, one Coordinator killed, etcd taken away for ten seconds.
+ * leader controller killed with SIGKILL, one Coordinator killed, etcd taken away for ten seconds
+ * (back, a controller leads again at once and no process reads the store disconnected again).
  * Times are printed, not asserted (bench/failover.bench.ts measures them).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
@@ -114,8 +115,25 @@ describe('active/active on etcd', () => {
     await ha.leader();
     const leaderBackMs = Date.now() - resumedAt;
     await when(async () => (await ha.storeConnected(0)) === 1 && (await ha.storeConnected(1)) === 1, 'both Coordinators reconnect');
+    // Once back, no process reads disconnected again: the re-election's refused calls (a lapsed
+    // lease) are answers, not silence.
+    const flaps: string[] = [];
+    const watching = (async () => {
+      for (const until = Date.now() + 3000; Date.now() < until;) {
+        const values = [
+          await ha.storeConnected(0),
+          await ha.storeConnected(1),
+          await ha.storeConnected(0, 'controller'),
+          await ha.storeConnected(1, 'controller'),
+        ];
+        if (values.some((v) => v === 0)) flaps.push(JSON.stringify(values));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
     await generationPasses(0, during[0]! + 2);
     await generationPasses(1, during[1]! + 2);
+    await watching;
+    expect(flaps).toEqual([]);
     const outcomes = await load.stop();
     console.log(
       `etcd outage: leader stepped down ${steppedDownAt - stoppedAt} ms after etcd stopped; a leader again ${leaderBackMs} ms after it restarted`,
