@@ -50,6 +50,10 @@ typedef struct {
 void hs_listen(pdrt_ctx *ctx, pendings *ps);
 /* p's socket is ready: read what its handshake needs next, and finish or drop it. */
 void hs_advance(pdrt_ctx *ctx, pendings *ps, pending *p);
+/* Puts p in the table of handshakes in progress; -1 when the table cannot grow. */
+int hs_add(pendings *ps, pending *p);
+/* Takes p out of the table and frees it; its socket now belongs to someone else or is about to close. */
+void hs_forget(pendings *ps, pending *p);
 /* Ends p's handshake and closes its socket (its deadline passed, or the thread stops). */
 void hs_drop(pdrt_ctx *ctx, pendings *ps, pending *p);
 /* Puts the listener back in the epoll set once a pause for lack of descriptors is over. */
