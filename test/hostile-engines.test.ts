@@ -7,12 +7,14 @@
  * resends a leg, leaves the next request unharmed, and grows the Coordinator's memory by a
  * bounded amount, asserted per case. A prober of its own process asks `/v1/health` every 10 ms
  * meanwhile; its worst latency per case is printed (a figure, not an assertion: the machine is
- * shared).
+ * shared). For that figure, HOSTILE_PIN=1 pins the Coordinator (all its threads) alone on the last
+ * CPU and this process and the prober on the others, so the latency is the Coordinator's own.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { REPO_ROOT, startPdlink, type PdlinkChild } from './support/child.ts';
@@ -183,10 +185,22 @@ function rssPeak(pid: number): { stop(): number } {
   };
 }
 
+const PIN = process.env['HOSTILE_PIN'] === '1' && availableParallelism() >= 2;
+const LAST_CPU = availableParallelism() - 1;
+
+/** Sets the CPUs every thread of `pid` may run on (`taskset`'s list form, e.g. "0-2"). */
+function pin(pid: number, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+}
+
 /** The health prober's samples, as they come. */
 class Prober {
   readonly samples: { at: number; ms: number; status: number }[] = [];
   readonly #proc: ReturnType<typeof Bun.spawn>;
+
+  get pid(): number {
+    return this.#proc.pid;
+  }
 
   constructor(url: string) {
     this.#proc = Bun.spawn([process.execPath, join(REPO_ROOT, 'test', 'support', 'health-prober.ts'), url, '10'], {
@@ -329,11 +343,16 @@ for (const engineClient of ['sockets', 'fetch'] as const) {
       expect(refreshed.status).toBe(200);
       proxy = new URL(coordinator.urls['inference']!);
       prober = new Prober(`${coordinator.urls['management']}/v1/health`);
+      if (PIN) {
+        pin(coordinator.process.pid!, String(LAST_CPU));
+        for (const pid of [process.pid, prober.pid]) pin(pid, LAST_CPU === 1 ? '0' : `0-${LAST_CPU - 1}`);
+      }
       // Warm: the Coordinator's code is loaded and its connections made before anything is measured.
       for (let i = 0; i < 20; i++) expect((await complete(proxy, { model: MODEL, prompt: 'warm', max_tokens: 2 })).status).toBe(200);
     }, 60_000);
 
     afterAll(async () => {
+      if (PIN) pin(process.pid, `0-${LAST_CPU}`);
       prober?.stop();
       await coordinator?.kill();
       p?.stop();
