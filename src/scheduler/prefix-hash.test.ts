@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { PdlinkError } from '../core/errors.ts';
-import { DEFAULT_BLOCK_SIZE, prefixHashes } from './prefix-hash.ts';
+import { DEFAULT_BLOCK_SIZE, MAX_HASHED_BLOCKS, prefixHashes } from './prefix-hash.ts';
 
 const tokens = (n: number, start = 0) => Array.from({ length: n }, (_, i) => (start + i) % 50_000);
 
@@ -77,5 +77,27 @@ describe('prefixHashes', () => {
     }
     expect(caught).toBeInstanceOf(PdlinkError);
     expect((caught as PdlinkError).issues[0]).toEqual({ path: 'promptTokens[2]', message: 'must be an integer in [0, 4294967295]' });
+  });
+
+  test('only the first MAX_HASHED_BLOCKS blocks are hashed, from ids or text; ids past them are still checked', () => {
+    const block = 4;
+    const ids = tokens((MAX_HASHED_BLOCKS + 10) * block);
+    const hashed = prefixHashes({ promptTokens: ids }, block);
+    expect(hashed).toHaveLength(MAX_HASHED_BLOCKS);
+    expect(hashed).toEqual(prefixHashes({ promptTokens: ids.slice(0, MAX_HASHED_BLOCKS * block) }, block));
+    const bad = [...ids];
+    bad[bad.length - 1] = -1;
+    expect(() => prefixHashes({ promptTokens: bad }, block)).toThrow(PdlinkError);
+
+    const text = 'é'.repeat(MAX_HASHED_BLOCKS * block * 4);
+    const fromText = prefixHashes({ promptText: text }, block);
+    expect(fromText).toHaveLength(MAX_HASHED_BLOCKS);
+    expect(fromText).toEqual(prefixHashes({ promptText: text.slice(0, MAX_HASHED_BLOCKS * block * 2) }, block));
+    // A surrogate pair across the cut is kept whole: hashed as its own bytes, not as U+FFFD.
+    const before = 'a'.repeat(MAX_HASHED_BLOCKS * block * 4 - 1);
+    const astral = prefixHashes({ promptText: `${before}😀${'b'.repeat(4096)}` }, block);
+    const replaced = prefixHashes({ promptText: `${before}\uFFFD${'b'.repeat(4096)}` }, block);
+    expect(astral.at(-1)).not.toBe(replaced.at(-1));
+    expect(astral.slice(0, -1)).toEqual(replaced.slice(0, -1));
   });
 });

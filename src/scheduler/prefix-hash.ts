@@ -5,16 +5,22 @@
  * hashes and nothing after they diverge.
  *
  * Token ids are hashed as 32-bit words; text as its UTF-8 bytes taken four at a time, so a text
- * chunk is `blockSize` words (about one block of tokens at four bytes per token).
+ * chunk is `blockSize` words (about one block of tokens at four bytes per token). Only a prompt's
+ * first MAX_HASHED_BLOCKS blocks are hashed: prompts that share that much are alike for routing,
+ * and hashing (then recording) every block of a megabytes-long prompt held the event loop for
+ * about a tenth of a second.
  */
 import { errors } from '../core/errors.ts';
 
 /** Tokens per block when instances do not say otherwise (MindIE's default `block_size`). */
 export const DEFAULT_BLOCK_SIZE = 128;
 const MAX_TOKEN_ID = 0xffff_ffff;
+/** Most blocks hashed per prompt: 1024 blocks are 131,072 tokens at the default block size. */
+export const MAX_HASHED_BLOCKS = 1024;
 
 /**
- * Chain hashes of a prompt's full blocks, from token ids when given, else from text; [] when neither.
+ * Chain hashes of a prompt's full blocks (its first MAX_HASHED_BLOCKS), from token ids when given,
+ * else from text; [] when neither.
  * @throws PdlinkError `bad_request` naming `promptTokens[i]` for a token id that is not an integer in [0, 2^32).
  * @example prefixHashes({ promptTokens: tokens }, 128).length // Math.floor(tokens.length / 128)
  */
@@ -32,11 +38,14 @@ function hashTokens(tokens: readonly number[], blockSize: number): number[] {
   let a = SEED_A;
   let b = SEED_B;
   let inChunk = 0;
+  const hashed = Math.min(tokens.length, MAX_HASHED_BLOCKS * blockSize);
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i] as number;
     if (!Number.isInteger(token) || token < 0 || token > MAX_TOKEN_ID) {
       throw errors.invalidArgument(`promptTokens[${i}]`, `must be an integer in [0, ${MAX_TOKEN_ID}]`);
     }
+    // Past the hashed blocks the ids are still checked, not hashed.
+    if (i >= hashed) continue;
     a = mix(a, token | 0);
     b = mix(b, (token ^ LANE_B_SALT) | 0);
     if (++inChunk === blockSize) {
@@ -61,7 +70,12 @@ const SCRATCH_MAX = 1 << 20;
 let scratch = new Uint8Array(4096);
 let scratchView = new DataView(scratch.buffer);
 
-function hashText(text: string, blockSize: number): number[] {
+function hashText(whole: string, blockSize: number): number[] {
+  // The hashed blocks are at most this many bytes, so they come from at most this many UTF-16
+  // units (a unit is at least one byte): the rest of the text is not encoded at all. One unit more
+  // keeps a surrogate pair that straddles the cut whole within the hashed bytes.
+  const cap = MAX_HASHED_BLOCKS * blockSize * 4;
+  const text = whole.length > cap + 1 ? whole.slice(0, cap + 1) : whole;
   // UTF-8 takes at most 3 bytes per UTF-16 unit: a text this short has no full block to hash.
   const most = text.length * 3;
   if (most < blockSize * 4) return [];
@@ -79,7 +93,7 @@ function hashText(text: string, blockSize: number): number[] {
     length = encoder.encodeInto(text, scratch).written;
     view = scratchView;
   }
-  const words = Math.floor(length / 4);
+  const words = Math.min(Math.floor(length / 4), MAX_HASHED_BLOCKS * blockSize);
   const hashes: number[] = [];
   let a = SEED_A;
   let b = SEED_B;
