@@ -1,10 +1,13 @@
 /**
  * Who holds a title, sampled every 50 ms from each process that could hold it, and the instants
- * at which two of them provably held it at once. A process is known to hold the title between two
- * consecutive samples that both say so (a sample is timed when its answer arrives: a process's
- * answer describes it at about that moment, even one that was stopped and answers late); a process
- * that does not answer is unknown there. Two processes whose known holding intervals intersect held
- * the title at the same instant.
+ * at which two of them provably held it at once. An answer describes its process at some instant
+ * between the probe's sending and the answer's arrival; the next probe is sent only after that
+ * arrival. So two consecutive answers that both say "holds" prove the process held the title from
+ * the first answer's arrival to the second probe's sending (assuming it did not let go and take it
+ * back in between); a lone answer proves no particular instant, and a process that does not answer
+ * is unknown there. Two processes whose proven intervals intersect held the title at the same
+ * instant. Timing by arrival alone was not enough: a starved test process reads answers late, and
+ * an answer given before a hand-over then seemed to overlap one given after it.
  */
 
 export interface HolderProbe {
@@ -21,6 +24,9 @@ export interface Overlap {
 }
 
 interface Sample {
+  /** When the probe was sent. */
+  readonly sent: number;
+  /** When its answer arrived. */
   readonly at: number;
   readonly holds: boolean | undefined;
 }
@@ -76,25 +82,28 @@ export class HolderWatch {
     this.#probes.forEach((probe, i) => {
       if (this.#inFlight[i]) return;
       this.#inFlight[i] = true;
+      const sent = Date.now();
       probe
         .holds()
         .catch(() => undefined)
         .then((holds) => {
-          this.#samples[i]!.push({ at: Date.now(), holds });
+          this.#samples[i]!.push({ sent, at: Date.now(), holds });
           this.#inFlight[i] = false;
         });
     });
   }
 }
 
-/** The intervals in which consecutive samples both say the process held the title (a lone one: an instant). */
-function held(samples: readonly Sample[]): [number, number][] {
+/**
+ * The intervals in which a process provably held the title: from the arrival of an answer saying
+ * so to the sending of the next probe, when that one says so too.
+ */
+export function held(samples: readonly Sample[]): [number, number][] {
   const out: [number, number][] = [];
-  for (let k = 0; k < samples.length; k++) {
+  for (let k = 0; k + 1 < samples.length; k++) {
     const s = samples[k]!;
-    if (s.holds !== true) continue;
-    const next = samples[k + 1];
-    out.push([s.at, next?.holds === true ? next.at : s.at]);
+    const next = samples[k + 1]!;
+    if (s.holds === true && next.holds === true && s.at <= next.sent) out.push([s.at, next.sent]);
   }
   return out;
 }
