@@ -35,7 +35,7 @@ const TRACE_DIR = [process.env['PDLINK_TRACES'], join(REPO, '..', 'shared', 'tra
 const ROUNDS = Number(process.env['KV_ROUTING_ROUNDS'] ?? '3');
 const ONLY = process.env['KV_ROUTING_ONLY'];
 const ONLY_WORKLOAD = process.env['KV_ROUTING_WORKLOAD'];
-const REQUESTS = process.env['KV_ROUTING_REQUESTS'] ?? '1500';
+const REQUESTS = process.env['KV_ROUTING_REQUESTS'] ?? '600';
 const LOCAL_PREFILL = 48;
 const TENANTS = 12;
 const MODEL = 'kv-routing-sim';
@@ -43,7 +43,7 @@ const ENGINE = {
   numBlocks: 16_384,
   maxModelLen: 16_384,
   blockTokens: 16,
-  prefillMsPerToken: Number(process.env['KV_ROUTING_PREFILL_MS'] ?? '0.14'),
+  prefillMsPerToken: Number(process.env['KV_ROUTING_PREFILL_MS'] ?? '0.07'),
   decodeMsPerToken: 5,
   decodeBatchSlowdown: 0.05,
   prefixCacheBlocks: 4096,
