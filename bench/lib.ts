@@ -154,3 +154,25 @@ export function writeResults(name: string, results: { json: Record<string, unkno
 
 /** Formats a ratio as `1.23×`. */
 export const times = (ratio: number): string => `${ratio.toFixed(2)}×`;
+
+/** A seeded xorshift32 (never seeded with 0), so a policy that draws at random draws the same sequence in every run. */
+export function seeded(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 2 ** 32;
+  };
+}
+
+/**
+ * `count` prompts of token ids that share a system prompt of 4 blocks, then 4 blocks of their own:
+ * the scheduler benches' workload for cache_affinity.
+ */
+export function sharedPrefixPrompts(count: number, block: number): number[][] {
+  const system = Array.from({ length: 4 * block }, (_, i) => 1000 + i);
+  return Array.from({ length: count }, (_, k) => [...system, ...Array.from({ length: 4 * block }, (_, i) => 50_000 + k * 4 * block + i)]);
+}

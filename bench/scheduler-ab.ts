@@ -8,7 +8,7 @@
  *   e.g. git worktree add /tmp/before HEAD~1 && bun bench/scheduler-ab.ts /tmp/before . 10
  */
 import { resolve } from 'node:path';
-import { msPerCall, spread, times } from './lib.ts';
+import { msPerCall, seeded, sharedPrefixPrompts, spread, times } from './lib.ts';
 
 interface Tree {
   readonly ClusterRegistry: new () => { apply(snapshot: unknown): unknown };
@@ -47,22 +47,8 @@ if (rootA === undefined || rootB === undefined) {
 const ROUNDS = Number(process.argv[4] ?? 10);
 const SIZE = 4096;
 const BLOCK = 128;
-const PROMPTS = Array.from({ length: 64 }, (_, k) =>
-  Array.from({ length: 8 * BLOCK }, (_, i) => (i < 4 * BLOCK ? 1000 + i : 50_000 + k * 4096 + i)),
-);
+const PROMPTS = sharedPrefixPrompts(64, BLOCK);
 const POLICIES = ['load_balance', 'round_robin', 'power_of_two', 'cache_affinity'] as const;
-
-function seeded(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 /** One call = one pick, with its reservation churn when `churn`. */
 function workload(tree: Tree, policy: (typeof POLICIES)[number], churn: boolean): () => void {

@@ -21,7 +21,7 @@ import { parseRefresh } from '../src/schema/refresh.ts';
 import { createScheduler, type PdScheduler } from '../src/scheduler/scheduler.ts';
 import { TestLoads } from '../test/doubles/scheduler.ts';
 import type { PolicyName } from '../src/scheduler/types.ts';
-import { alternate, markdownTable, msPerCall, spread, times, writeResults } from './lib.ts';
+import { alternate, markdownTable, msPerCall, seeded, sharedPrefixPrompts, spread, times, writeResults } from './lib.ts';
 
 const QUICK = process.argv.includes('--quick');
 const ROUNDS = QUICK ? 2 : 10;
@@ -35,23 +35,7 @@ const WORKLOADS = ['pick', 'pick+churn'] as const;
 type Workload = (typeof WORKLOADS)[number];
 
 const BLOCK = 128;
-const PROMPTS = (() => {
-  const system = Array.from({ length: 4 * BLOCK }, (_, i) => 1000 + i);
-  return Array.from({ length: 64 }, (_, k) => [...system, ...Array.from({ length: 4 * BLOCK }, (_, i) => 50_000 + k * 4 * BLOCK + i)]);
-})();
-
-/** A seeded xorshift, so power_of_two draws the same sequence at every size. */
-function seeded(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
+const PROMPTS = sharedPrefixPrompts(64, BLOCK);
 
 /** One call of the returned function = one pick (plus, with churn, its reservation and a release). */
 function workload(size: number, policy: PolicyName, kind: Workload): { step: () => void; scheduler: PdScheduler } {

@@ -22,6 +22,17 @@ const Status = v.pipe(
   v.minValue(400, 'must be an HTTP error status in [400, 599]'),
   v.maxValue(599, 'must be an HTTP error status in [400, 599]'),
 );
+/** Make the next `count` of something last `ms` longer. */
+const StallFault = v.strictObject({
+  ms: v.pipe(
+    v.number('must be a number of milliseconds'),
+    v.integer('must be an integer'),
+    v.minValue(1, 'must be ≥ 1'),
+    v.maxValue(600_000, 'must be ≤ 600000'),
+  ),
+  count: v.optional(Count, 1),
+});
+
 const StatusFault = v.strictObject({ status: Status, count: v.optional(Count, 1) });
 
 /** Body of `POST /sim/faults`; every key optional, unknown keys refused (a typo must not pass silently). */
@@ -31,29 +42,9 @@ export const FaultsBody = v.strictObject({
   /** Answer the next `count` decode legs (requests carrying P's kv_transfer_params) with `status`. */
   decode_status: v.optional(StatusFault),
   /** Hold the next `count` prefill legs `ms` longer (abortable, like the prefill itself). */
-  stall_prefill: v.optional(
-    v.strictObject({
-      ms: v.pipe(
-        v.number('must be a number of milliseconds'),
-        v.integer('must be an integer'),
-        v.minValue(1, 'must be ≥ 1'),
-        v.maxValue(600_000, 'must be ≤ 600000'),
-      ),
-      count: v.optional(Count, 1),
-    }),
-  ),
+  stall_prefill: v.optional(StallFault),
   /** Make the next `count` role switches last `ms` longer (a test can act while the engine switches). */
-  stall_role_switch: v.optional(
-    v.strictObject({
-      ms: v.pipe(
-        v.number('must be a number of milliseconds'),
-        v.integer('must be an integer'),
-        v.minValue(1, 'must be ≥ 1'),
-        v.maxValue(600_000, 'must be ≤ 600000'),
-      ),
-      count: v.optional(Count, 1),
-    }),
-  ),
+  stall_role_switch: v.optional(StallFault),
   /** Flip one byte of the KV cache the next `count` prefills write, after writing it. */
   corrupt_kv: v.optional(v.strictObject({ count: v.optional(Count, 1) })),
   /** Die (SIGKILL) in the next decode leg after sending `after_tokens` tokens; 0 = before the first byte. */
