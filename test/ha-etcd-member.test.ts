@@ -5,7 +5,11 @@
  * API every second), sampled every 100 ms: the leader controller and the master Coordinator never
  * change and no request fails; with a follower down no state write fails and `pdlink_store_connected`
  * never reads 0 (while etcd elects a leader no member can serve a call: it may, and a write in
- * flight may fail and be made again).
+ * flight may fail and be made again). The leases are 5 s: a holder keeps its title only while a
+ * renewal proves its lease live (TTL after it was sent), and an etcd election after a kill -9 of its
+ * leader takes 1–2 s (etcd's default election timeout is 1 s), which a 2 s lease, renewed every
+ * 0.5 s, outlasts only most of the time (the holder then stands down until etcd has a leader and takes
+ * its title back at once: test/ha-holders.test.ts checks that no two hold it meanwhile).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { HaCluster, HaLoad, when } from './support/ha-cluster.ts';
@@ -18,6 +22,7 @@ beforeAll(async () => {
   ha = await HaCluster.start({
     mode: 'master_standby',
     etcdMembers: 3,
+    ttlSeconds: 5,
     ...(process.env['HA_DEBUG'] === undefined
       ? {}
       : { onLine: (line: string) => console.log(((Date.now() - t0) / 1000).toFixed(2), line.slice(0, 300)) }),

@@ -4,11 +4,11 @@
  * so a Coordinator that starts or restarts is ready without waiting for the next push. In
  * `master_standby` (MindIE's backup_config) one Coordinator holds `coordinator/master_lock` and the
  * others answer readiness 503 "not master" until the lock lapses; the master keeps its title while
- * etcd is unreachable (see election.ts). A standby still proxies the requests that reach it, with
- * the snapshot it holds (the controller pushes every snapshot to it too): a load balancer routes by
- * readiness, so only clients it has not yet moved, or that call a standby directly, reach one, and
- * they get answers, not errors. The cost is the one of active/active: each Coordinator's ledger
- * counts only its own requests.
+ * etcd is down (its members refuse connections; see election.ts). A standby still proxies the
+ * requests that reach it, with the snapshot it holds (the controller pushes every snapshot to it
+ * too): a load balancer routes by readiness, so only clients it has not yet moved, or that call a
+ * standby directly, reach one, and they get answers, not errors. The cost is the one of
+ * active/active: each Coordinator's ledger counts only its own requests.
  */
 import type { ClusterRegistry } from '../cluster/registry.ts';
 import type { Registry } from 'prom-client';

@@ -12,13 +12,20 @@ function changes(election: Election): boolean[] {
 
 const silence = (): Promise<never> => Promise.reject(new StoreError('unreachable', undefined, 'no answer within 1000 ms'));
 
-/** A memory store that can fall silent (every call unreachable) and tell its listeners when it is back. */
+/**
+ * A memory store of three members that can fall silent (every call unreachable) and tell its
+ * listeners when it is back; `refusing` members refuse connections (their processes are down).
+ */
 class FlakyStore extends MemoryStore {
   down = false;
+  refusing = 0;
+  censuses = 0;
   /** Claims fail while set, as one call in three did with an etcd member down. */
   claimsFail = false;
   /** Keep-alives wait for this before answering (an etcd electing a leader). */
   hang: Promise<void> | undefined;
+  /** Leases whose keep-alives never reach the store (their holder is cut off from it). */
+  readonly cutOff = new Set<string>();
   readonly #connected = new Set<(connected: boolean) => void>();
 
   setDown(down: boolean): void {
@@ -28,6 +35,17 @@ class FlakyStore extends MemoryStore {
 
   override connected(): boolean {
     return !this.down;
+  }
+
+  /** The whole store stopped: every call unreachable, every member refusing. */
+  stop(): void {
+    this.down = true;
+    this.refusing = 3;
+  }
+
+  census(): Promise<{ refused: number; members: number }> {
+    this.censuses += 1;
+    return Promise.resolve({ refused: this.refusing, members: 3 });
   }
 
   override onConnected(listener: (connected: boolean) => void): () => void {
@@ -50,6 +68,7 @@ class FlakyStore extends MemoryStore {
       id: lease.id,
       ttlSeconds,
       keepAlive: async () => {
+        if (this.cutOff.has(lease.id)) await new Promise(() => {});
         if (this.hang !== undefined) await this.hang;
         return this.down ? silence() : lease.keepAlive();
       },
@@ -90,14 +109,39 @@ describe('Election', () => {
     await store.close();
   });
 
-  test('a silent store: the holder stops acting one step before its lease could lapse, keeps the title for two TTLs, then stands down', async () => {
+  test('a silent store whose members listen: the holder stops acting one step before its lease could lapse and stands down when it could lapse', async () => {
+    for (const holdWhileDisconnected of [false, true]) {
+      const store = new FlakyStore();
+      const clock = { now: 1_000_000 };
+      const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now, holdWhileDisconnected });
+      const seen = changes(a);
+      await a.step();
+      store.down = true;
+      await advance(a, clock, 1400);
+      expect(a.mayAct()).toBe(true);
+      await advance(a, clock, 100); // 1500 ms: TTL minus one step
+      expect(a.mayAct()).toBe(false);
+      expect(a.leader).toBe(true);
+      await advance(a, clock, 400); // 1900 ms
+      expect(a.leader).toBe(true);
+      await advance(a, clock, 100); // a TTL: the store may have let the lease lapse and given the key to another
+      expect(a.leader).toBe(false);
+      expect(seen).toEqual([true, false]);
+      // The store was surveyed and found listening: nothing to ride out.
+      expect(store.censuses).toBeGreaterThan(0);
+      await a.close();
+      await store.close();
+    }
+  });
+
+  test('a store that is down (every member refuses): a controller keeps the title without acting for two TTLs, then stands down', async () => {
     const store = new FlakyStore();
     const clock = { now: 1_000_000 };
     const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now });
     const seen = changes(a);
     await a.step();
     expect(a.mayAct()).toBe(true);
-    store.down = true;
+    store.stop();
     await advance(a, clock, 1400);
     expect(a.mayAct()).toBe(true);
     await advance(a, clock, 100); // 1500 ms: TTL minus one step
@@ -161,29 +205,71 @@ describe('Election', () => {
     await store.close();
   });
 
-  test('a renewal that gets no answer (an etcd election) is the store silent: the holder rides out past its lease', async () => {
+  test('renewals that get no answer (an etcd election, a partition) prove nothing: the holder keeps the title to the end of its proof, then takes it back once answered', async () => {
     const store = new FlakyStore();
     const clock = { now: 1_000_000 };
-    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now });
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now, holdWhileDisconnected: true });
     const seen = changes(a);
     await a.step();
     const answer = Promise.withResolvers<void>();
     store.hang = answer.promise;
     const pending = a.step();
-    for (let t = 0; t < 3000; t += 100) {
+    for (let t = 100; t <= 3000; t += 100) {
       clock.now += 100;
-      void a.step(); // the heartbeat: this process runs
-      expect(a.leader).toBe(true);
+      void a.step(); // the heartbeat: this process runs and keeps sending
+      expect(a.leader).toBe(t < 2000);
     }
-    expect(a.mayAct()).toBe(false);
+    // etcd elected a leader, which gave every lease a whole TTL again: the key is still on A's lease.
     store.hang = undefined;
     answer.resolve();
     await pending;
     await a.step();
+    expect(a.leader).toBe(true);
     expect(a.mayAct()).toBe(true);
-    expect(seen).toEqual([true]);
+    expect(seen).toEqual([true, false, true]);
     await a.close();
     await store.close();
+  });
+
+  test('cut off from a store that serves others: the master stands down when its lease could lapse, before another can take the key', async () => {
+    const store = new FlakyStore();
+    const clock = { now: 1_000_000 };
+    const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now, holdWhileDisconnected: true });
+    const b = new Election({ store, key: 'lock', value: 'B', ttlSeconds: 2, now: () => clock.now });
+    await a.step();
+    const lease = (await store.held('lock'))!.lease!;
+    // A's renewals go nowhere (its link to etcd hangs); etcd itself, and B, carry on.
+    store.cutOff.add(lease);
+    for (let t = 100; t <= 4000; t += 100) {
+      clock.now += 100;
+      void a.step();
+      // etcd lets the lease lapse a TTL after the last renewal it received: then B may take the key.
+      if (t === 2000) await store.revokeLease(lease);
+      await b.step();
+      expect([a.leader, b.leader]).not.toEqual([true, true]);
+    }
+    expect(a.leader).toBe(false);
+    expect(b.leader).toBe(true);
+    await a.close();
+    await b.close();
+    await store.close();
+  });
+
+  test('two members of three refusing: the outage is ridden out only once the quorum has been lost for an election timeout; one of three is no outage', async () => {
+    for (const refusing of [1, 2]) {
+      const store = new FlakyStore();
+      const clock = { now: 1_000_000 };
+      const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now, holdWhileDisconnected: true });
+      await a.step();
+      store.down = true;
+      store.refusing = refusing;
+      await advance(a, clock, 10_000);
+      // Two refusing: the store lost its quorum; the census runs from the first unanswered renewal
+      // (500 ms), so the loss has lasted an election timeout (at most 1333 ms) before the proof ends.
+      expect(a.leader).toBe(refusing === 2);
+      await a.close();
+      await store.close();
+    }
   });
 
   test('a lease that disappears (revoked) while claims fail: the holder stands down, never leading on a lease with no key', async () => {
@@ -244,12 +330,13 @@ describe('Election', () => {
     const a = new Election({ store, key: 'lock', value: 'A', ttlSeconds: 2, now: () => clock.now, holdWhileDisconnected: true });
     const seen = changes(a);
     await a.step();
-    store.down = true;
+    store.stop();
     await advance(a, clock, 10_000);
     expect(a.leader).toBe(true);
     expect(a.mayAct()).toBe(false);
     // Its lease lapses in the store; B takes the key once the store is back.
     store.down = false;
+    store.refusing = 0;
     await store.revokeLease((await store.held('lock'))!.lease!);
     const b = new Election({ store, key: 'lock', value: 'B', ttlSeconds: 60 });
     await b.step();

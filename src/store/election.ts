@@ -1,24 +1,29 @@
 /**
  * Leader election over a store lease, the same for controllers and Coordinators (MindIE's master
- * lock). No two candidates hold the title at any instant:
- * - A holder acts only while its proof is fresh (`mayAct()`): a renewal of its lease confirmed
- *   within TTL minus one step, counted from when the renewal was sent, so the lease cannot have
- *   lapsed in the store; each confirmed renewal also reads the key to check it is still bound to
- *   the lease.
+ * lock). No two candidates hold the title at any instant, because a holder keeps it only while it
+ * can prove its lease is live in the store (`#safeUntil`):
+ * - A confirmed renewal proves the lease live for a TTL counted from when the renewal was sent (the
+ *   store counts from when it arrived, later). A holder acts (`mayAct()`) only while such a proof is
+ *   younger than TTL minus one step; each confirmed renewal also reads the key to check it is still
+ *   bound to the lease.
  * - It stands down the moment it learns otherwise: the store says the lease is gone, the key is
  *   deleted or taken (a watch on the key), or a guarded write finds it not held (`lost()`).
- * - Past its proof it keeps the title without acting while a TTL has not passed since its last
- *   confirmed renewal (the lease cannot have lapsed), and past that only while it keeps sending
- *   renewals that go unanswered (riding out a silent store, as during an etcd leader election): a
- *   renewal sent within a TTL either reached a live store, which renewed the lease, or a store that
- *   could give the key to nobody. A process that stopped sending (stopped, starved) for a TTL
- *   cannot tell what happened meanwhile, so it stands down before it sends again. A controller
- *   rides out for at most two TTLs; a Coordinator (`holdWhileDisconnected`) for as long as the
- *   store stays silent: a stale master proxy is harmless, a cluster with no ready Coordinator is
- *   an outage.
+ * - Unanswered renewals prove nothing: a store that is silent to this holder (a partition, a hung
+ *   member, this process slow to read its answers) may be serving another candidate. So past its
+ *   proof a holder stands down, with one exception that keeps a master Coordinator serving through
+ *   an etcd outage: the store is down. When the members that refuse connections (no process listens)
+ *   leave too few to form a quorum, the store can grant nothing to anyone, and the lease cannot lapse
+ *   meanwhile: the etcd leader that next serves is newly elected and gives every lease a whole TTL
+ *   (etcd's lease promotion). That holds once no earlier etcd leader can still be serving: every member
+ *   refuses, or the quorum has been seen lost for longer than etcd's election timeout (at most TTL / 1.5:
+ *   etcd grants no lease shorter than 1.5 election timeouts), after which a leader without its quorum
+ *   has stepped down. Seen so, from a time the lease was still proven live, the proof extends to a TTL
+ *   past each census that finds the store still down. A controller rides out so for at most two TTLs
+ *   (it does not act meanwhile); a Coordinator (`holdWhileDisconnected`) for as long as the store
+ *   stays down: a cluster with no ready Coordinator would be an outage.
  * Standbys read the key every step, at once when it is deleted and when the store comes back; a
- * holder that rode out too long keeps its lease and takes the title back at once if the store,
- * back, still binds the key to it.
+ * holder that stood down keeps its lease and takes the title back at once if the store, back, still
+ * binds the key to it (its lease was promoted).
  */
 import type { Store, StoreLease } from './store.ts';
 import { storeErrorReason } from './store-error.ts';
@@ -50,10 +55,15 @@ export class Election {
   #holder: string | undefined;
   /** When the last confirmed renewal (or the grant) was sent; acts stop one step before it could lapse. */
   #renewedAt = 0;
+  /** Until when the lease is proven live in the store: a TTL past a confirmed renewal, or past a census that found the store down. */
+  #safeUntil = 0;
+  /** A renewal went unanswered since the last confirmed one: the store is surveyed. */
+  #troubled = false;
+  #surveying = false;
+  /** The current run of censuses that found the store down: when the first was answered, and whether the lease was proven live then. */
+  #downRun: { since: number; fromLiveLease: boolean } | undefined;
   /** Revision of the key this holder created: watch events older than it are about a predecessor. */
   #claimRevision = 0;
-  /** When the last renewal was sent, answered or not. */
-  #sentAt = 0;
   #timers: ReturnType<typeof setInterval>[] = [];
   #retry: ReturnType<typeof setTimeout> | undefined;
   #unwatch: (() => void) | undefined;
@@ -156,7 +166,6 @@ export class Election {
   #renew(): Promise<void> {
     const lease = this.#lease!;
     const sentAt = this.#now();
-    this.#sentAt = sentAt;
     return lease.keepAlive().then(
       (alive) => this.#renewed(lease, sentAt, alive),
       (err: unknown) => this.#renewFailed(lease, err),
@@ -170,7 +179,7 @@ export class Election {
       this.#standDown('the store says the lease is gone');
       return this.step();
     }
-    this.#renewedAt = Math.max(this.#renewedAt, sentAt);
+    this.#proven(sentAt);
     // Answered so late that the proof is still stale (riding out): renewed again at once.
     if (this.#now() >= this.#renewedAt + this.#ttlMs - this.#stepMs) this.#soon();
     await this.#verify(lease);
@@ -179,6 +188,7 @@ export class Election {
   #renewFailed(lease: StoreLease, err: unknown): void {
     if (lease !== this.#lease || !this.#leader) return;
     if (storeErrorReason(err) === 'unreachable') {
+      this.#troubled = true;
       this.#check();
       this.#soon();
       return;
@@ -233,8 +243,9 @@ export class Election {
       return;
     }
     this.#lease = lease;
-    this.#renewedAt = sentAt;
-    this.#sentAt = sentAt;
+    this.#renewedAt = 0;
+    this.#safeUntil = 0;
+    this.#proven(sentAt);
     this.#claimRevision = Math.max(this.#claimRevision, revision);
     if (why !== undefined) this.#options.log?.(`${why}: title taken back`);
     this.#set(true);
@@ -255,20 +266,64 @@ export class Election {
     }
   }
 
-  /** Stands down when the lease may have lapsed (a TTL since the last confirmed renewal) and the title cannot be ridden out. */
+  /** A renewal sent at `sentAt` was confirmed: the lease lives a TTL past it. */
+  #proven(sentAt: number): void {
+    this.#renewedAt = Math.max(this.#renewedAt, sentAt);
+    this.#safeUntil = Math.max(this.#safeUntil, sentAt + this.#ttlMs);
+    this.#troubled = false;
+    this.#downRun = undefined;
+  }
+
+  /** Stands down once the lease is no longer proven live (a controller also two TTLs after its last confirmed renewal). */
   #check(): void {
     if (!this.#leader) return;
     const now = this.#now();
-    // Within a TTL of a confirmed renewal the lease cannot have lapsed: the title is certain (acts stop a step earlier).
-    if (now < this.#renewedAt + this.#ttlMs) return;
-    const sending = now < this.#sentAt + this.#ttlMs;
-    if (sending && (this.#options.holdWhileDisconnected === true || now < this.#renewedAt + 2 * this.#ttlMs)) return;
+    this.#survey(now);
+    const bounded = this.#options.holdWhileDisconnected !== true && now >= this.#renewedAt + 2 * this.#ttlMs;
+    if (now < this.#safeUntil && !bounded) return;
     this.#standDown(
-      sending
-        ? `the store was silent for ${now - this.#renewedAt} ms`
-        : `no renewal sent for ${now - this.#sentAt} ms (this process stalled)`,
+      now < this.#safeUntil
+        ? `etcd down for two TTLs (${now - this.#renewedAt} ms since the last confirmed renewal)`
+        : `the lease is not proven live: no renewal confirmed for ${now - this.#renewedAt} ms and the store is not seen down`,
     );
     this.#soon();
+  }
+
+  /** While renewals go unanswered (or are overdue), asks the store how many of its members refuse connections. */
+  #survey(now: number): void {
+    const store = this.#store;
+    if (store.census === undefined || this.#surveying || this.#lease === undefined) return;
+    // Renewals go out every step and are answered within milliseconds: one and a half steps is overdue.
+    if (!this.#troubled && now < this.#renewedAt + 1.5 * this.#stepMs) return;
+    this.#surveying = true;
+    const lease = this.#lease;
+    store
+      .census()
+      .then(
+        ({ refused, members }) => {
+          if (lease === this.#lease && this.#leader) this.#surveyed(now, this.#now(), refused, members, lease);
+        },
+        () => {},
+      )
+      .finally(() => (this.#surveying = false));
+  }
+
+  /**
+   * A census sent at `sentAt` and answered at `answeredAt`: when the members refusing connections
+   * leave no quorum, and no earlier etcd leader can still serve (every member refuses, or the quorum
+   * has been lost longer than an election timeout), the lease lives a TTL past the census.
+   */
+  #surveyed(sentAt: number, answeredAt: number, refused: number, members: number, lease: StoreLease): void {
+    if (members === 0 || refused < Math.ceil(members / 2)) {
+      this.#downRun = undefined;
+      return;
+    }
+    this.#downRun ??= { since: answeredAt, fromLiveLease: answeredAt < this.#safeUntil };
+    const electionTimeoutMs = (lease.ttlSeconds * 1000) / 1.5;
+    if (!this.#downRun.fromLiveLease) return;
+    if (refused === members || sentAt - this.#downRun.since >= electionTimeoutMs) {
+      this.#safeUntil = Math.max(this.#safeUntil, sentAt + this.#ttlMs);
+    }
   }
 
   #standDown(reason: string): void {

@@ -7,6 +7,7 @@
  * everything older than the revision of one period ago goes, so what pdlink writes never piles up.
  */
 import type { Etcd3 } from 'etcd3';
+import { connect } from 'node:net';
 import { createEtcdClient, rangeEnd, ATTEMPT_DEADLINE_MS } from './etcd-client.ts';
 import { STORE_ERROR_REASONS, StoreError, storeErrorReason, toStoreError, type StoreErrorReason } from './store-error.ts';
 import { prefixOf, type Claim, type Guard, type HeldKey, type Store, type StoreHealth, type StoreLease } from './store.ts';
@@ -37,6 +38,7 @@ export class EtcdStore implements Store {
   readonly prefix: string;
   readonly #client: Etcd3;
   readonly #members: number;
+  readonly #endpoints: readonly string[];
   readonly #deadlineMs: number;
   readonly #listeners = new Set<(connected: boolean) => void>();
   readonly #timers: ReturnType<typeof setInterval>[] = [];
@@ -54,6 +56,7 @@ export class EtcdStore implements Store {
   constructor(options: EtcdStoreOptions) {
     this.prefix = prefixOf(options.cluster);
     this.#members = options.endpoints.length;
+    this.#endpoints = [...options.endpoints];
     this.#deadlineMs = options.callDeadlineMs ?? ATTEMPT_DEADLINE_MS;
     this.#client = createEtcdClient(options.endpoints, this.#deadlineMs);
     this.#timers.push(setInterval(() => void this.#probe(), PROBE_MS));
@@ -157,7 +160,8 @@ export class EtcdStore implements Store {
       const id = res.ID;
       return {
         id,
-        ttlSeconds,
+        // etcd raises a TTL below its minimum (1.5 election timeouts): the granted one counts.
+        ttlSeconds: Math.max(ttlSeconds, Number(res.TTL) || 0),
         keepAlive: () => this.#call(undefined, () => this.#renew(id)),
         revoke: async () => {
           await this.#client.leaseClient.leaseRevoke({ ID: id }).catch(() => {});
@@ -198,6 +202,13 @@ export class EtcdStore implements Store {
       this.#saw(res.header.revision);
       return res.succeeded;
     });
+  }
+
+  census(): Promise<{ refused: number; members: number }> {
+    return Promise.all(this.#endpoints.map((endpoint) => refusesConnections(endpoint, this.#deadlineMs))).then((refused) => ({
+      refused: refused.filter(Boolean).length,
+      members: refused.length,
+    }));
   }
 
   async close(): Promise<void> {
@@ -296,4 +307,32 @@ export class EtcdStore implements Store {
     this.#connected = connected;
     for (const listener of this.#listeners) listener(connected);
   }
+}
+
+/**
+ * Whether nothing listens on an endpoint's address: the connection is refused (a member whose
+ * process is not running). A connection made, or one that times out or cannot route, is not a
+ * refusal: that member may be serving others.
+ * @example await refusesConnections('http://127.0.0.1:2379', 1000) // true when no etcd runs there
+ */
+export function refusesConnections(endpoint: string, timeoutMs: number): Promise<boolean> {
+  let url: URL;
+  try {
+    url = new URL(endpoint.includes('://') ? endpoint : `http://${endpoint}`);
+  } catch {
+    return Promise.resolve(false);
+  }
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 2379));
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (refused: boolean): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(refused);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    socket.once('connect', () => done(false));
+    socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED'));
+  });
 }

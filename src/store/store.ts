@@ -84,6 +84,13 @@ export interface Store {
    * @example if (!(await store.commit({ key: KEYS.controllerLeader, lease }, puts, deletes))) standDown();
    */
   commit(guard: Guard | undefined, puts: ReadonlyMap<string, string>, deletes: readonly string[]): Promise<boolean>;
+  /**
+   * How many of the store's members refuse connections now (no process listens on the address), of
+   * how many: members that are not running can give a key to nobody, so a holder may ride out an
+   * outage that leaves no quorum (election.ts). A member that does not answer is not counted: it may
+   * be serving others. Absent where the store cannot go down apart from its own process (memory).
+   */
+  census?(): Promise<{ refused: number; members: number }>;
   close(): Promise<void>;
 }
 
