@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'bun:test';
+import { nextTurn, TURN_BYTES } from '../core/turns.ts';
 import { BodyQueue, QUEUE_HIGH_BYTES } from './h1-answer.ts';
 import type { BodySink, BodyWatch } from './platform.ts';
 
@@ -14,6 +15,10 @@ class RecordedBody extends BodyQueue {
   protected override hold(on: boolean): void {
     this.holds.push(on);
   }
+  /** Whether the connection is held now. */
+  get held(): boolean {
+    return this.holds.at(-1) === true;
+  }
 }
 
 const sink = (): BodySink & { bytes: number } => {
@@ -24,17 +29,43 @@ const sink = (): BodySink & { bytes: number } => {
 describe('BodyQueue: a reader that is behind holds the connection', () => {
   test('past QUEUE_HIGH_BYTES queued and unread, reading stops; once everything queued is taken, it goes on', async () => {
     const body = new RecordedBody();
-    body.arrive(QUEUE_HIGH_BYTES);
+    body.arrive(QUEUE_HIGH_BYTES / 2);
+    await nextTurn();
+    body.arrive(QUEUE_HIGH_BYTES / 2);
+    // (TURN_BYTES taken: a turn without reading, which is over by the next.)
+    await nextTurn();
+    expect(body.held).toBe(false);
+    body.arrive(1);
+    expect(body.held).toBe(true);
+    body.arrive(1000);
+    await nextTurn();
+    expect(body.held).toBe(true);
+    await body.read();
+    await body.read();
+    await body.read();
+    expect(body.held).toBe(true);
+    await body.read();
+    expect(body.held).toBe(false);
+  });
+
+  test('after every TURN_BYTES taken the connection is left unread until the next turn, then read again', async () => {
+    const body = new RecordedBody();
+    body.sinkTo(sink());
+    body.arrive(TURN_BYTES - 1);
     expect(body.holds).toEqual([]);
     body.arrive(1);
     expect(body.holds).toEqual([true]);
-    body.arrive(1000);
-    expect(body.holds).toEqual([true]);
-    await body.read();
-    await body.read();
-    expect(body.holds).toEqual([true]);
-    await body.read();
+    await nextTurn();
     expect(body.holds).toEqual([true, false]);
+    // A sink that is behind keeps it held past that turn; the count starts again.
+    body.arrive(TURN_BYTES);
+    body.pause();
+    await nextTurn();
+    expect(body.holds).toEqual([true, false, true]);
+    body.resume();
+    expect(body.holds).toEqual([true, false, true, false]);
+    body.arrive(TURN_BYTES - 1);
+    expect(body.holds).toEqual([true, false, true, false]);
   });
 
   test('a sink pauses and resumes it; a body that ends or is given up is never left held', () => {
@@ -69,13 +100,17 @@ describe('BodyQueue: a reader that is behind holds the connection', () => {
     expect(told).toEqual([true, false]);
   });
 
-  test('what queued before a sink came is handed over, and the sink decides from then on', () => {
+  test('what queued before a sink came is handed over, and the sink decides from then on', async () => {
     const body = new RecordedBody();
-    body.arrive(QUEUE_HIGH_BYTES + 1);
-    expect(body.holds).toEqual([true]);
+    for (let i = 0; i < 4; i++) {
+      body.arrive(QUEUE_HIGH_BYTES / 4);
+      await nextTurn();
+    }
+    body.arrive(1);
+    expect(body.held).toBe(true);
     const out = sink();
     body.sinkTo(out);
     expect(out.bytes).toBe(QUEUE_HIGH_BYTES + 1);
-    expect(body.holds).toEqual([true, false]);
+    expect(body.held).toBe(false);
   });
 });

@@ -10,6 +10,9 @@ import { H1Parser, H1ParseError, type H1Events, type H1Head } from './h1-parse.t
 import { AnswerHeaders, BodyQueue, NO_HEADERS } from './h1-answer.ts';
 import type { AbortSource, BodyReader, LegAnswer } from './platform.ts';
 
+/** Texts longer than this are encoded to bytes before they are written (see send). */
+const ENCODE_FIRST_CHARS = 64 * 1024;
+
 /** What a connection tells the pool it belongs to. */
 export interface ConnPool {
   /** The connection may carry another request. */
@@ -145,6 +148,9 @@ export class Conn {
    */
   send(request: string | Uint8Array): boolean {
     if (this.closed) return false;
+    // A text longer than a socket takes at once is encoded once here: written as text, what the
+    // socket did not take would be measured and encoded again (three passes over megabytes).
+    if (typeof request === 'string' && request.length > ENCODE_FIRST_CHARS) request = Buffer.from(request);
     const written = this.socket!.write(request);
     if (written < 0) return false;
     if (typeof request === 'string') {

@@ -7,6 +7,7 @@
  */
 import { errors } from '../core/errors.ts';
 import { parseJsonExact } from '../core/exact-json.ts';
+import { turnAfter } from '../core/turns.ts';
 
 export interface ReadJsonOptions {
   /** Maximum body size in bytes. */
@@ -40,7 +41,13 @@ export function jsonRequestReader(options: ReadJsonOptions): (request: Request) 
     // A UTF-16 code unit is at most 3 bytes of UTF-8: the byte count is needed only near the limit.
     if (body.length > limitBytes || (body.length * 3 > limitBytes && Buffer.byteLength(body) > limitBytes))
       throw errors.bodyTooLarge(limitBytes);
-    return parse(body);
+    // A large body was just decoded in this turn: it is parsed in a turn of its own (turns.ts).
+    const turn = turnAfter(body.length);
+    if (turn === undefined) return parse(body);
+    return turn.then(() => {
+      const value = parse(body);
+      return turnAfter(body.length)!.then(() => value);
+    });
   };
   // One promise from the body read to the value: an async function per step was a promise and a
   // turn of the microtask queue each, on every request of every listener.

@@ -6,6 +6,7 @@
  * have pulled P's blocks: the request fails, charged to D.
  */
 import { errors, PdlinkError } from '../../core/errors.ts';
+import { turnAfter } from '../../core/turns.ts';
 import { wholeAnswer, streamedAnswer } from './decode-answer.ts';
 import { decodeFailures, type Retryable } from './decode-failures.ts';
 import { readLegText } from '../legs/idle.ts';
@@ -13,7 +14,7 @@ import { decodeBody, engineUrl, legHeaders, legText } from '../legs/legs.ts';
 import type { PickedPair } from '../exchange/ports.ts';
 import { sendLeg } from '../legs/send-leg.ts';
 import { servedBy } from '../exchange/served-by.ts';
-import type { DecodeExchange, Prefilled } from '../exchange/types.ts';
+import type { DecodeExchange, LegExchange, Prefilled } from '../exchange/types.ts';
 import { neverSent, type LegAnswer } from '../../platform/platform.ts';
 import { passthrough, quoteError, transportMessage } from '../legs/upstream.ts';
 import { UnusableAnswer } from '../legs/unusable-answer.ts';
@@ -30,6 +31,9 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
   const sentAt = performance.now();
   const fails = decodeFailures(exchange, d);
 
+  // A large prompt: P's answer was handled in this turn, the leg is serialised in the next (turns.ts).
+  const before = turnAfter(promptChars(exchange.prompt));
+  if (before !== undefined) await before;
   // Serialised before D is asked, so that a body that cannot be sent is never counted against D.
   let legBody: string;
   try {
@@ -38,6 +42,9 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
     const failure = err instanceof PdlinkError ? err : errors.internal(err);
     throw exchange.fail('invalid', failure, { kind: 'fail', code: 'invalid_request', detail: failure.message });
   }
+  // A large leg was just serialised in this turn: it is encoded and sent in the next (turns.ts).
+  const turn = turnAfter(legBody.length);
+  if (turn !== undefined) await turn;
   const headers = legHeaders(clientHeaders, requestId);
   exchange.trace?.decodeSent(pair, headers);
   const { settings } = exchange.deps;
@@ -80,4 +87,9 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
   }
   const answer = { res, d, sentAt, fails };
   return servedBy(await (exchange.streaming ? streamedAnswer(exchange, prefilled, answer) : wholeAnswer(exchange, answer)), pair);
+}
+
+/** About how long a prompt is as JSON text: its text, or its token ids at up to six characters each. */
+function promptChars(prompt: LegExchange['prompt']): number {
+  return prompt.text?.length ?? 6 * (prompt.tokens?.length ?? 0);
 }

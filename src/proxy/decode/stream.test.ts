@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import type { Socket } from 'bun';
 import { errors, type PdlinkError } from '../../core/errors.ts';
+import { TURN_BYTES } from '../../core/turns.ts';
 import { H1Client } from '../../platform/h1-client.ts';
 import { rawEngine } from '../../../test/doubles/raw-engine.ts';
 import type { BodySink } from '../../platform/platform.ts';
@@ -143,6 +144,34 @@ describe.each([
     await reader.cancel('gone');
     expect(log).toEqual(['cancel']);
     expect(source.cancelled).toEqual(['gone']);
+  });
+});
+
+describe('relayStream, a body read chunk by chunk', () => {
+  test('reads that find data waiting give the event loop a turn after every TURN_BYTES', async () => {
+    const event = `data: ${'x'.repeat(64 * 1024 - 8)}\n\n`;
+    const chunks = Array.from({ length: (3 * TURN_BYTES) / event.length }, () => event);
+    const { log, handlers } = recorder();
+    const stream = relayStream(new Uint8Array(0), scriptedReader(chunks), handlers, true);
+    const reader = stream.getReader();
+    let turns = 0;
+    let bytes = 0;
+    let counting = true;
+    const count = (): void => {
+      turns += 1;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+    }
+    counting = false;
+    expect(bytes).toBe(3 * TURN_BYTES);
+    expect(log).toEqual(['end']);
+    // The reads alone resolve in microtasks: only the relay's own yields let the loop turn.
+    expect(turns).toBeGreaterThanOrEqual(2);
   });
 });
 

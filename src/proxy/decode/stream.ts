@@ -10,6 +10,7 @@
  * socket client's) until it catches up.
  */
 import type { PdlinkError } from '../../core/errors.ts';
+import { nextTurn, TURN_BYTES } from '../../core/turns.ts';
 import { platform } from '../../platform/index.ts';
 import type { BodyOut, BodySink, PushedSource } from '../../platform/platform.ts';
 import { sseErrorEvent } from '../exchange/errors.ts';
@@ -115,9 +116,14 @@ abstract class Relay {
   }
 }
 
-/** Relays a body read chunk by chunk (fetch's): a pull reads until something goes out. */
+/**
+ * Relays a body read chunk by chunk (fetch's): a pull reads until something goes out. After every
+ * TURN_BYTES a pull ends a turn later: reads that find data waiting resolve one after another
+ * without giving the event loop a turn, megabytes at a time.
+ */
 class PulledRelay extends Relay {
   #controller!: ReadableStreamDefaultController<Uint8Array>;
+  #sinceTurn = 0;
 
   start(controller: ReadableStreamDefaultController<Uint8Array>): void {
     this.#controller = controller;
@@ -145,7 +151,12 @@ class PulledRelay extends Relay {
       }
       if (this.finished) return;
       if (result.done) return this.endAll();
-      if (this.forward(result.value)) return;
+      this.#sinceTurn += result.value.byteLength;
+      if (this.forward(result.value)) {
+        if (this.#sinceTurn < TURN_BYTES) return;
+        this.#sinceTurn = 0;
+        return nextTurn();
+      }
     }
   }
 }
