@@ -15,6 +15,8 @@ const STOP_MS = 3000;
 let ha: HaCluster;
 let leaders: HolderWatch;
 let masters: HolderWatch;
+/** Every change of title the processes logged, with when this process read it. */
+const titleLog: string[] = [];
 
 function controllerProbe(i: number): HolderProbe {
   return {
@@ -56,12 +58,24 @@ async function oneOfEach(): Promise<{ leader: number; master: number }> {
 }
 
 function expectNoOverlap(): void {
-  expect(leaders.overlaps()).toEqual([]);
-  expect(masters.overlaps()).toEqual([]);
+  for (const watch of [leaders, masters]) {
+    const overlaps = watch.overlaps();
+    // What both answered around the first overlap, and every change of title logged, to read it by.
+    if (overlaps.length > 0) {
+      console.log(`overlap ${JSON.stringify(overlaps[0])}:\n${watch.around(overlaps[0]!.from - 1000, overlaps[0]!.to + 1000)}`);
+      console.log(`changes of title:\n${titleLog.join('\n')}`);
+    }
+    expect(overlaps).toEqual([]);
+  }
 }
 
 beforeAll(async () => {
-  ha = await HaCluster.start({ mode: 'master_standby', etcdMembers: 3 });
+  ha = await HaCluster.start({
+    mode: 'master_standby',
+    etcdMembers: 3,
+    onLine: (line) =>
+      /elected|standing down|taken back|not leader/.test(line) && titleLog.push(`${new Date().toISOString().slice(11, 23)} ${line}`),
+  });
   await ha.leader();
   leaders = new HolderWatch([controllerProbe(0), controllerProbe(1)]);
   masters = new HolderWatch([coordinatorProbe(0), coordinatorProbe(1)]);

@@ -60,6 +60,20 @@ export class HolderWatch {
     clearInterval(this.#timer);
   }
 
+  /**
+   * What each process answered from `from` to `to` (epoch ms), one line per sample: for reading an
+   * overlap when one is found.
+   * @example console.log(watch.around(overlap.from - 1000, overlap.to + 1000));
+   */
+  around(from: number, to: number): string {
+    const iso = (t: number): string => new Date(t).toISOString().slice(11, 23);
+    return this.#samples
+      .flatMap((samples, i) => samples.filter((s) => s.at >= from && s.sent <= to).map((s) => ({ ...s, name: this.#probes[i]!.name })))
+      .sort((a, b) => a.sent - b.sent)
+      .map((s) => `${s.name}: sent ${iso(s.sent)} answered ${iso(s.at)} holds ${String(s.holds)}`)
+      .join('\n');
+  }
+
   /** Every pair of intervals in which two processes both provably held the title. */
   overlaps(): Overlap[] {
     const intervals = this.#samples.map(held);
