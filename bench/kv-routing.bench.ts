@@ -18,7 +18,10 @@
  *
  * Run: `bun bench/kv-routing.bench.ts` (KV_ROUTING_ROUNDS, KV_ROUTING_ONLY=a,b narrow it); results
  * in bench/results/kv-routing.{json,md} (no per-run HTML). KV_ROUTING_WORKLOAD=NAME runs one workload
- * (multi-tenant-heavy only so) into bench/results/kv-routing-NAME.{json,md}.
+ * (multi-tenant-heavy only so) into bench/results/kv-routing-NAME.{json,md}. KV_ROUTING_CACHE_BLOCKS
+ * sets each engine's prefix cache (default 4096 blocks, which holds every workload's working set, so
+ * nothing is evicted and a guess of where a prefix is stays right); a smaller cache evicts, which
+ * the engines' events report and a guess does not (results then named …-cacheN).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -46,7 +49,7 @@ const ENGINE = {
   prefillMsPerToken: Number(process.env['KV_ROUTING_PREFILL_MS'] ?? '0.07'),
   decodeMsPerToken: 5,
   decodeBatchSlowdown: 0.05,
-  prefixCacheBlocks: 4096,
+  prefixCacheBlocks: Number(process.env['KV_ROUTING_CACHE_BLOCKS'] ?? '4096'),
 };
 const SLO = { ttftMs: 2000, tpotMs: 25 };
 
@@ -216,7 +219,8 @@ for (let round = 0; round < ROUNDS; round++) {
 rmSync(work, { recursive: true, force: true });
 
 // A run narrowed to one workload writes results of its own, leaving the full run's.
-reportKvRouting(ONLY_WORKLOAD === undefined ? 'kv-routing' : `kv-routing-${ONLY_WORKLOAD}`, rows, {
+const cacheSuffix = ENGINE.prefixCacheBlocks === 4096 ? '' : `-cache${ENGINE.prefixCacheBlocks}`;
+reportKvRouting(`${ONLY_WORKLOAD === undefined ? 'kv-routing' : `kv-routing-${ONLY_WORKLOAD}`}${cacheSuffix}`, rows, {
   engine: ENGINE,
   slo: SLO,
   requests: Number(REQUESTS),
