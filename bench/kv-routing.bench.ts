@@ -21,7 +21,8 @@
  * (multi-tenant-heavy only so) into bench/results/kv-routing-NAME.{json,md}. KV_ROUTING_CACHE_BLOCKS
  * sets each engine's prefix cache (default 4096 blocks, which holds every workload's working set, so
  * nothing is evicted and a guess of where a prefix is stays right); a smaller cache evicts, which
- * the engines' events report and a guess does not (results then named …-cacheN).
+ * the engines' events report and a guess does not (results then named …-cacheN; a KV_ROUTING_PREFILL_MS
+ * other than 0.07 adds …-prefillM).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -219,8 +220,11 @@ for (let round = 0; round < ROUNDS; round++) {
 rmSync(work, { recursive: true, force: true });
 
 // A run narrowed to one workload writes results of its own, leaving the full run's.
-const cacheSuffix = ENGINE.prefixCacheBlocks === 4096 ? '' : `-cache${ENGINE.prefixCacheBlocks}`;
-reportKvRouting(`${ONLY_WORKLOAD === undefined ? 'kv-routing' : `kv-routing-${ONLY_WORKLOAD}`}${cacheSuffix}`, rows, {
+// Non-default engines name their results: …-cacheN (prefix cache blocks), …-prefillM (ms a token).
+const suffix =
+  (ENGINE.prefixCacheBlocks === 4096 ? '' : `-cache${ENGINE.prefixCacheBlocks}`) +
+  (ENGINE.prefillMsPerToken === 0.07 ? '' : `-prefill${ENGINE.prefillMsPerToken}`);
+reportKvRouting(`${ONLY_WORKLOAD === undefined ? 'kv-routing' : `kv-routing-${ONLY_WORKLOAD}`}${suffix}`, rows, {
   engine: ENGINE,
   slo: SLO,
   requests: Number(REQUESTS),

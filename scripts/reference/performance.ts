@@ -17,7 +17,17 @@ const GROUPS: readonly (readonly [string, readonly string[]])[] = [
     ['proxy', 'proxy-cpu', 'proxy-cpu-admission', 'proxy-ablation', 'proxy-security', 'proxy-tracing', 'sglang', 'rss', 'gc-held'],
   ],
   ['Scheduling and goodput', ['policies', 'admission', 'harness-synthetic', 'scheduler']],
-  ["Routing on the engines' KV events", ['kv-routing', 'kv-routing-multi-tenant-heavy', 'kv-index', 'proxy-cpu-kv']],
+  [
+    "Routing on the engines' KV events",
+    [
+      'kv-routing',
+      'kv-routing-multi-tenant-heavy',
+      // The heavy multi-tenant load on engines whose prefix caches evict, prefill cost rising towards saturation.
+      ...['0.4', '0.5', '0.6', '0.7'].map((ms) => `kv-routing-multi-tenant-heavy-cache256-prefill${ms}`),
+      'kv-index',
+      'proxy-cpu-kv',
+    ],
+  ],
   ['Links, the worker pool and the device runtime', ['links', 'links-floor', 'pool', 'role', 'runtime', 'platforms', 'transfer']],
   ['The control plane', ['refresh', 'json-depth', 'ledger', 'controller', 'failover']],
   ['The P:D planner', ['planner']],
@@ -25,6 +35,22 @@ const GROUPS: readonly (readonly [string, readonly string[]])[] = [
 
 /** Results written by a bench of another name. */
 const BENCH_OF: Readonly<Record<string, string>> = { 'harness-synthetic': 'harness' };
+
+/**
+ * How a result written by a bench run with settings of its own is made again (`kv-routing-NAME-cacheN-prefillM`:
+ * kv-routing with one workload, smaller prefix caches, another prefill cost), or undefined.
+ * @example rerunOf('kv-routing-multi-tenant-heavy-cache256-prefill0.6') // 'KV_ROUTING_WORKLOAD=multi-tenant-heavy … npm run bench -- kv-routing'
+ */
+function rerunOf(name: string): string | undefined {
+  const m = /^kv-routing-([a-z-]+?)(?:-cache(\d+))?(?:-prefill([\d.]+))?$/.exec(name);
+  if (m === null) return undefined;
+  const env = [
+    `KV_ROUTING_WORKLOAD=${m[1]}`,
+    ...(m[2] === undefined ? [] : [`KV_ROUTING_CACHE_BLOCKS=${m[2]}`]),
+    ...(m[3] === undefined ? [] : [`KV_ROUTING_PREFILL_MS=${m[3]}`]),
+  ];
+  return `\`${env.join(' ')} npm run bench -- kv-routing\``;
+}
 
 interface Machine {
   readonly cores?: number;
@@ -107,7 +133,9 @@ function companionsOf(name: string, names: readonly string[], grouped: ReadonlyS
 
 function section(result: Result, root: string, companions: readonly string[] = []): string {
   const bench = BENCH_OF[result.name] ?? result.name;
-  const command = existsSync(join(root, 'bench', `${bench}.bench.ts`)) ? `\`npm run bench -- ${bench}\`` : 'no bench of this name today';
+  const command =
+    rerunOf(result.name) ??
+    (existsSync(join(root, 'bench', `${bench}.bench.ts`)) ? `\`npm run bench -- ${bench}\`` : 'no bench of this name today');
   const links = (['md', 'json', 'html'] as const)
     .filter((ext) => existsSync(join(root, 'bench', 'results', `${result.name}.${ext}`)))
     .map((ext) => `[${ext === 'md' ? 'table' : ext === 'json' ? 'JSON' : 'charts'}](../bench/results/${result.name}.${ext})`);
