@@ -8,11 +8,12 @@
  * bounded amount, asserted per case. A prober of its own process asks `/v1/health` every 10 ms
  * meanwhile; its worst latency per case is printed (a figure, not an assertion: the machine is
  * shared). For that figure, HOSTILE_PIN=1 pins the Coordinator (all its threads) alone on the last
- * CPU and this process and the prober on the others, so the latency is the Coordinator's own.
+ * CPU and this process and the prober on the others, the prober ahead of everything else there, so the
+ * latency is the Coordinator's own.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as net from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -346,6 +347,14 @@ for (const engineClient of ['sockets', 'fetch'] as const) {
       if (PIN) {
         pin(coordinator.process.pid!, String(LAST_CPU));
         for (const pid of [process.pid, prober.pid]) pin(pid, LAST_CPU === 1 ? '0' : `0-${LAST_CPU - 1}`);
+        // The prober is the instrument: it runs before the engines and this process on their shared CPU,
+        // so what it times is the Coordinator, not its own wait for that CPU (root only; else as it is).
+        try {
+          // Every thread of it (fetch's client is a thread of its own).
+          for (const tid of readdirSync(`/proc/${prober.pid}/task`)) execFileSync('renice', ['-n', '-15', '-p', tid], { stdio: 'ignore' });
+        } catch {
+          // Not allowed: the figure then includes the prober's waits too.
+        }
       }
       // Warm: the Coordinator's code is loaded and its connections made before anything is measured.
       for (let i = 0; i < 20; i++) expect((await complete(proxy, { model: MODEL, prompt: 'warm', max_tokens: 2 })).status).toBe(200);

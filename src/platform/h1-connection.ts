@@ -8,10 +8,14 @@
 import type { Socket, SocketHandler } from 'bun';
 import { H1Parser, H1ParseError, type H1Events, type H1Head } from './h1-parse.ts';
 import { AnswerHeaders, BodyQueue, NO_HEADERS } from './h1-answer.ts';
+import { ByteSlabs } from './byte-slabs.ts';
 import type { AbortSource, BodyReader, LegAnswer } from './platform.ts';
 
 /** Texts longer than this are encoded to bytes before they are written (see send). */
 const ENCODE_FIRST_CHARS = 64 * 1024;
+/** Where those bytes are encoded: memory kept between requests (byte-slabs.ts). */
+const slabs = new ByteSlabs();
+const encoder = new TextEncoder();
 
 /** What a connection tells the pool it belongs to. */
 export interface ConnPool {
@@ -130,6 +134,8 @@ export class Conn {
   idle = false;
   /** Request bytes the socket did not take yet (written on drain). */
   #unwritten: Uint8Array | undefined;
+  /** The slab the request was encoded into, given back once the socket took all of it. */
+  #slab: Uint8Array | undefined;
   #held = false;
 
   constructor(origin: ConnPool) {
@@ -148,18 +154,36 @@ export class Conn {
    */
   send(request: string | Uint8Array): boolean {
     if (this.closed) return false;
-    // A text longer than a socket takes at once is encoded once here: written as text, what the
-    // socket did not take would be measured and encoded again (three passes over megabytes).
-    if (typeof request === 'string' && request.length > ENCODE_FIRST_CHARS) request = Buffer.from(request);
+    // A text longer than a socket takes at once is encoded once here, into a slab of memory already
+    // touched: written as text, what the socket did not take would be measured and encoded again.
+    if (typeof request === 'string' && request.length > ENCODE_FIRST_CHARS) {
+      const size = Buffer.byteLength(request);
+      const slab = slabs.take(size);
+      encoder.encodeInto(request, slab);
+      this.#slab = slab;
+      request = slab.subarray(0, size);
+    }
     const written = this.socket!.write(request);
-    if (written < 0) return false;
+    if (written < 0) {
+      this.#release();
+      return false;
+    }
     if (typeof request === 'string') {
       // The socket wrote the text as UTF-8: short of that, the rest is what follows in those bytes.
       if (written < request.length || written < Buffer.byteLength(request)) {
         this.#unwritten = Buffer.from(request).subarray(written);
       }
     } else if (written < request.byteLength) this.#unwritten = request.subarray(written);
+    else this.#release();
     return true;
+  }
+
+  /** The socket took the whole request (or the connection went): its slab may be used again. */
+  #release(): void {
+    const slab = this.#slab;
+    this.#slab = undefined;
+    // Not given back while the socket may still read it: only once nothing of it waits to be written.
+    if (slab !== undefined && this.#unwritten === undefined) slabs.give(slab);
   }
 
   /** Whether part of the request is still waiting to be written. */
