@@ -8,7 +8,7 @@
 import type { Socket, SocketHandler } from 'bun';
 import { H1Parser, H1ParseError, type H1Events, type H1Head } from './h1-parse.ts';
 import { AnswerHeaders, BodyQueue, NO_HEADERS } from './h1-answer.ts';
-import { ByteSlabs } from './byte-slabs.ts';
+import { ByteSlabs } from '../core/byte-slabs.ts';
 import type { AbortSource, BodyReader, LegAnswer } from './platform.ts';
 
 /** Texts longer than this are encoded to bytes before they are written (see send). */
