@@ -11,6 +11,7 @@
  * with an error event, as on the vLLM path. A 4xx from either leg is the client's answer.
  */
 import { errors, PdlinkError } from '../../core/errors.ts';
+import { turnAfter } from '../../core/turns.ts';
 import { parseJsonExact } from '../../core/exact-json.ts';
 import { kvMovedOf } from '../../core/kv-report.ts';
 import type { LegAnswer } from '../../platform/platform.ts';
@@ -58,11 +59,15 @@ type PrefillFailure = Exclude<PrefillLegResult, { kind: 'ok' }>;
 export async function runSglang(exchange: DecodeExchange, controls: SglangControls): Promise<Response> {
   const { settings, metrics, breakers } = exchange.deps;
   // Checked before any pair is placed: a body that cannot be sent is the client's fault.
+  let checked: string;
   try {
-    legText(exchange.request.body);
+    checked = legText(exchange.request.body);
   } catch (err) {
     throw exchange.fail('invalid', err instanceof PdlinkError ? err : errors.internal(err), { kind: 'none' });
   }
+  // A large body was just serialised in this turn: the legs are made in the next ones (turns.ts).
+  const turn = turnAfter(checked.length);
+  if (turn !== undefined) await turn;
   const failedP = new Set<number>();
   const failedD = new Set<number>();
   const placing = {
@@ -113,9 +118,13 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   const p = pair.p.id;
   const d = pair.d.id;
 
+  // Each leg of a large body is serialised in a turn and sent in the next (turns.ts).
+  const pText = legText(pBody);
+  const pTurn = turnAfter(pText.length);
+  if (pTurn !== undefined) await pTurn;
   controls.attemptClock.start();
   const started = performance.now();
-  const pTask = prefillLeg(exchange, engineUrl(pair.p, kind, https), p, legHeaders(clientHeaders, requestId), legText(pBody), signal).then(
+  const pTask = prefillLeg(exchange, engineUrl(pair.p, kind, https), p, legHeaders(clientHeaders, requestId), pText, signal).then(
     (result) => {
       // A leg this attempt dropped must not touch the clock or the record of the next attempt.
       if (legs.signal.aborted) return result;
@@ -160,10 +169,13 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
     return { side: 'd', id: d, reason, message: `decode instance ${d} ${message}` };
   };
 
+  const dText = legText(shared);
+  const dTurn = turnAfter(dText.length);
+  if (dTurn !== undefined) await dTurn;
   const dSent = sendLeg(
     engineUrl(pair.d, kind, https),
     legHeaders(clientHeaders, requestId),
-    legText(shared),
+    dText,
     signal,
     () => metrics.staleRetried('decode'),
     settings,
