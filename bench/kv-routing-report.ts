@@ -43,6 +43,8 @@ export interface RoutingMeta {
   workloads: readonly string[];
   configs: readonly string[];
   scales: string;
+  /** The command that makes the result again, when the run had settings of its own. */
+  rerun?: string;
 }
 
 const PRECISE = ['precise_prefix', 'precise_prefix+decode_first'];
@@ -146,5 +148,6 @@ if (import.meta.main) {
     scales:
       saved.scales ??
       'synthetic and conversation traces: time × 0.06, lengths × 0.02; multi-tenant: 12 tenants, time × 0.7, lengths × 0.06',
+    ...(saved.rerun === undefined ? {} : { rerun: saved.rerun }),
   });
 }

@@ -220,6 +220,17 @@ for (let round = 0; round < ROUNDS; round++) {
 rmSync(work, { recursive: true, force: true });
 
 // A run narrowed to one workload writes results of its own, leaving the full run's.
+// What this run was narrowed or changed by, so its results say how they are made again.
+const settings = [
+  'KV_ROUTING_WORKLOAD',
+  'KV_ROUTING_CACHE_BLOCKS',
+  'KV_ROUTING_PREFILL_MS',
+  'KV_ROUTING_ONLY',
+  'KV_ROUTING_ROUNDS',
+  'KV_ROUTING_REQUESTS',
+]
+  .filter((name) => process.env[name] !== undefined)
+  .map((name) => `${name}=${process.env[name]}`);
 // Non-default engines name their results: …-cacheN (prefix cache blocks), …-prefillM (ms a token).
 const suffix =
   (ENGINE.prefixCacheBlocks === 4096 ? '' : `-cache${ENGINE.prefixCacheBlocks}`) +
@@ -234,4 +245,5 @@ reportKvRouting(`${ONLY_WORKLOAD === undefined ? 'kv-routing' : `kv-routing-${ON
   workloads: WORKLOADS.map((w) => w.name),
   configs: CONFIGS.map((c) => c.name),
   scales: `synthetic and conversation traces: time × 0.06, lengths × 0.02; multi-tenant: ${TENANTS} tenants, time × 0.7 (heavy: × 0.4), lengths × 0.06`,
+  ...(settings.length === 0 ? {} : { rerun: `${settings.join(' ')} npm run bench -- kv-routing` }),
 });

@@ -36,22 +36,6 @@ const GROUPS: readonly (readonly [string, readonly string[]])[] = [
 /** Results written by a bench of another name. */
 const BENCH_OF: Readonly<Record<string, string>> = { 'harness-synthetic': 'harness' };
 
-/**
- * How a result written by a bench run with settings of its own is made again (`kv-routing-NAME-cacheN-prefillM`:
- * kv-routing with one workload, smaller prefix caches, another prefill cost), or undefined.
- * @example rerunOf('kv-routing-multi-tenant-heavy-cache256-prefill0.6') // 'KV_ROUTING_WORKLOAD=multi-tenant-heavy … npm run bench -- kv-routing'
- */
-function rerunOf(name: string): string | undefined {
-  const m = /^kv-routing-([a-z-]+?)(?:-cache(\d+))?(?:-prefill([\d.]+))?$/.exec(name);
-  if (m === null) return undefined;
-  const env = [
-    `KV_ROUTING_WORKLOAD=${m[1]}`,
-    ...(m[2] === undefined ? [] : [`KV_ROUTING_CACHE_BLOCKS=${m[2]}`]),
-    ...(m[3] === undefined ? [] : [`KV_ROUTING_PREFILL_MS=${m[3]}`]),
-  ];
-  return `\`${env.join(' ')} npm run bench -- kv-routing\``;
-}
-
 interface Machine {
   readonly cores?: number;
   readonly cpu?: string;
@@ -64,6 +48,8 @@ interface Result {
   readonly name: string;
   readonly question: string | undefined;
   readonly summary: string;
+  /** How a result made with settings of its own is made again (else the bench's own command). */
+  readonly rerun: string | undefined;
   readonly when: string;
 }
 
@@ -93,8 +79,10 @@ function readResult(dir: string, name: string): Result {
   let summary = typeof json['summary'] === 'string' ? json['summary'] : markdownProse(md);
   if (json['schema'] === 'pdlink-bench-report') summary = benchReportSummary(json);
   const question = typeof json['question'] === 'string' ? json['question'] : undefined;
+  // A run with settings of its own says how it is made again.
+  const rerun = typeof json['rerun'] === 'string' ? json['rerun'] : undefined;
   const date = typeof json['date'] === 'string' ? json['date'] : typeof json['createdAt'] === 'string' ? json['createdAt'] : undefined;
-  return { name, question, summary, when: machineText(json['machine'] as Machine | undefined, date) };
+  return { name, question, summary, rerun, when: machineText(json['machine'] as Machine | undefined, date) };
 }
 
 /** A `pdlink bench` report's figures, as its command prints them. */
@@ -134,8 +122,11 @@ function companionsOf(name: string, names: readonly string[], grouped: ReadonlyS
 function section(result: Result, root: string, companions: readonly string[] = []): string {
   const bench = BENCH_OF[result.name] ?? result.name;
   const command =
-    rerunOf(result.name) ??
-    (existsSync(join(root, 'bench', `${bench}.bench.ts`)) ? `\`npm run bench -- ${bench}\`` : 'no bench of this name today');
+    result.rerun === undefined
+      ? existsSync(join(root, 'bench', `${bench}.bench.ts`))
+        ? `\`npm run bench -- ${bench}\``
+        : 'no bench of this name today'
+      : `\`${result.rerun}\``;
   const links = (['md', 'json', 'html'] as const)
     .filter((ext) => existsSync(join(root, 'bench', 'results', `${result.name}.${ext}`)))
     .map((ext) => `[${ext === 'md' ? 'table' : ext === 'json' ? 'JSON' : 'charts'}](../bench/results/${result.name}.${ext})`);

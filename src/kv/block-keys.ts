@@ -7,7 +7,7 @@
  * engine's own hash function or seed. Keys are written as (hi, lo) u32 pairs into a caller's array.
  */
 import { errors } from '../core/errors.ts';
-import { xxh3Pair, xxh3Words } from './xxh3.ts';
+import { ScriptXxh3, type SeededXxh3 } from './xxh3.ts';
 import { NativeXxh3 } from './xxh3-native.ts';
 
 const MAX_TOKEN_ID = 0xffff_ffff;
@@ -30,17 +30,16 @@ export class BlockHasher {
   readonly seed: Seed;
   #tokens = new Uint32Array(4096);
   readonly #local = new Uint32Array(2);
-  /** The runtime's own XXH3 when it has one that agrees for this seed (xxh3-native.ts). */
-  readonly #native: NativeXxh3 | undefined;
+  /** The runtime's own XXH3 when it has one that agrees for this seed (xxh3-native.ts), else xxh3.ts. */
+  readonly #hash: SeededXxh3;
+  /** Whether blocks are hashed by the runtime's own XXH3 (Bun) rather than xxh3.ts. */
+  readonly native: boolean;
 
   constructor(seed: Seed = ZERO_SEED, native = true) {
     this.seed = seed;
-    this.#native = native ? NativeXxh3.for(seed.hi, seed.lo) : undefined;
-  }
-
-  /** Whether blocks are hashed by the runtime's own XXH3 (Bun) rather than xxh3.ts. */
-  get native(): boolean {
-    return this.#native !== undefined;
+    const runtime = native ? NativeXxh3.for(seed.hi, seed.lo) : undefined;
+    this.native = runtime !== undefined;
+    this.#hash = runtime ?? new ScriptXxh3(seed.hi, seed.lo);
   }
 
   /**
@@ -69,31 +68,16 @@ export class BlockHasher {
    * @example hasher.chain(event.tokens, 0, 3, 16, keys, 0, parentKey);
    */
   chain(words: Uint32Array, start: number, blocks: number, blockSize: number, out: Uint32Array, at: number, parent?: Seed): void {
-    const { hi, lo } = this.seed;
+    const hash = this.#hash;
     const local = this.#local;
-    const native = this.#native;
-    if (native !== undefined) {
-      for (let b = 0; b < blocks; b++) {
-        const o = at + 2 * b;
-        if (b === 0 && parent === undefined) {
-          native.words(words, start, blockSize, out, o);
-          continue;
-        }
-        native.words(words, start + b * blockSize, blockSize, local, 0);
-        native.pair(b === 0 ? parent!.hi : out[o - 2]!, b === 0 ? parent!.lo : out[o - 1]!, local[0]!, local[1]!, out, o);
-      }
-      return;
-    }
     for (let b = 0; b < blocks; b++) {
       const o = at + 2 * b;
       if (b === 0 && parent === undefined) {
-        xxh3Words(words, start, blockSize, hi, lo, out, o);
+        hash.words(words, start, blockSize, out, o);
         continue;
       }
-      xxh3Words(words, start + b * blockSize, blockSize, hi, lo, local, 0);
-      const prevHi = b === 0 ? parent!.hi : out[o - 2]!;
-      const prevLo = b === 0 ? parent!.lo : out[o - 1]!;
-      xxh3Pair(prevHi, prevLo, local[0]!, local[1]!, hi, lo, out, o);
+      hash.words(words, start + b * blockSize, blockSize, local, 0);
+      hash.pair(b === 0 ? parent!.hi : out[o - 2]!, b === 0 ? parent!.lo : out[o - 1]!, local[0]!, local[1]!, out, o);
     }
   }
 

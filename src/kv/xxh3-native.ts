@@ -7,7 +7,7 @@
  * JavaScript hash. Elsewhere (Deno) there is none and xxh3.ts does the work. Each hash allocates
  * the 64-bit BigInt the runtime answers with; nothing else.
  */
-import { xxh3Pair, xxh3Words } from './xxh3.ts';
+import { xxh3Pair, xxh3Words, type SeededXxh3 } from './xxh3.ts';
 
 type RuntimeXxh3 = (input: Uint8Array, seed: bigint) => bigint;
 
@@ -16,7 +16,7 @@ const runtimeXxh3: RuntimeXxh3 | undefined = (globalThis as unknown as { Bun?: {
 /** Lengths (in u32 words) the check covers: every length class of XXH3 (≤ 16, ≤ 128, ≤ 240 bytes, long). */
 const CHECKED_WORDS = [1, 4, 16, 33, 60, 64, 128, 512];
 
-export class NativeXxh3 {
+export class NativeXxh3 implements SeededXxh3 {
   readonly #hash: RuntimeXxh3;
   readonly #seed: bigint;
   /** The answer, written as a u64 and read as two u32 words (little-endian: [lo, hi]). */

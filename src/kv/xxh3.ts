@@ -346,3 +346,33 @@ export function xxh3Pair(
   out[at] = R[HI]!;
   out[at + 1] = R[LO]!;
 }
+
+/** XXH3 with its seed bound: what a block hasher calls, whichever implementation serves it. */
+export interface SeededXxh3 {
+  /** xxh3Words of `count` words of `words` from `start`, the hash to out[at] (high) and out[at + 1] (low). */
+  words(words: Uint32Array, start: number, count: number, out: Uint32Array, at: number): void;
+  /** xxh3Pair of a ‖ b (each a u64 as hi, lo), the hash to out[at], out[at + 1]. */
+  pair(aHi: number, aLo: number, bHi: number, bLo: number, out: Uint32Array, at: number): void;
+}
+
+/**
+ * This file's XXH3 with a seed bound to it.
+ * @example new ScriptXxh3(0, 0).words(tokens, 0, 16, keys, 0);
+ */
+export class ScriptXxh3 implements SeededXxh3 {
+  readonly #hi: number;
+  readonly #lo: number;
+
+  constructor(seedHi: number, seedLo: number) {
+    this.#hi = seedHi;
+    this.#lo = seedLo;
+  }
+
+  words(words: Uint32Array, start: number, count: number, out: Uint32Array, at: number): void {
+    xxh3Words(words, start, count, this.#hi, this.#lo, out, at);
+  }
+
+  pair(aHi: number, aLo: number, bHi: number, bLo: number, out: Uint32Array, at: number): void {
+    xxh3Pair(aHi, aLo, bHi, bLo, this.#hi, this.#lo, out, at);
+  }
+}

@@ -35,6 +35,7 @@ export const QUEUE_HIGH_BYTES = 1 << 20;
 const SINK_BEHIND = 1;
 const QUEUE_FULL = 2;
 const YIELDING = 4;
+const EVERY_HOLD = SINK_BEHIND | QUEUE_FULL | YIELDING;
 
 /**
  * A body as it arrives: chunks are pushed, then its end or its failure; a reader takes them in order.
@@ -69,14 +70,6 @@ export class BodyQueue implements BodyReader {
     if ((before === 0) === (this.#holds === 0)) return;
     this.#watch?.held(this.#holds !== 0);
     this.hold(this.#holds !== 0);
-  }
-
-  #release(): void {
-    const before = this.#holds;
-    this.#holds = 0;
-    if (before === 0) return;
-    this.#watch?.held(false);
-    this.hold(false);
   }
 
   /** A chunk arrived. */
@@ -114,7 +107,7 @@ export class BodyQueue implements BodyReader {
   /** The body ended: reads end once the chunks are taken. */
   protected ended(): void {
     this.#ended = true;
-    this.#release();
+    this.#setHeld(EVERY_HOLD, false);
     this.#watch?.stop();
     const sink = this.#sink;
     if (sink === undefined) return this.#settleWaiting(DONE);
@@ -125,7 +118,7 @@ export class BodyQueue implements BodyReader {
   /** The body failed: as a stream that errors, what was not read is dropped and reads fail. */
   protected failed(err: unknown): void {
     this.#drop();
-    this.#release();
+    this.#setHeld(EVERY_HOLD, false);
     const error = this.#watch === undefined ? err : this.#watch.failure(err);
     this.#failure = { error };
     const sink = this.#sink;
@@ -188,7 +181,7 @@ export class BodyQueue implements BodyReader {
   /** The reader gives up: what was not read is dropped, and reads end. */
   cancel(): Promise<void> {
     this.#sink = undefined;
-    this.#release();
+    this.#setHeld(EVERY_HOLD, false);
     this.#watch?.stop();
     this.#drop();
     this.#ended = true;

@@ -37,7 +37,6 @@ export class EtcdStore implements Store {
   readonly kind = 'etcd';
   readonly prefix: string;
   readonly #client: Etcd3;
-  readonly #members: number;
   readonly #endpoints: readonly string[];
   readonly #deadlineMs: number;
   readonly #listeners = new Set<(connected: boolean) => void>();
@@ -55,7 +54,6 @@ export class EtcdStore implements Store {
   /** @example const store = new EtcdStore({ endpoints: ['http://127.0.0.1:2379'], cluster: 'default' }); */
   constructor(options: EtcdStoreOptions) {
     this.prefix = prefixOf(options.cluster);
-    this.#members = options.endpoints.length;
     this.#endpoints = [...options.endpoints];
     this.#deadlineMs = options.callDeadlineMs ?? ATTEMPT_DEADLINE_MS;
     this.#client = createEtcdClient(options.endpoints, this.#deadlineMs);
@@ -226,7 +224,7 @@ export class EtcdStore implements Store {
   /** One keep-alive on a stream of its own, tried on other members while the one reached cannot answer. */
   async #renew(id: string): Promise<boolean> {
     let last: unknown;
-    for (let attempt = 0; attempt < Math.max(2, this.#members); attempt++) {
+    for (let attempt = 0; attempt < Math.max(2, this.#endpoints.length); attempt++) {
       try {
         return await this.#keepAliveOnce(id);
       } catch (err) {

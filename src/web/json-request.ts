@@ -7,7 +7,7 @@
  */
 import { errors } from '../core/errors.ts';
 import { parseJsonExact } from '../core/exact-json.ts';
-import { turnAfter } from '../core/turns.ts';
+import { nextTurn, turnAfter } from '../core/turns.ts';
 
 export interface ReadJsonOptions {
   /** Maximum body size in bytes. */
@@ -46,7 +46,7 @@ export function jsonRequestReader(options: ReadJsonOptions): (request: Request) 
     if (turn === undefined) return parse(body);
     return turn.then(() => {
       const value = parse(body);
-      return turnAfter(body.length)!.then(() => value);
+      return nextTurn().then(() => value);
     });
   };
   // One promise from the body read to the value: an async function per step was a promise and a

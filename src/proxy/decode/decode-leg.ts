@@ -42,9 +42,6 @@ export async function decodeLeg(exchange: DecodeExchange, prefilled: Prefilled, 
     const failure = err instanceof PdlinkError ? err : errors.internal(err);
     throw exchange.fail('invalid', failure, { kind: 'fail', code: 'invalid_request', detail: failure.message });
   }
-  // A large leg was just serialised in this turn: it is encoded and sent in the next (turns.ts).
-  const turn = turnAfter(legBody.length);
-  if (turn !== undefined) await turn;
   const headers = legHeaders(clientHeaders, requestId);
   exchange.trace?.decodeSent(pair, headers);
   const { settings } = exchange.deps;

@@ -10,8 +10,10 @@
  * before an engine's own keep-alive timeout would, which keeps the race with an idle close rare.
  *
  * The answer's head is checked here for what no leg can use: a content coding (every leg asks
- * for identity; see unusable-answer.ts).
+ * for identity; see unusable-answer.ts). A large leg, serialised in the turn that calls, is sent in
+ * the next one (turns.ts): serialising and encoding megabytes back to back held the event loop.
  */
+import { turnAfter } from '../../core/turns.ts';
 import type { AbortParent } from './abort-scope.ts';
 import type { LegHeaders } from './legs.ts';
 import { postLeg, type LegClient } from './upstream.ts';
@@ -38,6 +40,8 @@ export async function sendLeg(
   onResent: () => void,
   sending: LegSending,
 ): Promise<LegAnswer> {
+  const turn = turnAfter(body.length);
+  if (turn !== undefined) await turn;
   const response = await postLeg(url, headers, body, signal, sending.engineIdleTimeoutMs, sending);
   if (response.resent === true) onResent();
   refuseEncoded(response);

@@ -5,7 +5,6 @@
  * request itself is not retried: another P would answer the same.
  */
 import { errors, PdlinkError } from '../../core/errors.ts';
-import { turnAfter } from '../../core/turns.ts';
 import { attemptPrefill, type AttemptClock, type AttemptExchange } from './attempt.ts';
 import { abortableDelay, backoffDelay } from './backoff.ts';
 import { legText, prefillBody } from '../legs/legs.ts';
@@ -45,9 +44,6 @@ export async function runPrefill(exchange: PrefillExchange, controls: PrefillCon
   } catch (err) {
     throw exchange.fail('invalid', err instanceof PdlinkError ? err : errors.internal(err), { kind: 'none' });
   }
-  // A large leg was just serialised in this turn: it is encoded and sent in the next (turns.ts).
-  const turn = turnAfter(legBody.length);
-  if (turn !== undefined) await turn;
   let failedP: Set<number> | undefined;
   let last: PdlinkError | undefined;
   for (let attempt = 0; ; attempt++) {

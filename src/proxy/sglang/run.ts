@@ -118,13 +118,9 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
   const p = pair.p.id;
   const d = pair.d.id;
 
-  // Each leg of a large body is serialised in a turn and sent in the next (turns.ts).
-  const pText = legText(pBody);
-  const pTurn = turnAfter(pText.length);
-  if (pTurn !== undefined) await pTurn;
   controls.attemptClock.start();
   const started = performance.now();
-  const pTask = prefillLeg(exchange, engineUrl(pair.p, kind, https), p, legHeaders(clientHeaders, requestId), pText, signal).then(
+  const pTask = prefillLeg(exchange, engineUrl(pair.p, kind, https), p, legHeaders(clientHeaders, requestId), legText(pBody), signal).then(
     (result) => {
       // A leg this attempt dropped must not touch the clock or the record of the next attempt.
       if (legs.signal.aborted) return result;
@@ -169,13 +165,10 @@ async function attemptPair(exchange: DecodeExchange, controls: SglangControls, p
     return { side: 'd', id: d, reason, message: `decode instance ${d} ${message}` };
   };
 
-  const dText = legText(shared);
-  const dTurn = turnAfter(dText.length);
-  if (dTurn !== undefined) await dTurn;
   const dSent = sendLeg(
     engineUrl(pair.d, kind, https),
     legHeaders(clientHeaders, requestId),
-    dText,
+    legText(shared),
     signal,
     () => metrics.staleRetried('decode'),
     settings,
